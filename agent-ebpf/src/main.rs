@@ -1,0 +1,24 @@
+//! stornet's kernel side. Thin entry points; each calls a `try_` body in its module.
+#![no_std]
+#![no_main]
+
+mod block;
+mod read;
+
+use aya_ebpf::{macros::btf_tracepoint, programs::BtfTracePointContext};
+
+#[btf_tracepoint(function = "block_rq_complete")]
+pub fn block_rq_complete(ctx: BtfTracePointContext) -> i32 {
+    let _ = block::try_rq_complete(&ctx);
+    0
+}
+
+#[cfg(not(test))]
+#[panic_handler]
+fn panic(_info: &core::panic::PanicInfo) -> ! {
+    loop {}
+}
+
+#[unsafe(link_section = "license")]
+#[unsafe(no_mangle)]
+static LICENSE: [u8; 4] = *b"GPL\0";

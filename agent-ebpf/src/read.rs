@@ -1,0 +1,17 @@
+//! Reads of kernel memory at offsets resolved from BTF by user space.
+
+use aya_ebpf::helpers::bpf_probe_read_kernel;
+
+/// Reads a `T` at `base + offset` from kernel memory.
+#[inline(always)]
+pub fn at<T>(base: *const u8, offset: u32) -> Result<T, i32> {
+    // SAFETY: bpf_probe_read_kernel validates the address; a bad one returns an error.
+    unsafe { bpf_probe_read_kernel(base.wrapping_add(offset as usize) as *const T) }
+}
+
+/// Reads a kernel pointer at `base + offset`, refusing null.
+#[inline(always)]
+pub fn ptr(base: *const u8, offset: u32) -> Result<*const u8, i32> {
+    let p: *const u8 = at(base, offset)?;
+    if p.is_null() { Err(-1) } else { Ok(p) }
+}

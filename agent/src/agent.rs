@@ -1,0 +1,41 @@
+//! Wires probes and collectors together; one `gather` per scrape.
+
+use tracing::warn;
+
+use crate::block::BlockCollector;
+use crate::model::{Collector, Family};
+use crate::probes::{PROBES, Probes};
+
+pub struct Agent {
+    pub probes: Probes,
+    collectors: Vec<Box<dyn Collector>>,
+}
+
+impl Agent {
+    /// Attaches every probe it can and builds the collectors for what is up.
+    pub fn start() -> Agent {
+        let wanted: Vec<&str> = PROBES.iter().map(|p| p.name).collect();
+        let mut probes = Probes::load(&wanted);
+        let mut collectors: Vec<Box<dyn Collector>> = vec![Box::new(probes.status_collector())];
+        if probes.is_up("block_completion")
+            && let Some(map) = probes.take_map("BLOCK_COMPLETIONS")
+        {
+            match BlockCollector::new(map) {
+                Ok(c) => collectors.push(Box::new(c)),
+                Err(e) => warn!(error = %format!("{e:#}"), "block collector unavailable"),
+            }
+        }
+        Agent { probes, collectors }
+    }
+
+    /// Collects every family; a failing collector is logged and skipped.
+    pub fn gather(&self) -> Vec<Family> {
+        let mut out = Vec::new();
+        for c in &self.collectors {
+            if let Err(e) = c.collect(&mut out) {
+                warn!(error = %format!("{e:#}"), "collector failed");
+            }
+        }
+        out
+    }
+}

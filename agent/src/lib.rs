@@ -1,0 +1,11 @@
+//! stornet-agent: eBPF telemetry of the block and network paths, served to Prometheus.
+
+pub mod agent;
+pub mod block;
+pub mod btf;
+pub mod cli;
+pub mod devices;
+pub mod exporter;
+pub mod model;
+pub mod probes;
+pub mod server;

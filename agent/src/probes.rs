@@ -1,0 +1,204 @@
+//! Loads stornet's eBPF object and attaches each probe on its own, recording a status per
+//! probe: a hook missing on this kernel takes that probe down, never the agent.
+
+use anyhow::{Context, Result};
+use aya::programs::{BtfTracePoint, RawTracePoint, TracePoint};
+use aya::{Btf as AyaBtf, Ebpf, EbpfLoader};
+use tracing::{info, warn};
+
+use crate::btf::Btf;
+use crate::model::{Collector, Family, Kind};
+
+/// The eBPF object built by `build.rs` from the `agent-ebpf` crate.
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/stornet"));
+
+/// Where a program attaches.
+#[derive(Clone, Copy, Debug)]
+pub enum Hook {
+    /// `tp_btf/<event>`: typed tracepoint arguments.
+    BtfTracePoint(&'static str),
+    /// Classic tracepoint `<category>:<name>`.
+    TracePoint(&'static str, &'static str),
+    RawTracePoint(&'static str),
+}
+
+/// One probe: a program in the object and its hook.
+#[derive(Clone, Copy, Debug)]
+pub struct ProbeSpec {
+    /// The `probe` label of `stornet_probe_up`.
+    pub name: &'static str,
+    pub program: &'static str,
+    pub hook: Hook,
+}
+
+pub const PROBES: &[ProbeSpec] = &[ProbeSpec {
+    name: "block_completion",
+    program: "block_rq_complete",
+    hook: Hook::BtfTracePoint("block_rq_complete"),
+}];
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ProbeStatus {
+    pub name: String,
+    pub up: bool,
+    /// Why a probe is down, or the hook it is attached to.
+    pub detail: String,
+}
+
+/// The loaded object (kept alive: dropping it detaches every program) and each probe's status.
+pub struct Probes {
+    pub ebpf: Option<Ebpf>,
+    pub status: Vec<ProbeStatus>,
+}
+
+/// Load-time globals, resolved from kernel BTF, each needed by some probes.
+pub struct Globals {
+    pub block: Result<agent_common::block::BlockLayout>,
+}
+
+impl Globals {
+    pub fn resolve(btf: &Result<Btf>) -> Globals {
+        let block = match btf {
+            Ok(btf) => crate::block::layout(btf),
+            Err(e) => Err(anyhow::anyhow!("{e:#}")),
+        };
+        Globals { block }
+    }
+
+    /// Why a probe cannot run on this kernel, if a global it needs did not resolve.
+    fn missing_for(&self, probe: &ProbeSpec) -> Option<String> {
+        let needs_block = probe.name.starts_with("block_");
+        match &self.block {
+            Err(e) if needs_block => Some(format!("kernel layout: {e:#}")),
+            _ => None,
+        }
+    }
+}
+
+impl Probes {
+    /// Loads the object and attaches every probe in `wanted` (by name).
+    pub fn load(wanted: &[&str]) -> Probes {
+        let btf = Btf::from_kernel();
+        let globals = Globals::resolve(&btf);
+        let specs: Vec<&ProbeSpec> = PROBES.iter().filter(|p| wanted.contains(&p.name)).collect();
+        let ebpf = match load_object(&globals) {
+            Ok(e) => e,
+            Err(e) => {
+                let reason = format!("loading eBPF object: {e:#}");
+                warn!(%reason, "no probe can run");
+                return Probes {
+                    ebpf: None,
+                    status: specs
+                        .iter()
+                        .map(|p| ProbeStatus {
+                            name: p.name.into(),
+                            up: false,
+                            detail: reason.clone(),
+                        })
+                        .collect(),
+                };
+            }
+        };
+        let mut probes = Probes {
+            ebpf: Some(ebpf),
+            status: Vec::new(),
+        };
+        let kernel_btf = AyaBtf::from_sys_fs().ok();
+        for spec in specs {
+            let result = match globals.missing_for(spec) {
+                Some(reason) => Err(anyhow::anyhow!(reason)),
+                None => probes.attach(spec, kernel_btf.as_ref()),
+            };
+            let status = match result {
+                Ok(()) => {
+                    info!(probe = spec.name, hook = ?spec.hook, "probe attached");
+                    ProbeStatus {
+                        name: spec.name.into(),
+                        up: true,
+                        detail: format!("{:?}", spec.hook),
+                    }
+                }
+                Err(e) => {
+                    warn!(probe = spec.name, reason = %format!("{e:#}"), "probe down");
+                    ProbeStatus {
+                        name: spec.name.into(),
+                        up: false,
+                        detail: format!("{e:#}"),
+                    }
+                }
+            };
+            probes.status.push(status);
+        }
+        probes
+    }
+
+    fn attach(&mut self, spec: &ProbeSpec, btf: Option<&AyaBtf>) -> Result<()> {
+        let ebpf = self.ebpf.as_mut().context("eBPF object not loaded")?;
+        let prog = ebpf
+            .program_mut(spec.program)
+            .with_context(|| format!("program {} missing from the object", spec.program))?;
+        match spec.hook {
+            Hook::BtfTracePoint(event) => {
+                let btf = btf.context("kernel BTF unavailable for tp_btf")?;
+                let p: &mut BtfTracePoint = prog.try_into()?;
+                p.load(event, btf)
+                    .with_context(|| format!("loading tp_btf/{event}"))?;
+                p.attach()
+                    .with_context(|| format!("attaching tp_btf/{event}"))?;
+            }
+            Hook::TracePoint(category, name) => {
+                let p: &mut TracePoint = prog.try_into()?;
+                p.load()
+                    .with_context(|| format!("loading {category}:{name}"))?;
+                p.attach(category, name)
+                    .with_context(|| format!("attaching {category}:{name}"))?;
+            }
+            Hook::RawTracePoint(name) => {
+                let p: &mut RawTracePoint = prog.try_into()?;
+                p.load().with_context(|| format!("loading raw_tp/{name}"))?;
+                p.attach(name)
+                    .with_context(|| format!("attaching raw_tp/{name}"))?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn is_up(&self, probe: &str) -> bool {
+        self.status.iter().any(|s| s.name == probe && s.up)
+    }
+
+    /// Takes a map out of the object for a collector to own.
+    pub fn take_map(&mut self, name: &str) -> Option<aya::maps::Map> {
+        self.ebpf.as_mut()?.take_map(name)
+    }
+
+    pub fn status_collector(&self) -> StatusCollector {
+        StatusCollector(self.status.clone())
+    }
+}
+
+fn load_object(globals: &Globals) -> Result<Ebpf> {
+    let mut loader = EbpfLoader::new();
+    // Probes whose layout did not resolve keep `ready == 0` and do nothing if run.
+    let block = globals.block.as_ref().copied().unwrap_or_default();
+    loader.override_global("BLOCK_LAYOUT", &block, true);
+    Ok(loader.load(OBJECT)?)
+}
+
+/// `stornet_probe_up{probe}`.
+pub struct StatusCollector(Vec<ProbeStatus>);
+
+impl Collector for StatusCollector {
+    fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
+        let mut f = Family::new(
+            "stornet_probe_up",
+            "Whether a probe is attached (1) or down (0); the log and / say why.",
+            Kind::Gauge,
+        );
+        for s in &self.0 {
+            f.scalar(&[("probe", &s.name)], if s.up { 1.0 } else { 0.0 });
+        }
+        out.push(f);
+        Ok(())
+    }
+}

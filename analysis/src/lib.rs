@@ -1,0 +1,1 @@
+//! Correlation and root-cause ranking as pure functions over time series.

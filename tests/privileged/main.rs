@@ -1,0 +1,4 @@
+//! Privileged integration tests: real probes, real IO, compared with the kernel's own counts.
+//! Run as root (`cargo xtask test`); without root they skip, and with `CI` set they fail.
+
+mod block_counts;

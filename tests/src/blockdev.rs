@@ -1,0 +1,172 @@
+//! Loop devices on temporary files, `/sys/block/*/stat`, and direct IO from tests.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail, ensure};
+
+/// A loop device with direct IO on a file in /dev/shm; detached and deleted on drop.
+pub struct LoopDevice {
+    pub dev: PathBuf,
+    pub name: String,
+    backing: PathBuf,
+}
+
+impl LoopDevice {
+    pub fn new(tag: &str, size: u64) -> Result<LoopDevice> {
+        let backing = PathBuf::from(format!(
+            "/dev/shm/stornet-test-{tag}-{}.img",
+            std::process::id()
+        ));
+        File::create(&backing)?.set_len(size)?;
+        let out = Command::new("losetup")
+            .args(["--show", "-f", "--direct-io=on"])
+            .arg(&backing)
+            .output()
+            .context("running losetup")?;
+        if !out.status.success() {
+            let _ = std::fs::remove_file(&backing);
+            bail!(
+                "losetup failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        let dev = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        let name = dev
+            .file_name()
+            .context("loop path")?
+            .to_string_lossy()
+            .into_owned();
+        let ld = LoopDevice { dev, name, backing };
+        // udev and the kernel may read the new device once; let that settle before counting.
+        ld.settle();
+        Ok(ld)
+    }
+
+    /// Waits until the device's IO counters stop moving (at most about 2 s).
+    pub fn settle(&self) {
+        let mut last = self.stat().ok();
+        for _ in 0..20 {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            let now = self.stat().ok();
+            if now == last {
+                return;
+            }
+            last = now;
+        }
+    }
+
+    pub fn stat(&self) -> Result<DiskStat> {
+        DiskStat::read(&self.name)
+    }
+
+    /// Sets `queue/<attr>` in sysfs.
+    pub fn set_queue_attr(&self, attr: &str, value: &str) -> Result<()> {
+        let p = format!("/sys/block/{}/queue/{attr}", self.name);
+        std::fs::write(&p, value).with_context(|| format!("writing {value} to {p}"))
+    }
+}
+
+impl Drop for LoopDevice {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").arg("-d").arg(&self.dev).status();
+        let _ = std::fs::remove_file(&self.backing);
+    }
+}
+
+/// The first fields of `/sys/block/<dev>/stat` (Documentation/block/stat.rst).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DiskStat {
+    pub read_ios: u64,
+    pub read_sectors: u64,
+    pub write_ios: u64,
+    pub write_sectors: u64,
+    pub in_flight: u64,
+    pub discard_ios: u64,
+    pub flush_ios: u64,
+}
+
+impl DiskStat {
+    pub fn read(dev: &str) -> Result<DiskStat> {
+        let text = std::fs::read_to_string(format!("/sys/block/{dev}/stat"))?;
+        let f: Vec<u64> = text
+            .split_whitespace()
+            .map(|x| x.parse().unwrap_or(0))
+            .collect();
+        ensure!(f.len() >= 11, "short /sys/block/{dev}/stat: {text:?}");
+        Ok(DiskStat {
+            read_ios: f[0],
+            read_sectors: f[2],
+            write_ios: f[4],
+            write_sectors: f[6],
+            in_flight: f[8],
+            discard_ios: f.get(11).copied().unwrap_or(0),
+            flush_ios: f.get(15).copied().unwrap_or(0),
+        })
+    }
+}
+
+/// A 4 KiB-aligned buffer for O_DIRECT.
+pub struct AlignedBuf {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl AlignedBuf {
+    pub fn new(len: usize, fill: u8) -> AlignedBuf {
+        let layout = std::alloc::Layout::from_size_align(len, 4096).expect("layout");
+        // SAFETY: non-zero size layout; freed in Drop with the same layout.
+        let ptr = unsafe { std::alloc::alloc(layout) };
+        assert!(!ptr.is_null(), "allocation failed");
+        // SAFETY: ptr is valid for len bytes.
+        unsafe { std::ptr::write_bytes(ptr, fill, len) };
+        AlignedBuf { ptr, len }
+    }
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: valid for len bytes while self lives.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: valid for len bytes while self lives, uniquely borrowed.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        let layout = std::alloc::Layout::from_size_align(self.len, 4096).expect("layout");
+        // SAFETY: allocated in new with this layout.
+        unsafe { std::alloc::dealloc(self.ptr, layout) };
+    }
+}
+
+pub fn open_direct(path: &Path, write: bool) -> Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(write)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+        .with_context(|| format!("opening {} with O_DIRECT", path.display()))
+}
+
+/// `n` sequential O_DIRECT writes of `size` bytes from offset 0.
+pub fn direct_writes(path: &Path, n: u64, size: usize) -> Result<()> {
+    let f = open_direct(path, true)?;
+    let buf = AlignedBuf::new(size, 0xab);
+    for i in 0..n {
+        f.write_all_at(buf.as_slice(), i * size as u64)?;
+    }
+    Ok(())
+}
+
+/// `n` sequential O_DIRECT reads of `size` bytes from offset 0.
+pub fn direct_reads(path: &Path, n: u64, size: usize) -> Result<()> {
+    let f = open_direct(path, false)?;
+    let mut buf = AlignedBuf::new(size, 0);
+    for i in 0..n {
+        f.read_exact_at(buf.as_mut_slice(), i * size as u64)?;
+    }
+    Ok(())
+}

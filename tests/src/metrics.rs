@@ -1,0 +1,163 @@
+//! Scraping a Prometheus endpoint over plain HTTP and reading samples from the text format.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+
+/// GET `path` from `addr`; returns (status code, body).
+pub fn http_get(addr: SocketAddr, path: &str) -> Result<(u16, String)> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw)?;
+    let text = String::from_utf8_lossy(&raw);
+    let (head, body) = text.split_once("\r\n\r\n").context("no HTTP header end")?;
+    let code = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .context("no HTTP status")?;
+    let chunked = head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked");
+    Ok((
+        code,
+        if chunked {
+            dechunk(body)?
+        } else {
+            body.to_string()
+        },
+    ))
+}
+
+fn dechunk(mut body: &str) -> Result<String> {
+    let mut out = String::new();
+    loop {
+        let (size, rest) = body.split_once("\r\n").context("bad chunk")?;
+        let n = usize::from_str_radix(size.trim(), 16).context("bad chunk size")?;
+        if n == 0 {
+            return Ok(out);
+        }
+        out.push_str(rest.get(..n).context("short chunk")?);
+        body = rest.get(n + 2..).context("short chunk")?;
+    }
+}
+
+/// One sample of the text format.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sample {
+    pub name: String,
+    pub labels: Vec<(String, String)>,
+    pub value: f64,
+}
+
+impl Sample {
+    pub fn label(&self, k: &str) -> Option<&str> {
+        self.labels
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Parses the Prometheus text format (the subset stornet emits: no timestamps, no escapes
+/// beyond `\"`, `\\` and `\n` in label values).
+pub fn parse(text: &str) -> Result<Vec<Sample>> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (series, value) = line
+            .rsplit_once(' ')
+            .with_context(|| format!("bad line {line:?}"))?;
+        let value: f64 = match value {
+            "+Inf" => f64::INFINITY,
+            "-Inf" => f64::NEG_INFINITY,
+            v => v
+                .parse()
+                .with_context(|| format!("bad value in {line:?}"))?,
+        };
+        let (name, labels) = match series.split_once('{') {
+            None => (series.to_string(), Vec::new()),
+            Some((name, rest)) => {
+                let inner = rest
+                    .strip_suffix('}')
+                    .with_context(|| format!("bad labels {line:?}"))?;
+                (name.to_string(), parse_labels(inner)?)
+            }
+        };
+        out.push(Sample {
+            name,
+            labels,
+            value,
+        });
+    }
+    Ok(out)
+}
+
+fn parse_labels(mut s: &str) -> Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    while !s.is_empty() {
+        let (k, rest) = s.split_once("=\"").context("bad label")?;
+        let mut v = String::new();
+        let mut chars = rest.char_indices();
+        let end = loop {
+            match chars.next() {
+                Some((_, '\\')) => match chars.next() {
+                    Some((_, 'n')) => v.push('\n'),
+                    Some((_, c)) => v.push(c),
+                    None => bail!("bad escape"),
+                },
+                Some((i, '"')) => break i,
+                Some((_, c)) => v.push(c),
+                None => bail!("unterminated label value"),
+            }
+        };
+        out.push((k.trim_start_matches(',').to_string(), v));
+        s = rest[end + 1..].trim_start_matches(',');
+    }
+    Ok(out)
+}
+
+/// Sum of the samples named `name` whose labels include all of `labels`.
+pub fn sum(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> f64 {
+    samples
+        .iter()
+        .filter(|s| s.name == name && labels.iter().all(|(k, v)| s.label(k) == Some(*v)))
+        .map(|s| s.value)
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_text_format() {
+        let t = "# HELP a_total x\n# TYPE a_total counter\na_total{device=\"loop0\",op=\"write\"} 5\n\
+                 b 1.5\nh_bucket{le=\"+Inf\",x=\"q\\\"\"} 3\n";
+        let s = parse(t).unwrap();
+        assert_eq!(s.len(), 3);
+        assert_eq!(sum(&s, "a_total", &[("device", "loop0")]), 5.0);
+        assert_eq!(sum(&s, "a_total", &[("device", "loop1")]), 0.0);
+        assert_eq!(s[1].value, 1.5);
+        assert_eq!(s[2].label("x"), Some("q\""));
+        assert_eq!(s[2].label("le"), Some("+Inf"));
+    }
+
+    #[test]
+    fn dechunks() {
+        assert_eq!(
+            dechunk("3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n").unwrap(),
+            "abcde"
+        );
+    }
+}

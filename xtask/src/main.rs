@@ -1,0 +1,70 @@
+//! stornet's task runner: `cargo xtask <task>`.
+
+mod cmd;
+mod setup;
+mod test;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "cargo xtask",
+    about = "stornet's setup, test tiers, benchmarks and lab"
+)]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Install what the build and tests need (idempotent; skips what is present).
+    Setup,
+    /// Set up, build and run stornet-agent in the foreground (root).
+    Agent {
+        /// Arguments passed to stornet-agent.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Run setup, lint, unit tests, privileged integration tests and scenarios.
+    Test {
+        /// Run only this tier.
+        #[arg(long, value_enum)]
+        tier: Option<test::Tier>,
+        /// Do not run setup first.
+        #[arg(long)]
+        skip_setup: bool,
+    },
+}
+
+fn run_agent(args: &[String]) -> anyhow::Result<()> {
+    setup::setup()?;
+    cmd::step("build stornet-agent", || {
+        cmd::run(cmd::cargo().args(["build", "--release", "-p", "stornet-agent"]))
+    })?;
+    let bin = cmd::workspace_root().join("target/release/stornet-agent");
+    let listen = args
+        .iter()
+        .find_map(|a| a.strip_prefix("--web.listen-address="))
+        .unwrap_or(":9477");
+    println!("stornet-agent: metrics at http://localhost{}/metrics (Ctrl-C stops it)", listen.trim_start_matches(|c| c != ':'));
+    cmd::run(std::process::Command::new(bin).args(args))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.task {
+        Task::Setup => setup::setup(),
+        Task::Test { tier, skip_setup } => test::test(tier, skip_setup),
+        Task::Agent { args } => run_agent(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! `cargo xtask setup`: installs, idempotently, what stornet's build and tests need on a
+//! Debian-based machine, skipping whatever is already present.
+
+use std::process::Command;
+
+use anyhow::{Result, bail};
+
+use crate::cmd::{self, output, run};
+
+/// Debian packages: (package, why).
+const PACKAGES: &[(&str, &str)] = &[
+    ("llvm-22-dev", "bpf-linker links against LLVM 22"),
+    ("libpolly-22-dev", "bpf-linker links against LLVM 22"),
+    ("zlib1g-dev", "bpf-linker"),
+    ("libzstd-dev", "bpf-linker"),
+    ("fio", "reference load in benchmarks"),
+    ("iperf3", "network benchmarks"),
+    ("prometheus", "promtool and the Prometheus server in tests"),
+    ("bpftrace", "reference tracer in benchmarks"),
+    ("iproute2", "ip netns, veth, tc in the lab"),
+    ("e2fsprogs", "mkfs.ext4 in tests"),
+    ("util-linux", "losetup in tests"),
+];
+
+const BPF_LINKER_VERSION: &str = "0.13.0";
+const LLVM_BIN: &str = "/usr/lib/llvm-22/bin";
+
+fn installed(pkg: &str) -> bool {
+    output("dpkg-query", &["-W", "-f=${Status}", pkg])
+        .is_some_and(|s| s.trim_end().ends_with("install ok installed"))
+}
+
+fn apt_packages() -> Result<()> {
+    let missing: Vec<&str> = PACKAGES
+        .iter()
+        .map(|(p, _)| *p)
+        .filter(|p| !installed(p))
+        .collect();
+    if missing.is_empty() {
+        println!("apt packages: all {} present, skipping", PACKAGES.len());
+        return Ok(());
+    }
+    let hint = format!("apt-get update && apt-get install -y {}", missing.join(" "));
+    if !cmd::is_root() {
+        bail!(
+            "missing packages {}; as root run: {hint}",
+            missing.join(", ")
+        );
+    }
+    println!("apt packages missing: {}", missing.join(", "));
+    let apt = |args: &[&str]| {
+        let mut c = Command::new("apt-get");
+        c.args(args).env("DEBIAN_FRONTEND", "noninteractive");
+        c
+    };
+    let install = |pkgs: &[&str]| {
+        let mut c = apt(&["install", "-y", "--no-install-recommends"]);
+        c.args(pkgs);
+        run(&mut c)
+    };
+    // The package lists of a fresh machine are often stale or empty: refresh, then install.
+    run(&mut apt(&["update"])).map_err(|e| anyhow::anyhow!("{e:#}; by hand: {hint}"))?;
+    install(&missing).map_err(|e| anyhow::anyhow!("{e:#}; by hand: {hint}"))
+}
+
+fn nightly_rust_src() -> Result<()> {
+    let Some(toolchains) = output("rustup", &["toolchain", "list"]) else {
+        bail!(
+            "rustup not found; install it from https://rustup.rs, then: rustup toolchain install nightly --component rust-src"
+        );
+    };
+    if !toolchains.lines().any(|l| l.starts_with("nightly")) {
+        bail!(
+            "the nightly toolchain is missing; install it: rustup toolchain install nightly --component rust-src"
+        );
+    }
+    let components = output(
+        "rustup",
+        &["component", "list", "--toolchain", "nightly", "--installed"],
+    )
+    .unwrap_or_default();
+    if components.lines().any(|l| l.starts_with("rust-src")) {
+        println!("nightly rust-src: present, skipping");
+        return Ok(());
+    }
+    run(Command::new("rustup").args(["component", "add", "rust-src", "--toolchain", "nightly"]))
+        .map_err(|e| {
+            anyhow::anyhow!("{e:#}; by hand: rustup component add rust-src --toolchain nightly")
+        })
+}
+
+fn bpf_linker() -> Result<()> {
+    if let Some(v) = output("bpf-linker", &["--version"]) {
+        println!("bpf-linker: {} present, skipping", v.trim());
+        return Ok(());
+    }
+    let hint = format!(
+        "PATH={LLVM_BIN}:$PATH cargo install bpf-linker --version {BPF_LINKER_VERSION} --no-default-features --features llvm-22"
+    );
+    let path = format!("{LLVM_BIN}:{}", std::env::var("PATH").unwrap_or_default());
+    // Build outside the workspace so its config and lock file do not apply.
+    run(Command::new("cargo")
+        .args(["install", "bpf-linker", "--version", BPF_LINKER_VERSION])
+        .args(["--no-default-features", "--features", "llvm-22"])
+        .env("PATH", path)
+        .current_dir(std::env::temp_dir()))
+    .map_err(|e| anyhow::anyhow!("{e:#}; by hand: {hint}"))?;
+    if output("bpf-linker", &["--version"]).is_none() {
+        bail!("bpf-linker installed but not on PATH; add ~/.cargo/bin to PATH");
+    }
+    Ok(())
+}
+
+/// Mounts tracefs where the kernel has it and nothing is mounted (tracepoints by name need it).
+fn tracefs() -> Result<()> {
+    let mounted = std::fs::read_to_string("/proc/mounts")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.split_whitespace().nth(2) == Some("tracefs"));
+    if mounted {
+        println!("tracefs: mounted, skipping");
+        return Ok(());
+    }
+    if !cmd::is_root() {
+        println!("tracefs: not mounted and not root; skipping (tests that need it will say so)");
+        return Ok(());
+    }
+    run(Command::new("mount").args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"]))
+}
+
+pub fn setup() -> Result<()> {
+    cmd::step("setup: apt packages", apt_packages)?;
+    cmd::step("setup: nightly rust-src", nightly_rust_src)?;
+    cmd::step("setup: bpf-linker", bpf_linker)?;
+    cmd::step("setup: tracefs", tracefs)?;
+    Ok(())
+}

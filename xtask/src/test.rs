@@ -1,0 +1,117 @@
+//! `cargo xtask test`: the test tiers, in order. Everything builds in release mode once, so
+//! the binaries the privileged tests run are the ones users run.
+
+use std::process::Command;
+
+use anyhow::Result;
+use clap::ValueEnum;
+
+use crate::cmd::{self, cargo, run};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
+pub enum Tier {
+    /// Formatting, clippy and unit tests.
+    Unit,
+    /// Root: real probes, loop devices, namespaces.
+    Privileged,
+    /// Root: end-to-end lab scenarios.
+    Scenarios,
+}
+
+fn ebpf_cargo() -> Command {
+    let mut c = Command::new("rustup");
+    c.args(["run", "nightly", "cargo"])
+        .current_dir(cmd::workspace_root());
+    // `cargo xtask` exports the stable toolchain's variables; the nightly cargo needs its own.
+    for var in ["RUSTC", "RUSTDOC", "CARGO", "RUSTUP_TOOLCHAIN"] {
+        c.env_remove(var);
+    }
+    c
+}
+
+fn lint() -> Result<()> {
+    run(cargo().args(["fmt", "--all", "--check"]))?;
+    run(cargo().args([
+        "clippy",
+        "--release",
+        "--workspace",
+        "--exclude",
+        "agent-ebpf",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    run(ebpf_cargo().args([
+        "clippy",
+        "--release",
+        "-p",
+        "agent-ebpf",
+        "--target",
+        "bpfel-unknown-none",
+        "-Z",
+        "build-std=core",
+        "--bins",
+        "--",
+        "-D",
+        "warnings",
+    ]))
+}
+
+fn unit() -> Result<()> {
+    run(cargo().args([
+        "test",
+        "--release",
+        "--workspace",
+        "--exclude",
+        "agent-ebpf",
+        "--exclude",
+        "stornet-tests",
+    ]))?;
+    // The lab harness's own unit tests.
+    run(cargo().args(["test", "--release", "-p", "stornet-tests", "--lib"]))
+}
+
+fn build_binaries() -> Result<()> {
+    run(cargo().args(["build", "--release", "--bins"]))
+}
+
+fn root_tier(test: &str) -> Result<()> {
+    if !cmd::is_root() {
+        println!(
+            "not root: the {test} tests will report themselves skipped (with CI set they fail)"
+        );
+    }
+    run(cargo().args([
+        "test",
+        "--release",
+        "-p",
+        "stornet-tests",
+        "--test",
+        test,
+        "--",
+        "--test-threads=1",
+    ]))
+}
+
+pub fn test(only: Option<Tier>, skip_setup: bool) -> Result<()> {
+    if !skip_setup {
+        crate::setup::setup()?;
+    }
+    let wants = |t: Tier| only.is_none_or(|o| o == t);
+    if wants(Tier::Unit) {
+        cmd::step("lint: fmt and clippy", lint)?;
+        cmd::step("unit tests", unit)?;
+    }
+    if wants(Tier::Privileged) || wants(Tier::Scenarios) {
+        cmd::step("build release binaries", build_binaries)?;
+    }
+    if wants(Tier::Privileged) {
+        cmd::step("privileged integration tests", || root_tier("privileged"))?;
+    }
+    if wants(Tier::Scenarios) {
+        cmd::step("end-to-end scenarios", || root_tier("scenarios"))?;
+    }
+    println!("all requested test tiers passed");
+    Ok(())
+}
