@@ -3,6 +3,7 @@
 use tracing::warn;
 
 use crate::block::BlockCollector;
+use crate::config::Config;
 use crate::model::{Collector, Family};
 use crate::probes::{PROBES, Probes};
 
@@ -13,8 +14,12 @@ pub struct Agent {
 
 impl Agent {
     /// Attaches every probe it can and builds the collectors for what is up.
-    pub fn start() -> Agent {
-        let wanted: Vec<&str> = PROBES.iter().map(|p| p.name).collect();
+    pub fn start(config: &Config) -> Agent {
+        let wanted: Vec<&str> = PROBES
+            .iter()
+            .map(|p| p.name)
+            .filter(|p| config.probe_enabled(p))
+            .collect();
         let mut probes = Probes::load(&wanted);
         let mut collectors: Vec<Box<dyn Collector>> = vec![Box::new(probes.status_collector())];
         if probes.is_up("block_completion")

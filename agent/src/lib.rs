@@ -4,6 +4,7 @@ pub mod agent;
 pub mod block;
 pub mod btf;
 pub mod cli;
+pub mod config;
 pub mod devices;
 pub mod exporter;
 pub mod model;

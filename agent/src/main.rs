@@ -24,7 +24,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let agent = Arc::new(Agent::start());
+    let agent = Arc::new(Agent::start(&stornet_agent::config::Config::default()));
     let shutdown = async {
         use tokio::signal::unix::{SignalKind, signal};
         match signal(SignalKind::terminate()) {

@@ -2,3 +2,4 @@
 //! Run as root (`cargo xtask test`); without root they skip, and with `CI` set they fail.
 
 mod block_counts;
+mod lab_netns;

@@ -5,4 +5,5 @@ pub mod agent;
 pub mod bins;
 pub mod blockdev;
 pub mod metrics;
+pub mod netns;
 pub mod privilege;

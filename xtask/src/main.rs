@@ -1,5 +1,6 @@
 //! stornet's task runner: `cargo xtask <task>`.
 
+mod bench;
 mod cmd;
 mod setup;
 mod test;
@@ -28,6 +29,11 @@ enum Task {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Run a benchmark (root); prints stornet against its reference, as ratios.
+    Bench {
+        #[arg(value_enum)]
+        name: bench::Bench,
+    },
     /// Run setup, lint, unit tests, privileged integration tests and scenarios.
     Test {
         /// Run only this tier.
@@ -49,7 +55,10 @@ fn run_agent(args: &[String]) -> anyhow::Result<()> {
         .iter()
         .find_map(|a| a.strip_prefix("--web.listen-address="))
         .unwrap_or(":9477");
-    println!("stornet-agent: metrics at http://localhost{}/metrics (Ctrl-C stops it)", listen.trim_start_matches(|c| c != ':'));
+    println!(
+        "stornet-agent: metrics at http://localhost{}/metrics (Ctrl-C stops it)",
+        listen.trim_start_matches(|c| c != ':')
+    );
     cmd::run(std::process::Command::new(bin).args(args))
 }
 
@@ -59,6 +68,7 @@ fn main() -> ExitCode {
         Task::Setup => setup::setup(),
         Task::Test { tier, skip_setup } => test::test(tier, skip_setup),
         Task::Agent { args } => run_agent(&args),
+        Task::Bench { name } => bench::run(name),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

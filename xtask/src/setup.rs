@@ -20,6 +20,7 @@ const PACKAGES: &[(&str, &str)] = &[
     ("iproute2", "ip netns, veth, tc in the lab"),
     ("e2fsprogs", "mkfs.ext4 in tests"),
     ("util-linux", "losetup in tests"),
+    ("iputils-ping", "reachability checks in the lab"),
 ];
 
 const BPF_LINKER_VERSION: &str = "0.13.0";

@@ -1,0 +1,62 @@
+//! `cargo xtask bench <name>`: each benchmark runs stornet and its reference side by side in
+//! one run, alternating, and prints ratios. Timing lives here, never in pass/fail tests.
+
+mod agent_scrape;
+mod block_overhead;
+mod loadgen_vs_fio;
+mod net_overhead;
+mod replication;
+
+use anyhow::Result;
+use clap::ValueEnum;
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum Bench {
+    /// fio on a loop device: no tracing vs stornet-agent vs bpftrace biolatency.
+    BlockOverhead,
+    /// iperf3 between namespaces with and without the agent.
+    NetOverhead,
+    /// Scrape time and RSS with many devices and peers.
+    AgentScrape,
+    /// loadgen against fio on the same target and jobs.
+    LoadgenVsFio,
+    /// Local-only vs one vs two replicas over veth.
+    Replication,
+}
+
+pub fn run(bench: Bench) -> Result<()> {
+    match bench {
+        Bench::BlockOverhead => block_overhead::run(),
+        Bench::NetOverhead => net_overhead::run(),
+        Bench::AgentScrape => agent_scrape::run(),
+        Bench::LoadgenVsFio => loadgen_vs_fio::run(),
+        Bench::Replication => replication::run(),
+    }
+}
+
+/// Median of a non-empty sample (mean of the middle two for even sizes).
+pub fn median(xs: &[f64]) -> f64 {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median;
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(&[]).is_nan());
+    }
+}
