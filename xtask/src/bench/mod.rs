@@ -35,6 +35,7 @@ pub fn run(bench: Bench) -> Result<()> {
 }
 
 /// Median of a non-empty sample (mean of the middle two for even sizes).
+#[allow(dead_code)] // used by the benchmarks
 pub fn median(xs: &[f64]) -> f64 {
     let mut v = xs.to_vec();
     v.sort_by(f64::total_cmp);
