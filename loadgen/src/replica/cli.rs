@@ -88,7 +88,10 @@ pub fn read_token(path: &Path) -> Result<Vec<u8>, String> {
     let raw = std::fs::read(path).map_err(|e| format!("--token-file {}: {e}", path.display()))?;
     let token = raw.trim_ascii();
     if token.is_empty() {
-        return Err(format!("--token-file {}: the file is empty", path.display()));
+        return Err(format!(
+            "--token-file {}: the file is empty",
+            path.display()
+        ));
     }
     if token.len() > MAX_TOKEN_LEN {
         return Err(format!(
@@ -159,7 +162,10 @@ fn percentile(sorted: &[u32], p: f64) -> u32 {
 }
 
 pub fn replica_client(args: ReplicaClientArgs) -> ExitCode {
-    if args.bs == 0 || args.bs as u64 % BLOCK_ALIGN != 0 || args.bs > MAX_PAYLOAD as usize {
+    if args.bs == 0
+        || !(args.bs as u64).is_multiple_of(BLOCK_ALIGN)
+        || args.bs > MAX_PAYLOAD as usize
+    {
         return usage(format!(
             "--bs {}: must be a multiple of {BLOCK_ALIGN} between {BLOCK_ALIGN} and {MAX_PAYLOAD}",
             args.bs
@@ -172,7 +178,7 @@ pub fn replica_client(args: ReplicaClientArgs) -> ExitCode {
         return usage(format!("--volume {:?}: not a plain file name", args.volume));
     }
     let size = args.size.unwrap_or(args.count * args.bs as u64);
-    if size < args.bs as u64 || size % args.bs as u64 != 0 {
+    if size < args.bs as u64 || !size.is_multiple_of(args.bs as u64) {
         return usage(format!("--size {size}: must be a multiple of --bs"));
     }
     let token = match args.token_file.as_deref().map(read_token).transpose() {

@@ -75,7 +75,10 @@ pub enum FailCause {
     /// The replica closed the connection.
     Closed,
     /// A socket call failed (the connect, a send or a receive).
-    Io { kind: io::ErrorKind, message: String },
+    Io {
+        kind: io::ErrorKind,
+        message: String,
+    },
 }
 
 impl fmt::Display for FailCause {
@@ -120,9 +123,15 @@ impl std::error::Error for ReplicaError {}
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SubmitError {
     /// Longer than the replica accepts (`MAX_PAYLOAD`, or less if the replica said so).
-    TooLarge { len: usize, max: u32 },
+    TooLarge {
+        len: usize,
+        max: u32,
+    },
     /// Offset or length not a multiple of `BLOCK_ALIGN`.
-    Unaligned { offset: u64, len: usize },
+    Unaligned {
+        offset: u64,
+        len: usize,
+    },
     Empty,
     /// This id is still outstanding.
     DuplicateId(u64),
@@ -134,7 +143,10 @@ impl fmt::Display for SubmitError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SubmitError::TooLarge { len, max } => {
-                write!(f, "write of {len} bytes exceeds the replica's maximum of {max}")
+                write!(
+                    f,
+                    "write of {len} bytes exceeds the replica's maximum of {max}"
+                )
             }
             SubmitError::Unaligned { offset, len } => write!(
                 f,
@@ -230,7 +242,10 @@ impl ReplicaConn {
 
     #[cfg_attr(
         not(test),
-        expect(dead_code, reason = "for the run engine, which drives connections itself")
+        expect(
+            dead_code,
+            reason = "for the run engine, which drives connections itself"
+        )
     )]
     pub fn replica(&self) -> &str {
         &self.replica
@@ -243,7 +258,10 @@ impl ReplicaConn {
 
     #[cfg_attr(
         not(test),
-        expect(dead_code, reason = "for the run engine, which drives connections itself")
+        expect(
+            dead_code,
+            reason = "for the run engine, which drives connections itself"
+        )
     )]
     pub fn is_ready(&self) -> bool {
         matches!(self.phase, Phase::Ready)
@@ -251,7 +269,10 @@ impl ReplicaConn {
 
     #[cfg_attr(
         not(test),
-        expect(dead_code, reason = "for the run engine, which drives connections itself")
+        expect(
+            dead_code,
+            reason = "for the run engine, which drives connections itself"
+        )
     )]
     pub fn failure(&self) -> Option<&ReplicaError> {
         match &self.phase {
@@ -289,7 +310,7 @@ impl ReplicaConn {
                 max: self.max_payload,
             });
         }
-        if offset % BLOCK_ALIGN != 0 || data.len() as u64 % BLOCK_ALIGN != 0 {
+        if !offset.is_multiple_of(BLOCK_ALIGN) || !(data.len() as u64).is_multiple_of(BLOCK_ALIGN) {
             return Err(SubmitError::Unaligned {
                 offset,
                 len: data.len(),
@@ -466,13 +487,12 @@ pub struct BlockingClient {
 impl BlockingClient {
     /// Connects and completes the handshake.
     pub fn connect(addr: SocketAddr, opts: &ClientOptions) -> Result<BlockingClient, ReplicaError> {
-        let mut conn = ReplicaConn::new(addr.to_string(), opts, Instant::now()).map_err(|e| {
-            ReplicaError {
+        let mut conn =
+            ReplicaConn::new(addr.to_string(), opts, Instant::now()).map_err(|e| ReplicaError {
                 replica: addr.to_string(),
                 cause: FailCause::Protocol(e),
                 failed_ids: vec![],
-            }
-        })?;
+            })?;
         let stream = TcpStream::connect_timeout(&addr, opts.timeout)
             .and_then(|s| {
                 s.set_nodelay(true)?;
@@ -530,7 +550,9 @@ impl BlockingClient {
                 Err(e)
                     if matches!(
                         e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                            | io::ErrorKind::Interrupted
                     ) => {}
                 Err(e) => return Err(self.conn.io_failed(&e)),
             }
@@ -540,7 +562,12 @@ impl BlockingClient {
     fn send(&mut self, bytes: &[u8]) -> Result<(), ReplicaError> {
         match self.stream.write_all(bytes) {
             Ok(()) => Ok(()),
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
                 Err(self.conn.fail(FailCause::Io {
                     kind: e.kind(),
                     message: format!("send blocked for more than {:?}", self.conn.timeout),
@@ -650,10 +677,7 @@ mod tests {
             .unwrap();
         feed(&mut c, &ack_frame(10, AckStatus::Ok), t0).unwrap();
         // The oldest outstanding is now 11, due at t0 + 2.5 s.
-        assert_eq!(
-            c.next_deadline(),
-            Some(t0 + Duration::from_millis(2500))
-        );
+        assert_eq!(c.next_deadline(), Some(t0 + Duration::from_millis(2500)));
         assert!(c.check_timeouts(t0 + Duration::from_secs(2)).is_ok());
         c.start_write(12, 1024, &data, t0 + Duration::from_secs(2))
             .unwrap();
@@ -762,14 +786,16 @@ mod tests {
             Err(SubmitError::DuplicateId(1))
         );
         assert!(c.failure().is_none());
-        assert!(ReplicaConn::new(
-            "r",
-            &ClientOptions {
-                volume: "../x".into(),
-                ..opts()
-            },
-            t0
-        )
-        .is_err());
+        assert!(
+            ReplicaConn::new(
+                "r",
+                &ClientOptions {
+                    volume: "../x".into(),
+                    ..opts()
+                },
+                t0
+            )
+            .is_err()
+        );
     }
 }

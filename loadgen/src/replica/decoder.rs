@@ -8,8 +8,8 @@
 
 use super::protocol::{
     AckStatus, FRAME_HEADER_LEN, Frame, HELLO_ACK_LEN, HELLO_LEN, Hello, HelloAck, HelloStatus,
-    KIND_ACK, KIND_WRITE, MAGIC, MAX_TOKEN_LEN, MAX_VOLUME_LEN, ProtocolError, VERSION,
-    ack_status, le16, le32, le64,
+    KIND_ACK, KIND_WRITE, MAGIC, MAX_TOKEN_LEN, MAX_VOLUME_LEN, ProtocolError, VERSION, ack_status,
+    le16, le32, le64,
 };
 
 pub struct Decoder {
@@ -196,8 +196,7 @@ impl Decoder {
         if d.is_empty() {
             return Ok(None);
         }
-        if !matches!(d[0], KIND_WRITE | KIND_ACK) || d[1..d.len().min(4)].iter().any(|&b| b != 0)
-        {
+        if !matches!(d[0], KIND_WRITE | KIND_ACK) || d[1..d.len().min(4)].iter().any(|&b| b != 0) {
             return Err(ProtocolError::Garbage { first: d[0] });
         }
         if d.len() < FRAME_HEADER_LEN {
@@ -257,7 +256,9 @@ impl Decoder {
 fn check_magic(d: &[u8]) -> Result<(), ProtocolError> {
     let n = d.len().min(MAGIC.len());
     if d[..n] != MAGIC[..n] {
-        return Err(ProtocolError::BadMagic { got: d[..n].to_vec() });
+        return Err(ProtocolError::BadMagic {
+            got: d[..n].to_vec(),
+        });
     }
     Ok(())
 }
@@ -281,7 +282,11 @@ mod tests {
     }
 
     /// Feeds `stream` in pieces cut at `cuts`, collecting frames until the first error.
-    fn decode_all(d: &mut Decoder, stream: &[u8], cuts: &[usize]) -> (Vec<Owned>, Option<ProtocolError>) {
+    fn decode_all(
+        d: &mut Decoder,
+        stream: &[u8],
+        cuts: &[usize],
+    ) -> (Vec<Owned>, Option<ProtocolError>) {
         let mut out = Vec::new();
         let mut pos = 0;
         let mut points: Vec<usize> = cuts.iter().map(|c| c % (stream.len() + 1)).collect();
@@ -417,12 +422,18 @@ mod tests {
         a[28..32].copy_from_slice(&crc.to_le_bytes());
         let mut d = Decoder::new(4096);
         d.push(&a);
-        assert!(matches!(d.next_frame(), Err(ProtocolError::Malformed { .. })));
+        assert!(matches!(
+            d.next_frame(),
+            Err(ProtocolError::Malformed { .. })
+        ));
 
         let empty = write_frame(1, 0, &[]);
         let mut d = Decoder::new(4096);
         d.push(&empty);
-        assert!(matches!(d.next_frame(), Err(ProtocolError::Malformed { .. })));
+        assert!(matches!(
+            d.next_frame(),
+            Err(ProtocolError::Malformed { .. })
+        ));
     }
 
     #[test]
@@ -439,10 +450,16 @@ mod tests {
 
         let mut d = Decoder::new(0);
         d.push(b"GET / HTTP/1.1\r\n");
-        assert!(matches!(d.next_hello(), Err(ProtocolError::BadMagic { .. })));
+        assert!(matches!(
+            d.next_hello(),
+            Err(ProtocolError::BadMagic { .. })
+        ));
         let mut d = Decoder::new(0);
         d.push(b"SX");
-        assert!(matches!(d.next_hello(), Err(ProtocolError::BadMagic { .. })));
+        assert!(matches!(
+            d.next_hello(),
+            Err(ProtocolError::BadMagic { .. })
+        ));
 
         let mut v2 = bytes.clone();
         v2[4] = 2;
@@ -464,7 +481,10 @@ mod tests {
         long[8..10].copy_from_slice(&300u16.to_le_bytes());
         let mut d = Decoder::new(0);
         d.push(&long);
-        assert!(matches!(d.next_hello(), Err(ProtocolError::BadHello { .. })));
+        assert!(matches!(
+            d.next_hello(),
+            Err(ProtocolError::BadHello { .. })
+        ));
 
         let mut d = Decoder::new(0);
         d.push(&bytes[..20]);
@@ -487,7 +507,11 @@ mod tests {
         assert!(d.next_hello().unwrap().is_some());
         assert!(matches!(
             d.next_frame(),
-            Ok(Some(Frame::Write { id: 1, offset: 512, .. }))
+            Ok(Some(Frame::Write {
+                id: 1,
+                offset: 512,
+                ..
+            }))
         ));
         assert_eq!(d.next_frame(), Ok(None));
     }
@@ -508,7 +532,11 @@ mod tests {
 
     fn frame_strategy() -> impl Strategy<Value = Owned> {
         prop_oneof![
-            (any::<u64>(), any::<u64>(), proptest::collection::vec(any::<u8>(), 1..3000))
+            (
+                any::<u64>(),
+                any::<u64>(),
+                proptest::collection::vec(any::<u8>(), 1..3000)
+            )
                 .prop_map(|(i, o, d)| Owned::Write(i, o, d)),
             (any::<u64>(), 0u32..3, any::<u32>()).prop_map(|(i, s, e)| Owned::Ack(
                 i,

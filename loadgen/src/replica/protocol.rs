@@ -139,10 +139,9 @@ impl fmt::Display for AckStatus {
                 "write failed on the replica: {}",
                 std::io::Error::from_raw_os_error(*e as i32)
             ),
-            AckStatus::Invalid => write!(
-                f,
-                "offset or length not a multiple of {BLOCK_ALIGN} bytes"
-            ),
+            AckStatus::Invalid => {
+                write!(f, "offset or length not a multiple of {BLOCK_ALIGN} bytes")
+            }
         }
     }
 }
@@ -166,36 +165,69 @@ pub enum Frame<'a> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ProtocolError {
     /// The stream does not start with `MAGIC`.
-    BadMagic { got: Vec<u8> },
-    UnsupportedVersion { got: u16 },
+    BadMagic {
+        got: Vec<u8>,
+    },
+    UnsupportedVersion {
+        got: u16,
+    },
     WrongToken,
     /// A volume name that is empty, too long, or not a plain file name.
-    BadVolume { name: String },
+    BadVolume {
+        name: String,
+    },
     /// A hello whose fixed fields are out of range (lengths, reserved bits).
-    BadHello { what: &'static str },
+    BadHello {
+        what: &'static str,
+    },
     HelloChecksum,
     /// The server refused the hello.
-    Rejected { status: HelloStatus },
+    Rejected {
+        status: HelloStatus,
+    },
     /// Bytes where a frame header should start that cannot be one (unknown kind, reserved
     /// bits set).
-    Garbage { first: u8 },
-    HeaderChecksum { expected: u32, got: u32 },
-    Oversized { len: u32, max: u32 },
+    Garbage {
+        first: u8,
+    },
+    HeaderChecksum {
+        expected: u32,
+        got: u32,
+    },
+    Oversized {
+        len: u32,
+        max: u32,
+    },
     /// A header that checks out but contradicts itself (an ack with a payload, an empty write,
     /// an unknown ack status).
-    Malformed { what: &'static str },
-    PayloadChecksum { id: u64, expected: u32, got: u32 },
+    Malformed {
+        what: &'static str,
+    },
+    PayloadChecksum {
+        id: u64,
+        expected: u32,
+        got: u32,
+    },
     /// The stream ended inside a hello or frame.
-    Truncated { have: usize, need: usize },
+    Truncated {
+        have: usize,
+        need: usize,
+    },
 }
 
 impl fmt::Display for ProtocolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use ProtocolError::*;
         match self {
-            BadMagic { got } => write!(f, "wrong magic: stream starts with {got:02x?}, not \"STNR\""),
+            BadMagic { got } => write!(
+                f,
+                "wrong magic: stream starts with {got:02x?}, not \"STNR\""
+            ),
             UnsupportedVersion { got } => {
-                write!(f, "unsupported protocol version {got} (this side speaks {VERSION})")
+                write!(
+                    f,
+                    "unsupported protocol version {got} (this side speaks {VERSION})"
+                )
             }
             WrongToken => f.write_str("wrong token"),
             BadVolume { name } => write!(
@@ -214,7 +246,10 @@ impl fmt::Display for ProtocolError {
                 "frame header checksum mismatch (header says {expected:#010x}, computed {got:#010x})"
             ),
             Oversized { len, max } => {
-                write!(f, "oversized frame: payload length {len} exceeds the maximum {max}")
+                write!(
+                    f,
+                    "oversized frame: payload length {len} exceeds the maximum {max}"
+                )
             }
             Malformed { what } => write!(f, "malformed frame: {what}"),
             PayloadChecksum { id, expected, got } => write!(
@@ -248,7 +283,11 @@ pub fn token_matches(expected: &[u8], got: &[u8]) -> bool {
     if expected.len() != got.len() {
         return false;
     }
-    expected.iter().zip(got).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+    expected
+        .iter()
+        .zip(got)
+        .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+        == 0
 }
 
 impl Hello {
@@ -326,7 +365,10 @@ fn header(kind: u8, len: u32, id: u64, arg: [u8; 8], payload_crc: u32) -> [u8; F
 /// The header of a write frame; send `data` right after it. Panics if `data` is longer
 /// than `MAX_PAYLOAD` (a caller bug).
 pub fn write_header(id: u64, offset: u64, data: &[u8]) -> [u8; FRAME_HEADER_LEN] {
-    assert!(data.len() <= MAX_PAYLOAD as usize, "write larger than MAX_PAYLOAD");
+    assert!(
+        data.len() <= MAX_PAYLOAD as usize,
+        "write larger than MAX_PAYLOAD"
+    );
     header(
         KIND_WRITE,
         data.len() as u32,
@@ -369,7 +411,17 @@ mod tests {
             assert!(valid_volume(ok), "{ok}");
         }
         let long = "x".repeat(MAX_VOLUME_LEN + 1);
-        for bad in ["", ".", "..", ".hidden", "a/b", "../x", "a b", "é", long.as_str()] {
+        for bad in [
+            "",
+            ".",
+            "..",
+            ".hidden",
+            "a/b",
+            "../x",
+            "a b",
+            "é",
+            long.as_str(),
+        ] {
             assert!(!valid_volume(bad), "{bad:?}");
         }
     }

@@ -119,8 +119,16 @@ impl Server {
             "listening on {}, writing to {}{}{}",
             self.local_addr()?,
             self.config.dir.display(),
-            if self.config.token.is_some() { ", token required" } else { "" },
-            if self.config.ack_on_receive { ", ack on receive" } else { "" },
+            if self.config.token.is_some() {
+                ", token required"
+            } else {
+                ""
+            },
+            if self.config.ack_on_receive {
+                ", ack on receive"
+            } else {
+                ""
+            },
         ));
         let active = Arc::new(AtomicUsize::new(0));
         let next_id = AtomicU64::new(1);
@@ -188,9 +196,8 @@ impl AlignedBuf {
     /// A copy of `data`, in memory aligned to 4 KiB and padded to a multiple of it.
     fn from_slice(data: &[u8]) -> AlignedBuf {
         let len = data.len();
-        let layout =
-            std::alloc::Layout::from_size_align(len.max(1).next_multiple_of(4096), 4096)
-                .expect("buffer layout");
+        let layout = std::alloc::Layout::from_size_align(len.max(1).next_multiple_of(4096), 4096)
+            .expect("buffer layout");
         // SAFETY: the layout has a non-zero size; freed in Drop with the same layout.
         let ptr = unsafe { std::alloc::alloc(layout) };
         let ptr =
@@ -317,10 +324,7 @@ impl<'a> Connection<'a> {
         loop {
             self.progress();
             if !self.ops_inflight() {
-                return self
-                    .reason
-                    .take()
-                    .unwrap_or_else(|| "ended".to_string());
+                return self.reason.take().unwrap_or_else(|| "ended".to_string());
             }
             if let Err(e) = self.wait() {
                 // The ring itself failed: buffers the kernel may still write into must not
@@ -366,7 +370,10 @@ impl<'a> Connection<'a> {
         };
         match result {
             Ok(_) => Ok(()),
-            Err(e) if e.raw_os_error() == Some(libc::ETIME) || e.raw_os_error() == Some(libc::EINTR) => {
+            Err(e)
+                if e.raw_os_error() == Some(libc::ETIME)
+                    || e.raw_os_error() == Some(libc::EINTR) =>
+            {
                 if let Some(d) = deadline
                     && Instant::now() >= d
                 {
@@ -462,8 +469,8 @@ impl<'a> Connection<'a> {
                 Ok(Some(Frame::Write { id, offset, data })) => {
                     completed = true;
                     let len = data.len();
-                    let aligned = offset % BLOCK_ALIGN == 0
-                        && len as u64 % BLOCK_ALIGN == 0
+                    let aligned = offset.is_multiple_of(BLOCK_ALIGN)
+                        && (len as u64).is_multiple_of(BLOCK_ALIGN)
                         && offset.checked_add(len as u64).is_some();
                     self.open_requests += 1;
                     self.writes += 1;
@@ -487,7 +494,8 @@ impl<'a> Connection<'a> {
             }
         }
         // A message that completed ends its deadline; bytes left over start the next one's.
-        if completed || self.decoder.buffered() == 0 {
+        // Before the hello, the deadline runs from the accept.
+        if completed || (self.decoder.buffered() == 0 && self.phase == Phase::Streaming) {
             self.item_started = (self.decoder.buffered() > 0).then(Instant::now);
         }
     }
@@ -554,7 +562,11 @@ impl<'a> Connection<'a> {
 
     fn submit_write(&mut self, id: u64, offset: u64, buf: AlignedBuf) {
         let slot = self.free_slots.pop().expect("a free slot was checked");
-        let fd = self.file.as_ref().expect("file opened at handshake").as_raw_fd();
+        let fd = self
+            .file
+            .as_ref()
+            .expect("file opened at handshake")
+            .as_raw_fd();
         let sqe = opcode::Write::new(types::Fd(fd), buf.as_slice().as_ptr(), buf.len as u32)
             .offset(offset)
             .build()
