@@ -13,8 +13,10 @@
 //! use crate::replica::client::{ClientOptions, Event, ReplicaConn};
 //! let opts = ClientOptions { token: vec![], volume: "job0".into(), timeout: Duration::from_secs(5) };
 //! let mut conn = ReplicaConn::new("198.18.0.2:7000", &opts, Instant::now())?;
-//! // after connect(2): send conn.hello() in full, then keep one Recv into conn.recv_buf().
-//! // Writes may follow the hello right away (they are pipelined behind it):
+//! // after connect(2): send conn.hello() in full, then keep one Recv into conn.recv_buf()
+//! // (never touch recv_buf while that Recv is in flight). Start writes after Event::Ready:
+//! // writes pipelined behind the hello work too, but if the replica refuses the hello, the
+//! // unread writes make its kernel reset the connection and the refusal reason is lost.
 //! let data = vec![0u8; 4096];
 //! let header = conn.start_write(42, 0, &data, Instant::now())?;
 //! // send `header`, then `data` (two iovecs of one SendMsg, or back to back)
