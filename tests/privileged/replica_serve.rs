@@ -265,6 +265,54 @@ fn replicated_writes_land_byte_exact() {
     assert_eq!(log.matches(": start").count(), 4, "{log}");
 }
 
+/// With `--ack-on-receive` the server acknowledges before its writes complete, and keeps
+/// receiving while they are in flight: a long stream still lands byte-exact once the
+/// connection has ended (the server ends a connection only after its writes completed).
+#[test]
+fn ack_on_receive_writes_land_byte_exact() {
+    if !require_root("ack_on_receive_writes_land_byte_exact") {
+        return;
+    }
+    let pair = HostPair::new("repl-aor").expect("host pair");
+    let dir = ScratchDir::new("repl-aor").unwrap();
+    let server = start_server(&pair, &dir, &["--ack-on-receive"]);
+    let token = dir.join("token");
+    let out = client_cmd(
+        &pair.a,
+        server.addr,
+        &[
+            "--token-file",
+            token.to_str().unwrap(),
+            "--volume",
+            "fast",
+            "--seed",
+            "21",
+            "--count",
+            "40000",
+            "--iodepth",
+            "32",
+            "--timeout",
+            "10",
+        ],
+    )
+    .output()
+    .unwrap();
+    let s = summary(&out).unwrap();
+    assert_eq!(s["acked_ok"], 40000, "{s}");
+    let end = server
+        .wait_for_line("(volume fast) after", Duration::from_secs(10))
+        .unwrap();
+    assert!(end.contains("after 40000 writes"), "{end}");
+    verify_file(
+        &dir.join("replica").join("fast"),
+        21,
+        4096,
+        40000,
+        40000 * 4096,
+    )
+    .unwrap();
+}
+
 /// Garbage, wrong magic, version and token, oversized, truncated and corrupted frames and a
 /// peer trickling one byte a second each get their own connection closed with a logged
 /// reason, while a well-behaved client on the same server finishes every write byte-exact.

@@ -421,13 +421,16 @@ impl<'a> Connection<'a> {
         if !self.recv_inflight
             && !self.eof
             && matches!(self.phase, Phase::Handshake | Phase::Streaming)
-            && self.open_requests < MAX_INFLIGHT
-            && self.write_bytes_inflight < MAX_INFLIGHT_BYTES
+            && !self.at_limit()
         {
             if self.decoder.buffered() > 0 && self.item_started.is_none() {
                 self.item_started = Some(Instant::now());
             }
             let buf = self.decoder.recv_buf();
+            if buf.is_empty() {
+                // Only complete messages are buffered; parsing them comes first.
+                return;
+            }
             let (ptr, len) = (buf.as_mut_ptr(), buf.len().min(u32::MAX as usize) as u32);
             let sqe = opcode::Recv::new(types::Fd(self.stream.as_raw_fd()), ptr, len)
                 .build()
@@ -438,6 +441,13 @@ impl<'a> Connection<'a> {
                 self.recv_inflight = true;
             }
         }
+    }
+
+    /// True while the connection holds as much as it may: it neither parses nor receives.
+    fn at_limit(&self) -> bool {
+        self.open_requests >= MAX_INFLIGHT
+            || self.write_bytes_inflight >= MAX_INFLIGHT_BYTES
+            || self.free_slots.is_empty()
     }
 
     fn parse(&mut self) {
@@ -455,10 +465,7 @@ impl<'a> Connection<'a> {
                 completed = true;
                 continue;
             }
-            if self.open_requests >= MAX_INFLIGHT
-                || self.write_bytes_inflight >= MAX_INFLIGHT_BYTES
-                || self.free_slots.is_empty()
-            {
+            if self.at_limit() {
                 // Leave the rest buffered; completions resume parsing, and the read deadline
                 // restarts when receiving does.
                 self.item_started = None;
