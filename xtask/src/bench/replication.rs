@@ -9,7 +9,8 @@
 //!   protocol only).
 //!
 //! The client is `loadgen replica-client` (one connection, blocking socket, round trip timed
-//! from the send of a write to its ack).
+//! from the send of a write to its ack). Everything runs twice: on a disk file system
+//! (`/tmp`) and on tmpfs (`/dev/shm`), where the device no longer limits the replica.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -103,12 +104,28 @@ pub fn run() -> Result<()> {
         cmd::run(cmd::cargo().args(["build", "--release", "-p", "loadgen"]))
     })?;
     let pair = HostPair::new("bench-repl")?;
-    let dir = ScratchDir::new("bench-repl")?;
+    // The same runs on a disk file system and on tmpfs: with the device out of the way, the
+    // second shows what the network path and the server cost.
+    let disk = ScratchDir::new("bench-repl")?;
+    let memory = ScratchDir {
+        path: Path::new("/dev/shm").join(disk.path.file_name().context("scratch name")?),
+    };
+    std::fs::create_dir_all(&memory.path)?;
+    for (store, dir, port) in [
+        ("disk (/tmp)", &disk, 7480),
+        ("tmpfs (/dev/shm)", &memory, 7482),
+    ] {
+        compare(&pair, store, dir, port)?;
+    }
+    Ok(())
+}
+
+fn compare(pair: &HostPair, store: &str, dir: &ScratchDir, port: u16) -> Result<()> {
     let (after_write, on_receive) = (dir.join("after-write"), dir.join("on-receive"));
     std::fs::create_dir_all(&after_write)?;
     std::fs::create_dir_all(&on_receive)?;
-    let a = SocketAddr::new(pair.b_addr().into(), 7480);
-    let b = SocketAddr::new(pair.b_addr().into(), 7481);
+    let a = SocketAddr::new(pair.b_addr().into(), port);
+    let b = SocketAddr::new(pair.b_addr().into(), port + 1);
     let _s1 = ServeProcess::start(&pair.b, a, &after_write, &[])?;
     let _s2 = ServeProcess::start(&pair.b, b, &on_receive, &["--ack-on-receive"])?;
 
@@ -116,18 +133,16 @@ pub fn run() -> Result<()> {
     let mut samples: [Vec<Sample>; 3] = Default::default();
     for round in 0..ROUNDS {
         samples[0].push(fio(&after_write, round)?);
-        samples[1].push(replica_client(&pair, a, &format!("r{round}"))?);
-        samples[2].push(replica_client(&pair, b, &format!("r{round}"))?);
-        println!("round {}/{ROUNDS} done", round + 1);
+        samples[1].push(replica_client(pair, a, &format!("r{round}"))?);
+        let _ = std::fs::remove_file(after_write.join(format!("r{round}")));
+        samples[2].push(replica_client(pair, b, &format!("r{round}"))?);
+        let _ = std::fs::remove_file(on_receive.join(format!("r{round}")));
+        println!("{store}: round {}/{ROUNDS} done", round + 1);
     }
     let med = |v: &[Sample], f: fn(&Sample) -> f64| median(&v.iter().map(f).collect::<Vec<_>>());
-    let reference = (
-        med(&samples[0], |s| s.iops),
-        med(&samples[0], |s| s.p50_us),
-        med(&samples[0], |s| s.p99_us),
-    );
+    let reference = (med(&samples[0], |s| s.iops), med(&samples[0], |s| s.p50_us));
     println!(
-        "\n4 KiB sequential writes, QD{IODEPTH}, {COUNT} per run, median of {ROUNDS} alternating rounds"
+        "\n{store}: 4 KiB sequential writes, QD{IODEPTH}, {COUNT} per run, median of {ROUNDS} alternating rounds"
     );
     println!(
         "{:<26} {:>10} {:>10} {:>10} {:>10} {:>10}",
@@ -145,5 +160,6 @@ pub fn run() -> Result<()> {
             p50 / reference.1
         );
     }
+    println!();
     Ok(())
 }
