@@ -22,7 +22,7 @@
 //! // send `header`, then `data` (two iovecs of one SendMsg, or back to back)
 //! // on a Recv completion of n bytes (0 = the replica closed):
 //! let n = 32;
-//! if let Err(failure) = conn.received(n, Instant::now()) {
+//! if let Err(failure) = conn.received(n) {
 //!     // failure.replica, failure.cause, failure.failed_ids: complete those IOs as failed
 //! }
 //! while let Some(ev) = conn.next_event() {
@@ -334,7 +334,7 @@ impl ReplicaConn {
 
     /// `n` bytes arrived in `recv_buf` (0: the replica closed the connection). Queues the
     /// events they complete; fails the connection on a protocol error.
-    pub fn received(&mut self, n: usize, now: Instant) -> Result<(), ReplicaError> {
+    pub fn received(&mut self, n: usize) -> Result<(), ReplicaError> {
         self.check_failed()?;
         if n == 0 {
             let cause = match self.decoder.finish() {
@@ -394,7 +394,6 @@ impl ReplicaConn {
             });
         }
         self.drop_acked_deadlines();
-        let _ = now;
         Ok(())
     }
 
@@ -548,7 +547,7 @@ impl BlockingClient {
                 return Err(self.conn.io_failed(&e));
             }
             match self.stream.read(self.conn.recv_buf()) {
-                Ok(n) => self.conn.received(n, Instant::now())?,
+                Ok(n) => self.conn.received(n)?,
                 Err(e)
                     if matches!(
                         e.kind(),
@@ -593,10 +592,10 @@ mod tests {
         }
     }
 
-    fn feed(c: &mut ReplicaConn, bytes: &[u8], now: Instant) -> Result<(), ReplicaError> {
+    fn feed(c: &mut ReplicaConn, bytes: &[u8]) -> Result<(), ReplicaError> {
         let buf = c.recv_buf();
         buf[..bytes.len()].copy_from_slice(bytes);
-        c.received(bytes.len(), now)
+        c.received(bytes.len())
     }
 
     fn ready(now: Instant) -> ReplicaConn {
@@ -607,7 +606,7 @@ mod tests {
             status: HelloStatus::Ok,
             max_payload: MAX_PAYLOAD,
         };
-        feed(&mut c, &ack.encode(), now).unwrap();
+        feed(&mut c, &ack.encode()).unwrap();
         assert_eq!(
             c.next_event(),
             Some(Event::Ready {
@@ -639,8 +638,8 @@ mod tests {
         let mut acks = ack_frame(3, AckStatus::Ok).to_vec();
         acks.extend_from_slice(&ack_frame(1, AckStatus::IoError(5)));
         // Split inside the second ack.
-        feed(&mut c, &acks[..40], t0).unwrap();
-        feed(&mut c, &acks[40..], t0).unwrap();
+        feed(&mut c, &acks[..40]).unwrap();
+        feed(&mut c, &acks[40..]).unwrap();
         assert_eq!(
             c.next_event(),
             Some(Event::Acked {
@@ -677,7 +676,7 @@ mod tests {
         c.start_write(10, 0, &data, t0).unwrap();
         c.start_write(11, 512, &data, t0 + Duration::from_millis(500))
             .unwrap();
-        feed(&mut c, &ack_frame(10, AckStatus::Ok), t0).unwrap();
+        feed(&mut c, &ack_frame(10, AckStatus::Ok)).unwrap();
         // The oldest outstanding is now 11, due at t0 + 2.5 s.
         assert_eq!(c.next_deadline(), Some(t0 + Duration::from_millis(2500)));
         assert!(c.check_timeouts(t0 + Duration::from_secs(2)).is_ok());
@@ -704,7 +703,7 @@ mod tests {
             c.start_write(13, 0, &data, t0),
             Err(SubmitError::Failed(_))
         ));
-        assert_eq!(c.received(0, t0), Err(err));
+        assert_eq!(c.received(0), Err(err));
     }
 
     #[test]
@@ -726,7 +725,7 @@ mod tests {
             status: HelloStatus::WrongToken,
             max_payload: 0,
         };
-        let err = feed(&mut c, &ack.encode(), t0).unwrap_err();
+        let err = feed(&mut c, &ack.encode()).unwrap_err();
         assert_eq!(
             err.cause,
             FailCause::Protocol(ProtocolError::Rejected {
@@ -741,25 +740,25 @@ mod tests {
         let t0 = Instant::now();
         let mut c = ready(t0);
         c.start_write(1, 0, &[0; 512], t0).unwrap();
-        let err = c.received(0, t0).unwrap_err();
+        let err = c.received(0).unwrap_err();
         assert_eq!(err.cause, FailCause::Closed);
         assert_eq!(err.failed_ids, vec![1]);
 
         let mut c = ready(t0);
         c.start_write(1, 0, &[0; 512], t0).unwrap();
-        feed(&mut c, &ack_frame(1, AckStatus::Ok)[..20], t0).unwrap();
-        let err = c.received(0, t0).unwrap_err();
+        feed(&mut c, &ack_frame(1, AckStatus::Ok)[..20]).unwrap();
+        let err = c.received(0).unwrap_err();
         assert!(matches!(
             err.cause,
             FailCause::Protocol(ProtocolError::Truncated { have: 20, .. })
         ));
 
         let mut c = ready(t0);
-        let err = feed(&mut c, &ack_frame(99, AckStatus::Ok), t0).unwrap_err();
+        let err = feed(&mut c, &ack_frame(99, AckStatus::Ok)).unwrap_err();
         assert_eq!(err.cause, FailCause::UnknownAck { id: 99 });
 
         let mut c = ready(t0);
-        let err = feed(&mut c, b"\xffgarbage", t0).unwrap_err();
+        let err = feed(&mut c, b"\xffgarbage").unwrap_err();
         assert!(matches!(
             err.cause,
             FailCause::Protocol(ProtocolError::Garbage { first: 0xff })

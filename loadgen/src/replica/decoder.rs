@@ -557,7 +557,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(256))]
+        #![proptest_config(ProptestConfig::with_cases(1024))]
 
         /// Any sequence of frames, cut anywhere, decodes to itself.
         #[test]
