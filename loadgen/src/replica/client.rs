@@ -19,7 +19,9 @@
 //! // unread writes make its kernel reset the connection and the refusal reason is lost.
 //! let data = vec![0u8; 4096];
 //! let header = conn.start_write(42, 0, &data, Instant::now())?;
-//! // send `header`, then `data` (two iovecs of one SendMsg, or back to back)
+//! // send `header`, then `data`: two iovecs of one SendMsg, both kept alive until it
+//! // completes. Keep one send in flight per connection (or chain them with IO_LINK) and
+//! // resend the rest of a short send first: separate sends on one TCP socket may interleave.
 //! // on a Recv completion of n bytes (0 = the replica closed):
 //! let n = 32;
 //! if let Err(failure) = conn.received(n) {
