@@ -3,3 +3,4 @@
 
 mod block_counts;
 mod lab_netns;
+mod replica_serve;

@@ -1,5 +1,5 @@
-//! stornet's lab harness: privilege checks, loop devices, the agent as a process, and metric
-//! scrapes. Everything it creates is removed on drop, also when a test fails.
+//! stornet's lab harness: privilege checks, loop devices, the agent and `loadgen serve` as
+//! processes, and metric scrapes. Everything it creates is removed on drop, also when a test fails.
 
 pub mod agent;
 pub mod bins;
@@ -7,3 +7,4 @@ pub mod blockdev;
 pub mod metrics;
 pub mod netns;
 pub mod privilege;
+pub mod replica;

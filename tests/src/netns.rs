@@ -107,6 +107,24 @@ impl Netns {
         c
     }
 
+    /// Runs `f` on a new thread that has entered this namespace (`setns` moves only the
+    /// calling thread), so a test can open sockets there without a helper process.
+    pub fn spawn<T, F>(&self, f: F) -> std::thread::JoinHandle<Result<T>>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> Result<T> + Send + 'static,
+    {
+        let path = format!("/run/netns/{}", self.name);
+        std::thread::spawn(move || {
+            let ns = File::open(&path).with_context(|| format!("opening {path}"))?;
+            // SAFETY: setns on an fd we own; it affects only this thread.
+            if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                bail!("entering {path}: {}", std::io::Error::last_os_error());
+            }
+            f()
+        })
+    }
+
     /// Runs a program inside the namespace and returns its stdout.
     pub fn run(&self, program: &str, args: &[&str]) -> Result<String> {
         let out = self.command(program).args(args).output()?;

@@ -1,0 +1,132 @@
+//! `loadgen serve` as a child process inside a namespace, with its stderr log in a file the
+//! test can read, and scratch directories; all removed (and the server killed) on drop.
+
+use std::fs::File;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use crate::netns::Netns;
+
+static SEQ: AtomicU32 = AtomicU32::new(0);
+
+fn unique(tag: &str) -> String {
+    format!(
+        "stornet-test-{tag}-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A fresh directory under /tmp (a disk file system, so O_DIRECT works), removed on drop.
+pub struct ScratchDir {
+    pub path: PathBuf,
+}
+
+impl ScratchDir {
+    pub fn new(tag: &str) -> Result<ScratchDir> {
+        let path = std::env::temp_dir().join(unique(tag));
+        std::fs::create_dir_all(&path).with_context(|| format!("creating {}", path.display()))?;
+        Ok(ScratchDir { path })
+    }
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// `loadgen serve` running in a namespace. Killed on drop.
+pub struct ServeProcess {
+    pub child: Child,
+    pub addr: SocketAddr,
+    log: PathBuf,
+}
+
+impl ServeProcess {
+    /// Starts `loadgen serve --listen addr --dir dir <extra>` in `ns` and waits until it
+    /// listens.
+    pub fn start(ns: &Netns, addr: SocketAddr, dir: &Path, extra: &[&str]) -> Result<ServeProcess> {
+        let log = std::env::temp_dir().join(format!("{}.log", unique("serve")));
+        let stderr = File::create(&log)?;
+        let bin = crate::bins::path("loadgen");
+        let child = ns
+            .command(bin.to_str().context("binary path")?)
+            .arg("serve")
+            .arg("--listen")
+            .arg(addr.to_string())
+            .arg("--dir")
+            .arg(dir)
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .context("starting loadgen serve")?;
+        let mut p = ServeProcess { child, addr, log };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if p.log().contains("listening on") {
+                return Ok(p);
+            }
+            if let Some(status) = p.child.try_wait()? {
+                bail!(
+                    "loadgen serve exited during start-up ({status}): {}",
+                    p.log()
+                );
+            }
+            if Instant::now() > deadline {
+                bail!("loadgen serve did not listen within 10 s: {}", p.log());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Everything the server logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits until a log line contains `needle`; returns that line.
+    pub fn wait_for_line(&self, needle: &str, timeout: Duration) -> Result<String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(line) = self.log().lines().find(|l| l.contains(needle)) {
+                return Ok(line.to_string());
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "no line with {needle:?} in the server log within {timeout:?}:\n{}",
+                    self.log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Sends `sig` to the server process (`ip netns exec` execs it, so the child is loadgen).
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(self.child.id() as i32, sig) };
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.log);
+    }
+}
