@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::breakdown::{PartKind, Parts, local_devices};
 use crate::correlation::best_lag;
-use crate::model::{Direction, Host, Run, Series};
+use crate::model::{Direction, Host, Peer, Run, Series};
 use crate::series::{all, at, mean_over, measured, sum_over};
 use crate::thresholds::Thresholds;
 
@@ -145,198 +145,137 @@ pub struct SignalScore {
     pub rose: bool,
 }
 
+impl Signal {
+    fn new(host: &Host, kind: SignalKind, key: &str, series: &Series) -> Signal {
+        Signal {
+            host: host.name.clone(),
+            kind,
+            key: key.to_string(),
+            peer: None,
+            interface: None,
+            series: series.clone(),
+        }
+    }
+
+    fn about(mut self, peer: Option<&String>) -> Signal {
+        self.peer = peer.cloned();
+        self
+    }
+
+    fn on(mut self, interface: &str) -> Signal {
+        self.interface = Some(interface.to_string());
+        self
+    }
+}
+
 /// Every measured signal that bears on `subject`'s latency in direction `d`.
 pub fn collect(run: &Run, subject: &Host, d: Direction, parts: &Parts) -> Vec<Signal> {
-    let n = run.len();
     let mut out = Vec::new();
-    let mut push = |host: &Host, kind, key: String, peer, interface, series: Series| {
-        if measured(&series) {
-            out.push(Signal {
-                host: host.name.clone(),
-                kind,
-                key,
-                peer,
-                interface,
-                series,
-            });
-        }
-    };
     // The analysed host's own TCP view of each peer.
     for (addr, p) in &subject.peers {
-        let peer = Some(addr.clone());
-        push(
-            subject,
-            SignalKind::Retransmits,
-            addr.clone(),
-            peer.clone(),
-            None,
-            p.retransmits.clone(),
-        );
-        push(
-            subject,
-            SignalKind::Srtt,
-            addr.clone(),
-            peer,
-            None,
-            p.srtt_seconds.clone(),
-        );
+        out.extend(tcp(subject, addr, p, Some(addr)));
     }
     // Network signals of every host on a path: this one, the replicas' hosts, switches.
     for host in path_hosts(run, subject, parts) {
         if host.name != subject.name {
-            for (addr, p) in &host.peers {
-                if subject.addresses.contains(addr) {
-                    let peer = host
-                        .addresses
-                        .iter()
-                        .find(|a| subject_peer(subject, parts, a))
-                        .cloned();
-                    push(
-                        host,
-                        SignalKind::Retransmits,
-                        addr.clone(),
-                        peer.clone(),
-                        None,
-                        p.retransmits.clone(),
-                    );
-                    push(
-                        host,
-                        SignalKind::Srtt,
-                        addr.clone(),
-                        peer,
-                        None,
-                        p.srtt_seconds.clone(),
-                    );
-                }
+            // The peer's view of the analysed host, attributed to the peer's address.
+            let me = host
+                .addresses
+                .iter()
+                .find(|a| subject_peer(subject, parts, a));
+            for (addr, p) in host
+                .peers
+                .iter()
+                .filter(|(a, _)| subject.addresses.contains(a))
+            {
+                out.extend(tcp(host, addr, p, me));
             }
         }
-        for (reason, s) in &host.skb_drops {
-            push(
-                host,
-                SignalKind::SkbDrops,
-                reason.clone(),
-                None,
-                None,
-                s.clone(),
-            );
-        }
-        for q in &host.qdiscs {
-            let key = format!("{} {}", q.interface, q.qdisc);
-            let ifc = Some(q.interface.clone());
-            push(
-                host,
-                SignalKind::QdiscDrops,
-                key.clone(),
-                None,
-                ifc.clone(),
-                q.drops.clone(),
-            );
-            push(
-                host,
-                SignalKind::QdiscBacklog,
-                key.clone(),
-                None,
-                ifc.clone(),
-                q.backlog_bytes.clone(),
-            );
-            push(
-                host,
-                SignalKind::QdiscOverlimits,
-                key,
-                None,
-                ifc,
-                q.overlimits.clone(),
-            );
-        }
-        for (name, i) in &host.interfaces {
-            if name == "lo" {
-                continue;
-            }
-            let ifc = Some(name.clone());
-            for (kind, s) in [
-                (SignalKind::InterfaceRxDrops, &i.rx_drops),
-                (SignalKind::InterfaceTxDrops, &i.tx_drops),
-                (SignalKind::InterfaceRxErrors, &i.rx_errors),
-                (SignalKind::InterfaceTxErrors, &i.tx_errors),
-            ] {
-                push(host, kind, name.clone(), None, ifc.clone(), s.clone());
-            }
-        }
+        out.extend(network(host));
     }
     // Block devices: the analysed host's local ones, and each replica host's busiest.
-    let mut device_hosts = vec![(subject, parts.devices.clone())];
+    out.extend(devices(run.len(), subject, &parts.devices, d));
     for part in parts.replicas() {
         if let Some(h) = run.host_with_address(&part.key)
             && h.name != subject.name
         {
-            device_hosts.push((h, local_devices(h, d)));
-        }
-    }
-    for (host, devices) in device_hosts {
-        for name in devices {
-            let Some(dev) = host.devices.get(&name) else {
-                continue;
-            };
-            let ratio: Series = (0..n)
-                .map(|i| {
-                    Some(at(&dev.inflight, i)? / at(&dev.queue_limit, i).filter(|l| *l > 0.0)?)
-                })
-                .collect();
-            push(
-                host,
-                SignalKind::InflightRatio,
-                name.clone(),
-                None,
-                None,
-                ratio,
-            );
-            if let Some(op) = dev.ops.get(d.op()) {
-                push(
-                    host,
-                    SignalKind::QueueTime,
-                    name.clone(),
-                    None,
-                    None,
-                    op.queue_seconds.clone(),
-                );
-                push(
-                    host,
-                    SignalKind::ServiceTime,
-                    name.clone(),
-                    None,
-                    None,
-                    op.service_seconds.clone(),
-                );
-                push(
-                    host,
-                    SignalKind::BlockErrors,
-                    name.clone(),
-                    None,
-                    None,
-                    op.errors.clone(),
-                );
-            }
+            out.extend(devices(run.len(), h, &local_devices(h, d), d));
         }
     }
     if let Some(p) = parts.get(PartKind::AboveBlock) {
-        push(
+        out.push(Signal::new(
             subject,
             SignalKind::AboveBlock,
-            p.key.clone(),
-            None,
-            None,
-            p.series.clone(),
-        );
+            &p.key,
+            &p.series,
+        ));
     }
     for p in parts.replicas() {
-        push(
-            subject,
-            SignalKind::ReplicaRtt,
-            p.key.clone(),
-            Some(p.key.clone()),
-            None,
-            p.series.clone(),
+        out.push(
+            Signal::new(subject, SignalKind::ReplicaRtt, &p.key, &p.series).about(Some(&p.key)),
         );
+    }
+    out.retain(|s| measured(&s.series));
+    out
+}
+
+fn tcp(host: &Host, addr: &str, p: &Peer, about: Option<&String>) -> [Signal; 2] {
+    [
+        Signal::new(host, SignalKind::Retransmits, addr, &p.retransmits).about(about),
+        Signal::new(host, SignalKind::Srtt, addr, &p.srtt_seconds).about(about),
+    ]
+}
+
+/// Drops, qdiscs and interface counters of a host (loopback left out).
+fn network(host: &Host) -> Vec<Signal> {
+    let mut out: Vec<Signal> = host
+        .skb_drops
+        .iter()
+        .map(|(reason, s)| Signal::new(host, SignalKind::SkbDrops, reason, s))
+        .collect();
+    for q in &host.qdiscs {
+        let key = format!("{} {}", q.interface, q.qdisc);
+        for (kind, s) in [
+            (SignalKind::QdiscDrops, &q.drops),
+            (SignalKind::QdiscBacklog, &q.backlog_bytes),
+            (SignalKind::QdiscOverlimits, &q.overlimits),
+        ] {
+            out.push(Signal::new(host, kind, &key, s).on(&q.interface));
+        }
+    }
+    for (name, i) in host.interfaces.iter().filter(|(name, _)| *name != "lo") {
+        for (kind, s) in [
+            (SignalKind::InterfaceRxDrops, &i.rx_drops),
+            (SignalKind::InterfaceTxDrops, &i.tx_drops),
+            (SignalKind::InterfaceRxErrors, &i.rx_errors),
+            (SignalKind::InterfaceTxErrors, &i.tx_errors),
+        ] {
+            out.push(Signal::new(host, kind, name, s).on(name));
+        }
+    }
+    out
+}
+
+/// In-flight ratio, queue and service time and errors of the named devices.
+fn devices(n: usize, host: &Host, names: &[String], d: Direction) -> Vec<Signal> {
+    let mut out = Vec::new();
+    for name in names {
+        let Some(dev) = host.devices.get(name) else {
+            continue;
+        };
+        let ratio: Series = (0..n)
+            .map(|i| Some(at(&dev.inflight, i)? / at(&dev.queue_limit, i).filter(|l| *l > 0.0)?))
+            .collect();
+        out.push(Signal::new(host, SignalKind::InflightRatio, name, &ratio));
+        if let Some(op) = dev.ops.get(d.op()) {
+            for (kind, s) in [
+                (SignalKind::QueueTime, &op.queue_seconds),
+                (SignalKind::ServiceTime, &op.service_seconds),
+                (SignalKind::BlockErrors, &op.errors),
+            ] {
+                out.push(Signal::new(host, kind, name, s));
+            }
+        }
     }
     out
 }

@@ -205,7 +205,7 @@ fn verdict_lines(out: &mut String, v: &Verdict) {
     let _ = writeln!(out, "  confidence: {}", v.confidence_explained);
 }
 
-fn direction_lines(out: &mut String, d: &DirectionResult) {
+fn direction_lines(out: &mut String, host: &str, d: &DirectionResult) {
     let head = match d.state {
         State::InsufficientData => {
             format!("insufficient data ({} intervals with a p99)", d.intervals)
@@ -278,7 +278,7 @@ fn direction_lines(out: &mut String, d: &DirectionResult) {
         let _ = writeln!(
             out,
             "    signal {}: rank correlation {:.2} at lag {}{}",
-            phrase(&s.host, s).replace(&format!(" from {}", s.host), ""),
+            phrase(host, s),
             s.rho.unwrap_or(0.0),
             s.lag.unwrap_or(0),
             if s.rose { ", rose" } else { "" }
@@ -293,7 +293,7 @@ pub fn render(r: &Report) -> String {
     for h in &r.hosts {
         let _ = writeln!(out, "\nhost {}", h.host);
         for d in &h.directions {
-            direction_lines(&mut out, d);
+            direction_lines(&mut out, &h.host, d);
         }
     }
     out

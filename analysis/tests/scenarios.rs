@@ -115,6 +115,22 @@ fn throttling_above_the_block_layer_is_a_slow_device_not_the_network() {
 }
 
 #[test]
+fn waiting_for_a_request_slot_with_the_queue_full_is_saturation_not_throttling() {
+    for lab in [
+        Lab::new(Fault::TagWait).noisy(),
+        Lab::new(Fault::TagWait).noisy().throughout(),
+    ] {
+        let r = report(&lab);
+        assert_eq!(r.verdict.cause, Cause::DeviceSaturation, "{}", r.to_text());
+        assert!(
+            evidence(&r).contains("in-flight at the queue limit"),
+            "{}",
+            r.to_text()
+        );
+    }
+}
+
+#[test]
 fn an_mtu_mismatch_is_not_mistaken_for_congestion() {
     let r = report(&Lab::new(Fault::Mtu).noisy());
     assert_cause(&r, Cause::MtuMismatch, State::Raised);

@@ -47,6 +47,8 @@ pub enum Fault {
     SlowDevice,
     /// cgroup IO throttling: IO held above the block layer.
     Throttle,
+    /// Device queue full and IO waiting for a free request above the block layer.
+    TagWait,
     /// h1's interface set to 9000 while the switch stays at 1500.
     Mtu,
     /// The replica's device is slow.
@@ -151,6 +153,10 @@ impl Lab {
         }
         if on && f == Fault::Throttle {
             above = rng.around(0.030, 0.2);
+        }
+        if on && f == Fault::TagWait {
+            above = rng.around(0.030, 0.2);
+            inflight = 128.0;
         }
         let local = above + queue + service;
         let mut rtt = rng.around(0.000_4, 0.1);
