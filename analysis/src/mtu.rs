@@ -1,0 +1,183 @@
+//! MTU differences on the path to a peer.
+
+use crate::model::{Host, Interface, Run};
+use crate::series::{all, last, sum_over};
+use crate::thresholds::Thresholds;
+
+/// An interface on the path and its MTU.
+#[derive(Clone, Debug, PartialEq)]
+struct Mtu {
+    host: String,
+    interface: String,
+    bytes: f64,
+}
+
+/// Interfaces that carry traffic (or whose traffic is not known), without loopback.
+fn in_use(i: &Interface, n: usize) -> bool {
+    let idx = all(n);
+    let moved = |s| sum_over(s, &idx);
+    match (moved(&i.rx_packets), moved(&i.tx_packets)) {
+        (None, None) => true,
+        (rx, tx) => rx.unwrap_or(0.0) + tx.unwrap_or(0.0) > 0.0,
+    }
+}
+
+fn mtus(host: &Host, only: Option<&str>, n: usize) -> Vec<Mtu> {
+    host.interfaces
+        .iter()
+        .filter(|(name, i)| *name != "lo" && only.is_none_or(|o| o == *name) && in_use(i, n))
+        .filter_map(|(name, i)| {
+            Some(Mtu {
+                host: host.name.clone(),
+                interface: name.clone(),
+                bytes: last(&i.mtu_bytes)?,
+            })
+        })
+        .collect()
+}
+
+/// Describes an MTU mismatch on the path from `subject` to `peer` (all of the subject's
+/// paths when `peer` is `None`): interfaces on the path with different MTUs, or a path
+/// MTU (or MSS) smaller than the interface MTU.
+pub fn mismatch(run: &Run, subject: &Host, peer: Option<&str>, t: &Thresholds) -> Option<String> {
+    let n = run.len();
+    let p = peer.and_then(|a| subject.peers.get(a));
+    let only = p.and_then(|p| p.interface.as_deref());
+    let mut path = mtus(subject, only, n);
+    let local_min = path.iter().map(|m| m.bytes).reduce(f64::min);
+    let others = peer
+        .and_then(|a| run.host_with_address(a))
+        .into_iter()
+        .chain(run.hosts.iter().filter(|h| h.switch));
+    for h in others {
+        if h.name != subject.name {
+            path.extend(mtus(h, None, n));
+        }
+    }
+    if let Some(text) = differing(&path) {
+        return Some(text);
+    }
+    let (p, addr, local) = (p?, peer?, local_min?);
+    if let Some(pmtu) = last(&p.path_mtu_bytes) {
+        return (pmtu < local).then(|| {
+            format!(
+                "path MTU to {addr} is {pmtu:.0} bytes, below the {local:.0}-byte interface MTU"
+            )
+        });
+    }
+    let mss = last(&p.mss_bytes)?;
+    (mss + t.mss_overhead_bytes < local).then(|| {
+        format!("MSS to {addr} is {mss:.0} bytes, too small for the {local:.0}-byte interface MTU")
+    })
+}
+
+fn differing(path: &[Mtu]) -> Option<String> {
+    let mut values: Vec<f64> = path.iter().map(|m| m.bytes).collect();
+    values.sort_by(f64::total_cmp);
+    values.dedup();
+    if values.len() < 2 {
+        return None;
+    }
+    let groups: Vec<String> = values
+        .iter()
+        .rev()
+        .map(|v| {
+            let names: Vec<String> = path
+                .iter()
+                .filter(|m| m.bytes == *v)
+                .map(|m| format!("{} {}", m.host, m.interface))
+                .collect();
+            format!("{v:.0} on {}", names.join(", "))
+        })
+        .collect();
+    Some(format!("MTUs differ on the path: {}", groups.join("; ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Peer;
+
+    fn iface(mtu: f64, n: usize) -> Interface {
+        Interface {
+            mtu_bytes: vec![Some(mtu); n],
+            ..Interface::default()
+        }
+    }
+
+    fn run(sw_mtu: f64) -> Run {
+        let mut h1 = Host {
+            name: "h1".into(),
+            addresses: vec!["198.18.0.1".into()],
+            ..Host::default()
+        };
+        h1.interfaces.insert("a0".into(), iface(9000.0, 4));
+        h1.interfaces.insert("lo".into(), iface(65536.0, 4));
+        h1.peers.insert("198.18.0.2".into(), Peer::default());
+        let mut h2 = Host {
+            name: "h2".into(),
+            addresses: vec!["198.18.0.2".into()],
+            ..Host::default()
+        };
+        h2.interfaces.insert("b0".into(), iface(9000.0, 4));
+        let mut sw = Host {
+            name: "sw".into(),
+            switch: true,
+            ..Host::default()
+        };
+        sw.interfaces.insert("sa".into(), iface(sw_mtu, 4));
+        Run {
+            interval_seconds: 1.0,
+            starts: vec![0.0, 1.0, 2.0, 3.0],
+            hosts: vec![h1, h2, sw],
+        }
+    }
+
+    #[test]
+    fn a_switch_port_with_a_smaller_mtu_is_a_mismatch_and_loopback_is_ignored() {
+        let r = run(1500.0);
+        let t = Thresholds::default();
+        let m = mismatch(&r, &r.hosts[0], Some("198.18.0.2"), &t).unwrap();
+        assert_eq!(
+            m,
+            "MTUs differ on the path: 9000 on h1 a0, h2 b0; 1500 on sw sa"
+        );
+        assert!(mismatch(&r, &r.hosts[0], None, &t).is_some());
+        let r = run(9000.0);
+        assert_eq!(mismatch(&r, &r.hosts[0], Some("198.18.0.2"), &t), None);
+    }
+
+    #[test]
+    fn a_path_mtu_or_mss_below_the_interface_mtu_is_a_mismatch() {
+        let t = Thresholds::default();
+        let mut r = run(9000.0);
+        let p = r.hosts[0].peers.get_mut("198.18.0.2").unwrap();
+        p.mss_bytes = vec![Some(8948.0); 4];
+        assert_eq!(mismatch(&r, &r.hosts[0], Some("198.18.0.2"), &t), None);
+        let p = r.hosts[0].peers.get_mut("198.18.0.2").unwrap();
+        p.mss_bytes = vec![Some(1448.0); 4];
+        assert!(
+            mismatch(&r, &r.hosts[0], Some("198.18.0.2"), &t)
+                .unwrap()
+                .starts_with("MSS")
+        );
+        let p = r.hosts[0].peers.get_mut("198.18.0.2").unwrap();
+        p.path_mtu_bytes = vec![Some(1500.0); 4];
+        assert_eq!(
+            mismatch(&r, &r.hosts[0], Some("198.18.0.2"), &t).unwrap(),
+            "path MTU to 198.18.0.2 is 1500 bytes, below the 9000-byte interface MTU"
+        );
+    }
+
+    #[test]
+    fn an_idle_interface_is_off_the_path() {
+        let mut r = run(1500.0);
+        let sa = r.hosts[2].interfaces.get_mut("sa").unwrap();
+        sa.rx_packets = vec![Some(0.0); 4];
+        sa.tx_packets = vec![Some(0.0); 4];
+        assert_eq!(
+            mismatch(&r, &r.hosts[0], Some("198.18.0.2"), &Thresholds::default()),
+            None
+        );
+    }
+}

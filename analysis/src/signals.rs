@@ -1,0 +1,443 @@
+//! The signals that may explain a direction's latency, each scored against it: rank
+//! correlation at the best lag, and its level in the raised intervals against the others.
+
+use serde::{Deserialize, Serialize};
+
+use crate::breakdown::{PartKind, Parts, local_devices};
+use crate::correlation::best_lag;
+use crate::model::{Direction, Host, Peer, Run, Series};
+use crate::series::{all, at, mean_over, measured, sum_over};
+use crate::thresholds::Thresholds;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SignalKind {
+    // Declared in the order evidence is told: what operators look for first.
+    Retransmits,
+    QdiscDrops,
+    SkbDrops,
+    InterfaceRxDrops,
+    InterfaceTxDrops,
+    InterfaceRxErrors,
+    InterfaceTxErrors,
+    QdiscBacklog,
+    Srtt,
+    QdiscOverlimits,
+    /// In-flight requests divided by the queue limit.
+    InflightRatio,
+    QueueTime,
+    ServiceTime,
+    AboveBlock,
+    BlockErrors,
+    ReplicaRtt,
+}
+
+impl SignalKind {
+    /// Counters are summed per interval; the others are levels (averaged).
+    pub fn is_counter(self) -> bool {
+        use SignalKind::*;
+        matches!(
+            self,
+            Retransmits
+                | SkbDrops
+                | QdiscDrops
+                | QdiscOverlimits
+                | InterfaceRxDrops
+                | InterfaceTxDrops
+                | InterfaceRxErrors
+                | InterfaceTxErrors
+                | BlockErrors
+        )
+    }
+
+    pub fn is_interface_level(self) -> bool {
+        use SignalKind::*;
+        matches!(
+            self,
+            QdiscDrops
+                | QdiscBacklog
+                | QdiscOverlimits
+                | InterfaceRxDrops
+                | InterfaceTxDrops
+                | InterfaceRxErrors
+                | InterfaceTxErrors
+        )
+    }
+}
+
+/// What a kernel drop reason says about its cause.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropClass {
+    /// A queue or buffer was full.
+    Congestion,
+    /// The packet's size or header length was wrong for the path.
+    Length,
+    Other,
+}
+
+pub fn drop_class(reason: &str) -> DropClass {
+    const CONGESTION: &[&str] = &[
+        "cpu_backlog",
+        "full_ring",
+        "neigh_queuefull",
+        "socket_rcvbuff",
+        "socket_backlog",
+        "proto_mem",
+        "tcp_ofo_queue_prune",
+        "nomem",
+    ];
+    const LENGTH: &[&str] = &[
+        "pkt_too_big",
+        "pkt_too_small",
+        "hdr_trunc",
+        "frag_reasm_timeout",
+        "frag_too_far",
+        "dup_frag",
+        "skb_gso_seg",
+        "ip_inhdr",
+        "dev_hdr",
+    ];
+    let r = reason.to_ascii_lowercase();
+    if r.starts_with("qdisc_") || CONGESTION.contains(&r.as_str()) {
+        DropClass::Congestion
+    } else if LENGTH.contains(&r.as_str()) {
+        DropClass::Length
+    } else {
+        DropClass::Other
+    }
+}
+
+/// One signal of one host, with its series.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Signal {
+    pub host: String,
+    pub kind: SignalKind,
+    /// Peer address, drop reason, `interface qdisc`, interface, or device.
+    pub key: String,
+    /// The replica peer (as the analysed host names it) a TCP signal is about.
+    pub peer: Option<String>,
+    /// The interface an interface-level signal is on.
+    pub interface: Option<String>,
+    pub series: Series,
+}
+
+/// A signal's scores for one direction.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SignalScore {
+    pub host: String,
+    pub kind: SignalKind,
+    pub key: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer: Option<String>,
+    /// Spearman rank correlation with p99 latency at the best lag.
+    pub rho: Option<f64>,
+    pub lag: Option<i32>,
+    pub points: usize,
+    /// Counters: events over the run; levels: mean over the run.
+    pub run: Option<f64>,
+    /// Counters: events in the raised intervals; levels: mean there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raised: Option<f64>,
+    /// The same over the other intervals.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub others: Option<f64>,
+    /// Higher in the raised intervals than in the others (see docs/analysis.md).
+    pub rose: bool,
+}
+
+impl Signal {
+    fn new(host: &Host, kind: SignalKind, key: &str, series: &Series) -> Signal {
+        Signal {
+            host: host.name.clone(),
+            kind,
+            key: key.to_string(),
+            peer: None,
+            interface: None,
+            series: series.clone(),
+        }
+    }
+
+    fn about(mut self, peer: Option<&String>) -> Signal {
+        self.peer = peer.cloned();
+        self
+    }
+
+    fn on(mut self, interface: &str) -> Signal {
+        self.interface = Some(interface.to_string());
+        self
+    }
+}
+
+/// Every measured signal that bears on `subject`'s latency in direction `d`.
+pub fn collect(run: &Run, subject: &Host, d: Direction, parts: &Parts) -> Vec<Signal> {
+    let mut out = Vec::new();
+    // The analysed host's own TCP view of each peer.
+    for (addr, p) in &subject.peers {
+        out.extend(tcp(subject, addr, p, Some(addr)));
+    }
+    // Network signals of every host on a path: this one, the replicas' hosts, switches.
+    for host in path_hosts(run, subject, parts) {
+        if host.name != subject.name {
+            // The peer's view of the analysed host, attributed to the peer's address.
+            let me = host
+                .addresses
+                .iter()
+                .find(|a| subject_peer(subject, parts, a));
+            for (addr, p) in host
+                .peers
+                .iter()
+                .filter(|(a, _)| subject.addresses.contains(a))
+            {
+                out.extend(tcp(host, addr, p, me));
+            }
+        }
+        out.extend(network(host));
+    }
+    // Block devices: the analysed host's local ones, and each replica host's busiest.
+    out.extend(devices(run.len(), subject, &parts.devices, d));
+    for part in parts.replicas() {
+        if let Some(h) = run.host_with_address(&part.key)
+            && h.name != subject.name
+        {
+            out.extend(devices(run.len(), h, &local_devices(h, d), d));
+        }
+    }
+    if let Some(p) = parts.get(PartKind::AboveBlock) {
+        out.push(Signal::new(
+            subject,
+            SignalKind::AboveBlock,
+            &p.key,
+            &p.series,
+        ));
+    }
+    for p in parts.replicas() {
+        out.push(
+            Signal::new(subject, SignalKind::ReplicaRtt, &p.key, &p.series).about(Some(&p.key)),
+        );
+    }
+    out.retain(|s| measured(&s.series));
+    out
+}
+
+fn tcp(host: &Host, addr: &str, p: &Peer, about: Option<&String>) -> [Signal; 2] {
+    [
+        Signal::new(host, SignalKind::Retransmits, addr, &p.retransmits).about(about),
+        Signal::new(host, SignalKind::Srtt, addr, &p.srtt_seconds).about(about),
+    ]
+}
+
+/// Drops, qdiscs and interface counters of a host (loopback left out).
+fn network(host: &Host) -> Vec<Signal> {
+    let mut out: Vec<Signal> = host
+        .skb_drops
+        .iter()
+        .map(|(reason, s)| Signal::new(host, SignalKind::SkbDrops, reason, s))
+        .collect();
+    for q in &host.qdiscs {
+        let key = format!("{} {}", q.interface, q.qdisc);
+        for (kind, s) in [
+            (SignalKind::QdiscDrops, &q.drops),
+            (SignalKind::QdiscBacklog, &q.backlog_bytes),
+            (SignalKind::QdiscOverlimits, &q.overlimits),
+        ] {
+            out.push(Signal::new(host, kind, &key, s).on(&q.interface));
+        }
+    }
+    for (name, i) in host.interfaces.iter().filter(|(name, _)| *name != "lo") {
+        for (kind, s) in [
+            (SignalKind::InterfaceRxDrops, &i.rx_drops),
+            (SignalKind::InterfaceTxDrops, &i.tx_drops),
+            (SignalKind::InterfaceRxErrors, &i.rx_errors),
+            (SignalKind::InterfaceTxErrors, &i.tx_errors),
+        ] {
+            out.push(Signal::new(host, kind, name, s).on(name));
+        }
+    }
+    out
+}
+
+/// In-flight ratio, queue and service time and errors of the named devices.
+fn devices(n: usize, host: &Host, names: &[String], d: Direction) -> Vec<Signal> {
+    let mut out = Vec::new();
+    for name in names {
+        let Some(dev) = host.devices.get(name) else {
+            continue;
+        };
+        let ratio: Series = (0..n)
+            .map(|i| Some(at(&dev.inflight, i)? / at(&dev.queue_limit, i).filter(|l| *l > 0.0)?))
+            .collect();
+        out.push(Signal::new(host, SignalKind::InflightRatio, name, &ratio));
+        if let Some(op) = dev.ops.get(d.op()) {
+            for (kind, s) in [
+                (SignalKind::QueueTime, &op.queue_seconds),
+                (SignalKind::ServiceTime, &op.service_seconds),
+                (SignalKind::BlockErrors, &op.errors),
+            ] {
+                out.push(Signal::new(host, kind, name, s));
+            }
+        }
+    }
+    out
+}
+
+/// Whether `addr` is one of the analysed host's replica peers.
+fn subject_peer(subject: &Host, parts: &Parts, addr: &str) -> bool {
+    subject.peers.contains_key(addr) || parts.replicas().any(|p| p.key == addr)
+}
+
+/// The analysed host, the hosts of its replica peers, and switches; each once.
+pub fn path_hosts<'a>(run: &'a Run, subject: &'a Host, parts: &Parts) -> Vec<&'a Host> {
+    let mut out = vec![subject];
+    let peers = subject
+        .peers
+        .keys()
+        .map(String::as_str)
+        .chain(parts.replicas().map(|p| p.key.as_str()));
+    for h in peers
+        .filter_map(|a| run.host_with_address(a))
+        .chain(run.hosts.iter().filter(|h| h.switch))
+    {
+        if !out.iter().any(|o| o.name == h.name) {
+            out.push(h);
+        }
+    }
+    out
+}
+
+/// Scores every signal: correlation at the best lag with `p99`, levels in and out of the
+/// raised intervals (when there are any).
+pub fn score(
+    signals: &[Signal],
+    p99: &Series,
+    raised: Option<&[usize]>,
+    t: &Thresholds,
+) -> Vec<SignalScore> {
+    let n = p99.len();
+    let everything = all(n);
+    let others: Vec<usize> = raised
+        .map(|r| {
+            everything
+                .iter()
+                .copied()
+                .filter(|i| !r.contains(i))
+                .collect()
+        })
+        .unwrap_or_default();
+    signals
+        .iter()
+        .map(|s| {
+            let counter = s.kind.is_counter();
+            let level = |idx: &[usize]| {
+                if counter {
+                    sum_over(&s.series, idx)
+                } else {
+                    mean_over(&s.series, idx)
+                }
+            };
+            let corr = best_lag(p99, &s.series, t.max_lag, t.min_correlation_points);
+            let (r, o) = match raised {
+                Some(r) => (level(r), level(&others)),
+                None => (None, None),
+            };
+            let rose = raised.is_some_and(|r| rose(&s.series, r, &others, counter, t));
+            SignalScore {
+                host: s.host.clone(),
+                kind: s.kind,
+                key: s.key.clone(),
+                peer: s.peer.clone(),
+                rho: corr.map(|c| c.rho),
+                lag: corr.map(|c| c.lag),
+                points: corr.map_or(0, |c| c.points),
+                run: level(&everything),
+                raised: r,
+                others: o,
+                rose,
+            }
+        })
+        .collect()
+}
+
+/// Higher per interval in the raised intervals than in the others: by `rise_factor`, and
+/// by more than three standard errors of the others' noise; a counter also needs
+/// `min_events` there.
+fn rose(s: &Series, raised: &[usize], others: &[usize], counter: bool, t: &Thresholds) -> bool {
+    let Some(during) = mean_over(s, raised) else {
+        return false;
+    };
+    if counter && sum_over(s, raised).unwrap_or(0.0) < t.min_events {
+        return false;
+    }
+    let before: Vec<f64> = others.iter().filter_map(|&i| at(s, i)).collect();
+    let k = raised.iter().filter(|&&i| at(s, i).is_some()).count() as f64;
+    let (mean, sd) = mean_sd(&before);
+    during > 0.0 && during > t.rise_factor * mean && during - mean > 3.0 * sd / k.sqrt()
+}
+
+fn mean_sd(v: &[f64]) -> (f64, f64) {
+    if v.is_empty() {
+        return (0.0, 0.0);
+    }
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n;
+    (mean, var.sqrt())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drop_reasons_are_classed() {
+        assert_eq!(drop_class("qdisc_drop"), DropClass::Congestion);
+        assert_eq!(drop_class("QDISC_OVERLIMIT"), DropClass::Congestion);
+        assert_eq!(drop_class("pkt_too_big"), DropClass::Length);
+        assert_eq!(drop_class("not_specified"), DropClass::Other);
+        assert_eq!(drop_class("tcp_old_data"), DropClass::Other);
+    }
+
+    #[test]
+    fn a_counter_rises_only_with_enough_events() {
+        let t = Thresholds::default();
+        let s: Series = [0.0, 0.0, 0.0, 0.0, 2.0, 2.0]
+            .iter()
+            .map(|v| Some(*v))
+            .collect();
+        assert!(!rose(&s, &[4, 5], &[0, 1, 2, 3], true, &t));
+        assert!(rose(&s, &[4, 5], &[0, 1, 2, 3], false, &t));
+        let s: Series = [1.0, 1.0, 1.0, 1.0, 9.0, 9.0]
+            .iter()
+            .map(|v| Some(*v))
+            .collect();
+        assert!(rose(&s, &[4, 5], &[0, 1, 2, 3], true, &t));
+        assert!(!rose(&s, &[0, 1], &[2, 3, 4, 5], true, &t));
+    }
+
+    #[test]
+    fn noise_in_the_other_intervals_raises_the_bar() {
+        let t = Thresholds::default();
+        // Others alternate 0 and 6 (mean 3, sd 3); raised at 5 per interval over 4
+        // intervals is within three standard errors (4.5) of the noise.
+        let mut v = vec![0.0, 6.0, 0.0, 6.0, 0.0, 6.0, 0.0, 6.0];
+        v.extend([5.0; 4]);
+        let s: Series = v.iter().map(|x| Some(*x)).collect();
+        assert!(!rose(
+            &s,
+            &[8, 9, 10, 11],
+            &[0, 1, 2, 3, 4, 5, 6, 7],
+            true,
+            &t
+        ));
+        let s: Series = v
+            .iter()
+            .map(|x| Some(if *x == 5.0 { 20.0 } else { *x }))
+            .collect();
+        assert!(rose(
+            &s,
+            &[8, 9, 10, 11],
+            &[0, 1, 2, 3, 4, 5, 6, 7],
+            true,
+            &t
+        ));
+    }
+}

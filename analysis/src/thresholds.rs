@@ -1,0 +1,83 @@
+//! Every threshold the analysis uses, in one place (docs/analysis.md explains each).
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Thresholds {
+    /// Intervals with a p99 value a direction needs before it is analysed.
+    pub min_intervals: usize,
+    /// Paired points a rank correlation needs.
+    pub min_correlation_points: usize,
+    /// Lags tried on either side when correlating a signal with latency.
+    pub max_lag: usize,
+    /// Raised: p99 above baseline + this many robust standard deviations...
+    pub mad_factor: f64,
+    /// ...and at least this relative rise over the baseline (1.0 = twice the baseline).
+    pub min_relative_rise: f64,
+    /// Fewer raised intervals than this is noise: the run is judged as a whole.
+    pub min_raised_intervals: usize,
+    /// A signal rose when its mean in the raised intervals exceeds this multiple of its
+    /// mean in the others.
+    pub rise_factor: f64,
+    /// A counter rose only with at least this many events in the raised intervals.
+    pub min_events: f64,
+    /// In-flight requests at or above this fraction of the queue limit are "at the limit".
+    pub inflight_at_limit: f64,
+    /// The device is saturated when at the limit in at least this fraction of intervals.
+    pub at_limit_fraction: f64,
+    /// Whole-run judgement: a part counts when it holds at least this share of latency.
+    pub min_share: f64,
+    /// Whole-run judgement: a counter is anomalous with at least this many events...
+    pub anomaly_min_events: f64,
+    /// ...and at least this many per second.
+    pub anomaly_events_per_second: f64,
+    /// Whole-run judgement: retransmits and drops anomalous at this many per IO of the
+    /// direction (when IOPS are known).
+    pub events_per_io: f64,
+    /// A standing qdisc queue: mean backlog at least this many bytes.
+    pub backlog_bytes: f64,
+    /// A slow device: mean service time at least this long.
+    pub slow_service_seconds: f64,
+    /// Time above the block layer is anomalous at this mean per IO...
+    pub above_block_seconds: f64,
+    /// ...when it is at least this share of the local device time.
+    pub above_block_fraction: f64,
+    /// Queueing in the block layer is anomalous at this mean per IO.
+    pub queue_seconds: f64,
+    /// MSS plus this many bytes below the interface MTU means a smaller path MTU.
+    pub mss_overhead_bytes: f64,
+    /// A cause whose requirement is not met keeps this fraction of its score.
+    pub unconfirmed_factor: f64,
+    /// Raised intervals whose best cause scores below this are left unexplained.
+    pub min_cause_score: f64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            min_intervals: 8,
+            min_correlation_points: 8,
+            max_lag: 2,
+            mad_factor: 5.0,
+            min_relative_rise: 1.0,
+            min_raised_intervals: 2,
+            rise_factor: 1.2,
+            min_events: 5.0,
+            inflight_at_limit: 0.9,
+            at_limit_fraction: 0.5,
+            min_share: 0.2,
+            anomaly_min_events: 10.0,
+            anomaly_events_per_second: 1.0,
+            events_per_io: 0.01,
+            backlog_bytes: 65536.0,
+            slow_service_seconds: 0.020,
+            above_block_seconds: 0.001,
+            above_block_fraction: 0.5,
+            queue_seconds: 0.001,
+            mss_overhead_bytes: 100.0,
+            unconfirmed_factor: 0.3,
+            min_cause_score: 0.15,
+        }
+    }
+}

@@ -1,0 +1,593 @@
+//! The analysis on synthetic runs: every cause mid-run and from the first second, with
+//! confounders, healthy and noise-only runs, missing data and runs too short to judge.
+
+mod synth;
+
+use analysis::{Cause, Direction, Report, Run, State, analyze};
+use synth::{Fault, Lab, Rng};
+
+fn report(lab: &Lab) -> Report {
+    analyze(&lab.build()).expect("a synthetic run lines up")
+}
+
+fn write_result(r: &Report) -> &analysis::DirectionResult {
+    r.hosts[0]
+        .directions
+        .iter()
+        .find(|d| d.direction == Direction::Write)
+        .expect("writes were recorded")
+}
+
+fn evidence(r: &Report) -> String {
+    r.verdict.evidence.join("\n")
+}
+
+/// Best score among candidates of the given causes.
+fn best_of(r: &Report, causes: &[Cause]) -> f64 {
+    write_result(r)
+        .candidates
+        .iter()
+        .filter(|c| causes.contains(&c.cause))
+        .map(|c| c.score)
+        .fold(0.0, f64::max)
+}
+
+const NETWORK: &[Cause] = &[Cause::NetworkCongestion, Cause::MtuMismatch];
+const DEVICE: &[Cause] = &[Cause::DeviceSaturation, Cause::SlowDevice];
+
+fn assert_cause(r: &Report, cause: Cause, state: State) {
+    assert_eq!(r.verdict.cause, cause, "{}", r.to_text());
+    assert_eq!(write_result(r).state, state, "{}", r.to_text());
+}
+
+// ---- each cause in the middle of a run, with device and network both noisy ----
+
+#[test]
+fn congestion_on_the_replica_path_is_named_over_a_noisy_device() {
+    let r = report(&Lab::new(Fault::Congestion).noisy());
+    assert_cause(&r, Cause::NetworkCongestion, State::Raised);
+    let d = write_result(&r);
+    assert_eq!(d.raised_intervals, (15..27).collect::<Vec<_>>());
+    assert!(r.verdict.confidence >= 0.6, "{}", r.to_text());
+    assert_eq!(
+        r.verdict.location.as_deref(),
+        Some("path to replica 198.18.0.2")
+    );
+    let e = evidence(&r);
+    assert!(
+        e.contains("p99 write latency") && e.contains("in 12 of 40 intervals"),
+        "{e}"
+    );
+    assert!(
+        e.contains("100% of the rise is waiting for replica 198.18.0.2"),
+        "{e}"
+    );
+    assert!(
+        e.contains("retransmits to 198.18.0.2 in the 12 raised intervals"),
+        "{e}"
+    );
+    assert!(e.contains("tbf qdisc on h1 v1"), "{e}");
+    assert!(best_of(&r, DEVICE) < 0.2, "{}", r.to_text());
+}
+
+#[test]
+fn device_saturation_is_named_over_a_noisy_network() {
+    let r = report(&Lab::new(Fault::Saturation).noisy());
+    assert_cause(&r, Cause::DeviceSaturation, State::Raised);
+    assert!(r.verdict.confidence >= 0.6, "{}", r.to_text());
+    let e = evidence(&r);
+    assert!(
+        e.contains("in-flight at the queue limit (128 of 128) in 12 of 12 raised intervals"),
+        "{e}"
+    );
+    assert!(e.contains("in the block-layer queue of loop3"), "{e}");
+    assert!(best_of(&r, NETWORK) < 0.2, "{}", r.to_text());
+}
+
+#[test]
+fn a_slow_device_is_named_over_a_noisy_network() {
+    let r = report(&Lab::new(Fault::SlowDevice).noisy());
+    assert_cause(&r, Cause::SlowDevice, State::Raised);
+    assert!(r.verdict.confidence >= 0.6, "{}", r.to_text());
+    assert!(
+        evidence(&r).contains("device service time on h1 loop3"),
+        "{}",
+        r.to_text()
+    );
+    assert!(best_of(&r, NETWORK) < 0.2, "{}", r.to_text());
+    assert!(
+        best_of(&r, &[Cause::DeviceSaturation]) < 0.2,
+        "{}",
+        r.to_text()
+    );
+}
+
+#[test]
+fn throttling_above_the_block_layer_is_a_slow_device_not_the_network() {
+    let r = report(&Lab::new(Fault::Throttle).noisy());
+    assert_cause(&r, Cause::SlowDevice, State::Raised);
+    assert!(
+        evidence(&r).contains("above the block layer"),
+        "{}",
+        r.to_text()
+    );
+    assert!(best_of(&r, NETWORK) < 0.2, "{}", r.to_text());
+}
+
+#[test]
+fn waiting_for_a_request_slot_with_the_queue_full_is_saturation_not_throttling() {
+    for lab in [
+        Lab::new(Fault::TagWait).noisy(),
+        Lab::new(Fault::TagWait).noisy().throughout(),
+    ] {
+        let r = report(&lab);
+        assert_eq!(r.verdict.cause, Cause::DeviceSaturation, "{}", r.to_text());
+        assert!(
+            evidence(&r).contains("in-flight at the queue limit"),
+            "{}",
+            r.to_text()
+        );
+    }
+}
+
+#[test]
+fn an_mtu_mismatch_is_not_mistaken_for_congestion() {
+    let r = report(&Lab::new(Fault::Mtu).noisy());
+    assert_cause(&r, Cause::MtuMismatch, State::Raised);
+    assert!(r.verdict.confidence >= 0.6, "{}", r.to_text());
+    let e = evidence(&r);
+    assert!(
+        e.contains("MTUs differ on the path: 9000 on h1 v1, h2 v2; 1500 on sw sa, sw sb"),
+        "{e}"
+    );
+    assert!(e.contains("rx drops on sw sa"), "{e}");
+    assert!(
+        best_of(&r, &[Cause::NetworkCongestion]) < 0.3,
+        "{}",
+        r.to_text()
+    );
+}
+
+#[test]
+fn a_slow_replica_device_is_not_blamed_on_the_network() {
+    let r = report(&Lab::new(Fault::SlowReplicaDevice).noisy());
+    assert_cause(&r, Cause::SlowDevice, State::Raised);
+    assert_eq!(
+        r.verdict.location.as_deref(),
+        Some("device loop4 on h2 (replica 198.18.0.2)")
+    );
+    assert!(best_of(&r, NETWORK) < 0.3, "{}", r.to_text());
+}
+
+#[test]
+fn without_confounders_each_cause_is_clearer_still() {
+    for (fault, cause) in [
+        (Fault::Congestion, Cause::NetworkCongestion),
+        (Fault::Saturation, Cause::DeviceSaturation),
+        (Fault::SlowDevice, Cause::SlowDevice),
+        (Fault::Throttle, Cause::SlowDevice),
+        (Fault::Mtu, Cause::MtuMismatch),
+    ] {
+        let r = report(&Lab::new(fault));
+        assert_cause(&r, cause, State::Raised);
+        assert!(r.verdict.confidence >= 0.6, "{fault:?}: {}", r.to_text());
+    }
+}
+
+#[test]
+fn the_causal_side_wins_across_seeds() {
+    for seed in 1..=20 {
+        for (fault, cause) in [
+            (Fault::Congestion, Cause::NetworkCongestion),
+            (Fault::Saturation, Cause::DeviceSaturation),
+            (Fault::SlowDevice, Cause::SlowDevice),
+            (Fault::Throttle, Cause::SlowDevice),
+            (Fault::Mtu, Cause::MtuMismatch),
+        ] {
+            let mut lab = Lab::new(fault).noisy();
+            lab.seed = seed;
+            let r = report(&lab);
+            assert_eq!(
+                r.verdict.cause,
+                cause,
+                "seed {seed} {fault:?}: {}",
+                r.to_text()
+            );
+        }
+    }
+}
+
+// ---- a run slow from its first second: judged as a whole ----
+
+#[test]
+fn slow_from_the_start_each_cause_is_found_by_where_latency_goes() {
+    for (fault, cause, needle) in [
+        (
+            Fault::Congestion,
+            Cause::NetworkCongestion,
+            "retransmits to 198.18.0.2 over the run",
+        ),
+        (
+            Fault::Saturation,
+            Cause::DeviceSaturation,
+            "in-flight at the queue limit (128 of 128) in 40 of 40 intervals",
+        ),
+        (
+            Fault::SlowDevice,
+            Cause::SlowDevice,
+            "mean device service time",
+        ),
+        (
+            Fault::Throttle,
+            Cause::SlowDevice,
+            "held above the block layer",
+        ),
+        (
+            Fault::Mtu,
+            Cause::MtuMismatch,
+            "rx drops on sw sa over the run",
+        ),
+        (
+            Fault::SlowReplicaDevice,
+            Cause::SlowDevice,
+            "mean device service time",
+        ),
+    ] {
+        let r = report(&Lab::new(fault).noisy().throughout());
+        assert_cause(&r, cause, State::Steady);
+        assert!(write_result(&r).raised_intervals.is_empty());
+        assert!(r.verdict.confidence >= 0.5, "{fault:?}: {}", r.to_text());
+        let e = evidence(&r);
+        assert!(
+            e.contains("none raised above the run's own baseline"),
+            "{e}"
+        );
+        assert!(e.contains(needle), "{fault:?}: {e}");
+    }
+}
+
+#[test]
+fn slow_from_the_start_throttling_is_not_the_network() {
+    let r = report(&Lab::new(Fault::Throttle).noisy().throughout());
+    assert_eq!(best_of(&r, NETWORK), 0.0, "{}", r.to_text());
+}
+
+// ---- healthy and noise-only runs ----
+
+#[test]
+fn a_healthy_run_is_none_with_full_confidence() {
+    let r = report(&Lab::new(Fault::None));
+    assert_cause(&r, Cause::None, State::Steady);
+    assert_eq!(r.verdict.confidence, 1.0);
+    let e = evidence(&r);
+    assert!(
+        e.contains("no anomalous signal: 0 retransmits, 0 qdisc drops"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_noise_only_run_finds_nothing() {
+    for seed in 1..=20 {
+        let mut lab = Lab::new(Fault::None).noisy();
+        lab.seed = seed;
+        lab.latency_noise = 0.4;
+        let r = report(&lab);
+        assert_cause(&r, Cause::None, State::Steady);
+        assert!(
+            write_result(&r).candidates.iter().all(|c| c.score == 0.0),
+            "{}",
+            r.to_text()
+        );
+    }
+}
+
+#[test]
+fn a_healthy_run_without_agent_data_is_none_with_less_confidence() {
+    let mut lab = Lab::new(Fault::None);
+    lab.agent = false;
+    let r = report(&lab);
+    assert_cause(&r, Cause::None, State::Steady);
+    assert!(r.verdict.confidence < 0.75, "{}", r.to_text());
+    assert!(
+        r.verdict.confidence_explained.contains("not measured"),
+        "{}",
+        r.to_text()
+    );
+}
+
+// ---- missing data ----
+
+#[test]
+fn without_a_breakdown_the_signals_still_find_congestion() {
+    let mut lab = Lab::new(Fault::Congestion).noisy();
+    lab.breakdown = false;
+    let r = report(&lab);
+    assert_cause(&r, Cause::NetworkCongestion, State::Raised);
+    let d = write_result(&r);
+    assert!(
+        d.breakdown
+            .iter()
+            .all(|p| p.part != analysis::breakdown::PartKind::Replica)
+    );
+    assert_eq!(d.candidates[0].share, None, "{}", r.to_text());
+}
+
+#[test]
+fn without_agent_signals_the_breakdown_points_at_the_network_unconfirmed() {
+    let mut lab = Lab::new(Fault::Congestion);
+    lab.agent = false;
+    let r = report(&lab);
+    assert_cause(&r, Cause::NetworkCongestion, State::Raised);
+    assert!(r.verdict.confidence < 0.5, "{}", r.to_text());
+    assert!(
+        r.verdict.confidence_explained.contains("not met"),
+        "{}",
+        r.to_text()
+    );
+    assert!(evidence(&r).contains("not confirmed"), "{}", r.to_text());
+}
+
+#[test]
+fn without_breakdown_or_signals_a_rise_is_unexplained() {
+    let mut lab = Lab::new(Fault::Congestion);
+    lab.agent = false;
+    lab.breakdown = false;
+    let r = report(&lab);
+    assert_cause(&r, Cause::Unexplained, State::Raised);
+    assert!(
+        evidence(&r).contains("no measured part or signal explains the rise"),
+        "{}",
+        r.to_text()
+    );
+}
+
+/// Removes every `k`-th value of every series in the run.
+fn punch_holes(run: &mut Run, k: usize, rng: &mut Rng) {
+    let mut hole = |s: &mut Vec<Option<f64>>| {
+        for (i, v) in s.iter_mut().enumerate() {
+            if (i + rng.upto(k as u64 - 1) as usize).is_multiple_of(k) {
+                *v = None;
+            }
+        }
+    };
+    for h in &mut run.hosts {
+        if let Some(w) = h.write.as_mut() {
+            hole(&mut w.p99_seconds);
+            hole(&mut w.mean_seconds);
+            hole(&mut w.local_device_seconds);
+            w.replicas.values_mut().for_each(&mut hole);
+        }
+        for d in h.devices.values_mut() {
+            hole(&mut d.inflight);
+            for op in d.ops.values_mut() {
+                hole(&mut op.queue_seconds);
+                hole(&mut op.service_seconds);
+            }
+        }
+        for p in h.peers.values_mut() {
+            hole(&mut p.retransmits);
+        }
+        for q in &mut h.qdiscs {
+            hole(&mut q.drops);
+        }
+        for i in h.interfaces.values_mut() {
+            hole(&mut i.rx_drops);
+        }
+    }
+}
+
+#[test]
+fn gaps_in_every_series_do_not_change_the_cause() {
+    for (fault, cause) in [
+        (Fault::Congestion, Cause::NetworkCongestion),
+        (Fault::Saturation, Cause::DeviceSaturation),
+        (Fault::Mtu, Cause::MtuMismatch),
+    ] {
+        let mut run = Lab::new(fault).noisy().build();
+        punch_holes(&mut run, 5, &mut Rng::new(3));
+        let r = analyze(&run).unwrap();
+        assert_eq!(r.verdict.cause, cause, "{fault:?}: {}", r.to_text());
+    }
+}
+
+#[test]
+fn p99_is_recomputed_from_histograms_when_only_they_were_recorded() {
+    let mut lab = Lab::new(Fault::Congestion).noisy();
+    lab.histograms = true;
+    let r = report(&lab);
+    assert_cause(&r, Cause::NetworkCongestion, State::Raised);
+    // The merged p99 of the raised intervals lies in the slow bucket (≥ 250 ms).
+    let p99 = write_result(&r).p99_seconds.unwrap();
+    assert!(p99 > 0.2 && p99 < 1.0, "{p99}");
+}
+
+#[test]
+fn values_that_are_not_numbers_read_as_missing() {
+    let mut run = Lab::new(Fault::SlowDevice).build();
+    let w = run.hosts[0].write.as_mut().unwrap();
+    w.p99_seconds[3] = Some(f64::NAN);
+    w.p99_seconds[4] = Some(f64::INFINITY);
+    w.p99_seconds[5] = Some(-1.0);
+    run.hosts[0]
+        .peers
+        .values_mut()
+        .for_each(|p| p.retransmits[7] = Some(f64::NAN));
+    let r = analyze(&run).unwrap();
+    assert_eq!(r.verdict.cause, Cause::SlowDevice, "{}", r.to_text());
+    assert_eq!(write_result(&r).intervals, 37);
+}
+
+// ---- short runs and bad input ----
+
+#[test]
+fn very_short_runs_have_insufficient_data() {
+    for n in [0, 1, 2, 3, 7] {
+        let mut lab = Lab::new(Fault::Congestion);
+        lab.n = n;
+        lab.from = 1;
+        lab.to = 3;
+        let r = report(&lab);
+        assert_eq!(r.verdict.cause, Cause::InsufficientData, "n={n}");
+        assert_eq!(r.verdict.confidence, 0.0);
+        let e = evidence(&r);
+        assert!(
+            e.contains(&format!("only {n} of {n} intervals have a write p99")),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn the_shortest_run_analysed_gives_a_result() {
+    let mut lab = Lab::new(Fault::Congestion);
+    lab.n = 8;
+    lab.from = 4;
+    lab.to = 7;
+    let r = report(&lab);
+    assert_ne!(r.verdict.cause, Cause::InsufficientData);
+}
+
+#[test]
+fn a_run_without_latency_has_insufficient_data() {
+    let mut run = Lab::new(Fault::None).build();
+    for h in &mut run.hosts {
+        h.write = None;
+    }
+    let r = analyze(&run).unwrap();
+    assert_eq!(r.verdict.cause, Cause::InsufficientData);
+    assert!(r.hosts.is_empty());
+}
+
+#[test]
+fn series_that_do_not_line_up_are_a_clear_error() {
+    let mut run = Lab::new(Fault::None).build();
+    run.hosts[0].write.as_mut().unwrap().p99_seconds.pop();
+    let e = analyze(&run).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "host h1 write p99_seconds has 39 entries but the run has 40 intervals"
+    );
+    let mut run = Lab::new(Fault::None).build();
+    run.interval_seconds = f64::NAN;
+    assert!(
+        analyze(&run)
+            .unwrap_err()
+            .to_string()
+            .contains("interval length")
+    );
+}
+
+#[test]
+fn arbitrary_values_never_panic() {
+    let mut rng = Rng::new(99);
+    for round in 0..300 {
+        let mut lab = Lab::new(if round % 2 == 0 {
+            Fault::Congestion
+        } else {
+            Fault::Saturation
+        });
+        lab.n = 1 + rng.upto(30) as usize;
+        lab.from = rng.upto(lab.n as u64) as usize;
+        lab.to = lab.from + rng.upto(10) as usize;
+        lab.histograms = round % 3 == 0;
+        let mut run = lab.build();
+        let mut wreck = |s: &mut Vec<Option<f64>>| {
+            for v in s.iter_mut() {
+                *v = match rng.upto(9) as u64 {
+                    0 => None,
+                    1 => Some(f64::NAN),
+                    2 => Some(-5.0),
+                    3 => Some(0.0),
+                    4 => Some(f64::INFINITY),
+                    5 => Some(1e300),
+                    _ => *v,
+                };
+            }
+        };
+        for h in &mut run.hosts {
+            if let Some(w) = h.write.as_mut() {
+                wreck(&mut w.p99_seconds);
+                wreck(&mut w.mean_seconds);
+                wreck(&mut w.iops);
+                w.replicas.values_mut().for_each(&mut wreck);
+            }
+            for d in h.devices.values_mut() {
+                wreck(&mut d.inflight);
+                wreck(&mut d.queue_limit);
+                d.ops
+                    .values_mut()
+                    .for_each(|o| wreck(&mut o.service_seconds));
+            }
+            h.peers.values_mut().for_each(|p| wreck(&mut p.retransmits));
+            h.interfaces
+                .values_mut()
+                .for_each(|i| wreck(&mut i.mtu_bytes));
+        }
+        let r = analyze(&run).unwrap();
+        assert!(
+            (0.0..=1.0).contains(&r.verdict.confidence),
+            "{}",
+            r.to_text()
+        );
+        let _ = r.to_text();
+    }
+}
+
+// ---- several directions and hosts, JSON ----
+
+#[test]
+fn healthy_reads_do_not_hide_congested_writes() {
+    let mut lab = Lab::new(Fault::Congestion).noisy();
+    lab.reads = true;
+    let r = report(&lab);
+    assert_eq!(r.verdict.cause, Cause::NetworkCongestion);
+    assert_eq!(r.verdict.direction, Some(Direction::Write));
+    let reads = r.hosts[0]
+        .directions
+        .iter()
+        .find(|d| d.direction == Direction::Read)
+        .unwrap();
+    assert_eq!(reads.cause, Cause::None, "{}", r.to_text());
+    assert!(evidence(&r).contains("reads: none"), "{}", r.to_text());
+}
+
+#[test]
+fn fleet_mode_analyses_each_host_and_names_the_affected_one() {
+    let mut run = Lab::new(Fault::Congestion).noisy().build();
+    let mut healthy = Lab::new(Fault::None).build().hosts.remove(0);
+    healthy.name = "h3".into();
+    healthy.addresses = vec!["198.18.0.3".into()];
+    run.hosts.push(healthy);
+    let r = analyze(&run).unwrap();
+    assert_eq!(r.hosts.len(), 2);
+    assert_eq!(r.hosts[1].verdict.cause, Cause::None);
+    assert_eq!(r.verdict.cause, Cause::NetworkCongestion);
+    assert_eq!(r.verdict.host.as_deref(), Some("h1"));
+    assert!(evidence(&r).contains("host h3: none"), "{}", r.to_text());
+}
+
+#[test]
+fn the_report_and_the_run_are_json() {
+    let run = Lab::new(Fault::Congestion).noisy().build();
+    let text = serde_json::to_string(&run).unwrap();
+    let back: Run = serde_json::from_str(&text).unwrap();
+    assert!(back == run, "the run survives a JSON round trip");
+    let r = analyze(&run).unwrap();
+    let v: serde_json::Value = serde_json::to_value(&r).unwrap();
+    assert_eq!(v["verdict"]["cause"], "network_congestion");
+    assert!(v["verdict"]["confidence"].as_f64().unwrap() > 0.5);
+    assert!(v["verdict"]["evidence"].as_array().unwrap().len() >= 3);
+    let signals = v["hosts"][0]["directions"][0]["signals"]
+        .as_array()
+        .unwrap();
+    let retrans = signals
+        .iter()
+        .find(|s| s["kind"] == "retransmits" && s["host"] == "h1")
+        .expect("retransmits are scored");
+    assert!(retrans["rho"].as_f64().unwrap() > 0.5, "{retrans}");
+    assert_eq!(retrans["rose"], true);
+    let back: Report = serde_json::from_value(v).unwrap();
+    assert_eq!(back.verdict.cause, r.verdict.cause);
+    assert_eq!(back.verdict.evidence, r.verdict.evidence);
+}
