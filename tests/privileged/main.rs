@@ -3,3 +3,7 @@
 
 mod block_counts;
 mod lab_netns;
+mod service_lifecycle;
+mod service_prometheus;
+mod service_self_metrics;
+mod service_systemd;
