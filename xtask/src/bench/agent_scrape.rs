@@ -172,7 +172,7 @@ fn disk_load(d: &LoopDevice, stop: Arc<AtomicBool>, ios: Arc<AtomicU64>) -> Resu
         let mut i: u64 = 0;
         while !stop.load(Ordering::Relaxed) {
             let off = (i * 7919 % 8192) * 4096;
-            let r = if i % 2 == 0 {
+            let r = if i.is_multiple_of(2) {
                 f.write_all_at(buf.as_slice(), off)
             } else {
                 f.read_exact_at(buf.as_mut_slice(), off)
