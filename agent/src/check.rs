@@ -48,7 +48,11 @@ const CAPS: &[(u32, &str, &str)] = &[
         "CAP_SYS_ADMIN",
         "BPF run-time statistics, entering other network namespaces",
     ),
-    (12, "CAP_NET_ADMIN", "netlink statistics"),
+    (
+        19,
+        "CAP_SYS_PTRACE",
+        "only for [net] namespaces given as pid:N of other processes",
+    ),
 ];
 
 pub fn run(config: &Config) -> ExitCode {

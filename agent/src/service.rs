@@ -63,12 +63,25 @@ fn prepare(cli: &Cli) -> Result<(std::net::TcpListener, WebConfig), UsageError> 
         None => WebConfig::default(),
     };
     let addr = crate::cli::parse_listen_address(&cli.listen_address)?;
-    let listener = std::net::TcpListener::bind(addr).map_err(|e| {
-        UsageError(format!(
-            "--web.listen-address {:?}: cannot listen on {addr}: {e}",
-            cli.listen_address
-        ))
-    })?;
+    let listener = std::net::TcpListener::bind(addr)
+        .or_else(|e| {
+            // `:PORT` means every address; on a host without IPv6 that is every IPv4 one.
+            let v6_missing = matches!(
+                e.raw_os_error(),
+                Some(libc::EAFNOSUPPORT | libc::EADDRNOTAVAIL)
+            );
+            if cli.listen_address.starts_with(':') && v6_missing {
+                std::net::TcpListener::bind(("0.0.0.0", addr.port()))
+            } else {
+                Err(e)
+            }
+        })
+        .map_err(|e| {
+            UsageError(format!(
+                "--web.listen-address {:?}: cannot listen on {addr}: {e}",
+                cli.listen_address
+            ))
+        })?;
     listener
         .set_nonblocking(true)
         .map_err(|e| UsageError(format!("listening socket: {e}")))?;
