@@ -247,6 +247,17 @@ fn tells_systemd_ready_watchdog_and_stopping() {
 }
 
 #[test]
+fn sigint_exits_0() {
+    let mut a = launch(&[], &[]);
+    a.wait_healthy().unwrap();
+    // SAFETY: kill(2) on our own running child.
+    unsafe { libc::kill(a.pid() as i32, libc::SIGINT) };
+    let status = a.wait_exit(Duration::from_secs(2)).unwrap();
+    assert_eq!(status.code(), Some(0), "log: {}", a.log());
+    assert!(a.log().contains("signal=SIGINT"), "{}", a.log());
+}
+
+#[test]
 fn logs_in_logfmt_and_json() {
     let mut a = launch(&["--log.level=info"], &[]);
     a.wait_healthy().unwrap();

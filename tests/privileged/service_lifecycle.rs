@@ -196,6 +196,28 @@ fn service_degraded_without_bpf_permission_keeps_serving() {
     );
     let status = agent.terminate(Duration::from_secs(2)).unwrap();
     assert_eq!(status.code(), Some(0));
+
+    // `check` in the same situation: every probe row fails and the exit status says so.
+    let out = Command::new(wrapper[0])
+        .args(&wrapper[1..])
+        .arg(bins::path("stornet-agent"))
+        .arg("check")
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{table}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("probe block_completion") && l.contains("FAIL")),
+        "{table}"
+    );
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("capability CAP_BPF") && l.contains("missing")),
+        "{table}"
+    );
 }
 
 /// The capabilities the systemd unit grants are enough: with only those (and
