@@ -3,9 +3,10 @@
 use agent_common::block::{
     BlockLayout, DevOp, IoCount, MAX_DEV_OPS, OP_DISCARD, OP_FLUSH, OP_OTHER, OP_READ, OP_WRITE,
 };
+use agent_common::stats::MAP_BLOCK_COMPLETIONS;
 use aya_ebpf::{macros::map, maps::PerCpuHashMap, programs::BtfTracePointContext};
 
-use crate::read;
+use crate::{read, stats};
 
 /// Filled by user space from kernel BTF before load.
 #[unsafe(no_mangle)]
@@ -74,7 +75,9 @@ pub fn try_rq_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
                 ios: 1,
                 bytes: nr_bytes as u64,
             };
-            BLOCK_COMPLETIONS.insert(key, v, 0)?;
+            if BLOCK_COMPLETIONS.insert(key, v, 0).is_err() {
+                stats::map_update_failed(MAP_BLOCK_COMPLETIONS);
+            }
         }
     }
     Ok(())

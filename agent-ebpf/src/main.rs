@@ -1,14 +1,17 @@
 //! stornet's kernel side. Thin entry points; each calls a `try_` body in its module.
+//! Every program's name starts with `stornet_`, so `bpftool prog` (which shows the first 15
+//! characters) tells stornet's programs apart from any other.
 #![no_std]
 #![no_main]
 
 mod block;
 mod read;
+mod stats;
 
 use aya_ebpf::{macros::btf_tracepoint, programs::BtfTracePointContext};
 
 #[btf_tracepoint(function = "block_rq_complete")]
-pub fn block_rq_complete(ctx: BtfTracePointContext) -> i32 {
+pub fn stornet_block_rq_complete(ctx: BtfTracePointContext) -> i32 {
     let _ = block::try_rq_complete(&ctx);
     0
 }

@@ -6,10 +6,13 @@ use crate::block::BlockCollector;
 use crate::config::Config;
 use crate::model::{Collector, Family};
 use crate::probes::{PROBES, Probes};
+use crate::self_metrics::SelfMetrics;
 
 pub struct Agent {
     pub probes: Probes,
     collectors: Vec<Box<dyn Collector>>,
+    /// The agent's own cost and map fill; reads the probes, so it is not a `Collector`.
+    pub self_metrics: SelfMetrics,
 }
 
 impl Agent {
@@ -21,6 +24,8 @@ impl Agent {
             .filter(|p| config.probe_enabled(p))
             .collect();
         let mut probes = Probes::load(&wanted);
+        // Before collectors take maps out of the object.
+        let self_metrics = SelfMetrics::new(&probes);
         let mut collectors: Vec<Box<dyn Collector>> = vec![Box::new(probes.status_collector())];
         if probes.is_up("block_completion")
             && let Some(map) = probes.take_map("BLOCK_COMPLETIONS")
@@ -30,7 +35,11 @@ impl Agent {
                 Err(e) => warn!(error = %format!("{e:#}"), "block collector unavailable"),
             }
         }
-        Agent { probes, collectors }
+        Agent {
+            probes,
+            collectors,
+            self_metrics,
+        }
     }
 
     /// Collects every family; a failing collector is logged and skipped.
@@ -41,6 +50,7 @@ impl Agent {
                 warn!(error = %format!("{e:#}"), "collector failed");
             }
         }
+        self.self_metrics.collect(&self.probes, &mut out);
         out
     }
 }

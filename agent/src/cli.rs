@@ -1,31 +1,188 @@
-//! Command-line flags, in the style of Prometheus exporters.
+//! Command-line flags, in the style of Prometheus exporters, and the subcommands.
 
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
 
-use anyhow::{Context, Result};
-use clap::Parser;
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Exit code of usage and configuration errors.
+pub const EXIT_USAGE: u8 = 2;
+
+/// A usage or configuration error: reported in one line, exit code 2, before anything is
+/// attached.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
 
 #[derive(Parser, Debug)]
 #[command(
     name = "stornet-agent",
     version,
-    about = "eBPF telemetry of storage and network paths for Prometheus"
+    about = "eBPF telemetry of storage and network paths for Prometheus",
+    args_conflicts_with_subcommands = false
 )]
 pub struct Cli {
     /// Address to serve /metrics on; `:PORT` listens on every address.
-    #[arg(long = "web.listen-address", default_value = ":9477")]
+    #[arg(
+        long = "web.listen-address",
+        default_value = ":9477",
+        value_name = "ADDR"
+    )]
     pub listen_address: String,
+
+    /// Web configuration (TLS and basic auth) in the Prometheus exporter-toolkit format.
+    #[arg(long = "web.config.file", value_name = "FILE")]
+    pub web_config_file: Option<PathBuf>,
+
+    /// Configuration file (TOML); without it every setting has its default.
+    #[arg(long = "config.file", value_name = "FILE", global = true)]
+    pub config_file: Option<PathBuf>,
+
+    /// Only log messages of this level or above.
+    #[arg(long = "log.level", value_enum, default_value_t = LogLevel::Info, global = true)]
+    pub log_level: LogLevel,
+
+    /// Log line format.
+    #[arg(long = "log.format", value_enum, default_value_t = LogFormat::Logfmt, global = true)]
+    pub log_format: LogFormat,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
 }
 
-/// Parses `:9477`, `127.0.0.1:9477` or `[::1]:9477`.
-pub fn parse_listen_address(s: &str) -> Result<SocketAddr> {
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Pre-flight check: kernel, BTF, each probe's hook, capabilities, tracefs.
+    /// Exits non-zero when no probe can run.
+    Check,
+    /// Attach, wait, print one set of metrics and exit.
+    Snapshot {
+        /// How long to measure before printing, e.g. 5s, 500ms, 1m.
+        #[arg(long, default_value = "5s", value_parser = parse_duration)]
+        interval: Duration,
+        #[arg(long, value_enum, default_value_t = SnapshotFormat::Text)]
+        format: SnapshotFormat,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Logfmt,
+    Json,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SnapshotFormat {
+    /// Prometheus text format.
+    Text,
+    /// The agent's data model as JSON.
+    Json,
+}
+
+/// Parses the command line. Help and version print and exit 0; any other problem prints one
+/// line and gives exit code 2.
+pub fn parse() -> Result<Cli, ExitCode> {
+    Cli::try_parse().map_err(|e| {
+        use clap::error::ErrorKind;
+        if matches!(
+            e.kind(),
+            ErrorKind::DisplayHelp
+                | ErrorKind::DisplayVersion
+                | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+        ) {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        eprintln!("stornet-agent: {}", one_line(&e.render().to_string()));
+        ExitCode::from(EXIT_USAGE)
+    })
+}
+
+/// Folds clap's multi-line error (message, hints, usage) into one line.
+fn one_line(rendered: &str) -> String {
+    rendered
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information")
+        })
+        .map(|l| l.strip_prefix("error: ").unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Parses `:9477`, `127.0.0.1:9477`, `[::1]:9477` or `localhost:9477`.
+pub fn parse_listen_address(s: &str) -> Result<SocketAddr, UsageError> {
+    let bad = |why: &str| {
+        UsageError(format!(
+            "--web.listen-address {s:?}: {why} (expected HOST:PORT or :PORT)"
+        ))
+    };
     let full = if s.starts_with(':') {
         format!("[::]{s}")
     } else {
         s.to_string()
     };
-    full.parse()
-        .with_context(|| format!("--web.listen-address {s:?} is not HOST:PORT or :PORT"))
+    if let Ok(a) = full.parse() {
+        return Ok(a);
+    }
+    let (_, port) = full.rsplit_once(':').ok_or_else(|| bad("no port"))?;
+    port.parse::<u16>().map_err(|_| bad("bad port"))?;
+    full.to_socket_addrs()
+        .map_err(|e| bad(&format!("cannot resolve: {e}")))?
+        .next()
+        .ok_or_else(|| bad("resolves to no address"))
+}
+
+/// Parses durations such as `5s`, `250ms`, `1m30s`, `2h`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let mut total = Duration::ZERO;
+    let mut rest = s.trim();
+    if rest.is_empty() {
+        return Err("empty duration".into());
+    }
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .ok_or_else(|| format!("{s:?} needs a unit (ms, s, m, h)"))?;
+        let n: f64 = rest[..digits]
+            .parse()
+            .map_err(|_| format!("{s:?} is not a duration like 5s or 500ms"))?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let scale = match &rest[..unit_len] {
+            "ms" => 0.001,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            u => return Err(format!("{s:?}: unknown unit {u:?} (ms, s, m, h)")),
+        };
+        total += Duration::from_secs_f64(n * scale);
+        rest = &rest[unit_len..];
+    }
+    if total.is_zero() {
+        return Err(format!("{s:?} must be longer than zero"));
+    }
+    Ok(total)
 }
 
 #[cfg(test)]
@@ -40,7 +197,49 @@ mod tests {
             parse_listen_address("127.0.0.1:1").unwrap().to_string(),
             "127.0.0.1:1"
         );
+        assert!(
+            parse_listen_address("localhost:9")
+                .unwrap()
+                .ip()
+                .is_loopback()
+        );
         assert!(parse_listen_address("localhost").is_err());
         assert!(parse_listen_address(":99999").is_err());
+        assert!(parse_listen_address("127.0.0.1:x").is_err());
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("5s").unwrap(), Duration::from_secs(5));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("0.5s").unwrap(), Duration::from_millis(500));
+        for bad in ["", "5", "5x", "s", "0s", "-1s"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn flags_and_subcommands() {
+        let c =
+            Cli::try_parse_from(["a", "--log.format=json", "snapshot", "--interval=2s"]).unwrap();
+        assert_eq!(c.log_format, LogFormat::Json);
+        assert!(matches!(
+            c.command,
+            Some(Command::Snapshot { interval, format: SnapshotFormat::Text })
+                if interval == Duration::from_secs(2)
+        ));
+        let c = Cli::try_parse_from(["a", "check", "--config.file", "/x.toml"]).unwrap();
+        assert_eq!(
+            c.config_file.as_deref(),
+            Some(std::path::Path::new("/x.toml"))
+        );
+        assert_eq!(c.listen_address, ":9477");
+        let e = Cli::try_parse_from(["a", "--log.level=loud"]).unwrap_err();
+        let line = one_line(&e.render().to_string());
+        assert!(
+            line.contains("--log.level") && !line.contains('\n'),
+            "{line}"
+        );
     }
 }

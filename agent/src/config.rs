@@ -1,5 +1,9 @@
 //! The agent's configuration file (TOML). Every section and key is optional; unknown keys are
-//! errors, so a typo never silently changes what the agent does.
+//! errors, so a typo never silently changes what the agent does. A bad file is reported in
+//! one line that names the key and its line.
+
+use std::fmt;
+use std::path::Path;
 
 use serde::Deserialize;
 
@@ -70,15 +74,172 @@ impl Default for NetConfig {
     }
 }
 
+/// What is wrong with a configuration file: where (line, key) and why, printed on one line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// 1-based line of the offending key or value, when known.
+    pub line: Option<usize>,
+    /// Dotted key path (`net.max_peers`), when known.
+    pub key: Option<String>,
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(line) = self.line {
+            write!(f, "line {line}: ")?;
+        }
+        if let Some(key) = &self.key {
+            write!(f, "key {key}: ")?;
+        }
+        // Messages from the TOML parser may span lines; the report stays on one.
+        let msg: Vec<&str> = self.message.split_whitespace().collect();
+        write!(f, "{}", msg.join(" "))
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
 impl Config {
-    /// Parses a configuration file's text.
-    pub fn parse(text: &str) -> anyhow::Result<Config> {
-        Ok(toml::from_str(text)?)
+    /// Parses and validates a configuration file's text.
+    pub fn parse(text: &str) -> Result<Config, ConfigError> {
+        let de = toml::Deserializer::parse(text).map_err(|e| toml_error(text, &e, None))?;
+        let config: Config = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            toml_error(text, e.inner(), Some(path))
+        })?;
+        config.validate(text)?;
+        Ok(config)
+    }
+
+    /// Reads, parses and validates the file at `path`.
+    pub fn load(path: &Path) -> Result<Config, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("config file {}: {e}", path.display()))?;
+        Config::parse(&text).map_err(|e| format!("config file {}: {e}", path.display()))
     }
 
     pub fn probe_enabled(&self, probe: &str) -> bool {
         !self.probes.disable.iter().any(|p| p == probe)
     }
+
+    /// Checks what the types alone do not: names, patterns and ranges.
+    fn validate(&self, text: &str) -> Result<(), ConfigError> {
+        let err = |section: &str, key: &str, value: Option<&str>, message: String| ConfigError {
+            line: locate(text, section, key, value),
+            key: Some(format!("{section}.{key}")),
+            message,
+        };
+        for name in &self.probes.disable {
+            if !crate::probes::PROBES.iter().any(|p| p.name == name) {
+                let known: Vec<&str> = crate::probes::PROBES.iter().map(|p| p.name).collect();
+                return Err(err(
+                    "probes",
+                    "disable",
+                    Some(name),
+                    format!("unknown probe {name:?} (known: {})", known.join(", ")),
+                ));
+            }
+        }
+        for (key, patterns) in [
+            ("devices_include", &self.block.devices_include),
+            ("devices_exclude", &self.block.devices_exclude),
+        ] {
+            for p in patterns {
+                if let Err(e) = glob::Pattern::new(p) {
+                    return Err(err(
+                        "block",
+                        key,
+                        Some(p),
+                        format!("bad glob pattern {p:?}: {}", e.msg),
+                    ));
+                }
+            }
+        }
+        if self.block.max_devices == 0 {
+            return Err(err(
+                "block",
+                "max_devices",
+                None,
+                "must be at least 1".into(),
+            ));
+        }
+        if self.net.max_peers == 0 {
+            return Err(err("net", "max_peers", None, "must be at least 1".into()));
+        }
+        for ns in &self.net.namespaces {
+            let ok = match ns.strip_prefix("pid:") {
+                Some(pid) => pid.parse::<u32>().is_ok_and(|p| p > 0),
+                None => !ns.is_empty() && !ns.contains('/') && ns != "." && ns != "..",
+            };
+            if !ok {
+                return Err(err(
+                    "net",
+                    "namespaces",
+                    Some(ns),
+                    format!("{ns:?} is neither a name under /run/netns nor pid:N"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// 1-based line number of byte offset `at` in `text`.
+fn line_of(text: &str, at: usize) -> usize {
+    text[..at.min(text.len())].matches('\n').count() + 1
+}
+
+fn toml_error(text: &str, e: &toml::de::Error, path: Option<String>) -> ConfigError {
+    let message = e.message().to_string();
+    // For an unknown key the path ends at its table; the key itself is in the message.
+    let unknown = message
+        .strip_prefix("unknown field `")
+        .and_then(|m| m.split('`').next());
+    let key = match (path.filter(|p| p != "."), unknown) {
+        (Some(p), Some(k)) if !p.ends_with(k) => Some(format!("{p}.{k}")),
+        (None, Some(k)) => Some(k.to_string()),
+        (p, _) => p,
+    };
+    ConfigError {
+        line: e.span().map(|s| line_of(text, s.start)),
+        key,
+        message,
+    }
+}
+
+/// The line of `key` in `[section]` (or of the quoted `value` in that key's array), found by
+/// scanning the text; used for errors found after parsing, when spans are gone.
+fn locate(text: &str, section: &str, key: &str, value: Option<&str>) -> Option<usize> {
+    let mut current = String::new();
+    let mut key_line = None;
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.split('#').next().unwrap_or("").trim();
+        if let Some(h) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            if key_line.is_some() {
+                break;
+            }
+            current = h.trim().to_string();
+            continue;
+        }
+        let dotted = format!("{section}.{key}");
+        let starts_key = |k: &str| {
+            line.strip_prefix(k)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        };
+        if key_line.is_none()
+            && ((current == section && starts_key(key))
+                || (current.is_empty() && starts_key(&dotted)))
+        {
+            key_line = Some(i + 1);
+        }
+        if let (Some(_), Some(v)) = (key_line, value)
+            && (raw.contains(&format!("\"{v}\"")) || raw.contains(&format!("'{v}'")))
+        {
+            return Some(i + 1);
+        }
+    }
+    key_line
 }
 
 #[cfg(test)]
@@ -103,5 +264,70 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("max_peer"), "{err}");
+    }
+
+    #[test]
+    fn unknown_key_names_key_and_line() {
+        let e = Config::parse("# comment\n[net]\nmax_peers = 8\nmax_peer = 8\n").unwrap_err();
+        assert_eq!(e.line, Some(4), "{e}");
+        assert_eq!(e.key.as_deref(), Some("net.max_peer"), "{e}");
+        let e = Config::parse("\n\n[nett]\n").unwrap_err();
+        assert_eq!((e.line, e.key.as_deref()), (Some(3), Some("nett")), "{e}");
+        assert!(!e.to_string().contains('\n'), "{e}");
+    }
+
+    #[test]
+    fn wrong_type_names_key_and_line() {
+        let e = Config::parse("[block]\n\nmax_devices = \"many\"\n").unwrap_err();
+        assert_eq!(e.line, Some(3), "{e}");
+        assert_eq!(e.key.as_deref(), Some("block.max_devices"), "{e}");
+        let e = Config::parse("[block]\nhistogram = \"medium\"\n").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("block.histogram"), "{e}");
+        assert_eq!(e.line, Some(2), "{e}");
+        let e = Config::parse("[net]\nnamespaces = [\"a\", 3]\n").unwrap_err();
+        assert_eq!(e.line, Some(2), "{e}");
+        assert!(
+            e.key.as_deref().unwrap().starts_with("net.namespaces"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn syntax_error_has_a_line() {
+        let e = Config::parse("[net]\nmax_peers = = 3\n").unwrap_err();
+        assert_eq!(e.line, Some(2), "{e}");
+        assert!(!e.to_string().contains('\n'), "{e}");
+    }
+
+    #[test]
+    fn bad_glob_pattern_names_key_and_line() {
+        let text = "[block]\ndevices_include = [\n  \"loop*\",\n  \"nvme[\",\n]\n";
+        let e = Config::parse(text).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("block.devices_include"), "{e}");
+        assert_eq!(e.line, Some(4), "{e}");
+        assert!(e.message.contains("nvme["), "{e}");
+        let e = Config::parse("block.devices_exclude = [\"[\"]\n").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("block.devices_exclude"), "{e}");
+        assert_eq!(e.line, Some(1), "{e}");
+    }
+
+    #[test]
+    fn unknown_probe_and_bad_ranges_are_rejected() {
+        let e = Config::parse("[probes]\ndisable = [\"block_complete\"]\n").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("probes.disable"), "{e}");
+        assert_eq!(e.line, Some(2), "{e}");
+        let e = Config::parse("[net]\nmax_peers = 0\n").unwrap_err();
+        assert_eq!((e.line, e.key.as_deref()), (Some(2), Some("net.max_peers")));
+        let e = Config::parse("[net]\nmax_peers = -1\n").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("net.max_peers"), "{e}");
+        let e = Config::parse("[net]\nnamespaces = [\"pid:x\"]\n").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("net.namespaces"), "{e}");
+        assert!(Config::parse("[net]\nnamespaces = [\"pid:1\", \"h1\"]\n").is_ok());
+    }
+
+    #[test]
+    fn packaged_default_config_parses_to_the_defaults() {
+        let text = include_str!("../../packaging/stornet-agent.toml");
+        assert_eq!(Config::parse(text).unwrap(), Config::default());
     }
 }

@@ -1,49 +1,28 @@
 use std::process::ExitCode;
-use std::sync::Arc;
 
-use clap::Parser;
-use stornet_agent::{agent::Agent, cli, server};
+use stornet_agent::cli::{self, Command, EXIT_USAGE};
+use stornet_agent::config::Config;
+use stornet_agent::{check, logging, service, snapshot};
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .init();
-    let args = cli::Cli::parse();
-    let addr = match cli::parse_listen_address(&args.listen_address) {
+fn main() -> ExitCode {
+    let args = match cli::parse() {
         Ok(a) => a,
-        Err(e) => {
-            eprintln!("stornet-agent: {e:#}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
-    let listener = match server::bind(addr).await {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("stornet-agent: {e:#}");
-            return ExitCode::from(2);
-        }
-    };
-    let agent = Arc::new(Agent::start(&stornet_agent::config::Config::default()));
-    let shutdown = async {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = tokio::signal::ctrl_c() => {}
-                }
+    logging::init(args.log_level, args.log_format);
+    let config = match &args.config_file {
+        None => Config::default(),
+        Some(path) => match Config::load(path) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("stornet-agent: {e}");
+                return ExitCode::from(EXIT_USAGE);
             }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
+        },
     };
-    match server::serve(listener, agent, shutdown).await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("stornet-agent: {e:#}");
-            ExitCode::FAILURE
-        }
+    match args.command {
+        None => service::run(&args, config),
+        Some(Command::Check) => check::run(&config),
+        Some(Command::Snapshot { interval, format }) => snapshot::run(&config, interval, format),
     }
 }

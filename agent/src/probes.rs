@@ -33,7 +33,7 @@ pub struct ProbeSpec {
 
 pub const PROBES: &[ProbeSpec] = &[ProbeSpec {
     name: "block_completion",
-    program: "block_rq_complete",
+    program: "stornet_block_rq_complete",
     hook: Hook::BtfTracePoint("block_rq_complete"),
 }];
 

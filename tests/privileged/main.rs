@@ -4,3 +4,7 @@
 mod block_counts;
 mod lab_netns;
 mod replica_serve;
+mod service_lifecycle;
+mod service_prometheus;
+mod service_self_metrics;
+mod service_systemd;

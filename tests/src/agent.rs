@@ -1,8 +1,12 @@
 //! stornet-agent as a child process of a test: started on a free loopback port, waited for,
-//! and stopped (SIGTERM, then SIGKILL) on drop.
+//! and stopped (SIGTERM, then SIGKILL) on drop. Its stderr goes to a log file the test can
+//! read; the log is printed when a test fails.
 
+use std::fs::File;
 use std::net::{SocketAddr, TcpListener};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -12,6 +16,7 @@ use crate::metrics::{self, Sample};
 pub struct AgentProcess {
     pub child: Child,
     pub addr: SocketAddr,
+    log: PathBuf,
 }
 
 /// A free port on 127.0.0.1 (bound and released; the agent binds it right after).
@@ -19,31 +24,101 @@ pub fn free_port() -> Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
+/// How to run the agent.
+#[derive(Default)]
+pub struct Launch<'a> {
+    /// The binary; `bins::path("stornet-agent")` when `None`.
+    pub bin: Option<PathBuf>,
+    /// A command the agent runs under, e.g. `["setpriv", "--reuid=65534", …]`.
+    pub wrapper: &'a [&'a str],
+    pub args: &'a [&'a str],
+    pub env: &'a [(&'a str, &'a str)],
+}
+
+/// A fresh log file path for one agent run.
+fn log_path() -> PathBuf {
+    static N: AtomicU32 = AtomicU32::new(0);
+    std::env::temp_dir().join(format!(
+        "stornet-agent-test-{}-{}.log",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ))
+}
+
 impl AgentProcess {
-    /// Starts the agent with `args` on a free port and waits until it answers /metrics.
+    /// Starts the agent with `args` on a free port and waits until it answers /-/healthy.
     pub fn start(args: &[&str]) -> Result<AgentProcess> {
+        let mut a = AgentProcess::launch(&Launch {
+            args,
+            ..Default::default()
+        })?;
+        a.wait_healthy()?;
+        Ok(a)
+    }
+
+    /// Starts the agent on a free loopback port without waiting for it.
+    pub fn launch(l: &Launch) -> Result<AgentProcess> {
         let addr: SocketAddr = format!("127.0.0.1:{}", free_port()?).parse()?;
-        let child = Command::new(crate::bins::path("stornet-agent"))
+        let bin = l
+            .bin
+            .clone()
+            .unwrap_or_else(|| crate::bins::path("stornet-agent"));
+        let mut cmd = match l.wrapper.split_first() {
+            None => Command::new(&bin),
+            Some((program, rest)) => {
+                let mut c = Command::new(program);
+                c.args(rest).arg(&bin);
+                c
+            }
+        };
+        let log = log_path();
+        let child = cmd
             .arg(format!("--web.listen-address={addr}"))
-            .args(args)
+            .args(l.args)
+            .envs(l.env.iter().copied())
+            .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+            .stderr(File::create(&log).context("agent log file")?)
             .spawn()
             .context("starting stornet-agent")?;
-        let mut agent = AgentProcess { child, addr };
+        Ok(AgentProcess { child, addr, log })
+    }
+
+    pub fn wait_healthy(&mut self) -> Result<()> {
+        let addr = self.addr;
+        self.wait_until(|| matches!(metrics::http_get(addr, "/-/healthy"), Ok((200, _))))
+    }
+
+    /// Waits up to 30 s for `ready` to hold; fails early if the agent exits.
+    pub fn wait_until(&mut self, ready: impl Fn() -> bool) -> Result<()> {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            if let Ok((200, _)) = metrics::http_get(addr, "/-/healthy") {
-                return Ok(agent);
+            if ready() {
+                return Ok(());
             }
-            if let Some(status) = agent.child.try_wait()? {
-                bail!("stornet-agent exited during start-up: {status}");
+            if let Some(status) = self.child.try_wait()? {
+                bail!(
+                    "stornet-agent exited during start-up: {status}; log:\n{}",
+                    self.log()
+                );
             }
             if Instant::now() > deadline {
-                bail!("stornet-agent did not answer on {addr} within 30 s");
+                bail!(
+                    "stornet-agent did not get ready on {} within 30 s",
+                    self.addr
+                );
             }
             std::thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// What the agent wrote to stderr so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     pub fn scrape(&self) -> Result<Vec<Sample>> {
@@ -55,18 +130,36 @@ impl AgentProcess {
     }
 
     /// Sends SIGTERM and waits up to `timeout` for the exit status.
-    pub fn terminate(&mut self, timeout: Duration) -> Result<std::process::ExitStatus> {
-        // SAFETY: plain kill(2) on our own child's pid.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+    pub fn terminate(&mut self, timeout: Duration) -> Result<ExitStatus> {
+        self.signal(libc::SIGTERM);
+        self.wait_exit(timeout)
+            .with_context(|| format!("stornet-agent still running {timeout:?} after SIGTERM"))
+    }
+
+    /// Sends SIGKILL and reaps the process.
+    pub fn kill9(&mut self) -> Result<ExitStatus> {
+        self.signal(libc::SIGKILL);
+        self.wait_exit(Duration::from_secs(5))
+    }
+
+    fn signal(&mut self, sig: i32) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            // SAFETY: plain kill(2) on our own, not yet reaped child.
+            unsafe { libc::kill(self.child.id() as i32, sig) };
+        }
+    }
+
+    /// Waits up to `timeout` for the agent to exit.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Result<ExitStatus> {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(s) = self.child.try_wait()? {
                 return Ok(s);
             }
             if Instant::now() > deadline {
-                bail!("stornet-agent still running {timeout:?} after SIGTERM");
+                bail!("stornet-agent did not exit within {timeout:?}");
             }
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 }
@@ -79,5 +172,9 @@ impl Drop for AgentProcess {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
+        if std::thread::panicking() {
+            eprintln!("--- stornet-agent log ({}) ---\n{}", self.addr, self.log());
+        }
+        let _ = std::fs::remove_file(&self.log);
     }
 }

@@ -8,15 +8,35 @@ use anyhow::{Context, Result, bail};
 
 /// GET `path` from `addr`; returns (status code, body).
 pub fn http_get(addr: SocketAddr, path: &str) -> Result<(u16, String)> {
+    http_get_with(addr, path, &[])
+}
+
+/// GET with extra request headers, such as `("Authorization", "Basic …")`.
+pub fn http_get_with(
+    addr: SocketAddr,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> Result<(u16, String)> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
     s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )?;
+    s.write_all(request(addr, path, headers).as_bytes())?;
     let mut raw = Vec::new();
     s.read_to_end(&mut raw)?;
-    let text = String::from_utf8_lossy(&raw);
+    parse_response(&raw)
+}
+
+/// An HTTP/1.1 GET request that asks the server to close the connection after answering.
+pub fn request(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> String {
+    let extra: String = headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
+    format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{extra}\r\n")
+}
+
+/// (status code, body) of a raw HTTP/1.1 response.
+pub fn parse_response(raw: &[u8]) -> Result<(u16, String)> {
+    let text = String::from_utf8_lossy(raw);
     let (head, body) = text.split_once("\r\n\r\n").context("no HTTP header end")?;
     let code = head
         .split_whitespace()
@@ -34,6 +54,29 @@ pub fn http_get(addr: SocketAddr, path: &str) -> Result<(u16, String)> {
             body.to_string()
         },
     ))
+}
+
+/// `Basic base64(user:password)` for an Authorization header.
+pub fn basic_auth(user: &str, password: &str) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let data = format!("{user}:{password}").into_bytes();
+    let mut out = String::from("Basic ");
+    for chunk in data.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 fn dechunk(mut body: &str) -> Result<String> {
@@ -151,6 +194,13 @@ mod tests {
         assert_eq!(s[1].value, 1.5);
         assert_eq!(s[2].label("x"), Some("q\""));
         assert_eq!(s[2].label("le"), Some("+Inf"));
+    }
+
+    #[test]
+    fn basic_auth_header() {
+        assert_eq!(basic_auth("prom", "s3cret"), "Basic cHJvbTpzM2NyZXQ=");
+        assert_eq!(basic_auth("a", ""), "Basic YTo=");
+        assert_eq!(basic_auth("ab", "c"), "Basic YWI6Yw==");
     }
 
     #[test]

@@ -21,6 +21,7 @@ const PACKAGES: &[(&str, &str)] = &[
     ("e2fsprogs", "mkfs.ext4 in tests"),
     ("util-linux", "losetup in tests"),
     ("iputils-ping", "reachability checks in the lab"),
+    ("systemd", "systemd-analyze checks the packaged unit"),
 ];
 
 const BPF_LINKER_VERSION: &str = "0.13.0";

@@ -1,0 +1,262 @@
+//! `stornet-agent check`: what on this host lets each probe run, as a table. It loads and
+//! attaches the probes for real (and detaches them before it exits), so a probe shown `ok`
+//! will run. Exit code 1 when no probe can run.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use crate::config::Config;
+use crate::probes::{Hook, PROBES, Probes};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Ok,
+    Warn,
+    Fail,
+}
+
+impl Status {
+    fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Warn => "warn",
+            Status::Fail => "FAIL",
+        }
+    }
+}
+
+pub struct Row {
+    pub check: String,
+    pub status: Status,
+    pub detail: String,
+}
+
+fn row(check: impl Into<String>, status: Status, detail: impl Into<String>) -> Row {
+    Row {
+        check: check.into(),
+        status,
+        detail: detail.into(),
+    }
+}
+
+/// Capabilities stornet uses: (bit, name, what for).
+const CAPS: &[(u32, &str, &str)] = &[
+    (39, "CAP_BPF", "load programs and maps"),
+    (38, "CAP_PERFMON", "tracing programs, reading kernel memory"),
+    (
+        21,
+        "CAP_SYS_ADMIN",
+        "BPF run-time statistics, entering other network namespaces",
+    ),
+    (
+        19,
+        "CAP_SYS_PTRACE",
+        "only for [net] namespaces given as pid:N of other processes",
+    ),
+];
+
+pub fn run(config: &Config) -> ExitCode {
+    let mut rows = vec![kernel(), btf(), tracefs()];
+    let caps = effective_caps();
+    for &(bit, name, why) in CAPS {
+        let have = caps.is_some_and(|c| c & (1 << bit) != 0);
+        rows.push(row(
+            format!("capability {name}"),
+            if have { Status::Ok } else { Status::Warn },
+            format!("{} ({why})", if have { "present" } else { "missing" }),
+        ));
+    }
+    let aya_btf = aya::Btf::from_sys_fs().ok();
+    for spec in PROBES {
+        let (status, detail) = hook_available(spec.hook, aya_btf.as_ref());
+        rows.push(row(format!("hook of {}", spec.name), status, detail));
+    }
+    let wanted: Vec<&str> = PROBES
+        .iter()
+        .map(|p| p.name)
+        .filter(|p| config.probe_enabled(p))
+        .collect();
+    let probes = Probes::load(&wanted);
+    for s in &probes.status {
+        rows.push(row(
+            format!("probe {}", s.name),
+            if s.up { Status::Ok } else { Status::Fail },
+            if s.up {
+                format!("attached ({})", s.detail)
+            } else {
+                s.detail.clone()
+            },
+        ));
+    }
+    for spec in PROBES.iter().filter(|p| !config.probe_enabled(p.name)) {
+        rows.push(row(
+            format!("probe {}", spec.name),
+            Status::Warn,
+            "disabled in the config file",
+        ));
+    }
+    let up = probes.status.iter().filter(|s| s.up).count();
+    drop(probes);
+    print!("{}", table(&rows));
+    if up == 0 {
+        println!("no probe can run on this host: the agent would serve only /proc and /sys data");
+        ExitCode::FAILURE
+    } else {
+        println!("{up} of {} probes can run", PROBES.len());
+        ExitCode::SUCCESS
+    }
+}
+
+/// Renders rows as an aligned text table.
+pub fn table(rows: &[Row]) -> String {
+    let w = rows.iter().map(|r| r.check.len()).max().unwrap_or(0).max(5);
+    let mut out = format!("{:<w$}  {:<6}  DETAIL\n", "CHECK", "STATUS");
+    for r in rows {
+        out.push_str(&format!(
+            "{:<w$}  {:<6}  {}\n",
+            r.check,
+            r.status.as_str(),
+            r.detail
+        ));
+    }
+    out
+}
+
+fn kernel() -> Row {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    match kernel_version(&release) {
+        Some(v) if v >= (5, 15) => row("kernel", Status::Ok, release),
+        Some(_) => row(
+            "kernel",
+            Status::Warn,
+            format!("{release} (5.15 or newer is supported)"),
+        ),
+        None => row(
+            "kernel",
+            Status::Warn,
+            format!("unknown version {release:?}"),
+        ),
+    }
+}
+
+/// (major, minor) of a kernel release string such as `6.1.0-18-amd64`.
+pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
+    let mut it = release.split(|c: char| !c.is_ascii_digit());
+    Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+}
+
+fn btf() -> Row {
+    match crate::btf::Btf::from_kernel() {
+        Ok(_) => row("kernel BTF", Status::Ok, crate::btf::KERNEL_BTF),
+        Err(e) => row("kernel BTF", Status::Fail, format!("{e:#}")),
+    }
+}
+
+fn tracefs_dir() -> Option<&'static str> {
+    ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        .into_iter()
+        .find(|d| Path::new(d).join("events").is_dir())
+}
+
+fn tracefs() -> Row {
+    match tracefs_dir() {
+        Some(d) => row("tracefs", Status::Ok, format!("mounted at {d}")),
+        None => row(
+            "tracefs",
+            Status::Warn,
+            "not mounted (only classic tracepoints need it)",
+        ),
+    }
+}
+
+/// Whether the kernel has the hook, without loading anything.
+fn hook_available(hook: Hook, btf: Option<&aya::Btf>) -> (Status, String) {
+    let btf_trace = |event: &str| -> (Status, String) {
+        let name = format!("btf_trace_{event}");
+        match btf {
+            None => (Status::Fail, "kernel BTF unavailable".into()),
+            Some(b) => match b.id_by_type_name_kind(&name, aya_obj::btf::BtfKind::Typedef) {
+                Ok(_) => (Status::Ok, format!("{event} in kernel BTF")),
+                Err(_) => (Status::Fail, format!("no {name} in kernel BTF")),
+            },
+        }
+    };
+    match hook {
+        Hook::BtfTracePoint(event) => {
+            let (s, d) = btf_trace(event);
+            (s, format!("tp_btf/{event}: {d}"))
+        }
+        Hook::RawTracePoint(event) => {
+            let (s, d) = btf_trace(event);
+            (s, format!("raw_tp/{event}: {d}"))
+        }
+        Hook::TracePoint(category, name) => match tracefs_dir() {
+            None => (
+                Status::Fail,
+                format!("tracepoint {category}:{name}: tracefs not mounted"),
+            ),
+            Some(d)
+                if Path::new(d)
+                    .join("events")
+                    .join(category)
+                    .join(name)
+                    .is_dir() =>
+            {
+                (Status::Ok, format!("tracepoint {category}:{name}"))
+            }
+            Some(_) => (
+                Status::Fail,
+                format!("tracepoint {category}:{name} does not exist"),
+            ),
+        },
+    }
+}
+
+/// The effective capability set of this process.
+fn effective_caps() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    parse_cap_eff(&status)
+}
+
+pub fn parse_cap_eff(status: &str) -> Option<u64> {
+    let hex = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))?
+        .trim();
+    u64::from_str_radix(hex, 16).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_versions() {
+        assert_eq!(kernel_version("6.18.44-fc-v595"), Some((6, 18)));
+        assert_eq!(kernel_version("5.15.0-91-generic"), Some((5, 15)));
+        assert_eq!(kernel_version("x"), None);
+    }
+
+    #[test]
+    fn capabilities_from_proc_status() {
+        let s = "Name:\tx\nCapInh:\t0000000000000000\nCapEff:\t000000c000000000\n";
+        let c = parse_cap_eff(s).unwrap();
+        assert!(c & (1 << 39) != 0 && c & (1 << 38) != 0 && c & (1 << 21) == 0);
+        assert_eq!(parse_cap_eff("Name: x\n"), None);
+    }
+
+    #[test]
+    fn table_is_aligned() {
+        let t = table(&[
+            row("kernel", Status::Ok, "6.1"),
+            row("probe block_completion", Status::Fail, "EPERM"),
+        ]);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 3);
+        let col = lines[0].find("STATUS").unwrap();
+        assert_eq!(lines[2].find("FAIL"), Some(col));
+        assert_eq!(lines[1].find("ok"), Some(col));
+    }
+}

@@ -1,0 +1,331 @@
+//! What the agent costs and how full its maps are: per-probe run count and run time (the
+//! kernel's BPF program statistics), map fill, process CPU and RSS, and scrape duration.
+
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use agent_common::stats::MAP_NAMES;
+use anyhow::{Context, Result};
+use aya::maps::{Map, PerCpuArray};
+use tracing::{debug, info};
+
+use crate::model::{Family, Histogram, Kind};
+use crate::probes::{PROBES, Probes};
+
+/// Upper bounds of the scrape duration histogram, in seconds.
+const SCRAPE_BUCKETS: [f64; 10] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0];
+
+/// A hash map of the eBPF object whose entries are counted at scrape time.
+struct WatchedMap {
+    name: String,
+    fd: OwnedFd,
+    key_size: usize,
+    max_entries: u32,
+}
+
+pub struct SelfMetrics {
+    /// Keeps the kernel's run-time statistics on while the agent runs (closing it turns them
+    /// off again, unless someone else also asked for them).
+    stats_fd: Option<OwnedFd>,
+    maps: Vec<WatchedMap>,
+    start_time: f64,
+    scrapes: Mutex<Histogram>,
+}
+
+impl SelfMetrics {
+    /// Call right after the probes are loaded, before collectors take maps out of the object.
+    pub fn new(probes: &Probes) -> SelfMetrics {
+        let stats_fd = if probes.ebpf.is_some() {
+            match aya::sys::enable_stats(aya::sys::Stats::RunTime) {
+                Ok(fd) => Some(fd),
+                Err(e) => {
+                    info!(
+                        reason = %e,
+                        "BPF run-time statistics not enabled by the agent (needs CAP_SYS_ADMIN, \
+                         or sysctl kernel.bpf_stats_enabled=1)"
+                    );
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let maps = probes
+            .ebpf
+            .as_ref()
+            .map(|e| e.maps().filter_map(|(n, m)| watch(n, m)).collect())
+            .unwrap_or_default();
+        SelfMetrics {
+            stats_fd,
+            maps,
+            start_time: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_secs_f64(),
+            scrapes: Mutex::new(Histogram {
+                buckets: SCRAPE_BUCKETS.iter().map(|&le| (le, 0)).collect(),
+                count: 0,
+                sum: 0.0,
+            }),
+        }
+    }
+
+    /// Records how long one scrape of /metrics took (collect and render).
+    pub fn observe_scrape(&self, d: Duration) {
+        let s = d.as_secs_f64();
+        let mut h = self.scrapes.lock().expect("scrape histogram");
+        for (le, n) in &mut h.buckets {
+            if s <= *le {
+                *n += 1;
+            }
+        }
+        h.count += 1;
+        h.sum += s;
+    }
+
+    pub fn collect(&self, probes: &Probes, out: &mut Vec<Family>) {
+        self.probe_stats(probes, out);
+        self.map_fill(out);
+        update_failures(probes, out);
+        process(out, self.start_time);
+        let mut f = Family::new(
+            "stornet_agent_scrape_duration_seconds",
+            "Time to collect and render /metrics, of scrapes before this one.",
+            Kind::Histogram,
+        );
+        f.histogram(&[], self.scrapes.lock().expect("scrape histogram").clone());
+        out.push(f);
+    }
+
+    fn probe_stats(&self, probes: &Probes, out: &mut Vec<Family>) {
+        let mut runs = Family::new(
+            "stornet_agent_probe_runs_total",
+            "Times the kernel ran the probe's eBPF program (counted while BPF statistics are on).",
+            Kind::Counter,
+        );
+        let mut time = Family::new(
+            "stornet_agent_probe_run_seconds_total",
+            "CPU time the kernel spent in the probe's eBPF program (while BPF statistics are on).",
+            Kind::Counter,
+        );
+        let mut on = Family::new(
+            "stornet_agent_bpf_stats_enabled",
+            "1 when the kernel keeps BPF program statistics (run counts and times), else 0.",
+            Kind::Gauge,
+        );
+        let enabled = self.stats_fd.is_some() || bpf_stats_sysctl();
+        on.scalar(&[], if enabled { 1.0 } else { 0.0 });
+        if let Some(ebpf) = &probes.ebpf {
+            for spec in PROBES.iter().filter(|p| probes.is_up(p.name)) {
+                let Some(info) = ebpf.program(spec.program).and_then(|p| p.info().ok()) else {
+                    continue;
+                };
+                runs.scalar(&[("probe", spec.name)], info.run_count() as f64);
+                time.scalar(&[("probe", spec.name)], info.run_time().as_secs_f64());
+            }
+        }
+        out.extend([on, runs, time]);
+    }
+
+    fn map_fill(&self, out: &mut Vec<Family>) {
+        let mut entries = Family::new(
+            "stornet_agent_map_entries",
+            "Entries in the eBPF hash map now.",
+            Kind::Gauge,
+        );
+        let mut max = Family::new(
+            "stornet_agent_map_max_entries",
+            "Capacity of the eBPF hash map; a full map cannot record new keys.",
+            Kind::Gauge,
+        );
+        for m in &self.maps {
+            match count_entries(m.fd.as_fd(), m.key_size, m.max_entries) {
+                Ok(n) => {
+                    entries.scalar(&[("map", &m.name)], n as f64);
+                    max.scalar(&[("map", &m.name)], m.max_entries as f64);
+                }
+                Err(e) => debug!(map = %m.name, error = %e, "counting map entries failed"),
+            }
+        }
+        out.extend([entries, max]);
+    }
+}
+
+/// `stornet_agent_map_update_failures_total{map}` from the kernel's per-CPU counters.
+fn update_failures(probes: &Probes, out: &mut Vec<Family>) {
+    let mut f = Family::new(
+        "stornet_agent_map_update_failures_total",
+        "Updates of an eBPF map that failed (map full or no memory): data the probes lost.",
+        Kind::Counter,
+    );
+    let counters = probes
+        .ebpf
+        .as_ref()
+        .and_then(|e| e.map("MAP_UPDATE_FAILURES"))
+        .and_then(|m| PerCpuArray::<_, u64>::try_from(m).ok());
+    if let Some(counters) = counters {
+        for (i, name) in MAP_NAMES.iter().enumerate() {
+            if let Ok(per_cpu) = counters.get(&(i as u32), 0) {
+                f.scalar(&[("map", name)], per_cpu.iter().sum::<u64>() as f64);
+            }
+        }
+    }
+    out.push(f);
+}
+
+/// Hash-type maps keep a copy of their fd so they can be counted after a collector took them.
+fn watch(name: &str, map: &Map) -> Option<WatchedMap> {
+    let data = match map {
+        Map::HashMap(d)
+        | Map::PerCpuHashMap(d)
+        | Map::LruHashMap(d)
+        | Map::PerCpuLruHashMap(d)
+        | Map::LpmTrie(d) => d,
+        _ => return None,
+    };
+    let info = data.info().ok()?;
+    Some(WatchedMap {
+        name: name.to_string(),
+        fd: data.fd().as_fd().try_clone_to_owned().ok()?,
+        key_size: info.key_size() as usize,
+        max_entries: info.max_entries(),
+    })
+}
+
+/// Whether BPF run-time statistics are on through the sysctl (the agent's own request does
+/// not show there).
+fn bpf_stats_sysctl() -> bool {
+    std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").is_ok_and(|s| s.trim() == "1")
+}
+
+/// `union bpf_attr` as `BPF_MAP_GET_NEXT_KEY` reads it (include/uapi/linux/bpf.h).
+#[repr(C)]
+struct MapNextKeyAttr {
+    map_fd: u32,
+    _pad: u32,
+    key: u64,
+    next_key: u64,
+    flags: u64,
+}
+
+const BPF_MAP_GET_NEXT_KEY: libc::c_long = 4;
+
+/// Counts a hash map's keys by walking them with `BPF_MAP_GET_NEXT_KEY`. A walk that races
+/// with deletions may restart; it never counts more than the capacity.
+pub fn count_entries(fd: BorrowedFd<'_>, key_size: usize, max_entries: u32) -> Result<u64> {
+    let mut key = vec![0u8; key_size.max(1)];
+    let mut next = vec![0u8; key_size.max(1)];
+    let mut n = 0u64;
+    while n < max_entries as u64 {
+        let attr = MapNextKeyAttr {
+            map_fd: fd.as_raw_fd() as u32,
+            _pad: 0,
+            key: if n == 0 { 0 } else { key.as_ptr() as u64 },
+            next_key: next.as_mut_ptr() as u64,
+            flags: 0,
+        };
+        // SAFETY: attr points to valid key/next_key buffers of the map's key size.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_bpf,
+                BPF_MAP_GET_NEXT_KEY,
+                &attr as *const MapNextKeyAttr,
+                std::mem::size_of::<MapNextKeyAttr>() as u32,
+            )
+        };
+        if r < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::ENOENT) {
+                break;
+            }
+            return Err(e).context("BPF_MAP_GET_NEXT_KEY");
+        }
+        n += 1;
+        std::mem::swap(&mut key, &mut next);
+    }
+    Ok(n)
+}
+
+/// CPU time, resident memory, start time and version of this process, from procfs.
+fn process(out: &mut Vec<Family>, start_time: f64) {
+    let mut cpu = Family::new(
+        "stornet_agent_cpu_seconds_total",
+        "User and system CPU time of the agent process (user space only; probe time is in \
+         stornet_agent_probe_run_seconds_total).",
+        Kind::Counter,
+    );
+    let mut rss = Family::new(
+        "stornet_agent_resident_memory_bytes",
+        "Resident memory of the agent process.",
+        Kind::Gauge,
+    );
+    if let Ok((c, r)) = read_proc_self() {
+        cpu.scalar(&[], c);
+        rss.scalar(&[], r);
+    }
+    let mut start = Family::new(
+        "stornet_agent_start_time_seconds",
+        "When the agent started, in seconds since the Unix epoch.",
+        Kind::Gauge,
+    );
+    start.scalar(&[], start_time);
+    let mut build = Family::new(
+        "stornet_agent_build_info",
+        "Always 1; the version label says which agent this is.",
+        Kind::Gauge,
+    );
+    build.scalar(&[("version", env!("CARGO_PKG_VERSION"))], 1.0);
+    out.extend([cpu, rss, start, build]);
+}
+
+/// (CPU seconds, resident bytes) of this process.
+fn read_proc_self() -> Result<(f64, f64)> {
+    let stat = std::fs::read_to_string("/proc/self/stat")?;
+    let (utime, stime) = cpu_ticks(&stat).context("unreadable /proc/self/stat")?;
+    let statm = std::fs::read_to_string("/proc/self/statm")?;
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .context("unreadable /proc/self/statm")?;
+    // SAFETY: sysconf has no preconditions.
+    let (tick, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_CLK_TCK),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    Ok((
+        (utime + stime) as f64 / tick.max(1) as f64,
+        (pages * page.max(1) as u64) as f64,
+    ))
+}
+
+/// utime and stime (fields 14 and 15) of a /proc/PID/stat line; the command name in
+/// parentheses may hold spaces, so fields are counted after its closing parenthesis.
+pub fn cpu_ticks(stat: &str) -> Option<(u64, u64)> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // After ")" come field 3 (state) onwards: utime is field 14 → index 11.
+    Some((f.get(11)?.parse().ok()?, f.get(12)?.parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_cpu_ticks_past_odd_command_names() {
+        let stat = "1234 (tokio (rt) 1) S 1 2 3 4 5 6 7 8 9 10 250 31 0 0 20 0 4 0 100";
+        assert_eq!(cpu_ticks(stat), Some((250, 31)));
+        assert_eq!(cpu_ticks("garbage"), None);
+    }
+
+    #[test]
+    fn own_process_metrics_are_plausible() {
+        let (cpu, rss) = read_proc_self().unwrap();
+        assert!(cpu >= 0.0);
+        assert!(rss > 1e5 && rss < 1e10, "{rss}");
+    }
+}

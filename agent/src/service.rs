@@ -1,0 +1,139 @@
+//! The agent as a long-running service: check the settings, bind, attach, tell systemd it is
+//! ready, serve until SIGTERM/SIGINT, then detach and exit.
+//!
+//! Every usage or configuration problem is found before anything is attached. The probes are
+//! fd-based (no pinning), so the kernel removes them when the process ends, also on SIGKILL.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use tokio::signal::unix::{SignalKind, signal};
+use tracing::{error, info, warn};
+
+use crate::agent::Agent;
+use crate::cli::{Cli, EXIT_USAGE, UsageError};
+use crate::config::Config;
+use crate::web_config::WebConfig;
+use crate::{server, systemd};
+
+/// How long in-flight work may delay the exit after a signal.
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(500);
+
+pub fn run(cli: &Cli, config: Config) -> ExitCode {
+    let (listener, web) = match prepare(cli) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("stornet-agent: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(8)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            error!(error = %e, "cannot start the async runtime");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(serve(listener, web, config));
+    // Connection tasks still holding the agent are dropped here; so are the probes.
+    runtime.shutdown_timeout(SHUTDOWN_GRACE);
+    match result {
+        Ok(()) => {
+            info!("probes detached, exiting");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            error!(error = %format!("{e:#}"), "stopped");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Everything that can be wrong with flags and files, checked before any probe is loaded.
+fn prepare(cli: &Cli) -> Result<(std::net::TcpListener, WebConfig), UsageError> {
+    let web = match &cli.web_config_file {
+        Some(path) => WebConfig::load(path).map_err(UsageError)?,
+        None => WebConfig::default(),
+    };
+    let addr = crate::cli::parse_listen_address(&cli.listen_address)?;
+    let listener = std::net::TcpListener::bind(addr)
+        .or_else(|e| {
+            // `:PORT` means every address; on a host without IPv6 that is every IPv4 one.
+            let v6_missing = matches!(
+                e.raw_os_error(),
+                Some(libc::EAFNOSUPPORT | libc::EADDRNOTAVAIL)
+            );
+            if cli.listen_address.starts_with(':') && v6_missing {
+                std::net::TcpListener::bind(("0.0.0.0", addr.port()))
+            } else {
+                Err(e)
+            }
+        })
+        .map_err(|e| {
+            UsageError(format!(
+                "--web.listen-address {:?}: cannot listen on {addr}: {e}",
+                cli.listen_address
+            ))
+        })?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| UsageError(format!("listening socket: {e}")))?;
+    Ok((listener, web))
+}
+
+async fn serve(listener: std::net::TcpListener, web: WebConfig, config: Config) -> Result<()> {
+    // Signals are caught from here on, so one that arrives while probes attach still leads to
+    // a clean exit.
+    let mut term = signal(SignalKind::terminate()).context("SIGTERM handler")?;
+    let mut int = signal(SignalKind::interrupt()).context("SIGINT handler")?;
+    let listener = tokio::net::TcpListener::from_std(listener)?;
+    let mut starting = tokio::task::spawn_blocking(move || Agent::start(&config));
+    let agent = tokio::select! {
+        a = &mut starting => Arc::new(a.context("starting probes")?),
+        _ = term.recv() => return Ok(()),
+        _ = int.recv() => return Ok(()),
+    };
+    let up = agent.probes.status.iter().filter(|s| s.up).count();
+    let total = agent.probes.status.len();
+    if up < total {
+        warn!(
+            up,
+            total, "running degraded: some probes are down (see / or stornet_probe_up)"
+        );
+    }
+    notify(&format!(
+        "READY=1\nSTATUS=serving, {up} of {total} probes up"
+    ));
+    if let Some(every) = systemd::watchdog_interval() {
+        info!(interval = ?every, "systemd watchdog on");
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tick.tick().await;
+                notify("WATCHDOG=1");
+            }
+        });
+    }
+    let shutdown = async move {
+        let name = tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = int.recv() => "SIGINT",
+        };
+        info!(signal = name, "stopping");
+        notify("STOPPING=1");
+    };
+    server::serve(listener, agent, web, shutdown).await
+}
+
+fn notify(state: &str) {
+    if let Err(e) = systemd::notify(state) {
+        warn!(error = %e, "systemd notification failed");
+    }
+}

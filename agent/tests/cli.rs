@@ -1,0 +1,417 @@
+//! The agent binary from the outside, as an operator meets it: flags, files, logs, systemd
+//! notifications, subcommands, TLS and basic auth. None of this needs root (as root the
+//! probes attach as well).
+
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use stornet_tests::agent::{AgentProcess, Launch};
+use stornet_tests::metrics::{basic_auth, http_get};
+use stornet_tests::tls::{TestPki, https_get};
+
+const BIN: &str = env!("CARGO_BIN_EXE_stornet-agent");
+
+fn agent(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .output()
+        .expect("running stornet-agent")
+}
+
+/// A file in a per-test temporary directory.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let d = std::env::temp_dir().join(format!("stornet-cli-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        TempDir(d)
+    }
+    fn file(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.0.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Exit code 2, and stderr is exactly one line that contains every `needle`.
+fn assert_usage_error(out: &Output, needles: &[&str]) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "exit code; stderr: {err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "one line expected: {err:?}");
+    assert!(lines[0].starts_with("stornet-agent: "), "{err}");
+    for n in needles {
+        assert!(lines[0].contains(n), "{n:?} missing in {err:?}");
+    }
+    // The one line is the error itself: no log line, so no probe was loaded.
+}
+
+#[test]
+fn bad_flags_exit_2_with_one_line() {
+    assert_usage_error(&agent(&["--bogus"]), &["--bogus"]);
+    assert_usage_error(&agent(&["--log.level=loud"]), &["--log.level", "loud"]);
+    assert_usage_error(&agent(&["--log.format=xml"]), &["--log.format"]);
+    assert_usage_error(
+        &agent(&["snapshot", "--interval=5x"]),
+        &["--interval", "unit"],
+    );
+    assert_usage_error(
+        &agent(&["--web.listen-address=nonsense"]),
+        &["--web.listen-address", "nonsense"],
+    );
+    assert_usage_error(
+        &agent(&["--web.listen-address=:99999"]),
+        &["--web.listen-address", "port"],
+    );
+    // An address this host does not have.
+    assert_usage_error(
+        &agent(&["--web.listen-address=192.0.2.1:9477"]),
+        &["--web.listen-address", "cannot listen on 192.0.2.1:9477"],
+    );
+    // A port that is taken.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    assert_usage_error(
+        &agent(&[&format!("--web.listen-address={addr}")]),
+        &["cannot listen on", &addr],
+    );
+    assert_usage_error(
+        &agent(&["--config.file=/nonexistent/stornet.toml"]),
+        &["/nonexistent/stornet.toml"],
+    );
+}
+
+#[test]
+fn bad_config_files_exit_2_naming_key_and_line() {
+    let dir = TempDir::new("config");
+    let cases: &[(&str, &[&str])] = &[
+        // Unknown key.
+        (
+            "[net]\nmax_peers = 8\nmax_peer = 8\n",
+            &["line 3", "net.max_peer"],
+        ),
+        // Unknown section.
+        ("\n[blocks]\n", &["line 2", "blocks"]),
+        // Wrong type.
+        (
+            "[block]\nmax_devices = \"lots\"\n",
+            &["line 2", "block.max_devices"],
+        ),
+        // Wrong enum value.
+        (
+            "[block]\nhistogram = \"medium\"\n",
+            &["line 2", "block.histogram"],
+        ),
+        // Bad glob pattern, on the line of the pattern.
+        (
+            "[block]\ndevices_exclude = [\n  \"ram*\",\n  \"sd[\",\n]\n",
+            &["line 4", "block.devices_exclude", "sd["],
+        ),
+        // Unknown probe name.
+        (
+            "[probes]\ndisable = [\"block_complete\"]\n",
+            &["line 2", "probes.disable", "block_complete"],
+        ),
+        // TOML syntax.
+        ("[net]\nmax_peers = = 1\n", &["line 2"]),
+    ];
+    for (i, (text, needles)) in cases.iter().enumerate() {
+        let path = dir.file(&format!("bad{i}.toml"), text);
+        let out = agent(&[&format!("--config.file={}", path.display())]);
+        let mut all = needles.to_vec();
+        let shown = path.display().to_string();
+        all.push(&shown);
+        assert_usage_error(&out, &all);
+        // The subcommands read the same file the same way.
+        let out = agent(&["check", &format!("--config.file={}", path.display())]);
+        assert_usage_error(&out, needles);
+    }
+}
+
+#[test]
+fn bad_web_config_exits_2() {
+    let dir = TempDir::new("webcfg");
+    let hash = bcrypt::hash("pw", 4).unwrap();
+    let cases: Vec<(String, Vec<String>)> = vec![
+        (
+            "tls_server_config:\n  cert_file: a.crt\n  key_fil: a.key\n".into(),
+            vec!["key_fil".into(), "line 3".into()],
+        ),
+        (
+            "basic_auth_users:\n  prom: not-a-hash\n".into(),
+            vec!["basic_auth_users.prom".into()],
+        ),
+        (
+            "tls_server_config:\n  cert_file: missing.crt\n  key_file: missing.key\n".into(),
+            vec!["cert_file".into(), "missing.crt".into()],
+        ),
+        (
+            format!("basic_auth_users: [{hash}]\n"),
+            vec!["basic_auth_users".into()],
+        ),
+    ];
+    for (i, (text, needles)) in cases.iter().enumerate() {
+        let path = dir.file(&format!("web{i}.yml"), text);
+        let out = agent(&[&format!("--web.config.file={}", path.display())]);
+        let needles: Vec<&str> = needles.iter().map(String::as_str).collect();
+        assert_usage_error(&out, &needles);
+    }
+}
+
+#[test]
+fn help_and_version_exit_0() {
+    let out = agent(&["--help"]);
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for flag in [
+        "--web.listen-address",
+        "--web.config.file",
+        "--config.file",
+        "--log.level",
+        "--log.format",
+        "check",
+        "snapshot",
+    ] {
+        assert!(help.contains(flag), "{flag} missing from --help");
+    }
+    let out = agent(&["--version"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains(env!("CARGO_PKG_VERSION")));
+}
+
+fn launch(args: &[&str], env: &[(&str, &str)]) -> AgentProcess {
+    AgentProcess::launch(&Launch {
+        bin: Some(BIN.into()),
+        args,
+        env,
+        ..Default::default()
+    })
+    .expect("agent starts")
+}
+
+/// Reads datagrams until one equals `want` or `timeout` passes.
+fn expect_datagram(sock: &UnixDatagram, want: &str, timeout: Duration) -> Vec<String> {
+    let deadline = Instant::now() + timeout;
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while Instant::now() < deadline {
+        if let Ok(n) = sock.recv(&mut buf) {
+            let msg = String::from_utf8_lossy(&buf[..n]).into_owned();
+            let hit = msg.lines().any(|l| l == want);
+            seen.push(msg);
+            if hit {
+                return seen;
+            }
+        }
+    }
+    panic!("no {want:?} within {timeout:?}; got {seen:?}");
+}
+
+#[test]
+fn tells_systemd_ready_watchdog_and_stopping() {
+    let dir = TempDir::new("notify");
+    let path = dir.0.join("notify.sock");
+    let sock = UnixDatagram::bind(&path).unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let socket = path.display().to_string();
+    // A 400 ms watchdog: the agent must ping every 200 ms.
+    let mut a = launch(
+        &[],
+        &[("NOTIFY_SOCKET", &socket), ("WATCHDOG_USEC", "400000")],
+    );
+    let seen = expect_datagram(&sock, "READY=1", Duration::from_secs(30));
+    assert!(seen.last().unwrap().contains("STATUS=serving"), "{seen:?}");
+    // Ready means serving.
+    assert_eq!(http_get(a.addr, "/-/healthy").unwrap().0, 200);
+    let start = Instant::now();
+    for _ in 0..3 {
+        expect_datagram(&sock, "WATCHDOG=1", Duration::from_secs(2));
+    }
+    assert!(start.elapsed() < Duration::from_secs(3));
+    // SAFETY: kill(2) on our own running child.
+    unsafe { libc::kill(a.pid() as i32, libc::SIGTERM) };
+    expect_datagram(&sock, "STOPPING=1", Duration::from_secs(2));
+    let status = a.wait_exit(Duration::from_secs(2)).unwrap();
+    assert_eq!(status.code(), Some(0), "log: {}", a.log());
+}
+
+#[test]
+fn sigint_exits_0() {
+    let mut a = launch(&[], &[]);
+    a.wait_healthy().unwrap();
+    // SAFETY: kill(2) on our own running child.
+    unsafe { libc::kill(a.pid() as i32, libc::SIGINT) };
+    let status = a.wait_exit(Duration::from_secs(2)).unwrap();
+    assert_eq!(status.code(), Some(0), "log: {}", a.log());
+    assert!(a.log().contains("signal=SIGINT"), "{}", a.log());
+}
+
+#[test]
+fn logs_in_logfmt_and_json() {
+    let mut a = launch(&["--log.level=info"], &[]);
+    a.wait_healthy().unwrap();
+    let log = a.log();
+    let line = log
+        .lines()
+        .find(|l| l.contains("serving metrics"))
+        .unwrap_or_else(|| panic!("no serving line in {log}"));
+    assert!(line.starts_with("ts="), "{line}");
+    assert!(
+        line.contains(" level=info msg=\"serving metrics at /metrics\""),
+        "{line}"
+    );
+    assert!(line.contains(&format!("address={}", a.addr)), "{line}");
+    drop(a);
+
+    let mut a = launch(&["--log.format=json"], &[]);
+    a.wait_healthy().unwrap();
+    let log = a.log();
+    let line = log
+        .lines()
+        .find(|l| l.contains("serving metrics"))
+        .unwrap_or_else(|| panic!("no serving line in {log}"));
+    let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    assert_eq!(v["level"], "INFO", "{line}");
+    assert_eq!(v["message"], "serving metrics at /metrics", "{line}");
+    assert_eq!(v["address"], a.addr.to_string(), "{line}");
+    drop(a);
+
+    // At warn, the info lines are gone.
+    let mut a = launch(&["--log.level=warn"], &[]);
+    a.wait_healthy().unwrap();
+    assert!(!a.log().contains("serving metrics"), "{}", a.log());
+}
+
+#[test]
+fn snapshot_prints_one_set_of_metrics() {
+    let out = agent(&["snapshot", "--interval=300ms", "--format=json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["name"].as_str())
+        .collect();
+    for n in ["stornet_probe_up", "stornet_agent_cpu_seconds_total"] {
+        assert!(names.contains(&n), "{n} missing from {names:?}");
+    }
+    let start = Instant::now();
+    let out = agent(&["snapshot", "--interval", "1s"]);
+    assert!(start.elapsed() >= Duration::from_secs(1));
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("# TYPE stornet_agent_resident_memory_bytes gauge"),
+        "{text}"
+    );
+    assert!(
+        text.contains("stornet_probe_up{probe=\"block_completion\"}"),
+        "{text}"
+    );
+}
+
+#[test]
+fn check_prints_a_table() {
+    let out = agent(&["check"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let header = text.lines().next().unwrap_or("");
+    assert!(
+        header.starts_with("CHECK") && header.contains("STATUS"),
+        "{text}"
+    );
+    for row in [
+        "kernel ",
+        "kernel BTF",
+        "tracefs",
+        "capability CAP_BPF",
+        "probe block_completion",
+    ] {
+        assert!(
+            text.lines().any(|l| l.starts_with(row)),
+            "{row} missing:\n{text}"
+        );
+    }
+    let probe_ok = text
+        .lines()
+        .any(|l| l.starts_with("probe block_completion") && l.contains(" ok "));
+    // Exit status follows whether any probe can run.
+    assert_eq!(out.status.success(), probe_ok, "{text}");
+}
+
+fn web_config(dir: &TempDir, pki: &TestPki, user: &str, password: &str) -> PathBuf {
+    let hash = bcrypt::hash(password, 4).unwrap();
+    dir.file(
+        "web.yml",
+        &format!(
+            "tls_server_config:\n  cert_file: {}\n  key_file: {}\nbasic_auth_users:\n  {user}: '{hash}'\n",
+            pki.cert_file.display(),
+            pki.key_file.display()
+        ),
+    )
+}
+
+#[test]
+fn tls_and_basic_auth() {
+    let dir = TempDir::new("tls");
+    let pki = TestPki::generate("cli").unwrap();
+    let web = web_config(&dir, &pki, "prom", "s3cret");
+    let web_flag = format!("--web.config.file={}", web.display());
+    let mut a = launch(&[&web_flag], &[]);
+    let (addr, ca) = (a.addr, pki.ca_pem.clone());
+    a.wait_until(|| https_get(addr, "/-/healthy", &ca, &[]).is_ok())
+        .unwrap();
+
+    let good = basic_auth("prom", "s3cret");
+    let bad = basic_auth("prom", "wrong");
+    let nobody = basic_auth("nobody", "s3cret");
+    let (code, _) = https_get(addr, "/metrics", &ca, &[]).unwrap();
+    assert_eq!(code, 401, "no credentials");
+    for h in [&bad, &nobody] {
+        let (code, _) = https_get(addr, "/metrics", &ca, &[("Authorization", h)]).unwrap();
+        assert_eq!(code, 401, "{h}");
+    }
+    let (code, body) = https_get(addr, "/metrics", &ca, &[("Authorization", &good)]).unwrap();
+    assert_eq!(code, 200);
+    assert!(body.contains("stornet_probe_up"), "{body}");
+    // Every path is protected.
+    assert_eq!(https_get(addr, "/", &ca, &[]).unwrap().0, 401);
+    // Plain HTTP gets no answer from the TLS port.
+    assert!(!matches!(http_get(addr, "/metrics"), Ok((200, _))));
+    // A client that does not trust the test CA refuses the server.
+    let other = TestPki::generate("cli-other").unwrap();
+    assert!(https_get(addr, "/metrics", &other.ca_pem, &[("Authorization", &good)]).is_err());
+}
+
+#[test]
+fn relative_certificate_paths_start_at_the_web_config() {
+    let pki = TestPki::generate("rel").unwrap();
+    let web = pki.dir.join("web.yml");
+    std::fs::write(
+        &web,
+        "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n",
+    )
+    .unwrap();
+    let flag = format!("--web.config.file={}", web.display());
+    let mut a = launch(&[&flag], &[]);
+    let (addr, ca) = (a.addr, pki.ca_pem.clone());
+    a.wait_until(|| https_get(addr, "/-/healthy", &ca, &[]).is_ok())
+        .unwrap();
+    assert_eq!(https_get(addr, "/metrics", &ca, &[]).unwrap().0, 200);
+    assert!(Path::new(&web).exists());
+}

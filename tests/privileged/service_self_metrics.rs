@@ -1,0 +1,88 @@
+//! The agent's own metrics against independent counts: probe runs against the probe's own
+//! event count, map fill against the series it reports, CPU and RSS against /proc, and
+//! scrape counts against the scrapes the test made.
+
+use stornet_tests::agent::AgentProcess;
+use stornet_tests::blockdev::{LoopDevice, direct_writes};
+use stornet_tests::metrics::{Sample, sum};
+use stornet_tests::privilege::require_root;
+
+fn total(samples: &[Sample], name: &str) -> f64 {
+    sum(samples, name, &[])
+}
+
+#[test]
+fn service_self_metrics_match_independent_counts() {
+    if !require_root("service_self_metrics_match_independent_counts") {
+        return;
+    }
+    const N: u64 = 3000;
+    let agent = AgentProcess::start(&[]).unwrap();
+    let disk = LoopDevice::new("selfm", 64 << 20).unwrap();
+    let probe = [("probe", "block_completion")];
+
+    let before = agent.scrape().unwrap();
+    direct_writes(&disk.dev, N, 4096).unwrap();
+    let after = agent.scrape().unwrap();
+
+    // Every run of the completion program counts one completion, on any device.
+    let runs = sum(&after, "stornet_agent_probe_runs_total", &probe)
+        - sum(&before, "stornet_agent_probe_runs_total", &probe);
+    let ios = total(&after, "stornet_block_completed_ios_total")
+        - total(&before, "stornet_block_completed_ios_total");
+    assert!(runs >= N as f64, "runs {runs} < {N} writes");
+    assert!(
+        (runs - ios).abs() <= 0.01 * ios + 50.0,
+        "program runs {runs} vs completions counted {ios}"
+    );
+    let run_time = sum(&after, "stornet_agent_probe_run_seconds_total", &probe)
+        - sum(&before, "stornet_agent_probe_run_seconds_total", &probe);
+    assert!(run_time > 0.0 && run_time < 1.0, "run time {run_time} s");
+    assert_eq!(total(&after, "stornet_agent_bpf_stats_enabled"), 1.0);
+
+    // One map entry per (device, op) series.
+    let series = after
+        .iter()
+        .filter(|s| s.name == "stornet_block_completed_ios_total")
+        .count() as f64;
+    let map = [("map", "BLOCK_COMPLETIONS")];
+    assert_eq!(sum(&after, "stornet_agent_map_entries", &map), series);
+    assert_eq!(sum(&after, "stornet_agent_map_max_entries", &map), 4096.0);
+    assert_eq!(
+        sum(&after, "stornet_agent_map_update_failures_total", &map),
+        0.0
+    );
+
+    // CPU and RSS as /proc reports them for the agent's pid.
+    let status = std::fs::read_to_string(format!("/proc/{}/status", agent.pid())).unwrap();
+    let vm_rss_kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    let rss = total(&after, "stornet_agent_resident_memory_bytes");
+    assert!(
+        (rss - vm_rss_kib * 1024.0).abs() < 0.25 * rss,
+        "rss {rss} vs VmRSS {vm_rss_kib} KiB"
+    );
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", agent.pid())).unwrap();
+    let f: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+    // SAFETY: sysconf has no preconditions.
+    let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let cpu_now = (f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap()) / tick;
+    let cpu = total(&after, "stornet_agent_cpu_seconds_total");
+    assert!(cpu > 0.0 && cpu <= cpu_now, "cpu {cpu} vs /proc {cpu_now}");
+
+    // The scrape histogram counts the scrapes before the current one: this test's two.
+    assert_eq!(
+        total(&after, "stornet_agent_scrape_duration_seconds_count"),
+        1.0
+    );
+    let third = agent.scrape().unwrap();
+    assert_eq!(
+        total(&third, "stornet_agent_scrape_duration_seconds_count"),
+        2.0
+    );
+    assert!(total(&third, "stornet_agent_scrape_duration_seconds_sum") > 0.0);
+}

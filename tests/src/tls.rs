@@ -1,0 +1,86 @@
+//! A throw-away certificate authority and server certificate for TLS tests, and an HTTPS
+//! client that trusts only that authority.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
+
+/// A CA and a server certificate for 127.0.0.1 and localhost, as PEM files in a temporary
+/// directory that is removed on drop.
+pub struct TestPki {
+    pub dir: PathBuf,
+    pub ca_pem: String,
+    pub ca_file: PathBuf,
+    pub cert_file: PathBuf,
+    pub key_file: PathBuf,
+}
+
+impl TestPki {
+    pub fn generate(tag: &str) -> Result<TestPki> {
+        let dir = std::env::temp_dir().join(format!("stornet-pki-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate()?)?;
+        let key = KeyPair::generate()?;
+        let cert = CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])?
+            .signed_by(&key, &ca)?;
+        let pki = TestPki {
+            ca_pem: ca.pem(),
+            ca_file: dir.join("ca.pem"),
+            cert_file: dir.join("server.crt"),
+            key_file: dir.join("server.key"),
+            dir,
+        };
+        std::fs::write(&pki.ca_file, &pki.ca_pem)?;
+        std::fs::write(&pki.cert_file, cert.pem())?;
+        std::fs::write(&pki.key_file, key.serialize_pem())?;
+        Ok(pki)
+    }
+}
+
+impl Drop for TestPki {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// GET over TLS, verifying the server against `ca_pem`; returns (status, body).
+pub fn https_get(
+    addr: SocketAddr,
+    path: &str,
+    ca_pem: &str,
+    headers: &[(&str, &str)],
+) -> Result<(u16, String)> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+        roots.add(cert.context("CA PEM")?)?;
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let conn =
+        rustls::ClientConnection::new(Arc::new(config), ServerName::IpAddress(addr.ip().into()))?;
+    let sock = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
+    sock.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let mut tls = rustls::StreamOwned::new(conn, sock);
+    tls.write_all(crate::metrics::request(addr, path, headers).as_bytes())?;
+    let mut raw = Vec::new();
+    match tls.read_to_end(&mut raw) {
+        Ok(_) => {}
+        // A server may close without close_notify once the response is complete.
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !raw.is_empty() => {}
+        Err(e) => return Err(e).context("reading the TLS response"),
+    }
+    crate::metrics::parse_response(&raw)
+}
