@@ -9,6 +9,6 @@ pub mod bpf;
 pub mod metrics;
 pub mod netns;
 pub mod privilege;
-pub mod replica;
 pub mod prometheus;
+pub mod replica;
 pub mod tls;
