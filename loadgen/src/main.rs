@@ -1,13 +1,35 @@
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 
 /// io_uring load generator for networked storage.
 #[derive(Parser, Debug)]
 #[command(name = "loadgen", version)]
-struct Cli {}
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a workload with fio's options or job files (`loadgen run --help` lists them).
+    #[command(disable_help_flag = true)]
+    Run {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
+}
 
 fn main() -> ExitCode {
-    let _ = Cli::parse();
-    ExitCode::SUCCESS
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run { args } => loadgen::run::run(&args, None),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(f) => {
+            eprintln!("loadgen: error: {}", f.message());
+            ExitCode::from(f.exit_code())
+        }
+    }
 }
