@@ -181,14 +181,14 @@ impl LiveMetrics {
             );
             for (op, d) in [("read", &r.read), ("write", &r.write)] {
                 for (q, v) in [
-                    ("0.5", d.lat_ns.p50),
-                    ("0.9", d.lat_ns.p90),
-                    ("0.99", d.lat_ns.p99),
-                    ("0.999", d.lat_ns.p99_9),
-                    ("1", d.lat_ns.max),
+                    ("50", d.lat_ns.p50),
+                    ("90", d.lat_ns.p90),
+                    ("99", d.lat_ns.p99),
+                    ("99.9", d.lat_ns.p99_9),
+                    ("100", d.lat_ns.max),
                 ] {
                     o.push_str(&format!(
-                        "stornet_loadgen_interval_latency_seconds{{op=\"{op}\",quantile=\"{q}\"}} {}\n",
+                        "stornet_loadgen_interval_latency_seconds{{op=\"{op}\",percentile=\"{q}\"}} {}\n",
                         v as f64 / 1e9
                     ));
                 }

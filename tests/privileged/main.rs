@@ -3,3 +3,8 @@
 
 mod block_counts;
 mod lab_netns;
+mod loadgen_counts;
+mod loadgen_metrics;
+mod loadgen_rate;
+mod loadgen_safety;
+mod loadgen_verify;
