@@ -25,6 +25,9 @@ use crate::verify::{self, BlockMap, Corruption};
 /// Corruptions listed per job; more are only counted.
 const MAX_LISTED: usize = 20;
 
+/// user_data of timer completions: this bit, and the deadline in the bits below.
+const TIMER: u64 = 1 << 63;
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Phase {
     Workload,
@@ -79,6 +82,9 @@ struct Job<'a> {
     bufs: Buffers,
     legs: Option<Box<dyn ExtraLegs>>,
     leg_names: Vec<String>,
+    /// Earliest deadline of a timer in the ring, if any.
+    timer: Option<u64>,
+    timer_ts: io_uring::types::Timespec,
     slots: Vec<Slot>,
     free: Vec<u32>,
     prepared: Vec<u32>,
@@ -157,6 +163,8 @@ pub fn run(
         ring,
         bufs,
         legs,
+        timer: None,
+        timer_ts: io_uring::types::Timespec::new(),
         slots: vec![IDLE; spec.iodepth as usize],
         free: (0..spec.iodepth).rev().collect(),
         prepared: Vec::with_capacity(spec.iodepth as usize),
@@ -249,37 +257,44 @@ impl Job<'_> {
             if !stopping {
                 self.issue(now, &mut io_index, budget, pacer.as_ref())?;
             }
-            if self.inflight == 0 {
-                if stopping {
-                    break;
+            if self.inflight == 0 && stopping {
+                break;
+            }
+            // When to wake up even if no IO completes: the next interval boundary (not past
+            // the deadline, whose interval takes the IOs that drain), the next IO due on the
+            // schedule if a slot is free for it, the deadline.
+            let mut wake = None::<u64>;
+            let mut consider = |t: u64| {
+                if t > now {
+                    wake = Some(wake.map_or(t, |w| w.min(t)));
                 }
-                // Nothing in flight: the schedule says wait (or verify found no free block).
-                let mut wake = self.next_boundary;
-                if let Some(p) = &pacer {
-                    wake = wake.min(p.due(io_index));
+            };
+            if deadline.is_none_or(|d| self.next_boundary < d) {
+                consider(self.next_boundary);
+            }
+            if !stopping {
+                if let Some(p) = pacer.as_ref().filter(|_| !self.free.is_empty()) {
+                    consider(p.due(io_index));
                 }
                 if let Some(d) = deadline {
-                    wake = wake.min(d);
+                    consider(d);
                 }
-                clock::sleep_until(wake);
+            }
+            if let Some(w) = wake
+                && self.timer.is_none_or(|t| w < t)
+            {
+                self.ring.push_timer(w, &mut self.timer_ts, TIMER | w)?;
+                self.timer = Some(w);
+            }
+            if self.inflight == 0 && self.timer.is_none() {
+                // Nothing can complete: only a timer already due would have been skipped.
                 now = clock::now_ns();
                 self.boundaries(now);
                 continue;
             }
             let submit = clock::now_ns();
             self.submitted(submit);
-            let mut wake = self.next_boundary;
-            if !stopping {
-                if let Some(p) = pacer.as_ref().filter(|_| !self.free.is_empty()) {
-                    wake = wake.min(p.due(io_index));
-                }
-                if let Some(d) = deadline {
-                    wake = wake.min(d);
-                }
-            }
-            self.ring
-                .submit_and_wait(1, Some(wake.saturating_sub(submit).max(1_000)))
-                .context("io_uring_enter")?;
+            self.ring.submit_and_wait(1).context("io_uring_enter")?;
             now = clock::now_ns();
             self.reap(now);
             self.boundaries(now);
@@ -423,6 +438,13 @@ impl Job<'_> {
         self.advance_qd(now);
         for i in 0..self.cqes.len() {
             let (ud, res) = self.cqes[i];
+            if ud & TIMER != 0 {
+                // Later timers may still be pending; the loop arms a new one when needed.
+                if self.timer == Some(ud & !TIMER) {
+                    self.timer = None;
+                }
+                continue;
+            }
             self.complete(ud, res, now);
         }
         let live = &self.shared.live[self.spec.index];
@@ -585,9 +607,7 @@ impl Job<'_> {
                 next += 1;
             }
             self.prepared.clear();
-            self.ring
-                .submit_and_wait(1, None)
-                .context("io_uring_enter")?;
+            self.ring.submit_and_wait(1).context("io_uring_enter")?;
             self.reap(clock::now_ns());
         }
         Ok(())

@@ -1,6 +1,11 @@
 //! A job's io_uring: its target registered as fixed file 0, its buffers registered as fixed
 //! buffers, single-issuer with deferred task work where the kernel has it (completions are
 //! then run only when the job thread asks for them, with no interrupts of its work).
+//!
+//! Waits never carry a timeout argument: a wait with one takes a slower path in the kernel
+//! and adds tens of microseconds to every wake-up. A job that must wake at a given time
+//! (a rate schedule, an interval boundary) queues a timeout request instead, which completes
+//! like an IO.
 
 use std::io;
 use std::os::fd::RawFd;
@@ -17,7 +22,8 @@ pub struct Ring {
 
 impl Ring {
     pub fn new(sq_entries: u32, fd: RawFd, bufs: &Buffers) -> Result<Ring> {
-        let entries = sq_entries.next_power_of_two().max(8);
+        // One more for the timer.
+        let entries = (sq_entries + 1).next_power_of_two().max(8);
         let ring = IoUring::builder()
             .setup_single_issuer()
             .setup_defer_taskrun()
@@ -72,20 +78,28 @@ impl Ring {
             .map_err(|_| anyhow::anyhow!("io_uring submission queue full"))
     }
 
-    /// Submits what is queued and waits for at least `want` completions, at most
-    /// `timeout_ns` (None: no limit). Timeouts and signals are not errors.
-    pub fn submit_and_wait(&mut self, want: usize, timeout_ns: Option<u64>) -> io::Result<()> {
-        let r = match timeout_ns {
-            Some(ns) if want > 0 => {
-                let ts = types::Timespec::new()
-                    .sec(ns / 1_000_000_000)
-                    .nsec((ns % 1_000_000_000) as u32);
-                let args = types::SubmitArgs::new().timespec(&ts);
-                self.ring.submitter().submit_with_args(want, &args)
-            }
-            _ => self.ring.submitter().submit_and_wait(want),
-        };
-        match r {
+    /// Queues a timer that completes at `deadline_ns` on the monotonic clock. `ts` must
+    /// stay in place until the next submission (the kernel copies it then).
+    pub fn push_timer(
+        &mut self,
+        deadline_ns: u64,
+        ts: &mut types::Timespec,
+        user_data: u64,
+    ) -> Result<()> {
+        *ts = types::Timespec::new()
+            .sec(deadline_ns / 1_000_000_000)
+            .nsec((deadline_ns % 1_000_000_000) as u32);
+        let e = opcode::Timeout::new(ts as *const types::Timespec)
+            .flags(types::TimeoutFlags::ABS)
+            .build()
+            .user_data(user_data);
+        self.push(&e)
+    }
+
+    /// Submits what is queued and waits for at least `want` completions. Signals are not
+    /// errors.
+    pub fn submit_and_wait(&mut self, want: usize) -> io::Result<()> {
+        match self.ring.submitter().submit_and_wait(want) {
             Ok(_) => Ok(()),
             Err(e)
                 if matches!(
