@@ -1,4 +1,4 @@
-//! A progress bar on stderr when it is a terminal (or with --eta=always); nothing otherwise,
+//! A progress bar on stderr when it is a terminal (unless --eta=never); nothing otherwise,
 //! so logs and pipes stay clean.
 
 use std::io::IsTerminal;
@@ -21,7 +21,6 @@ impl Progress {
     pub fn new(eta: Eta) -> Progress {
         let enabled = match eta {
             Eta::Never => false,
-            Eta::Always => true,
             Eta::Auto => std::io::stderr().is_terminal(),
         };
         Progress {

@@ -223,7 +223,6 @@ pub enum OutputFormat {
 #[serde(rename_all = "lowercase")]
 pub enum Eta {
     Auto,
-    Always,
     Never,
 }
 
@@ -285,10 +284,9 @@ impl RunSettings {
             "force-destroy-data" => self.force_destroy_data = parse_bool(v).map_err(err)?,
             "eta" => {
                 self.eta = match v {
-                    "auto" => Eta::Auto,
-                    "always" => Eta::Always,
+                    "auto" | "always" => Eta::Auto,
                     "never" => Eta::Never,
-                    _ => return Err(err(format!("`{v}` (use auto, always or never)"))),
+                    _ => return Err(err(format!("`{v}` (use auto or never)"))),
                 }
             }
             "group_reporting" => self.group_reporting = parse_bool(v).map_err(err)?,

@@ -221,7 +221,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     run(
         "eta",
         "WHEN",
-        "progress bar: auto (on a terminal, default), always or never",
+        "progress bar on stderr: auto (when it is a terminal, default) or never",
     ),
     flag("help", Scope::Run, "print this list"),
 ];

@@ -15,8 +15,8 @@ use stornet_tests::blockdev::LoopDevice;
 use super::median;
 use crate::cmd;
 
-const ROUNDS: usize = 3;
-const RUNTIME_S: u32 = 8;
+const ROUNDS: usize = 5;
+const RUNTIME_S: u32 = 5;
 
 struct Case {
     name: &'static str,
