@@ -89,6 +89,7 @@ struct Job<'a> {
     free: Vec<u32>,
     prepared: Vec<u32>,
     cqes: Vec<(u64, i32)>,
+    legs_done: Vec<(u32, u8)>,
     inflight: u32,
     work: Workload,
     map: Option<BlockMap>,
@@ -169,6 +170,7 @@ pub fn run(
         free: (0..spec.iodepth).rev().collect(),
         prepared: Vec::with_capacity(spec.iodepth as usize),
         cqes: Vec::with_capacity(spec.iodepth as usize * 2),
+        legs_done: Vec::new(),
         inflight: 0,
         work: Workload::new(blocks, spec.rw.random(), spec.read_pct, spec.seed),
         map: spec.verify.then(|| BlockMap::new(blocks)),
@@ -372,6 +374,12 @@ impl Job<'_> {
             (Some(l), Phase::Workload) => l.legs_for(dir),
             _ => 0,
         };
+        if 1 + extra as usize > MAX_LEGS {
+            return Err(anyhow!(
+                "an IO can have at most {MAX_LEGS} legs, not {}",
+                1 + extra
+            ));
+        }
         self.slots[slot as usize] = Slot {
             dir,
             phase,
@@ -465,36 +473,45 @@ impl Job<'_> {
 
     fn complete(&mut self, ud: u64, res: i32, now: u64) {
         let (slot, leg) = decode(ud);
-        let s = self.slots[slot as usize];
-        if leg == 0 {
-            let want = self.spec.bs as i32;
-            if res != want {
-                let what = if res < 0 {
-                    std::io::Error::from_raw_os_error(-res).to_string()
-                } else {
-                    format!("short {} of {res} bytes", s.dir.name())
-                };
-                self.fail(anyhow!(
-                    "{} of {} bytes at offset {} of {} failed: {what}",
-                    s.dir.name(),
-                    self.spec.bs,
-                    s.block * self.spec.bs,
-                    self.spec.path.display()
-                ));
-                self.slots[slot as usize].failed = true;
+        if leg != 0 {
+            let mut done = std::mem::take(&mut self.legs_done);
+            done.clear();
+            if let Some(legs) = &mut self.legs
+                && let Err(e) = legs.complete(slot, leg, res, &mut done)
+            {
+                self.fail(e);
             }
-        } else if let Some(legs) = &mut self.legs {
-            match legs.complete(slot, leg, res) {
-                Ok(false) => return,
-                Ok(true) => {}
-                Err(e) => {
-                    self.fail(e);
-                    self.slots[slot as usize].failed = true;
+            for &(slot, leg) in &done {
+                if (slot as usize) < self.slots.len() && self.slots[slot as usize].pending > 0 {
+                    self.leg_finished(slot, leg, now);
                 }
             }
+            self.legs_done = done;
+            return;
         }
+        let s = self.slots[slot as usize];
+        let want = self.spec.bs as i32;
+        if res != want {
+            let what = if res < 0 {
+                std::io::Error::from_raw_os_error(-res).to_string()
+            } else {
+                format!("short {} of {res} bytes", s.dir.name())
+            };
+            self.fail(anyhow!(
+                "{} of {} bytes at offset {} of {} failed: {what}",
+                s.dir.name(),
+                self.spec.bs,
+                s.block * self.spec.bs,
+                self.spec.path.display()
+            ));
+            self.slots[slot as usize].failed = true;
+        }
+        self.leg_finished(slot, 0, now);
+    }
+
+    fn leg_finished(&mut self, slot: u32, leg: u8, now: u64) {
         let s = &mut self.slots[slot as usize];
-        s.leg_done[leg as usize] = now;
+        s.leg_done[leg as usize % MAX_LEGS] = now;
         s.pending -= 1;
         if s.pending == 0 {
             self.finish(slot, now);

@@ -32,9 +32,13 @@ pub struct IoDesc<'a> {
 }
 
 /// Extra legs of IOs, run on the job's own ring. For each IO the engine calls `start`,
-/// which queues SQEs whose user_data is `user_data(slot, leg)` with leg ≥ 1; every CQE of
-/// such a leg is handed to `complete` until it reports the leg done. The leg's latency is
-/// from the IO's submission to that moment.
+/// which queues SQEs with user_data built by `user_data(slot, leg)`, leg ≥ 1. Every CQE
+/// whose leg byte is not 0 goes to `complete` (an implementation may also use its own slot
+/// numbers for operations of no particular IO, such as a receive that collects acks for
+/// many), which reports each leg it finished, of any IO. Every leg started must be reported
+/// finished eventually, also when it failed (then `complete` returns the error too), or the
+/// IO never completes. A leg's latency is from the IO's submission to the reaping of the CQE
+/// that finished it.
 pub trait ExtraLegs: Send {
     /// Names of legs 1, 2, … (for example `replica 198.18.0.2:7000`).
     fn names(&self) -> Vec<String>;
@@ -48,8 +52,14 @@ pub trait ExtraLegs: Send {
         io: &IoDesc<'_>,
         push: &mut dyn FnMut(&squeue::Entry) -> Result<()>,
     ) -> Result<()>;
-    /// A completion of `leg` of the IO in `slot`: Ok(true) when the leg is done.
-    fn complete(&mut self, slot: u32, leg: u8, result: i32) -> Result<bool>;
+    /// A completion with the given user_data parts; pushes every (slot, leg) it finished.
+    fn complete(
+        &mut self,
+        slot: u32,
+        leg: u8,
+        result: i32,
+        done: &mut Vec<(u32, u8)>,
+    ) -> Result<()>;
 }
 
 /// Builds a job thread's extra legs (each job thread gets its own, e.g. its own sockets).
