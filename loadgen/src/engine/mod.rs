@@ -169,26 +169,28 @@ pub fn run_point(
         stop: AtomicBool::new(false),
     };
     let ramp_ns = specs.iter().map(|s| s.ramp_ns).max().unwrap_or(0);
-    let leg_names = match (legs, specs.first()) {
-        (Some(f), Some(s)) => {
-            let l = f(s)?;
-            std::iter::once("local".to_string())
-                .chain(l.names())
-                .collect()
-        }
+    // Each job thread gets its own legs (its own connections, say), built here so that a
+    // failure stops the point before anything runs.
+    let mut extra = Vec::with_capacity(n);
+    for spec in &specs {
+        extra.push(legs.map(|f| f(spec)).transpose()?);
+    }
+    let leg_names = match extra.first() {
+        Some(Some(l)) => std::iter::once("local".to_string())
+            .chain(l.names())
+            .collect(),
         _ => Vec::new(),
     };
     let (tx, rx) = mpsc::channel::<Msg>();
     std::thread::scope(|scope| -> Result<PointResult> {
         let mut handles = Vec::with_capacity(n);
-        for spec in &specs {
+        for (spec, extra) in specs.iter().zip(extra) {
             let tx = tx.clone();
             let shared = &shared;
             let h = std::thread::Builder::new()
                 .name(format!("lg-{}.{}", spec.name, spec.jobnum))
                 .spawn_scoped(scope, move || {
-                    let extra = legs.map(|f| f(spec)).transpose();
-                    let r = extra.and_then(|extra| job::run(spec, shared, &tx, extra));
+                    let r = job::run(spec, shared, &tx, extra);
                     if r.is_err() {
                         shared.stop.store(true, Ordering::Relaxed);
                         shared.gate.abort();
