@@ -1,8 +1,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-
-mod replica;
+use loadgen::replica;
 
 /// io_uring load generator for networked storage.
 #[derive(Parser, Debug)]
@@ -14,6 +13,12 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Run a workload with fio's options or job files (`loadgen run --help` lists them).
+    #[command(disable_help_flag = true)]
+    Run {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
     /// Serve as a replica: write the blocks clients send into files in a directory.
     Serve(replica::cli::ServeArgs),
     /// Stream deterministic writes to one replica and print a JSON summary.
@@ -22,8 +27,16 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    match Cli::parse().command {
-        Command::Serve(args) => replica::cli::serve(args),
-        Command::ReplicaClient(args) => replica::cli::replica_client(args),
+    let result = match Cli::parse().command {
+        Command::Run { args } => loadgen::run::run(&args, None),
+        Command::Serve(args) => return replica::cli::serve(args),
+        Command::ReplicaClient(args) => return replica::cli::replica_client(args),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(f) => {
+            eprintln!("loadgen: error: {}", f.message());
+            ExitCode::from(f.exit_code())
+        }
     }
 }

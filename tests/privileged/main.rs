@@ -3,6 +3,11 @@
 
 mod block_counts;
 mod lab_netns;
+mod loadgen_counts;
+mod loadgen_metrics;
+mod loadgen_rate;
+mod loadgen_safety;
+mod loadgen_verify;
 mod replica_serve;
 mod service_lifecycle;
 mod service_prometheus;

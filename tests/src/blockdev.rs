@@ -62,6 +62,15 @@ impl LoopDevice {
         DiskStat::read(&self.name)
     }
 
+    /// `maj:min` of the device.
+    pub fn devnum(&self) -> Result<String> {
+        Ok(
+            std::fs::read_to_string(format!("/sys/block/{}/dev", self.name))?
+                .trim()
+                .to_string(),
+        )
+    }
+
     /// Sets `queue/<attr>` in sysfs.
     pub fn set_queue_attr(&self, attr: &str, value: &str) -> Result<()> {
         let p = format!("/sys/block/{}/queue/{attr}", self.name);
@@ -168,5 +177,47 @@ pub fn direct_reads(path: &Path, n: u64, size: usize) -> Result<()> {
     for i in 0..n {
         f.read_exact_at(buf.as_mut_slice(), i * size as u64)?;
     }
+    Ok(())
+}
+
+/// A filesystem mounted on a fresh directory; unmounted and the directory removed on drop.
+pub struct Mount {
+    pub dir: PathBuf,
+}
+
+impl Mount {
+    pub fn new(dev: &Path, tag: &str) -> Result<Mount> {
+        let dir = std::env::temp_dir().join(format!("stornet-mnt-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let st = Command::new("mount").arg(dev).arg(&dir).status()?;
+        if !st.success() {
+            let _ = std::fs::remove_dir(&dir);
+            bail!("mount {} {} failed", dev.display(), dir.display());
+        }
+        Ok(Mount { dir })
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.dir).status();
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// Reads `len` bytes at `offset` of a device with O_DIRECT.
+pub fn read_direct(path: &Path, offset: u64, len: usize) -> Result<Vec<u8>> {
+    let f = open_direct(path, false)?;
+    let mut buf = AlignedBuf::new(len, 0);
+    f.read_exact_at(buf.as_mut_slice(), offset)?;
+    Ok(buf.as_slice().to_vec())
+}
+
+/// Writes `data` (a multiple of 512 bytes) at `offset` of a device with O_DIRECT.
+pub fn write_direct(path: &Path, offset: u64, data: &[u8]) -> Result<()> {
+    let f = open_direct(path, true)?;
+    let mut buf = AlignedBuf::new(data.len(), 0);
+    buf.as_mut_slice().copy_from_slice(data);
+    f.write_all_at(buf.as_slice(), offset)?;
     Ok(())
 }

@@ -6,6 +6,8 @@ pub mod agent;
 pub mod bins;
 pub mod blockdev;
 pub mod bpf;
+pub mod cgroup;
+pub mod loadgen;
 pub mod metrics;
 pub mod netns;
 pub mod privilege;

@@ -244,13 +244,6 @@ impl ReplicaConn {
         })
     }
 
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "for the run engine, which drives connections itself"
-        )
-    )]
     pub fn replica(&self) -> &str {
         &self.replica
     }
@@ -260,24 +253,10 @@ impl ReplicaConn {
         &self.hello
     }
 
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "for the run engine, which drives connections itself"
-        )
-    )]
     pub fn is_ready(&self) -> bool {
         matches!(self.phase, Phase::Ready)
     }
 
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "for the run engine, which drives connections itself"
-        )
-    )]
     pub fn failure(&self) -> Option<&ReplicaError> {
         match &self.phase {
             Phase::Failed(e) => Some(e),

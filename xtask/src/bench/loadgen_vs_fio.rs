@@ -1,5 +1,266 @@
-//! `cargo xtask bench loadgen-vs-fio`.
+//! `cargo xtask bench loadgen-vs-fio`: the same jobs on the same target (a loop device on a
+//! file in /dev/shm), alternating fio (io_uring, registered files and buffers) and loadgen,
+//! with the same command line. Prints medians over the rounds and loadgen/fio ratios.
+//!
+//! CPU per IO is measured the same way for both: user+sys of the child and everything it
+//! waited for (getrusage RUSAGE_CHILDREN, which includes io_uring's worker threads), divided
+//! by the requests the device completed (/sys/block/*/stat).
 
-pub fn run() -> anyhow::Result<()> {
-    anyhow::bail!("benchmark loadgen-vs-fio is not available in this version")
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+use stornet_tests::blockdev::LoopDevice;
+
+use super::median;
+use crate::cmd;
+
+const ROUNDS: usize = 5;
+const RUNTIME_S: u32 = 5;
+
+struct Case {
+    name: &'static str,
+    args: &'static [&'static str],
+}
+
+const CASES: &[Case] = &[
+    Case {
+        name: "4k randread QD32",
+        args: &["--rw=randread", "--bs=4k", "--iodepth=32"],
+    },
+    Case {
+        name: "4k randwrite QD32",
+        args: &["--rw=randwrite", "--bs=4k", "--iodepth=32"],
+    },
+    Case {
+        name: "128k read QD8",
+        args: &["--rw=read", "--bs=128k", "--iodepth=8"],
+    },
+];
+
+#[derive(Default, Clone, Copy)]
+struct Sample {
+    iops: f64,
+    cpu_per_io_us: f64,
+    p50_us: f64,
+    p99_us: f64,
+    system_pct: f64,
+}
+
+fn children_cpu_s() -> f64 {
+    // SAFETY: an all-zero rusage is valid, and getrusage fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer to a rusage.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+fn system_ticks() -> (u64, u64) {
+    let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let f: Vec<u64> = text
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    let total: u64 = f.iter().take(8).sum();
+    let idle = f.get(3).copied().unwrap_or(0) + f.get(4).copied().unwrap_or(0);
+    (total - idle, total)
+}
+
+fn num(v: &Value, path: &[&str]) -> f64 {
+    path.iter()
+        .try_fold(v, |v, k| v.get(k))
+        .and_then(Value::as_f64)
+        .unwrap_or(0.0)
+}
+
+fn run_one(tool: &str, disk: &LoopDevice, case: &Case) -> Result<Sample> {
+    let loadgen = cmd::workspace_root().join("target/release/loadgen");
+    let mut c = if tool == "fio" {
+        Command::new("fio")
+    } else {
+        let mut c = Command::new(&loadgen);
+        c.arg("run");
+        c
+    };
+    c.args([
+        "--name=bench",
+        &format!("--filename={}", disk.dev.display()),
+        "--ioengine=io_uring",
+        "--registerfiles",
+        "--fixedbufs",
+        "--direct=1",
+        "--numjobs=1",
+        "--time_based",
+        &format!("--runtime={RUNTIME_S}"),
+        "--ramp_time=1",
+        "--group_reporting",
+        "--output-format=json",
+    ])
+    .args(case.args)
+    .stdin(Stdio::null())
+    .stderr(Stdio::inherit());
+    if tool == "loadgen" {
+        // The scratch device may hold anything fio wrote; it is ours to overwrite.
+        c.arg("--force-destroy-data");
+    }
+    let before = disk.stat()?;
+    let (busy0, total0) = system_ticks();
+    let cpu0 = children_cpu_s();
+    let out = c.output().with_context(|| format!("running {tool}"))?;
+    let cpu = children_cpu_s() - cpu0;
+    let (busy1, total1) = system_ticks();
+    let after = disk.stat()?;
+    if !out.status.success() {
+        bail!("{tool} failed ({})", out.status);
+    }
+    let j: Value =
+        serde_json::from_slice(&out.stdout).with_context(|| format!("{tool} printed no JSON"))?;
+    let job = &j["jobs"][0];
+    let dir = if case.args.iter().any(|a| a.contains("write")) {
+        "write"
+    } else {
+        "read"
+    };
+    let requests = (after.read_ios - before.read_ios) + (after.write_ios - before.write_ios);
+    Ok(Sample {
+        iops: num(job, &[dir, "iops"]),
+        cpu_per_io_us: cpu * 1e6 / requests.max(1) as f64,
+        p50_us: num(job, &[dir, "clat_ns", "percentile", "50.000000"]) / 1e3,
+        p99_us: num(job, &[dir, "clat_ns", "percentile", "99.000000"]) / 1e3,
+        system_pct: 100.0 * (busy1 - busy0) as f64 / (total1 - total0).max(1) as f64,
+    })
+}
+
+fn med(s: &[Sample], f: fn(&Sample) -> f64) -> f64 {
+    median(&s.iter().map(f).collect::<Vec<_>>())
+}
+
+pub fn run() -> Result<()> {
+    if !cmd::is_root() {
+        bail!("loadgen-vs-fio needs root (it makes a loop device)");
+    }
+    if cmd::output("fio", &["--version"]).is_none() {
+        bail!("fio is missing (cargo xtask setup installs it)");
+    }
+    cmd::step("build loadgen", || {
+        cmd::run(cmd::cargo().args(["build", "--release", "-p", "loadgen"]))
+    })?;
+    let disk = LoopDevice::new("bench-loadgen-fio", 1 << 30)?;
+    println!(
+        "target: {} (loop, direct IO, 1 GiB file in /dev/shm); {} rounds of {RUNTIME_S} s + 1 s ramp per tool and case, alternating",
+        disk.dev.display(),
+        ROUNDS
+    );
+    println!(
+        "conditions: {} CPUs, load average {}, kernel {}, {}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" "),
+        cmd::output("uname", &["-r"]).unwrap_or_default().trim(),
+        cmd::output("fio", &["--version"])
+            .unwrap_or_default()
+            .trim()
+    );
+    let mut rows = Vec::new();
+    for case in CASES {
+        let (mut fio, mut lg) = (Vec::new(), Vec::new());
+        for round in 0..ROUNDS {
+            let order = if round % 2 == 0 {
+                ["fio", "loadgen"]
+            } else {
+                ["loadgen", "fio"]
+            };
+            for tool in order {
+                let s = run_one(tool, &disk, case)?;
+                println!(
+                    "  {:<18} round {} {:<7} {:>9.0} IOPS {:>6.2} us CPU/IO  p50 {:>7.1} us  p99 {:>8.1} us  system busy {:>3.0}%",
+                    case.name,
+                    round + 1,
+                    tool,
+                    s.iops,
+                    s.cpu_per_io_us,
+                    s.p50_us,
+                    s.p99_us,
+                    s.system_pct
+                );
+                if tool == "fio" { &mut fio } else { &mut lg }.push(s);
+            }
+        }
+        rows.push((case.name, fio, lg));
+    }
+    println!();
+    println!(
+        "{:<18} {:>10} {:>10} {:>6} {:>8} {:>8} {:>6} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10}",
+        "case (medians)",
+        "fio IOPS",
+        "lg IOPS",
+        "ratio",
+        "fio CPU",
+        "lg CPU",
+        "ratio",
+        "fio p50",
+        "lg p50",
+        "fio p99",
+        "lg p99",
+        "fio best",
+        "lg best"
+    );
+    let mut ok = true;
+    for (name, fio, lg) in &rows {
+        let iops = (med(fio, |s| s.iops), med(lg, |s| s.iops));
+        let cpu = (med(fio, |s| s.cpu_per_io_us), med(lg, |s| s.cpu_per_io_us));
+        let p50 = (med(fio, |s| s.p50_us), med(lg, |s| s.p50_us));
+        let p99 = (med(fio, |s| s.p99_us), med(lg, |s| s.p99_us));
+        // Best round: the least disturbed by other load on a shared machine.
+        let best = |v: &[Sample]| v.iter().map(|s| s.iops).fold(0.0, f64::max);
+        println!(
+            "{:<18} {:>10.0} {:>10.0} {:>6.2} {:>6.2}us {:>6.2}us {:>6.2} {:>7.1}us {:>7.1}us {:>7.1}us {:>7.1}us {:>10.0} {:>10.0}",
+            name,
+            iops.0,
+            iops.1,
+            iops.1 / iops.0,
+            cpu.0,
+            cpu.1,
+            cpu.1 / cpu.0,
+            p50.0,
+            p50.1,
+            p99.0,
+            p99.1,
+            best(fio),
+            best(lg)
+        );
+        let p50_off = (p50.1 - p50.0).abs() / p50.0;
+        let met = iops.1 / iops.0 >= 1.0 && cpu.1 <= cpu.0 && p50_off <= 0.10;
+        ok &= met;
+        println!(
+            "{:<18} targets: IOPS ratio >= 1.0 {}, CPU/IO <= fio {}, p50 within 10% {} ({:+.0}%)",
+            "",
+            yes(iops.1 / iops.0 >= 1.0),
+            yes(cpu.1 <= cpu.0),
+            yes(p50_off <= 0.10),
+            100.0 * (p50.1 - p50.0) / p50.0
+        );
+    }
+    println!(
+        "\n{}",
+        if ok {
+            "all targets met"
+        } else {
+            "some targets missed (the machine is shared: compare the system-busy column)"
+        }
+    );
+    Ok(())
+}
+
+fn yes(b: bool) -> &'static str {
+    if b { "met" } else { "MISSED" }
 }

@@ -1,0 +1,632 @@
+//! One job thread: its own file descriptor, ring and buffers. It keeps up to `iodepth` IOs
+//! in flight, prepares them in batches and submits each batch with one system call, and
+//! timestamps every IO at its intended start, preparation, submission and completion (one
+//! clock read per batch). At every interval boundary it hands what it measured to the
+//! collector.
+
+use std::fs::OpenOptions;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::sync::mpsc::Sender;
+
+use anyhow::{Context, Result, anyhow};
+
+use super::buffers::Buffers;
+use super::legs::{ExtraLegs, IoDesc, MAX_LEGS, decode, user_data};
+use super::ring::Ring;
+use super::workload::{Pacer, Workload};
+use super::{JobSpec, Msg, Shared};
+use crate::clock;
+use crate::histogram::Histogram;
+use crate::stats::{Dir, DirStats, JobResult, LegStats, VerifyStats};
+use crate::timeline::IntervalSample;
+use crate::verify::{self, BlockMap, Corruption};
+
+/// Corruptions listed per job; more are only counted.
+const MAX_LISTED: usize = 20;
+
+/// user_data of timer completions: this bit, and the deadline in the bits below.
+const TIMER: u64 = 1 << 63;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Workload,
+    /// The read-back pass of --verify after the workload.
+    Readback,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Check {
+    None,
+    /// Header, offset and crc only (a read-only run checking an earlier run's data).
+    Whole,
+    /// Also the generation this run last wrote.
+    Generation(u64),
+}
+
+#[derive(Clone, Copy)]
+struct Slot {
+    dir: Dir,
+    phase: Phase,
+    block: u64,
+    intended: u64,
+    prep: u64,
+    submit: u64,
+    pending: u8,
+    failed: bool,
+    counter: u32,
+    check: Check,
+    leg_done: [u64; MAX_LEGS],
+}
+
+const IDLE: Slot = Slot {
+    dir: Dir::Read,
+    phase: Phase::Workload,
+    block: 0,
+    intended: 0,
+    prep: 0,
+    submit: 0,
+    pending: 0,
+    failed: false,
+    counter: 0,
+    check: Check::None,
+    leg_done: [0; MAX_LEGS],
+};
+
+struct Job<'a> {
+    spec: &'a JobSpec,
+    shared: &'a Shared,
+    tx: &'a Sender<Msg>,
+    // The ring is declared before the buffers so that it is dropped first.
+    ring: Ring,
+    bufs: Buffers,
+    legs: Option<Box<dyn ExtraLegs>>,
+    leg_names: Vec<String>,
+    /// Earliest deadline of a timer in the ring, if any.
+    timer: Option<u64>,
+    timer_ts: io_uring::types::Timespec,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    prepared: Vec<u32>,
+    cqes: Vec<(u64, i32)>,
+    legs_done: Vec<(u32, u8)>,
+    inflight: u32,
+    work: Workload,
+    map: Option<BlockMap>,
+    writes: bool,
+    counter: u32,
+    measure_start: u64,
+    deadline: Option<u64>,
+    next_boundary: u64,
+    interval_index: u64,
+    qd_last: u64,
+    qd_inflight: u64,
+    dirs: [DirStats; 2],
+    ivl: IntervalSample,
+    ramp_ios: [u64; 2],
+    vstats: VerifyStats,
+    error: Option<anyhow::Error>,
+}
+
+fn new_interval(index: u64, legs: usize) -> IntervalSample {
+    let mut s = IntervalSample {
+        index,
+        ..Default::default()
+    };
+    for d in &mut s.dirs {
+        d.legs = (0..legs).map(|_| Histogram::new()).collect();
+    }
+    s
+}
+
+/// Runs one job thread to the end: workload, then (with --verify) the read-back pass.
+pub fn run(
+    spec: &JobSpec,
+    shared: &Shared,
+    tx: &Sender<Msg>,
+    legs: Option<Box<dyn ExtraLegs>>,
+) -> Result<JobResult> {
+    let writes = spec.read_pct < 100;
+    let mut flags = 0;
+    if spec.direct {
+        flags |= libc::O_DIRECT;
+    }
+    let file = OpenOptions::new()
+        .read(true)
+        .write(writes)
+        .custom_flags(flags)
+        .open(&spec.path)
+        .with_context(|| {
+            format!(
+                "opening {}{}",
+                spec.path.display(),
+                if spec.direct {
+                    " with O_DIRECT (--direct=0 if the filesystem has no direct IO)"
+                } else {
+                    ""
+                }
+            )
+        })?;
+    let bufs = Buffers::new(spec.iodepth as usize, spec.bs as usize)?;
+    let extra_sqes = legs.as_ref().map_or(0, |l| l.sqes_per_io());
+    let ring = Ring::new(spec.iodepth * (1 + extra_sqes), file.as_raw_fd(), &bufs)?;
+    let leg_names: Vec<String> = match &legs {
+        Some(l) => std::iter::once("local".to_string())
+            .chain(l.names())
+            .collect(),
+        None => Vec::new(),
+    };
+    let blocks = spec.region / spec.bs;
+    let mut job = Job {
+        spec,
+        shared,
+        tx,
+        ring,
+        bufs,
+        legs,
+        timer: None,
+        timer_ts: io_uring::types::Timespec::new(),
+        slots: vec![IDLE; spec.iodepth as usize],
+        free: (0..spec.iodepth).rev().collect(),
+        prepared: Vec::with_capacity(spec.iodepth as usize),
+        cqes: Vec::with_capacity(spec.iodepth as usize * 2),
+        legs_done: Vec::new(),
+        inflight: 0,
+        work: Workload::new(blocks, spec.rw.random(), spec.read_pct, spec.seed),
+        map: spec.verify.then(|| BlockMap::new(blocks)),
+        writes,
+        counter: 0,
+        measure_start: 0,
+        deadline: None,
+        next_boundary: 0,
+        interval_index: 0,
+        qd_last: 0,
+        qd_inflight: 0,
+        dirs: Default::default(),
+        ivl: new_interval(0, leg_names.len()),
+        ramp_ios: [0; 2],
+        vstats: VerifyStats::default(),
+        error: None,
+        leg_names,
+    };
+    for d in &mut job.dirs {
+        d.legs = job
+            .leg_names
+            .iter()
+            .map(|n| LegStats {
+                name: n.clone(),
+                lat: Histogram::new(),
+            })
+            .collect();
+    }
+    let fixed = job.ring.fixed_buffers();
+    let Some(t0) = shared.gate.ready_wait() else {
+        return Err(anyhow!("stopped before the start"));
+    };
+    clock::sleep_until(t0);
+    if !fixed && spec.index == 0 {
+        eprintln!(
+            "loadgen: io_uring could not register the IO buffers (locked-memory limit?); using unregistered buffers"
+        );
+    }
+    let end = job.workload(t0)?;
+    let _ = tx.send(Msg::WorkloadDone(spec.index));
+    if job.writes && job.map.is_some() && job.error.is_none() {
+        job.readback()?;
+    }
+    if let Some(e) = job.error.take() {
+        return Err(e);
+    }
+    Ok(JobResult {
+        name: spec.name.clone(),
+        group: spec.group,
+        jobnum: spec.jobnum,
+        filename: spec.path.display().to_string(),
+        rw: spec.rw,
+        bs: spec.bs,
+        iodepth: spec.iodepth,
+        rate_iops: spec.rate_iops,
+        dirs: std::mem::take(&mut job.dirs),
+        ramp_ios: job.ramp_ios,
+        runtime_ns: end.saturating_sub(job.measure_start),
+        verify: spec.verify.then(|| std::mem::take(&mut job.vstats)),
+    })
+}
+
+impl Job<'_> {
+    /// The workload until its runtime or size is done; returns when the last IO completed.
+    fn workload(&mut self, t0: u64) -> Result<u64> {
+        let spec = self.spec;
+        self.measure_start = t0 + spec.ramp_ns;
+        self.next_boundary = self.measure_start + spec.interval_ns;
+        self.qd_last = t0;
+        let deadline = spec.runtime_ns.map(|r| self.measure_start + r);
+        self.deadline = deadline;
+        let budget = (!spec.time_based).then_some(self.work.blocks);
+        let pacer = spec.rate_iops.map(|r| Pacer::new(t0, r));
+        let mut io_index: u64 = 0;
+        let mut now = clock::now_ns();
+        let mut stopping = false;
+        loop {
+            if !stopping
+                && (self.error.is_some()
+                    || self.shared.stopped()
+                    || deadline.is_some_and(|d| now >= d)
+                    || budget.is_some_and(|b| io_index >= b))
+            {
+                stopping = true;
+            }
+            if !stopping {
+                self.issue(now, &mut io_index, budget, pacer.as_ref())?;
+            }
+            if self.inflight == 0 && stopping {
+                break;
+            }
+            // When to wake up even if no IO completes: the next interval boundary (not past
+            // the deadline, whose interval takes the IOs that drain), the next IO due on the
+            // schedule if a slot is free for it, the deadline.
+            let mut wake = None::<u64>;
+            let mut consider = |t: u64| {
+                if t > now {
+                    wake = Some(wake.map_or(t, |w| w.min(t)));
+                }
+            };
+            if deadline.is_none_or(|d| self.next_boundary < d) {
+                consider(self.next_boundary);
+            }
+            if !stopping {
+                if let Some(p) = pacer.as_ref().filter(|_| !self.free.is_empty()) {
+                    consider(p.due(io_index));
+                }
+                if let Some(d) = deadline {
+                    consider(d);
+                }
+            }
+            if let Some(w) = wake
+                && self.timer.is_none_or(|t| w < t)
+            {
+                self.ring.push_timer(w, &mut self.timer_ts, TIMER | w)?;
+                self.timer = Some(w);
+            }
+            if self.inflight == 0 && self.timer.is_none() {
+                // Nothing can complete: only a timer already due would have been skipped.
+                now = clock::now_ns();
+                self.boundaries(now);
+                continue;
+            }
+            let submit = clock::now_ns();
+            self.submitted(submit);
+            self.ring.submit_and_wait(1).context("io_uring_enter")?;
+            now = clock::now_ns();
+            self.reap(now);
+            self.boundaries(now);
+        }
+        self.last_interval(now);
+        Ok(now)
+    }
+
+    /// Prepares IOs while slots are free and the schedule allows.
+    fn issue(
+        &mut self,
+        now: u64,
+        io_index: &mut u64,
+        budget: Option<u64>,
+        pacer: Option<&Pacer>,
+    ) -> Result<()> {
+        while let Some(&slot) = self.free.last() {
+            if budget.is_some_and(|b| *io_index >= b) {
+                break;
+            }
+            let intended = match pacer {
+                Some(p) => {
+                    let due = p.due(*io_index);
+                    if due > now {
+                        break;
+                    }
+                    due
+                }
+                None => now,
+            };
+            let dir = self.work.dir();
+            let block = match &self.map {
+                Some(m) => self.work.block(dir, |b| m.busy(b)),
+                None => self.work.block(dir, |_| false),
+            };
+            let Some(block) = block else { break };
+            self.free.pop();
+            self.start_io(slot, dir, Phase::Workload, block, intended, now)?;
+            *io_index += 1;
+        }
+        Ok(())
+    }
+
+    fn start_io(
+        &mut self,
+        slot: u32,
+        dir: Dir,
+        phase: Phase,
+        block: u64,
+        intended: u64,
+        prep: u64,
+    ) -> Result<()> {
+        let bs = self.spec.bs;
+        let offset = block * bs;
+        let mut check = Check::None;
+        let mut counter = 0;
+        if let Some(map) = &mut self.map {
+            map.begin(block);
+            match dir {
+                Dir::Write => {
+                    self.counter += 1;
+                    counter = self.counter;
+                    let g = verify::generation(self.spec.run_id, counter);
+                    verify::fill(self.bufs.get_mut(slot as usize), offset, g);
+                }
+                Dir::Read if self.writes || phase == Phase::Readback => {
+                    if let Some(c) = map.written(block) {
+                        check = Check::Generation(verify::generation(self.spec.run_id, c));
+                    }
+                }
+                Dir::Read => check = Check::Whole,
+            }
+        }
+        let extra = match (&self.legs, phase) {
+            (Some(l), Phase::Workload) => l.legs_for(dir),
+            _ => 0,
+        };
+        if 1 + extra as usize > MAX_LEGS {
+            return Err(anyhow!(
+                "an IO can have at most {MAX_LEGS} legs, not {}",
+                1 + extra
+            ));
+        }
+        self.slots[slot as usize] = Slot {
+            dir,
+            phase,
+            block,
+            intended,
+            prep,
+            submit: prep,
+            pending: 1 + extra,
+            failed: false,
+            counter,
+            check,
+            leg_done: [0; MAX_LEGS],
+        };
+        let buf = self.bufs.ptr(slot as usize);
+        self.ring.push_rw(
+            dir == Dir::Write,
+            slot as usize,
+            buf,
+            bs as u32,
+            offset,
+            user_data(slot, 0),
+        )?;
+        if extra > 0
+            && let Some(legs) = &mut self.legs
+        {
+            let ring = &mut self.ring;
+            let io = IoDesc {
+                slot,
+                dir,
+                offset,
+                data: self.bufs.get(slot as usize),
+            };
+            legs.start(&io, &mut |e| ring.push(e))?;
+        }
+        self.prepared.push(slot);
+        self.inflight += 1;
+        Ok(())
+    }
+
+    /// Stamps the batch just prepared with its submission time.
+    fn submitted(&mut self, t: u64) {
+        self.advance_qd(t);
+        for &s in &self.prepared {
+            self.slots[s as usize].submit = t;
+        }
+        self.qd_inflight += self.prepared.len() as u64;
+        self.prepared.clear();
+    }
+
+    /// Integrates IOs in flight over time, for the interval's average queue depth.
+    fn advance_qd(&mut self, t: u64) {
+        let from = self.qd_last.max(self.measure_start);
+        if t > from {
+            self.ivl.inflight_area += self.qd_inflight as u128 * (t - from) as u128;
+        }
+        self.qd_last = self.qd_last.max(t);
+    }
+
+    fn reap(&mut self, now: u64) {
+        self.cqes.clear();
+        for cqe in self.ring.ring.completion() {
+            self.cqes.push((cqe.user_data(), cqe.result()));
+        }
+        self.advance_qd(now);
+        for i in 0..self.cqes.len() {
+            let (ud, res) = self.cqes[i];
+            if ud & TIMER != 0 {
+                // Later timers may still be pending; the loop arms a new one when needed.
+                if self.timer == Some(ud & !TIMER) {
+                    self.timer = None;
+                }
+                continue;
+            }
+            self.complete(ud, res, now);
+        }
+        let live = &self.shared.live[self.spec.index];
+        for d in 0..2 {
+            live.publish(
+                d,
+                self.dirs[d].ios + self.ramp_ios[d],
+                self.dirs[d].bytes + self.ramp_ios[d] * self.spec.bs,
+            );
+        }
+    }
+
+    fn fail(&mut self, e: anyhow::Error) {
+        if self.error.is_none() {
+            self.error = Some(e);
+        }
+    }
+
+    fn complete(&mut self, ud: u64, res: i32, now: u64) {
+        let (slot, leg) = decode(ud);
+        if leg != 0 {
+            let mut done = std::mem::take(&mut self.legs_done);
+            done.clear();
+            if let Some(legs) = &mut self.legs
+                && let Err(e) = legs.complete(slot, leg, res, &mut done)
+            {
+                self.fail(e);
+            }
+            for &(slot, leg) in &done {
+                if (slot as usize) < self.slots.len() && self.slots[slot as usize].pending > 0 {
+                    self.leg_finished(slot, leg, now);
+                }
+            }
+            self.legs_done = done;
+            return;
+        }
+        let s = self.slots[slot as usize];
+        let want = self.spec.bs as i32;
+        if res != want {
+            let what = if res < 0 {
+                std::io::Error::from_raw_os_error(-res).to_string()
+            } else {
+                format!("short {} of {res} bytes", s.dir.name())
+            };
+            self.fail(anyhow!(
+                "{} of {} bytes at offset {} of {} failed: {what}",
+                s.dir.name(),
+                self.spec.bs,
+                s.block * self.spec.bs,
+                self.spec.path.display()
+            ));
+            self.slots[slot as usize].failed = true;
+        }
+        self.leg_finished(slot, 0, now);
+    }
+
+    fn leg_finished(&mut self, slot: u32, leg: u8, now: u64) {
+        let s = &mut self.slots[slot as usize];
+        s.leg_done[leg as usize % MAX_LEGS] = now;
+        s.pending -= 1;
+        if s.pending == 0 {
+            self.finish(slot, now);
+        }
+    }
+
+    fn finish(&mut self, slot: u32, now: u64) {
+        let s = self.slots[slot as usize];
+        self.inflight -= 1;
+        self.qd_inflight = self.qd_inflight.saturating_sub(1);
+        self.free.push(slot);
+        let bs = self.spec.bs;
+        let offset = s.block * bs;
+        if let Some(map) = &mut self.map {
+            let ok_write = (s.dir == Dir::Write && !s.failed).then_some(s.counter);
+            map.end(s.block, ok_write);
+            if ok_write.is_some() {
+                self.vstats.blocks_written += 1;
+            }
+            if s.dir == Dir::Read && !s.failed && s.check != Check::None {
+                self.vstats.blocks_checked += 1;
+                let expected = match s.check {
+                    Check::Generation(g) => Some(g),
+                    _ => None,
+                };
+                if let Err(problem) = verify::check(self.bufs.get(slot as usize), offset, expected)
+                {
+                    if self.vstats.corruptions.len() < MAX_LISTED {
+                        self.vstats.corruptions.push(Corruption { offset, problem });
+                    } else {
+                        self.vstats.more_corruptions += 1;
+                    }
+                }
+            }
+        }
+        if s.phase == Phase::Readback {
+            self.vstats.readback_ios += 1;
+            return;
+        }
+        let d = s.dir as usize;
+        if now < self.measure_start {
+            self.ramp_ios[d] += 1;
+            return;
+        }
+        if s.failed {
+            return;
+        }
+        let total = now.saturating_sub(s.intended);
+        let clat = now.saturating_sub(s.submit);
+        let st = &mut self.dirs[d];
+        st.ios += 1;
+        st.bytes += bs;
+        st.slat.record(s.submit.saturating_sub(s.prep));
+        st.clat.record(clat);
+        st.lat.record(now.saturating_sub(s.prep));
+        st.total.record(total);
+        let iv = &mut self.ivl.dirs[d];
+        iv.ios += 1;
+        iv.bytes += bs;
+        iv.total.record(total);
+        iv.clat.record(clat);
+        if !self.leg_names.is_empty() {
+            for (leg, &done) in s.leg_done.iter().enumerate().take(self.leg_names.len()) {
+                if done != 0 {
+                    let lat = done.saturating_sub(s.submit);
+                    st.legs[leg].lat.record(lat);
+                    iv.legs[leg].record(lat);
+                }
+            }
+        }
+    }
+
+    /// Sends the samples of every interval that has ended by `now`. The interval that ends
+    /// at the deadline stays open: it also takes the IOs that drain after the deadline.
+    fn boundaries(&mut self, now: u64) {
+        while now >= self.next_boundary && self.deadline.is_none_or(|d| self.next_boundary < d) {
+            self.send_interval(self.spec.interval_ns);
+            self.next_boundary += self.spec.interval_ns;
+        }
+    }
+
+    fn send_interval(&mut self, covered_ns: u64) {
+        let next = new_interval(self.interval_index + 1, self.leg_names.len());
+        let mut s = std::mem::replace(&mut self.ivl, next);
+        s.covered_ns = covered_ns;
+        let _ = self.tx.send(Msg::Interval(self.spec.index, Box::new(s)));
+        self.interval_index += 1;
+    }
+
+    /// The last, partial interval.
+    fn last_interval(&mut self, end: u64) {
+        let start = self.next_boundary - self.spec.interval_ns;
+        if end > start && end > self.measure_start {
+            self.send_interval(end - start.max(self.measure_start));
+        }
+    }
+
+    /// Reads back every block this job wrote and checks it against the generation written.
+    fn readback(&mut self) -> Result<()> {
+        let blocks: Vec<u64> = match &self.map {
+            Some(m) => m.written_blocks().collect(),
+            None => return Ok(()),
+        };
+        let mut next = 0;
+        while (next < blocks.len() && self.error.is_none()) || self.inflight > 0 {
+            let now = clock::now_ns();
+            while next < blocks.len() && self.error.is_none() {
+                let Some(slot) = self.free.pop() else { break };
+                self.start_io(slot, Dir::Read, Phase::Readback, blocks[next], now, now)?;
+                next += 1;
+            }
+            self.prepared.clear();
+            self.ring.submit_and_wait(1).context("io_uring_enter")?;
+            self.reap(clock::now_ns());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,290 @@
+//! The IO engine: one thread per job, each with its own io_uring, registered file and
+//! buffers (`job`), started together by a gate; the calling thread collects interval
+//! samples into the timeline, samples CPU, and feeds the progress bar and live metrics.
+
+pub mod buffers;
+pub mod job;
+pub mod legs;
+pub mod ring;
+pub mod workload;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+use anyhow::{Result, anyhow};
+
+use crate::clock;
+use crate::cpu;
+use crate::options::Rw;
+use crate::stats::{DirStats, JobResult, PointResult};
+use crate::timeline::{DirInterval, IntervalSample, TimelineBuilder, TimelineRow};
+use legs::LegsFactory;
+
+/// Everything one job thread needs.
+#[derive(Clone, Debug)]
+pub struct JobSpec {
+    /// Position of the thread in the point (0..threads).
+    pub index: usize,
+    pub name: String,
+    pub group: usize,
+    pub jobnum: u32,
+    pub path: PathBuf,
+    pub region: u64,
+    pub bs: u64,
+    pub iodepth: u32,
+    pub rw: Rw,
+    pub read_pct: u8,
+    pub time_based: bool,
+    pub runtime_ns: Option<u64>,
+    pub ramp_ns: u64,
+    pub rate_iops: Option<u64>,
+    pub direct: bool,
+    pub verify: bool,
+    pub seed: u64,
+    pub run_id: u32,
+    pub interval_ns: u64,
+}
+
+pub enum Msg {
+    Interval(usize, Box<IntervalSample>),
+    WorkloadDone(usize),
+    Done(usize, Box<Result<JobResult>>),
+}
+
+/// IOs and bytes a job has completed so far (ramp included), for progress and metrics.
+#[derive(Default)]
+pub struct JobLive {
+    ios: [AtomicU64; 2],
+    bytes: [AtomicU64; 2],
+}
+
+impl JobLive {
+    /// Only the job's own thread writes, so plain stores suffice.
+    pub fn publish(&self, dir: usize, ios: u64, bytes: u64) {
+        self.ios[dir].store(ios, Ordering::Relaxed);
+        self.bytes[dir].store(bytes, Ordering::Relaxed);
+    }
+    pub fn ios(&self, dir: usize) -> u64 {
+        self.ios[dir].load(Ordering::Relaxed)
+    }
+    pub fn bytes(&self, dir: usize) -> u64 {
+        self.bytes[dir].load(Ordering::Relaxed)
+    }
+}
+
+/// Lets every job set up its ring first and then start at the same instant.
+#[derive(Default)]
+pub struct StartGate {
+    state: Mutex<(usize, Option<u64>, bool)>,
+    cv: Condvar,
+}
+
+impl StartGate {
+    /// Called by a job when it is ready; returns the start time, or None if the run was
+    /// called off.
+    pub fn ready_wait(&self) -> Option<u64> {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.0 += 1;
+        self.cv.notify_all();
+        while s.1.is_none() && !s.2 {
+            s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+        if s.2 { None } else { s.1 }
+    }
+    fn wait_ready(&self, n: usize, timeout: Duration) -> bool {
+        let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let (s, _) = self
+            .cv
+            .wait_timeout_while(s, timeout, |s| s.0 < n && !s.2)
+            .unwrap_or_else(|e| e.into_inner());
+        s.0 >= n
+    }
+    fn open(&self, t0: u64) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).1 = Some(t0);
+        self.cv.notify_all();
+    }
+    fn abort(&self) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).2 = true;
+        self.cv.notify_all();
+    }
+}
+
+/// State shared by the job threads of one point and the collector.
+pub struct Shared {
+    pub gate: StartGate,
+    pub live: Vec<JobLive>,
+    stop: AtomicBool,
+}
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::Relaxed);
+}
+
+/// Ctrl-C stops the run gracefully: IOs in flight complete and the report covers what ran.
+pub fn install_sigint() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(
+            libc::SIGINT,
+            on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        )
+    };
+}
+
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::Relaxed)
+}
+
+impl Shared {
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed) || interrupted()
+    }
+}
+
+/// What the collector tells the outside while a point runs.
+pub trait Watcher {
+    /// About every 200 ms, with each job's live counters and the time since the start.
+    fn tick(&mut self, live: &[JobLive], elapsed_ns: u64);
+    /// Each finished timeline row, with its merged interval histograms.
+    fn row(&mut self, row: &TimelineRow, dirs: &[DirInterval; 2]);
+}
+
+/// Runs one sweep point: all job threads at once, until each is done.
+pub fn run_point(
+    index: usize,
+    specs: Vec<JobSpec>,
+    interval_ns: u64,
+    legs: Option<&LegsFactory>,
+    watcher: &mut dyn Watcher,
+) -> Result<PointResult> {
+    let n = specs.len();
+    let shared = Shared {
+        gate: StartGate::default(),
+        live: (0..n).map(|_| JobLive::default()).collect(),
+        stop: AtomicBool::new(false),
+    };
+    let ramp_ns = specs.iter().map(|s| s.ramp_ns).max().unwrap_or(0);
+    // Each job thread gets its own legs (its own connections, say), built here so that a
+    // failure stops the point before anything runs.
+    let mut extra = Vec::with_capacity(n);
+    for spec in &specs {
+        extra.push(legs.map(|f| f(spec)).transpose()?);
+    }
+    let leg_names = match extra.first() {
+        Some(Some(l)) => std::iter::once("local".to_string())
+            .chain(l.names())
+            .collect(),
+        _ => Vec::new(),
+    };
+    let (tx, rx) = mpsc::channel::<Msg>();
+    std::thread::scope(|scope| -> Result<PointResult> {
+        let mut handles = Vec::with_capacity(n);
+        for (spec, extra) in specs.iter().zip(extra) {
+            let tx = tx.clone();
+            let shared = &shared;
+            let h = std::thread::Builder::new()
+                .name(format!("lg-{}.{}", spec.name, spec.jobnum))
+                .spawn_scoped(scope, move || {
+                    let r = job::run(spec, shared, &tx, extra);
+                    if r.is_err() {
+                        shared.stop.store(true, Ordering::Relaxed);
+                        shared.gate.abort();
+                    }
+                    let _ = tx.send(Msg::Done(spec.index, Box::new(r)));
+                })?;
+            handles.push(h);
+        }
+        drop(tx);
+
+        // Start only when every ring is set up.
+        while !shared.gate.wait_ready(n, Duration::from_millis(100)) {
+            if handles.iter().any(|h| h.is_finished()) {
+                shared.gate.abort();
+                break;
+            }
+        }
+        let t0 = clock::now_ns() + 1_000_000;
+        shared.gate.open(t0);
+        let measure_start = t0 + ramp_ns;
+
+        let mut timeline = TimelineBuilder::new(n, interval_ns, leg_names);
+        let mut rows = Vec::new();
+        let mut results: Vec<Option<Result<JobResult>>> = (0..n).map(|_| None).collect();
+        let mut done = 0;
+        let mut workloads_done = 0;
+        let mut cpu_start = None;
+        let mut cpu_end = None;
+        let mut row_cpu = None;
+        while done < n {
+            let now = clock::now_ns();
+            if cpu_start.is_none() && now >= measure_start {
+                let s = cpu::snapshot();
+                cpu_start = Some(s);
+                row_cpu = Some(s);
+            }
+            let wait = if cpu_start.is_none() {
+                Duration::from_nanos((measure_start - now).min(200_000_000))
+            } else {
+                Duration::from_millis(200)
+            };
+            match rx.recv_timeout(wait) {
+                Ok(Msg::Interval(j, s)) => timeline.add(j, *s),
+                Ok(Msg::WorkloadDone(_)) => {
+                    workloads_done += 1;
+                    if workloads_done == n {
+                        cpu_end = Some(cpu::snapshot());
+                    }
+                }
+                Ok(Msg::Done(j, r)) => {
+                    timeline.job_done(j);
+                    results[j] = Some(*r);
+                    done += 1;
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            for (mut row, dirs) in timeline.ready() {
+                let snap = cpu::snapshot();
+                if let Some(prev) = row_cpu {
+                    let u = cpu::usage(&prev, &snap, 0);
+                    row.cpu_process_pct = u.process_pct;
+                    row.cpu_system_pct = u.system_pct;
+                }
+                row_cpu = Some(snap);
+                watcher.row(&row, &dirs);
+                rows.push(row);
+            }
+            watcher.tick(&shared.live, clock::now_ns().saturating_sub(t0));
+        }
+        for h in handles {
+            if h.join().is_err() {
+                return Err(anyhow!("a job thread panicked"));
+            }
+        }
+        let mut jobs = Vec::with_capacity(n);
+        for r in results {
+            jobs.push(r.ok_or_else(|| anyhow!("a job thread ended without a result"))??);
+        }
+        let mut merged: [DirStats; 2] = Default::default();
+        for j in &jobs {
+            merged[0].merge(&j.dirs[0]);
+            merged[1].merge(&j.dirs[1]);
+        }
+        let ios = merged[0].ios + merged[1].ios;
+        let end = cpu_end.unwrap_or_else(cpu::snapshot);
+        let cpu = cpu::usage(&cpu_start.unwrap_or(end), &end, ios);
+        Ok(PointResult {
+            index,
+            runtime_ns: jobs.iter().map(|j| j.runtime_ns).max().unwrap_or(0),
+            jobs,
+            merged,
+            timeline: rows,
+            cpu,
+        })
+    })
+}

@@ -1,0 +1,115 @@
+//! A job's io_uring: its target registered as fixed file 0, its buffers registered as fixed
+//! buffers, single-issuer with deferred task work where the kernel has it (completions are
+//! then run only when the job thread asks for them, with no interrupts of its work).
+//!
+//! Waits never carry a timeout argument: a wait with one takes a slower path in the kernel
+//! and adds tens of microseconds to every wake-up. A job that must wake at a given time
+//! (a rate schedule, an interval boundary) queues a timeout request instead, which completes
+//! like an IO.
+
+use std::io;
+use std::os::fd::RawFd;
+
+use anyhow::{Context, Result};
+use io_uring::{IoUring, opcode, squeue, types};
+
+use super::buffers::Buffers;
+
+pub struct Ring {
+    pub ring: IoUring,
+    fixed_bufs: bool,
+}
+
+impl Ring {
+    pub fn new(sq_entries: u32, fd: RawFd, bufs: &Buffers) -> Result<Ring> {
+        // One more for the timer.
+        let entries = (sq_entries + 1).next_power_of_two().max(8);
+        let ring = IoUring::builder()
+            .setup_single_issuer()
+            .setup_defer_taskrun()
+            .setup_cqsize(entries * 2)
+            .build(entries)
+            .or_else(|_| IoUring::builder().setup_cqsize(entries * 2).build(entries))
+            .context("creating an io_uring (needs Linux 5.11 or later)")?;
+        ring.submitter()
+            .register_files(&[fd])
+            .context("registering the target with io_uring")?;
+        let iov = bufs.iovecs();
+        // SAFETY: the buffers outlive the ring: a job holds its ring in a field declared
+        // before its buffers, so the ring (and its registration) is dropped first.
+        let fixed_bufs = unsafe { ring.submitter().register_buffers(&iov) }.is_ok();
+        Ok(Ring { ring, fixed_bufs })
+    }
+
+    /// Whether buffers are registered (else plain reads and writes are used: registration
+    /// needs locked memory, which an unprivileged user may lack).
+    pub fn fixed_buffers(&self) -> bool {
+        self.fixed_bufs
+    }
+
+    /// Queues a read or write of `len` bytes at `offset` from slot `slot`'s buffer.
+    pub fn push_rw(
+        &mut self,
+        write: bool,
+        slot: usize,
+        buf: *mut u8,
+        len: u32,
+        offset: u64,
+        user_data: u64,
+    ) -> Result<()> {
+        let fd = types::Fixed(0);
+        let e = match (write, self.fixed_bufs) {
+            (false, true) => opcode::ReadFixed::new(fd, buf, len, slot as u16)
+                .offset(offset)
+                .build(),
+            (true, true) => opcode::WriteFixed::new(fd, buf, len, slot as u16)
+                .offset(offset)
+                .build(),
+            (false, false) => opcode::Read::new(fd, buf, len).offset(offset).build(),
+            (true, false) => opcode::Write::new(fd, buf, len).offset(offset).build(),
+        };
+        self.push(&e.user_data(user_data))
+    }
+
+    pub fn push(&mut self, e: &squeue::Entry) -> Result<()> {
+        // SAFETY: the entry's buffer stays valid until its completion is reaped: buffers
+        // belong to slots, and a slot is reused only after all its completions arrived.
+        unsafe { self.ring.submission().push(e) }
+            .map_err(|_| anyhow::anyhow!("io_uring submission queue full"))
+    }
+
+    /// Queues a timer that completes at `deadline_ns` on the monotonic clock. `ts` must
+    /// stay in place until the next submission (the kernel copies it then).
+    pub fn push_timer(
+        &mut self,
+        deadline_ns: u64,
+        ts: &mut types::Timespec,
+        user_data: u64,
+    ) -> Result<()> {
+        *ts = types::Timespec::new()
+            .sec(deadline_ns / 1_000_000_000)
+            .nsec((deadline_ns % 1_000_000_000) as u32);
+        let e = opcode::Timeout::new(ts as *const types::Timespec)
+            .flags(types::TimeoutFlags::ABS)
+            .build()
+            .user_data(user_data);
+        self.push(&e)
+    }
+
+    /// Submits what is queued and waits for at least `want` completions. Signals are not
+    /// errors.
+    pub fn submit_and_wait(&mut self, want: usize) -> io::Result<()> {
+        match self.ring.submitter().submit_and_wait(want) {
+            Ok(_) => Ok(()),
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ETIME | libc::EINTR | libc::EBUSY)
+                ) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+}

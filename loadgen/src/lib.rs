@@ -1,0 +1,21 @@
+//! loadgen: an io_uring storage load generator with fio's options, open-loop latency,
+//! mergeable histograms, a per-interval timeline, and data-safety checks.
+
+pub mod clock;
+pub mod cpu;
+pub mod engine;
+pub mod error;
+pub mod histogram;
+pub mod jobfile;
+pub mod live_metrics;
+pub mod options;
+pub mod profiles;
+pub mod progress;
+pub mod replica;
+pub mod report;
+pub mod run;
+pub mod safety;
+pub mod stats;
+pub mod target;
+pub mod timeline;
+pub mod verify;

@@ -1,0 +1,209 @@
+//! fio's command-line model: options before the first `--name` are global, each `--name`
+//! starts a job, positional arguments are job files. Profiles supply defaults that every
+//! option given explicitly overrides.
+
+use std::path::PathBuf;
+
+use super::table::{self, Arity, Scope};
+use super::{JobOptions, Plan, RunSettings};
+use crate::{jobfile, profiles};
+
+/// Options in the order given, by canonical name; None is a flag without a value.
+pub type Pairs = Vec<(String, Option<String>)>;
+
+pub enum Parsed {
+    Help,
+    Plan(Plan),
+}
+
+/// Builds one job from layers of options, later layers overriding earlier ones.
+pub fn build_job(layers: &[&Pairs]) -> Result<JobOptions, String> {
+    let mut job = JobOptions::default();
+    for layer in layers {
+        for (k, v) in layer.iter() {
+            job.set(k, v.as_deref())?;
+        }
+    }
+    Ok(job)
+}
+
+pub fn parse_args(args: &[String]) -> Result<Parsed, String> {
+    let mut settings = RunSettings::default();
+    let mut global: Pairs = Vec::new();
+    let mut cli_jobs: Vec<Pairs> = Vec::new();
+    let mut files: Vec<PathBuf> = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        i += 1;
+        if a == "-h" {
+            return Ok(Parsed::Help);
+        }
+        let Some(body) = a.strip_prefix("--") else {
+            if a.starts_with('-') && a.len() > 1 {
+                return Err(format!(
+                    "unknown option {a} (loadgen run takes --key=value options; `loadgen run --help` lists them)"
+                ));
+            }
+            files.push(PathBuf::from(a));
+            continue;
+        };
+        let (key, inline) = match body.split_once('=') {
+            Some((k, v)) => (k, Some(v.to_string())),
+            None => (body, None),
+        };
+        let doc = table::lookup(key).ok_or_else(|| {
+            format!("unknown option --{key} (`loadgen run --help` lists the options)")
+        })?;
+        if doc.name == "help" {
+            return Ok(Parsed::Help);
+        }
+        let value = match (doc.arity, inline) {
+            (_, Some(v)) => Some(v),
+            (Arity::Flag, None) => None,
+            (Arity::Value, None) => {
+                let v = args
+                    .get(i)
+                    .ok_or_else(|| format!("--{} needs a value", doc.name))?;
+                i += 1;
+                Some(v.clone())
+            }
+        };
+        match doc.scope {
+            Scope::Run => settings.set(doc.name, value.as_deref())?,
+            Scope::Job if doc.name == "name" => {
+                cli_jobs.push(vec![("name".to_string(), value)]);
+            }
+            Scope::Job => {
+                let pair = (doc.name.to_string(), value);
+                match cli_jobs.last_mut() {
+                    Some(job) => job.push(pair),
+                    None => global.push(pair),
+                }
+            }
+        }
+    }
+
+    let profile: Pairs = match &settings.profile {
+        Some(p) => profiles::pairs(p)?,
+        None => Vec::new(),
+    };
+    let mut jobs = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| format!("cannot read job file {}: {e}", f.display()))?;
+        let jf = jobfile::parse(&text, &f.display().to_string())?;
+        settings.group_reporting |= jf.group_reporting;
+        for (name, section_global, section) in &jf.jobs {
+            let name_pair: Pairs = vec![("name".into(), Some(name.clone()))];
+            // Global command-line options override the job file: `loadgen run --runtime=5 x.fio`.
+            jobs.push(build_job(&[
+                &profile,
+                section_global,
+                &name_pair,
+                section,
+                &global,
+            ])?);
+        }
+    }
+    for j in &cli_jobs {
+        jobs.push(build_job(&[&profile, &global, j])?);
+    }
+    if jobs.is_empty() {
+        jobs.push(build_job(&[&profile, &global])?);
+    }
+    Ok(Parsed::Plan(Plan { settings, jobs }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::{OutputFormat, Rw};
+
+    fn plan(args: &[&str]) -> Result<Plan, String> {
+        let v: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        match parse_args(&v)? {
+            Parsed::Plan(p) => Ok(p),
+            Parsed::Help => Err("help".into()),
+        }
+    }
+
+    #[test]
+    fn a_fio_command_line_parses() {
+        let p = plan(&[
+            "--name=randread",
+            "--filename=/dev/loop3",
+            "--ioengine=io_uring",
+            "--registerfiles",
+            "--fixedbufs",
+            "--direct=1",
+            "--rw=randread",
+            "--bs=4k",
+            "--iodepth",
+            "32",
+            "--numjobs=2",
+            "--time_based",
+            "--runtime=60",
+            "--ramp_time=2",
+            "--group_reporting",
+            "--output-format=json",
+        ])
+        .unwrap();
+        assert_eq!(p.jobs.len(), 1);
+        let j = &p.jobs[0];
+        assert_eq!(j.name, "randread");
+        assert_eq!(j.rw, Rw::RandRead);
+        assert_eq!(j.iodepth, vec![32]);
+        assert_eq!(j.numjobs, 2);
+        assert!(j.time_based && j.direct);
+        assert_eq!(j.runtime_ns, Some(60_000_000_000));
+        assert_eq!(j.ramp_time_ns, 2_000_000_000);
+        assert!(p.settings.group_reporting);
+        assert_eq!(p.settings.output_format, OutputFormat::Json);
+    }
+
+    #[test]
+    fn globals_apply_to_every_job_and_jobs_override() {
+        let p = plan(&["--bs=8k", "--name=a", "--rw=write", "--name=b", "--bs=16k"]).unwrap();
+        assert_eq!(p.jobs.len(), 2);
+        assert_eq!((p.jobs[0].name.as_str(), p.jobs[0].bs[0]), ("a", 8192));
+        assert_eq!(p.jobs[0].rw, Rw::Write);
+        assert_eq!((p.jobs[1].name.as_str(), p.jobs[1].bs[0]), ("b", 16384));
+        assert_eq!(p.jobs[1].rw, Rw::Read);
+    }
+
+    #[test]
+    fn profiles_give_defaults_that_options_override() {
+        let p = plan(&["--profile=hcibench-easy", "--runtime=5"]).unwrap();
+        let j = &p.jobs[0];
+        assert_eq!((j.rw, j.rwmixread, j.bs[0]), (Rw::RandRw, 70, 4096));
+        assert_eq!(j.runtime_ns, Some(5_000_000_000));
+        let p = plan(&["--profile", "io-size-sweep"]).unwrap();
+        assert_eq!(p.jobs[0].bs.first(), Some(&4096));
+        assert_eq!(p.jobs[0].bs.last(), Some(&(256 << 10)));
+        let p = plan(&["--profile", "queue-depth-sweep"]).unwrap();
+        assert_eq!(p.jobs[0].iodepth, vec![1, 2, 4, 8, 16, 32, 64]);
+        assert!(
+            plan(&["--profile=nope"])
+                .unwrap_err()
+                .contains("unknown profile")
+        );
+    }
+
+    #[test]
+    fn errors_name_the_problem() {
+        assert!(
+            plan(&["--bogus=1"])
+                .unwrap_err()
+                .contains("unknown option --bogus")
+        );
+        assert!(plan(&["--iodepth=0"]).unwrap_err().contains("iodepth"));
+        assert!(plan(&["--bs"]).unwrap_err().contains("needs a value"));
+        assert!(plan(&["-x"]).unwrap_err().contains("unknown option -x"));
+        assert!(plan(&["--output-format=xml"]).is_err());
+        assert!(matches!(
+            parse_args(&["--help".to_string()]),
+            Ok(Parsed::Help)
+        ));
+    }
+}

@@ -1,0 +1,86 @@
+//! Checks of a plan that need no target: combinations fio would refuse or that would
+//! measure nonsense. Checks against the file or device live in `target`.
+
+use std::collections::HashMap;
+
+use super::values::SizeSpec;
+use super::{Plan, sweep};
+
+pub fn validate(plan: &Plan) -> Result<(), String> {
+    sweep::axes(plan)?;
+    let mut verify_files: HashMap<&std::path::Path, &str> = HashMap::new();
+    for j in &plan.jobs {
+        let name = &j.name;
+        if j.time_based && j.runtime_ns.is_none() {
+            return Err(format!("job {name}: --time_based needs --runtime"));
+        }
+        if j.direct
+            && let Some(bs) = j.bs.iter().find(|&&b| b % 512 != 0)
+        {
+            return Err(format!(
+                "job {name}: --bs={bs} is not a multiple of 512 bytes, which direct IO needs (or give --direct=0)"
+            ));
+        }
+        if let Some(SizeSpec::Bytes(size)) = j.size {
+            let bs = j.bs.iter().max().copied().unwrap_or(0);
+            if size < bs {
+                return Err(format!(
+                    "job {name}: --size={size} is smaller than --bs={bs}"
+                ));
+            }
+        }
+        if j.verify
+            && let Some(f) = &j.filename
+        {
+            if j.numjobs > 1 {
+                return Err(format!(
+                    "job {name}: --verify with --numjobs={} on one file: the jobs would overwrite each other's blocks (use --numjobs=1 or one file per job)",
+                    j.numjobs
+                ));
+            }
+            if let Some(other) = verify_files.insert(f.as_path(), name) {
+                return Err(format!(
+                    "jobs {other} and {name}: --verify on the same file {}: the jobs would overwrite each other's blocks",
+                    f.display()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::{JobOptions, RunSettings};
+
+    fn plan_of(sets: &[(&str, &str)]) -> Plan {
+        let mut j = JobOptions::default();
+        for (k, v) in sets {
+            j.set(k, Some(v)).unwrap();
+        }
+        Plan {
+            settings: RunSettings::default(),
+            jobs: vec![j],
+        }
+    }
+
+    #[test]
+    fn refuses_what_fio_refuses() {
+        let e = validate(&plan_of(&[("bs", "1000")])).unwrap_err();
+        assert!(e.contains("multiple of 512"), "{e}");
+        assert!(validate(&plan_of(&[("bs", "1000"), ("direct", "0")])).is_ok());
+        let e = validate(&plan_of(&[("time_based", "1")])).unwrap_err();
+        assert!(e.contains("needs --runtime"));
+        let e = validate(&plan_of(&[("size", "2k"), ("bs", "4k")])).unwrap_err();
+        assert!(e.contains("smaller than --bs"));
+        let e = validate(&plan_of(&[
+            ("verify", "1"),
+            ("numjobs", "2"),
+            ("filename", "/x"),
+        ]))
+        .unwrap_err();
+        assert!(e.contains("--numjobs=1"));
+        assert!(validate(&plan_of(&[("bs", "4k"), ("size", "1M")])).is_ok());
+    }
+}

@@ -1,0 +1,178 @@
+//! fio's value syntax: sizes (`4k`, `1G`, `512`, `50%`), times (`60` is seconds, `500ms`,
+//! `2m`), booleans (`1`, `0`, `true`, `on`), and comma-separated lists for sweeps.
+
+use serde::{Deserialize, Serialize};
+
+/// A size as fio accepts it: bytes, or a percentage of the target's size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SizeSpec {
+    Bytes(u64),
+    Percent(u8),
+}
+
+/// Parses a byte count. Unit letters are powers of 1024, as in fio (`kb_base=1024`):
+/// `4k`, `4K`, `4kb`, `4KiB` are all 4096.
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    if digits == 0 {
+        return Err(format!("`{s}` is not a size (examples: 4096, 4k, 1M, 2G)"));
+    }
+    let n: u64 = t[..digits]
+        .parse()
+        .map_err(|_| format!("`{s}` is too large"))?;
+    let unit = t[digits..].to_ascii_lowercase();
+    let shift = match unit.as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        "p" | "pb" | "pib" => 50,
+        _ => {
+            return Err(format!(
+                "`{s}` has an unknown size unit `{unit}` (use k, m, g, t or p)"
+            ));
+        }
+    };
+    n.checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("`{s}` is too large"))
+}
+
+/// A size, or a percentage (`50%`) of the target.
+pub fn parse_size(s: &str) -> Result<SizeSpec, String> {
+    if let Some(p) = s.trim().strip_suffix('%') {
+        let v: u8 = p
+            .parse()
+            .map_err(|_| format!("`{s}` is not a percentage from 1% to 100%"))?;
+        if v == 0 || v > 100 {
+            return Err(format!("`{s}` is not a percentage from 1% to 100%"));
+        }
+        return Ok(SizeSpec::Percent(v));
+    }
+    parse_bytes(s).map(SizeSpec::Bytes)
+}
+
+/// A duration in nanoseconds; a bare number is seconds, as in fio.
+pub fn parse_time_ns(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let n: f64 = t[..split]
+        .parse()
+        .map_err(|_| format!("`{s}` is not a time (examples: 60, 500ms, 2m, 1h)"))?;
+    let unit_ns = match t[split..].to_ascii_lowercase().as_str() {
+        "" | "s" | "sec" => 1e9,
+        "ms" | "msec" => 1e6,
+        "us" | "usec" => 1e3,
+        "ns" | "nsec" => 1.0,
+        "m" | "min" => 60e9,
+        "h" => 3600e9,
+        "d" => 86400e9,
+        u => return Err(format!("`{s}` has an unknown time unit `{u}`")),
+    };
+    let ns = n * unit_ns;
+    if !ns.is_finite() || ns >= u64::MAX as f64 {
+        return Err(format!("`{s}` is too long"));
+    }
+    Ok(ns as u64)
+}
+
+/// A boolean as fio writes it; a flag given without a value is true.
+pub fn parse_bool(s: &str) -> Result<bool, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(format!("`{s}` is not a boolean (use 1 or 0)")),
+    }
+}
+
+/// A non-negative integer; `k` and `m` suffixes multiply by 1000 and 1,000,000.
+pub fn parse_count(s: &str) -> Result<u64, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let (num, mul) = if let Some(n) = t.strip_suffix('k') {
+        (n, 1_000)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 1_000_000)
+    } else {
+        (t.as_str(), 1)
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mul))
+        .ok_or_else(|| format!("`{s}` is not a whole number"))
+}
+
+/// A comma-separated list (a sweep), each item parsed by `item`.
+pub fn parse_list<T>(s: &str, item: impl Fn(&str) -> Result<T, String>) -> Result<Vec<T>, String> {
+    let v = s
+        .split(',')
+        .map(|x| item(x.trim()))
+        .collect::<Result<Vec<T>, String>>()?;
+    if v.is_empty() {
+        return Err("empty list".into());
+    }
+    Ok(v)
+}
+
+/// Formats a byte count the way fio prints sizes in job options (`4k`, `128k`, `1m`).
+pub fn format_bytes(n: u64) -> String {
+    for (shift, unit) in [(40, "t"), (30, "g"), (20, "m"), (10, "k")] {
+        if n >= 1 << shift && n.is_multiple_of(1 << shift) {
+            return format!("{}{unit}", n >> shift);
+        }
+    }
+    n.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_follow_fio() {
+        assert_eq!(parse_bytes("4k"), Ok(4096));
+        assert_eq!(parse_bytes("4K"), Ok(4096));
+        assert_eq!(parse_bytes("4KiB"), Ok(4096));
+        assert_eq!(parse_bytes("4kb"), Ok(4096));
+        assert_eq!(parse_bytes("1G"), Ok(1 << 30));
+        assert_eq!(parse_bytes("512"), Ok(512));
+        assert_eq!(parse_size("50%"), Ok(SizeSpec::Percent(50)));
+        assert!(parse_bytes("4x").is_err());
+        assert!(parse_bytes("k").is_err());
+        assert!(parse_bytes("").is_err());
+        assert!(parse_bytes("99999999999999999999").is_err());
+        assert!(parse_bytes("16777216t").is_err());
+        assert!(parse_size("0%").is_err());
+        assert!(parse_size("101%").is_err());
+    }
+
+    #[test]
+    fn times_default_to_seconds() {
+        assert_eq!(parse_time_ns("60"), Ok(60_000_000_000));
+        assert_eq!(parse_time_ns("500ms"), Ok(500_000_000));
+        assert_eq!(parse_time_ns("2m"), Ok(120_000_000_000));
+        assert_eq!(parse_time_ns("1.5s"), Ok(1_500_000_000));
+        assert_eq!(parse_time_ns("250us"), Ok(250_000));
+        assert!(parse_time_ns("1y").is_err());
+        assert!(parse_time_ns("abc").is_err());
+    }
+
+    #[test]
+    fn bools_counts_lists() {
+        assert_eq!(parse_bool("1"), Ok(true));
+        assert_eq!(parse_bool("off"), Ok(false));
+        assert!(parse_bool("2").is_err());
+        assert_eq!(parse_count("10k"), Ok(10_000));
+        assert_eq!(parse_count("500"), Ok(500));
+        assert!(parse_count("-1").is_err());
+        assert_eq!(
+            parse_list("4k, 16k,64k", parse_bytes),
+            Ok(vec![4096, 16384, 65536])
+        );
+        assert!(parse_list("4k,,8k", parse_bytes).is_err());
+        assert_eq!(format_bytes(131072), "128k");
+        assert_eq!(format_bytes(1000), "1000");
+    }
+}

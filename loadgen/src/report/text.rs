@@ -1,0 +1,211 @@
+//! The readable report: per job and direction IOPS, bandwidth and latency percentiles
+//! (total from the intended start, and completion), CPU per IO, and the timeline.
+
+use std::fmt::Write;
+
+use super::{entries, rates};
+use crate::histogram::Summary;
+use crate::options::values::format_bytes;
+use crate::stats::{DirStats, PointResult, RunResult};
+use crate::timeline::TimelineRow;
+
+/// 812ns, 130.0us, 12.3ms, 1.20s.
+pub fn ns(v: u64) -> String {
+    let f = v as f64;
+    if v < 1_000 {
+        format!("{v}ns")
+    } else if v < 1_000_000 {
+        format!("{:.1}us", f / 1e3)
+    } else if v < 1_000_000_000 {
+        format!("{:.2}ms", f / 1e6)
+    } else {
+        format!("{:.2}s", f / 1e9)
+    }
+}
+
+/// 231.2k, 1.20M.
+pub fn count(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{:.2}M", v / 1e6)
+    } else if v >= 1e3 {
+        format!("{:.1}k", v / 1e3)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+/// Bytes per second in binary units.
+pub fn bw(v: f64) -> String {
+    let mut v = v;
+    for unit in ["B/s", "KiB/s", "MiB/s", "GiB/s"] {
+        if v < 1024.0 {
+            return format!("{v:.1}{unit}");
+        }
+        v /= 1024.0;
+    }
+    format!("{v:.1}TiB/s")
+}
+
+fn lat_line(out: &mut String, label: &str, s: &Summary) {
+    let _ = writeln!(
+        out,
+        "      {label:<7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        ns(s.min),
+        ns(s.mean as u64),
+        ns(s.p50),
+        ns(s.p90),
+        ns(s.p95),
+        ns(s.p99),
+        ns(s.p99_9),
+        ns(s.p99_99),
+        ns(s.max)
+    );
+}
+
+fn dir_block(out: &mut String, name: &str, d: &DirStats, runtime_ns: u64) {
+    if d.ios == 0 {
+        return;
+    }
+    let (iops, b) = rates(d, runtime_ns);
+    let _ = writeln!(
+        out,
+        "    {name}: IOPS={}, BW={}, {} IOs in {:.1}s",
+        count(iops),
+        bw(b),
+        count(d.ios as f64),
+        runtime_ns as f64 / 1e9
+    );
+    let _ = writeln!(
+        out,
+        "      {:<7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "latency", "min", "mean", "p50", "p90", "p95", "p99", "p99.9", "p99.99", "max"
+    );
+    lat_line(out, "total", &d.total.summary());
+    lat_line(out, "clat", &d.clat.summary());
+    for leg in &d.legs {
+        lat_line(out, &leg.name, &leg.lat.summary());
+    }
+}
+
+fn timeline(out: &mut String, rows: &[TimelineRow], interval_ns: u64) {
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "  timeline ({} intervals; latency from intended start):",
+        ns(interval_ns)
+    );
+    let _ = writeln!(
+        out,
+        "    {:>7} {:>8} {:>9} {:>9} {:>8} {:>9} {:>9} {:>6} {:>6} {:>6}",
+        "t(s)", "r IOPS", "r p50", "r p99", "w IOPS", "w p50", "w p99", "QD", "cpu%", "sys%"
+    );
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "    {:>7.1} {:>8} {:>9} {:>9} {:>8} {:>9} {:>9} {:>6.1} {:>6.1} {:>6.1}",
+            r.t_s,
+            count(r.read.iops),
+            ns(r.read.lat_ns.p50),
+            ns(r.read.lat_ns.p99),
+            count(r.write.iops),
+            ns(r.write.lat_ns.p50),
+            ns(r.write.lat_ns.p99),
+            r.queue_depth,
+            r.cpu_process_pct,
+            r.cpu_system_pct
+        );
+    }
+}
+
+fn point(out: &mut String, r: &RunResult, p: &PointResult, group: bool) {
+    if r.points.len() > 1 {
+        let shapes: Vec<String> = p
+            .jobs
+            .iter()
+            .map(|j| format!("bs={} iodepth={}", format_bytes(j.bs), j.iodepth))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let _ = writeln!(
+            out,
+            "point {}/{}: {}",
+            p.index + 1,
+            r.points.len(),
+            shapes.join("; ")
+        );
+    }
+    let list = entries(p, group);
+    for (j, members) in &list {
+        let _ = writeln!(
+            out,
+            "  {}{}: rw={}, bs={}, iodepth={}{}, {}",
+            j.name,
+            if members.len() > 1 {
+                format!(" ({} jobs merged)", members.len())
+            } else {
+                format!(".{}", j.jobnum)
+            },
+            j.rw.as_str(),
+            format_bytes(j.bs),
+            j.iodepth,
+            j.rate_iops
+                .map(|r| format!(", rate_iops={r}"))
+                .unwrap_or_default(),
+            j.filename
+        );
+        dir_block(out, "read", &j.dirs[0], j.runtime_ns);
+        dir_block(out, "write", &j.dirs[1], j.runtime_ns);
+        if let Some(v) = &j.verify {
+            let bad = v.corruptions.len() as u64 + v.more_corruptions;
+            let _ = writeln!(
+                out,
+                "    verify: {} blocks written, {} checked, {} corrupt",
+                v.blocks_written, v.blocks_checked, bad
+            );
+            for c in &v.corruptions {
+                let _ = writeln!(
+                    out,
+                    "      offset {} ({:#x}): {}",
+                    c.offset, c.offset, c.problem
+                );
+            }
+        }
+    }
+    if list.len() > 1 {
+        let _ = writeln!(out, "  all jobs:");
+        dir_block(out, "read", &p.merged[0], p.runtime_ns);
+        dir_block(out, "write", &p.merged[1], p.runtime_ns);
+    }
+    let c = &p.cpu;
+    let _ = writeln!(
+        out,
+        "  cpu: {:.2}us per IO (user {:.2}s, sys {:.2}s, io_uring workers {:.2}s); process {:.0}% of one CPU; system {:.0}% of {} CPUs",
+        c.per_io_us, c.user_s, c.sys_s, c.io_workers_s, c.process_pct, c.system_pct, c.cpus
+    );
+    timeline(out, &p.timeline, r.plan.settings.interval_ns);
+}
+
+pub fn render(r: &RunResult, group: bool) -> String {
+    let mut out = String::new();
+    for p in &r.points {
+        point(&mut out, r, p, group);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units() {
+        assert_eq!(ns(812), "812ns");
+        assert_eq!(ns(130_000), "130.0us");
+        assert_eq!(ns(12_340_000), "12.34ms");
+        assert_eq!(ns(1_200_000_000), "1.20s");
+        assert_eq!(count(231_200.0), "231.2k");
+        assert_eq!(bw(1024.0 * 1024.0 * 903.0), "903.0MiB/s");
+    }
+}

@@ -1,0 +1,195 @@
+//! `loadgen run`: options → plan → targets checked → sweep points run → report.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use crate::engine::{self, JobLive, JobSpec, Watcher, legs::LegsFactory};
+use crate::error::Failure;
+use crate::live_metrics::LiveMetrics;
+use crate::options::parse::{Parsed, parse_args};
+use crate::options::sweep::{self, Point};
+use crate::options::{Plan, table, validate::validate};
+use crate::progress::Progress;
+use crate::report;
+use crate::safety::{self, DeviceGuard};
+use crate::stats::RunResult;
+use crate::target::{self, Kind, Layout};
+use crate::timeline::{DirInterval, TimelineRow};
+
+/// Progress bar and live metrics, fed by the engine's collector.
+struct Monitor {
+    progress: Progress,
+    metrics: Option<Arc<LiveMetrics>>,
+}
+
+impl Watcher for Monitor {
+    fn tick(&mut self, live: &[JobLive], elapsed_ns: u64) {
+        self.progress.tick(live, elapsed_ns);
+        if let Some(m) = &self.metrics {
+            m.tick(live);
+        }
+    }
+    fn row(&mut self, row: &TimelineRow, dirs: &[DirInterval; 2]) {
+        if let Some(m) = &self.metrics {
+            m.row(row, dirs);
+        }
+    }
+}
+
+fn fnv(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+/// The job threads of one point.
+fn specs(plan: &Plan, layout: &Layout, point: &Point, run_id: u32, entropy: u64) -> Vec<JobSpec> {
+    let ramp_ns = plan.jobs.iter().map(|j| j.ramp_time_ns).max().unwrap_or(0);
+    layout
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(index, t)| {
+            let job = &plan.jobs[t.group];
+            let (bs, iodepth) = point.per_job[t.group];
+            let base = fnv(&job.name) ^ (t.jobnum as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            JobSpec {
+                index,
+                name: job.name.clone(),
+                group: t.group,
+                jobnum: t.jobnum,
+                path: layout.targets[t.target].path.clone(),
+                region: t.region,
+                bs,
+                iodepth,
+                rw: job.rw,
+                read_pct: job.rw.read_pct(job.rwmixread),
+                time_based: job.time_based,
+                runtime_ns: job.runtime_ns,
+                ramp_ns,
+                rate_iops: job.rate_iops,
+                direct: job.direct,
+                verify: job.verify,
+                seed: if job.randrepeat { base } else { base ^ entropy },
+                run_id,
+                interval_ns: plan.settings.interval_ns,
+            }
+        })
+        .collect()
+}
+
+/// Runs `loadgen run` with its arguments; Ok is the exit status.
+pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
+    let plan = match parse_args(args).map_err(Failure::Usage)? {
+        Parsed::Help => {
+            print!("{}", table::help());
+            return Ok(0);
+        }
+        Parsed::Plan(p) => p,
+    };
+    validate(&plan).map_err(Failure::Usage)?;
+    let points = sweep::points(&plan).map_err(Failure::Usage)?;
+    let layout = target::resolve(&plan).map_err(Failure::Usage)?;
+
+    let mut guards: Vec<DeviceGuard> = Vec::new();
+    for t in &layout.targets {
+        if t.kind == Kind::BlockDevice && t.written {
+            guards.push(
+                safety::check_block_device(&t.path, t.size, plan.settings.force_destroy_data)
+                    .map_err(Failure::Usage)?,
+            );
+        }
+    }
+    let metrics = match plan.settings.metrics_address {
+        Some(addr) => Some(LiveMetrics::serve(addr).map_err(|e| {
+            Failure::Usage(format!("--metrics-address={addr}: cannot listen: {e}"))
+        })?),
+        None => None,
+    };
+    // Everything is checked: from here on files may be created.
+    target::prepare(&layout)?;
+    engine::install_sigint();
+
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let entropy = started.as_nanos() as u64 ^ ((std::process::id() as u64) << 32);
+    let run_id = (entropy ^ (entropy >> 32)) as u32 | 1;
+    let mut monitor = Monitor {
+        progress: Progress::new(plan.settings.eta),
+        metrics,
+    };
+    let mut results = Vec::with_capacity(points.len());
+    for point in &points {
+        let specs = specs(&plan, &layout, point, run_id, entropy);
+        let planned_ns = specs
+            .iter()
+            .filter_map(|s| s.runtime_ns.map(|r| r + s.ramp_ns))
+            .max();
+        let planned_ios = specs
+            .iter()
+            .all(|s| !s.time_based)
+            .then(|| specs.iter().map(|s| s.region / s.bs).sum());
+        let label = if points.len() > 1 {
+            format!("point {}/{}", point.index + 1, points.len())
+        } else {
+            "loadgen".to_string()
+        };
+        monitor.progress.begin(label, planned_ns, planned_ios);
+        if let Some(m) = &monitor.metrics {
+            m.begin_point(point.index);
+        }
+        let r = engine::run_point(
+            point.index,
+            specs,
+            plan.settings.interval_ns,
+            legs,
+            &mut monitor,
+        );
+        monitor.progress.finish();
+        if let Some(m) = &monitor.metrics {
+            m.end_point();
+        }
+        results.push(r?);
+        if engine::interrupted() {
+            eprintln!("loadgen: interrupted; reporting what ran");
+            break;
+        }
+    }
+    let safety_probe_reads = guards.iter().map(|g| g.probe_reads).sum();
+    drop(guards);
+
+    let result = RunResult {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        started_unix_ms: started.as_millis() as u64,
+        safety_probe_reads,
+        plan: plan.clone(),
+        points: results,
+    };
+    let text = report::render(&result, &plan.settings);
+    match &plan.settings.output {
+        Some(path) => std::fs::write(path, text)
+            .map_err(|e| Failure::Runtime(anyhow::anyhow!("writing {}: {e}", path.display())))?,
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())
+                .and_then(|_| out.flush())
+                .map_err(|e| Failure::Runtime(anyhow::anyhow!("writing the report: {e}")))?;
+        }
+    }
+    let bad = result.corruptions();
+    if bad > 0 {
+        for p in &result.points {
+            for j in &p.jobs {
+                for c in j.verify.iter().flat_map(|v| &v.corruptions) {
+                    eprintln!(
+                        "loadgen: verify: {} offset {} ({:#x}): {}",
+                        j.filename, c.offset, c.offset, c.problem
+                    );
+                }
+            }
+        }
+        return Err(Failure::Corrupt(bad));
+    }
+    Ok(if engine::interrupted() { 130 } else { 0 })
+}

@@ -1,0 +1,226 @@
+//! What each job runs on: `--filename` (or a file named after the job in `--directory`)
+//! resolved to a block device or a regular file, sizes and alignment checked against it, and
+//! files created and laid out before the run.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use crate::options::Plan;
+use crate::options::values::{SizeSpec, format_bytes};
+
+const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
+const BLKSSZGET: libc::c_ulong = 0x1268;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    BlockDevice,
+    File,
+}
+
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub path: PathBuf,
+    pub kind: Kind,
+    /// Current size in bytes (0 for a file that does not exist yet).
+    pub size: u64,
+    /// The device's logical block size: direct IO sizes must be multiples of it.
+    pub logical_block: u64,
+    pub exists: bool,
+    /// Bytes the jobs use from the start of the target.
+    pub needed: u64,
+    /// Whether any job writes to it.
+    pub written: bool,
+}
+
+/// One job thread's place: which plan job, which clone, which target, how many bytes.
+#[derive(Clone, Debug)]
+pub struct Thread {
+    pub group: usize,
+    pub jobnum: u32,
+    pub target: usize,
+    pub region: u64,
+}
+
+pub struct Layout {
+    pub targets: Vec<Target>,
+    pub threads: Vec<Thread>,
+}
+
+fn block_device_geometry(path: &Path) -> Result<(u64, u64), String> {
+    let f = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let mut size: u64 = 0;
+    let mut lbs: libc::c_int = 0;
+    // SAFETY: both ioctls write one value of the given type through a valid pointer.
+    let ok = unsafe {
+        libc::ioctl(f.as_raw_fd(), BLKGETSIZE64 as _, &mut size) == 0
+            && libc::ioctl(f.as_raw_fd(), BLKSSZGET as _, &mut lbs) == 0
+    };
+    if !ok {
+        return Err(format!(
+            "{}: cannot read the device size: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok((size, lbs.max(512) as u64))
+}
+
+fn inspect(path: &Path) -> Result<Target, String> {
+    let shown = path.display();
+    let mut t = Target {
+        path: path.to_path_buf(),
+        kind: Kind::File,
+        size: 0,
+        logical_block: 512,
+        exists: true,
+        needed: 0,
+        written: false,
+    };
+    match std::fs::metadata(path) {
+        Ok(m) if m.file_type().is_block_device() => {
+            let (size, lbs) = block_device_geometry(path)?;
+            t.kind = Kind::BlockDevice;
+            t.size = size;
+            t.logical_block = lbs;
+        }
+        Ok(m) if m.is_file() => t.size = m.len(),
+        Ok(m) if m.is_dir() => return Err(format!("{shown} is a directory, not a file")),
+        Ok(_) => {
+            return Err(format!(
+                "{shown} is neither a regular file nor a block device"
+            ));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if path.starts_with("/dev") && !path.starts_with("/dev/shm") {
+                return Err(format!(
+                    "{shown} does not exist (no such device; loadgen creates no files in /dev)"
+                ));
+            }
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+                && !dir.is_dir()
+            {
+                return Err(format!(
+                    "cannot create {shown}: directory {} does not exist",
+                    dir.display()
+                ));
+            }
+            t.exists = false;
+        }
+        Err(e) => return Err(format!("{shown}: {e}")),
+    }
+    Ok(t)
+}
+
+/// Resolves every job thread's target and checks sizes and alignment against it.
+pub fn resolve(plan: &Plan) -> Result<Layout, String> {
+    let mut targets: Vec<Target> = Vec::new();
+    let mut threads = Vec::new();
+    for (group, job) in plan.jobs.iter().enumerate() {
+        let name = &job.name;
+        for jobnum in 0..job.numjobs {
+            let path = match &job.filename {
+                Some(f) => f.clone(),
+                None => job
+                    .directory
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from("."))
+                    .join(format!("{name}.{jobnum}.0")),
+            };
+            let ti = match targets.iter().position(|t| t.path == path) {
+                Some(i) => i,
+                None => {
+                    targets.push(inspect(&path)?);
+                    targets.len() - 1
+                }
+            };
+            let t = &mut targets[ti];
+            let shown = t.path.display().to_string();
+            let region = match job.size {
+                Some(SizeSpec::Bytes(b)) => b,
+                Some(SizeSpec::Percent(p)) if t.exists => t.size * p as u64 / 100,
+                Some(SizeSpec::Percent(_)) => {
+                    return Err(format!(
+                        "job {name}: {shown} does not exist; give --size in bytes to create it"
+                    ));
+                }
+                None if t.exists && t.size > 0 => t.size,
+                None => {
+                    return Err(format!(
+                        "job {name}: {shown} does not exist or is empty; give --size to create it"
+                    ));
+                }
+            };
+            if t.kind == Kind::BlockDevice && region > t.size {
+                return Err(format!(
+                    "job {name}: --size={} is larger than {shown} ({} bytes)",
+                    format_bytes(region),
+                    t.size
+                ));
+            }
+            let max_bs = job.bs.iter().copied().max().unwrap_or(0);
+            if region < max_bs {
+                return Err(format!(
+                    "job {name}: size {region} bytes of {shown} is smaller than --bs={}",
+                    format_bytes(max_bs)
+                ));
+            }
+            if job.direct
+                && let Some(bs) = job.bs.iter().find(|&&b| b % t.logical_block != 0)
+            {
+                return Err(format!(
+                    "job {name}: --bs={bs} is not a multiple of {shown}'s logical block size {}, which direct IO needs",
+                    t.logical_block
+                ));
+            }
+            t.needed = t.needed.max(region);
+            t.written |= job.rw.read_pct(job.rwmixread) < 100;
+            threads.push(Thread {
+                group,
+                jobnum,
+                target: ti,
+                region,
+            });
+        }
+    }
+    Ok(Layout { targets, threads })
+}
+
+/// Creates missing files and extends short ones by writing data, as fio lays out files, so
+/// that reads hit written blocks rather than holes.
+pub fn prepare(layout: &Layout) -> anyhow::Result<()> {
+    for t in &layout.targets {
+        if t.kind != Kind::File || t.size >= t.needed {
+            continue;
+        }
+        eprintln!(
+            "loadgen: laying out {} ({} bytes)",
+            t.path.display(),
+            t.needed
+        );
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&t.path)
+            .with_context(|| format!("creating {}", t.path.display()))?;
+        let chunk: Vec<u8> = (0..1 << 20)
+            .map(|i: u32| (i.wrapping_mul(2654435761) >> 24) as u8)
+            .collect();
+        let mut pos = t.size;
+        use std::io::Seek;
+        f.seek(std::io::SeekFrom::Start(pos))?;
+        while pos < t.needed {
+            let n = (t.needed - pos).min(chunk.len() as u64) as usize;
+            f.write_all(&chunk[..n])
+                .with_context(|| format!("laying out {}", t.path.display()))?;
+            pos += n as u64;
+        }
+        f.sync_all()?;
+    }
+    Ok(())
+}

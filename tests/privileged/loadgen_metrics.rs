@@ -1,0 +1,91 @@
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use stornet_tests::agent::free_port;
+use stornet_tests::blockdev::LoopDevice;
+use stornet_tests::loadgen::{Run, command, num};
+use stornet_tests::metrics::{http_get, parse, sum};
+use stornet_tests::privilege::{require_root, require_tool};
+
+/// --metrics-address serves the run's live metrics: counters grow during the run, the text
+/// passes `promtool check metrics`, and the last scrape never exceeds the final report.
+#[test]
+fn loadgen_serves_live_metrics() {
+    if !require_root("loadgen_serves_live_metrics")
+        || !require_tool("loadgen_serves_live_metrics", "promtool")
+    {
+        return;
+    }
+    let disk = LoopDevice::new("lgmetrics", 64 << 20).expect("loop device");
+    let addr = format!("127.0.0.1:{}", free_port().unwrap());
+    let child = command(&[
+        "--filename",
+        disk.dev.to_str().unwrap(),
+        "--rw=randread",
+        "--bs=4k",
+        "--iodepth=4",
+        "--rate_iops=2000",
+        "--time_based",
+        "--runtime=4",
+        "--interval=500ms",
+        "--output-format=json",
+        &format!("--metrics-address={addr}"),
+    ])
+    .spawn()
+    .expect("loadgen starts");
+    let sock = addr.parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut scrapes = Vec::new();
+    while scrapes.len() < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1200));
+        if let Ok((200, body)) = http_get(sock, "/metrics") {
+            scrapes.push(body);
+        }
+    }
+    let out = child.wait_with_output().expect("loadgen exits");
+    let r = Run::from_output(out);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(scrapes.len(), 2, "two scrapes during the run");
+    let read = |body: &str| {
+        sum(
+            &parse(body).unwrap(),
+            "stornet_loadgen_ios_total",
+            &[("op", "read")],
+        )
+    };
+    let (a, b) = (read(&scrapes[0]), read(&scrapes[1]));
+    assert!(a > 0.0 && b > a, "read IOs {a} then {b}");
+    let last = parse(&scrapes[1]).unwrap();
+    assert!(
+        sum(
+            &last,
+            "stornet_loadgen_latency_seconds_count",
+            &[("op", "read")]
+        ) > 0.0
+    );
+    assert!(sum(&last, "stornet_loadgen_interval_iops", &[("op", "read")]) > 0.0);
+    let total = num(&r.json().unwrap(), "jobs/0/read/total_ios");
+    assert!(b <= total, "scraped {b} > reported {total}");
+
+    let mut promtool = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    promtool
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(scrapes[1].as_bytes())
+        .unwrap();
+    let check = promtool.wait_with_output().unwrap();
+    assert!(
+        check.status.success(),
+        "promtool: {}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
+}
