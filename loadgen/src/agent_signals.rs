@@ -444,7 +444,7 @@ pub fn host(name: &str, addresses: Vec<String>, v: &Values, n: usize) -> Host {
     }
     h.devices.retain(|name, _| !name.is_empty());
 
-    // TCP peers; `other` folds peers beyond the agent's cap and is no address.
+    // TCP peers.
     let peer_fields = [
         Field::TcpRetransmits,
         Field::TcpSrtt,
@@ -452,8 +452,12 @@ pub fn host(name: &str, addresses: Vec<String>, v: &Values, n: usize) -> Host {
         Field::TcpMss,
     ];
     for k in v.keys().filter(|k| peer_fields.contains(&k.field)) {
+        // `other` folds peers beyond the agent's cap; a loopback peer is this host itself.
         let addr = &k.labels[0];
-        if addr.is_empty() || addr == "other" {
+        let local = addr
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback() || ip.is_unspecified());
+        if addr.is_empty() || addr == "other" || local {
             continue;
         }
         let p: &mut Peer = h.peers.entry(addr.clone()).or_default();
@@ -569,6 +573,7 @@ mod tests {
             s(3.0, 0.0),
         );
         v.insert(Key::new(Field::TcpRetransmits, &["other"]), s(9.0, 9.0));
+        v.insert(Key::new(Field::TcpSrtt, &["127.0.0.1"]), s(1e-5, 1e-5));
         v.insert(Key::new(Field::SkbDrops, &["qdisc_drop"]), s(7.0, 1.0));
         for (h, p) in [("8001:", "root"), ("0:", "8001:1"), ("0:", "8001:2")] {
             v.insert(
@@ -594,7 +599,7 @@ mod tests {
         assert_eq!(op.service_seconds, vec![Some(0.01), Some(0.01)]);
         assert_eq!(op.ios, s(100.0, 50.0));
         assert_eq!(h.devices["loop3"].inflight, s(4.0, 4.0));
-        assert_eq!(h.peers.len(), 1, "peer `other` is no address");
+        assert_eq!(h.peers.len(), 1, "`other` is no address, loopback no peer");
         assert_eq!(h.peers["198.18.0.2"].retransmits, s(3.0, 0.0));
         assert_eq!(h.skb_drops["qdisc_drop"], s(7.0, 1.0));
         let names: Vec<String> = h

@@ -2,6 +2,9 @@
 //! Run as root (`cargo xtask test`); without root they skip, and with `CI` set they fail.
 
 mod block_counts;
+mod correlate_fleet;
+mod correlate_html;
+mod correlate_record;
 mod lab_netns;
 mod loadgen_counts;
 mod loadgen_metrics;

@@ -129,6 +129,16 @@ impl AgentProcess {
         metrics::parse(&body)
     }
 
+    /// Names of the probes the agent reports (`stornet_probe_up{probe}`), attached or not.
+    pub fn probes(&self) -> Result<Vec<String>> {
+        Ok(self
+            .scrape()?
+            .iter()
+            .filter(|s| s.name == "stornet_probe_up")
+            .filter_map(|s| s.label("probe").map(str::to_string))
+            .collect())
+    }
+
     /// Sends SIGTERM and waits up to `timeout` for the exit status.
     pub fn terminate(&mut self, timeout: Duration) -> Result<ExitStatus> {
         self.signal(libc::SIGTERM);

@@ -281,6 +281,108 @@ impl HostPair {
     }
 }
 
+/// TCP streams from one namespace to another, sending as fast as the path allows until
+/// stopped (or dropped): a bulk transfer that fills a shaped link's queue.
+pub struct TcpLoad {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<Result<u64>>>,
+}
+
+impl TcpLoad {
+    /// `streams` connections from `from` to `to_addr:port`, which a receiver in `to` drains.
+    pub fn start(
+        from: &Netns,
+        to: &Netns,
+        to_addr: Ipv4Addr,
+        port: u16,
+        streams: usize,
+    ) -> Result<TcpLoad> {
+        use std::io::{Read, Write};
+        use std::sync::atomic::Ordering::Relaxed;
+        ensure!(is_lab_addr(to_addr), "{to_addr} is outside 198.18.0.0/15");
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let s = stop.clone();
+        let receiver = to.spawn(move || {
+            let l = std::net::TcpListener::bind((to_addr, port))?;
+            l.set_nonblocking(true)?;
+            let _ = ready_tx.send(());
+            let mut readers = Vec::new();
+            while !s.load(Relaxed) {
+                match l.accept() {
+                    Ok((mut c, _)) => {
+                        c.set_nonblocking(false)?;
+                        c.set_read_timeout(Some(std::time::Duration::from_millis(200)))?;
+                        let s = s.clone();
+                        readers.push(std::thread::spawn(move || {
+                            let mut buf = vec![0u8; 1 << 16];
+                            let mut n = 0u64;
+                            while !s.load(Relaxed) {
+                                match c.read(&mut buf) {
+                                    Ok(0) => break,
+                                    Ok(k) => n += k as u64,
+                                    Err(_) => {}
+                                }
+                            }
+                            n
+                        }));
+                    }
+                    Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
+                }
+            }
+            Ok(readers.into_iter().map(|r| r.join().unwrap_or(0)).sum())
+        });
+        ready_rx
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .context("the receiver did not start listening")?;
+        let mut threads = vec![receiver];
+        for _ in 0..streams {
+            let s = stop.clone();
+            threads.push(from.spawn(move || {
+                let mut c = std::net::TcpStream::connect((to_addr, port))?;
+                c.set_write_timeout(Some(std::time::Duration::from_millis(200)))?;
+                let buf = vec![0x5au8; 1 << 16];
+                let mut n = 0u64;
+                while !s.load(Relaxed) {
+                    match c.write(&buf) {
+                        Ok(k) => n += k as u64,
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                Ok(n)
+            }));
+        }
+        Ok(TcpLoad { stop, threads })
+    }
+
+    /// Stops every stream; returns the bytes the receiver got.
+    pub fn stop(mut self) -> Result<u64> {
+        self.halt()
+    }
+
+    fn halt(&mut self) -> Result<u64> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut received = 0;
+        for (i, t) in self.threads.drain(..).enumerate() {
+            let n = t
+                .join()
+                .map_err(|_| anyhow::anyhow!("a load thread panicked"))??;
+            if i == 0 {
+                received = n;
+            }
+        }
+        Ok(received)
+    }
+}
+
+impl Drop for TcpLoad {
+    fn drop(&mut self) {
+        let _ = self.halt();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use analysis::{Host, Latency, Run, Series};
+use analysis::{BlockOp, Host, Latency, Run, Series};
 
 use crate::agent_signals::{self, FAMILIES, Family, Field, Fold, Key, Kind, Values};
 use crate::http::{self, Url};
@@ -130,7 +130,7 @@ pub fn queries(f: &Fleet) -> Vec<(Target, String)> {
             out.push((
                 Target::Quantile { histogram, q },
                 format!(
-                    "histogram_quantile({q}, sum by (instance, op, le) (increase({}[{w}])))",
+                    "histogram_quantile({q}, sum by (instance, device, op, le) (increase({}[{w}])))",
                     f.selector(&format!("{histogram}_bucket"))
                 ),
             ));
@@ -263,33 +263,37 @@ fn series_of(points: &[(f64, f64)], g: &Grid) -> Series {
     s
 }
 
+/// Requests per interval, on average, a device needs before its latency is analysed: a
+/// handful of requests makes no percentile.
+const MIN_REQUESTS_PER_INTERVAL: f64 = 10.0;
+
+/// Percentile series of one device and op: queue p50, queue p99, service p50, service p99.
+type Quantiles = [Series; 4];
+
 /// Builds the analysis input from the answers: one host per instance.
 pub fn build(g: &Grid, answers: &Answers) -> Run {
     let mut values: BTreeMap<String, Values> = BTreeMap::new();
-    // (instance, op) → [queue p50, queue p99, service p50, service p99]
-    let mut quantiles: BTreeMap<(String, String), [Series; 4]> = BTreeMap::new();
+    // (instance, device, op) → percentiles
+    let mut quantiles: BTreeMap<(String, String, String), Quantiles> = BTreeMap::new();
     for (target, result) in answers {
         for (labels, points) in result {
-            let instance = labels.get("instance").cloned().unwrap_or_default();
+            let label = |k: &str| labels.get(k).cloned().unwrap_or_default();
             let s = series_of(points, g);
             match target {
                 Target::Family(field) => {
                     let fam = agent_signals::family_of(*field);
                     let key = Key {
                         field: *field,
-                        labels: fam
-                            .labels
-                            .iter()
-                            .map(|l| labels.get(*l).cloned().unwrap_or_default())
-                            .collect(),
+                        labels: fam.labels.iter().map(|l| label(l)).collect(),
                     };
-                    values.entry(instance).or_default().insert(key, s);
+                    values.entry(label("instance")).or_default().insert(key, s);
                 }
                 Target::Quantile { histogram, q } => {
-                    let op = labels.get("op").cloned().unwrap_or_default();
                     let slot = usize::from(*histogram == agent_signals::SERVICE_HISTOGRAM) * 2
                         + usize::from(*q > 0.5);
-                    quantiles.entry((instance, op)).or_default()[slot] = s;
+                    quantiles
+                        .entry((label("instance"), label("device"), label("op")))
+                        .or_default()[slot] = s;
                 }
             }
         }
@@ -298,26 +302,23 @@ pub fn build(g: &Grid, answers: &Answers) -> Run {
         .iter()
         .map(|(instance, v)| {
             let mut h = agent_signals::host(instance, address(instance), v, g.n);
-            for (op, slot) in [("read", 0), ("write", 1)] {
-                let q = quantiles.get(&(instance.clone(), op.to_string()));
-                let lat = block_latency(&h, op, g, q);
-                if slot == 0 {
+            let mut devices = Vec::new();
+            for op in ["read", "write"] {
+                let Some(dev) = busiest(&h, op, g) else {
+                    continue;
+                };
+                let q = quantiles.get(&(instance.clone(), dev.clone(), op.to_string()));
+                let lat = block_latency(&h.devices[&dev].ops[op], g, q);
+                if lat.is_some() && !devices.contains(&dev) {
+                    devices.push(dev);
+                }
+                if op == "read" {
                     h.read = lat;
                 } else {
                     h.write = lat;
                 }
             }
-            h.local_devices = h
-                .devices
-                .iter()
-                .filter(|(name, d)| {
-                    *name != "other"
-                        && d.ops
-                            .values()
-                            .any(|o| o.ios.iter().flatten().any(|x| *x > 0.0))
-                })
-                .map(|(name, _)| name.clone())
-                .collect();
+            h.local_devices = devices;
             h
         })
         .collect();
@@ -326,6 +327,20 @@ pub fn build(g: &Grid, answers: &Answers) -> Run {
         starts: (0..g.n).map(|i| g.start + i as f64 * g.step).collect(),
         hosts,
     }
+}
+
+/// The device that completed the most requests of an op, if it completed enough to analyse.
+fn busiest(h: &Host, op: &str, g: &Grid) -> Option<String> {
+    h.devices
+        .iter()
+        .filter(|(name, _)| *name != "other")
+        .filter_map(|(name, d)| {
+            let total: f64 = d.ops.get(op)?.ios.iter().flatten().sum();
+            Some((total, name))
+        })
+        .filter(|(total, _)| *total >= MIN_REQUESTS_PER_INTERVAL * g.n as f64)
+        .max_by(|a, b| a.0.total_cmp(&b.0).then(b.1.cmp(a.1)))
+        .map(|(_, name)| name.clone())
 }
 
 /// The address of an instance named `IP:PORT` (or a bare IP).
@@ -340,40 +355,19 @@ fn address(instance: &str) -> Vec<String> {
     }
 }
 
-/// A host's block-layer latency for one op, across its devices: IOPS from the requests,
-/// the mean as queue plus service time weighted by requests, the percentiles as the sum of
-/// the queue and service percentiles (an upper bound: the two are not added per request).
-fn block_latency(h: &Host, op: &str, g: &Grid, q: Option<&[Series; 4]>) -> Option<Latency> {
-    let ops: Vec<_> = h.devices.values().filter_map(|d| d.ops.get(op)).collect();
-    let at = |s: &Series, i: usize| s.get(i).copied().flatten();
-    let ios: Series = (0..g.n)
-        .map(|i| {
-            let v: Vec<f64> = ops.iter().filter_map(|o| at(&o.ios, i)).collect();
-            (!v.is_empty()).then(|| v.iter().sum())
-        })
-        .collect();
+/// A device's block-layer latency for one op: IOPS from its requests, the mean as queue
+/// plus service time, the percentiles as the sum of the queue and service percentiles (an
+/// upper bound: the two are not added request by request).
+fn block_latency(o: &BlockOp, g: &Grid, q: Option<&Quantiles>) -> Option<Latency> {
     let q = q?;
-    if !ios.iter().flatten().any(|x| *x > 0.0) {
-        return None;
-    }
-    let mean: Series = (0..g.n)
-        .map(|i| {
-            let (mut acc, mut w) = (0.0, 0.0);
-            for o in &ops {
-                let (Some(n), Some(s)) = (at(&o.ios, i), at(&o.service_seconds, i)) else {
-                    continue;
-                };
-                acc += n * (s + at(&o.queue_seconds, i).unwrap_or(0.0));
-                w += n;
-            }
-            (w > 0.0).then(|| acc / w)
-        })
-        .collect();
+    let at = |s: &Series, i: usize| s.get(i).copied().flatten();
     let add = |a: &Series, b: &Series| -> Series {
+        let a_missing = a.iter().all(Option::is_none);
         (0..g.n)
             .map(|i| match (at(a, i), at(b, i)) {
                 (Some(x), Some(y)) => Some(x + y),
-                (None, Some(y)) if a.is_empty() || a.iter().all(Option::is_none) => Some(y),
+                // Without queue times (no start stamps on this queue) the service time is all.
+                (None, Some(y)) if a_missing => Some(y),
                 _ => None,
             })
             .collect()
@@ -383,10 +377,10 @@ fn block_latency(h: &Host, op: &str, g: &Grid, q: Option<&[Series; 4]>) -> Optio
         return None;
     }
     Some(Latency {
-        iops: ios.iter().map(|v| v.map(|x| x / g.step)).collect(),
+        iops: o.ios.iter().map(|v| v.map(|x| x / g.step)).collect(),
         p50_seconds: add(&q[0], &q[2]),
         p99_seconds: p99,
-        mean_seconds: mean,
+        mean_seconds: add(&o.queue_seconds, &o.service_seconds),
         ..Latency::default()
     })
 }
@@ -423,7 +417,7 @@ mod tests {
             "min by (instance, device) (avg_over_time(stornet_block_queue_limit{instance=~\"stor.*\"}[5000ms]))"
         );
         assert!(q.iter().any(|(_, s)| s
-            == "histogram_quantile(0.99, sum by (instance, op, le) (increase(stornet_block_service_seconds_bucket{instance=~\"stor.*\"}[5000ms])))"));
+            == "histogram_quantile(0.99, sum by (instance, device, op, le) (increase(stornet_block_service_seconds_bucket{instance=~\"stor.*\"}[5000ms])))"));
         assert!(
             !q.iter()
                 .any(|(t, _)| *t == Target::Family(Field::AgentStart))
@@ -505,7 +499,16 @@ mod tests {
         let answers: Answers = vec![
             (
                 Target::Family(Field::BlockRequests),
-                vec![answer(&dev, &[500.0, 500.0, 0.0, 500.0])],
+                vec![
+                    answer(&dev, &[500.0, 500.0, 0.0, 500.0]),
+                    // A system disk's few reads and writes: too few to analyse, and not
+                    // the busiest for writes.
+                    answer(
+                        &[inst, ("device", "vda"), ("op", "read")],
+                        &[3.0, 0.0, 9.0, 0.0],
+                    ),
+                    answer(&[inst, ("device", "vda"), ("op", "write")], &[90.0; 4]),
+                ],
             ),
             (
                 Target::Family(Field::BlockQueueSum),
@@ -535,20 +538,14 @@ mod tests {
                     histogram: agent_signals::QUEUE_HISTOGRAM,
                     q: 0.99,
                 },
-                vec![answer(
-                    &[inst, ("op", "write")],
-                    &[0.004, 0.004, f64::NAN, 0.004],
-                )],
+                vec![answer(&dev, &[0.004, 0.004, f64::NAN, 0.004])],
             ),
             (
                 Target::Quantile {
                     histogram: agent_signals::SERVICE_HISTOGRAM,
                     q: 0.99,
                 },
-                vec![answer(
-                    &[inst, ("op", "write")],
-                    &[0.001, 0.001, f64::NAN, 0.002],
-                )],
+                vec![answer(&dev, &[0.001, 0.001, f64::NAN, 0.002])],
             ),
         ];
         let run = build(&g, &answers);
@@ -558,7 +555,7 @@ mod tests {
         assert_eq!(h.name, "198.18.7.1:9477");
         assert_eq!(h.addresses, vec!["198.18.7.1"]);
         assert_eq!(h.local_devices, vec!["loop3"]);
-        assert!(h.read.is_none());
+        assert!(h.read.is_none(), "12 reads in 4 intervals are too few");
         let w = h.write.as_ref().unwrap();
         assert_eq!(
             w.iops,

@@ -37,21 +37,17 @@ pub struct AnalyzeArgs {
     #[arg(long, value_name = "URL", conflicts_with = "record")]
     pub prometheus: Option<String>,
     /// Fleet mode: start of the window (Unix seconds, RFC 3339, `now` or `now-15m`).
-    #[arg(long, value_name = "TIME", requires = "prometheus")]
+    #[arg(long, value_name = "TIME")]
     pub start: Option<String>,
     /// Fleet mode: end of the window (as --start).
-    #[arg(long, value_name = "TIME", requires = "prometheus")]
+    #[arg(long, value_name = "TIME")]
     pub end: Option<String>,
-    /// Fleet mode: length of one interval; use at least twice the scrape interval.
-    #[arg(
-        long,
-        value_name = "DURATION",
-        default_value = "15s",
-        requires = "prometheus"
-    )]
-    pub step: String,
+    /// Fleet mode: length of one interval (default 15s); use at least twice the scrape
+    /// interval.
+    #[arg(long, value_name = "DURATION")]
+    pub step: Option<String>,
     /// Fleet mode: label matchers for every query, e.g. '{instance=~"stor.*"}'.
-    #[arg(long, value_name = "MATCHERS", requires = "prometheus")]
+    #[arg(long, value_name = "MATCHERS")]
     pub selector: Option<String>,
 }
 
@@ -92,7 +88,20 @@ struct Output<'a> {
 /// Runs `loadgen analyze`; Ok is the exit status.
 pub fn run(a: &AnalyzeArgs) -> Result<u8, Failure> {
     match (&a.record, &a.prometheus) {
-        (Some(path), None) => from_record(a, path),
+        (Some(path), None) => {
+            let fleet_only = [
+                ("--start", a.start.is_some()),
+                ("--end", a.end.is_some()),
+                ("--step", a.step.is_some()),
+                ("--selector", a.selector.is_some()),
+            ];
+            if let Some((flag, _)) = fleet_only.iter().find(|f| f.1) {
+                return Err(Failure::Usage(format!(
+                    "{flag} belongs to fleet mode (--prometheus URL), not to a run record"
+                )));
+            }
+            from_record(a, path)
+        }
         (None, Some(url)) => from_prometheus(a, url),
         _ => Err(Failure::Usage(
             "give a run record (loadgen analyze run.json) or --prometheus URL with --start and --end".into(),
@@ -319,7 +328,7 @@ fn from_prometheus(a: &AnalyzeArgs, url: &str) -> Result<u8, Failure> {
         .as_deref()
         .ok_or_else(|| usage("fleet mode needs --end".into()))
         .and_then(|s| time::parse(s, now).map_err(|e| usage(format!("--end: {e}"))))?;
-    let step = crate::options::values::parse_time_ns(&a.step)
+    let step = crate::options::values::parse_time_ns(a.step.as_deref().unwrap_or("15s"))
         .map_err(|e| usage(format!("--step: {e}")))? as f64
         / 1e9;
     let matchers = fleet::matchers(a.selector.as_deref().unwrap_or("")).map_err(usage)?;
@@ -367,7 +376,7 @@ fn from_prometheus(a: &AnalyzeArgs, url: &str) -> Result<u8, Failure> {
         time::format(start + grid.step * grid.n as f64),
     );
     let mut notes = vec![
-        "fleet mode: a host's latency is its block layer's (queue plus service time, percentiles summed as an upper bound); time above the block layer and the network in front of a remote device are not in it".to_string(),
+        "fleet mode: a host's latency is its busiest device's block-layer time (queue plus service, percentiles summed as an upper bound); time above the block layer and replicas' round trips are not in it".to_string(),
     ];
     if !without.is_empty() {
         notes.push(format!(

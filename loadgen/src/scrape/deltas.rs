@@ -76,9 +76,19 @@ impl Deltas {
         }
     }
 
-    /// The per-interval values of the intervals closed so far, cut to `n` intervals.
+    /// The per-interval values as `n` intervals: intervals closed beyond the `n`-th (the
+    /// last scrape came after more boundaries had passed) fold into the last one, counters
+    /// adding up and gauges keeping their latest value; missing ones are padded.
     pub fn finish(mut self, n: usize) -> Values {
-        for s in self.series.values_mut() {
+        for (key, s) in self.series.iter_mut() {
+            if n > 0 && s.len() > n {
+                let tail: Vec<Option<f64>> = s.drain(n - 1..).collect();
+                let folded = match family_of(key.field).kind {
+                    Kind::Gauge => tail.last().copied().flatten(),
+                    Kind::Counter { .. } => tail.iter().copied().sum::<Option<f64>>(),
+                };
+                s.push(folded);
+            }
             s.resize(n, None);
         }
         self.series
@@ -179,5 +189,17 @@ mod tests {
         let v = d.finish(3);
         assert_eq!(v[&retrans()], vec![Some(1.0), Some(1.0), None]);
         assert_eq!(v[&inflight()], vec![None, None, None]);
+    }
+
+    #[test]
+    fn intervals_past_the_end_fold_into_the_last_one() {
+        let mut d = Deltas::new();
+        for (r, q) in [(0.0, 1.0), (5.0, 2.0), (7.0, 3.0), (10.0, 4.0)] {
+            d.push(reading(&[(retrans(), r), (inflight(), q)]));
+        }
+        let v = d.finish(2);
+        // IOs completing after the last boundary still belong to the last interval.
+        assert_eq!(v[&retrans()], vec![Some(5.0), Some(5.0)]);
+        assert_eq!(v[&inflight()], vec![Some(2.0), Some(4.0)]);
     }
 }

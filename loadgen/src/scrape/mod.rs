@@ -249,9 +249,8 @@ fn sampler(spec: AgentSpec, rx: Receiver<Cmd>, tx: Sender<Reply>) {
     }
 }
 
-/// Scrapes at `start + k·interval` until told how many intervals the point had; then takes
-/// the last boundary's scrape (now, if it has not been taken yet). `first`, when given, is
-/// boundary 0.
+/// Scrapes at `start + k·interval` until told how many intervals the point had; then
+/// scrapes once more, after the point's last IO. `first`, when given, is boundary 0.
 fn sample_point(
     spec: &AgentSpec,
     rx: &Receiver<Cmd>,
@@ -279,12 +278,12 @@ fn sample_point(
                     deltas.push(None);
                     k += 1;
                 }
-                if k == n {
-                    let now = clock::now_ns();
-                    let r = scrape(&spec.url, timeout);
-                    log.took(k, interval_ns, now, clock::now_ns(), &r);
-                    deltas.push(r.ok());
-                }
+                // The point's last IO has completed: this scrape closes the last interval
+                // (IOs completing after the runtime belong to it, as in the timeline).
+                let now = clock::now_ns();
+                let r = scrape(&spec.url, timeout);
+                log.took(k, interval_ns, now, clock::now_ns(), &r);
+                deltas.push(r.ok());
                 return Some(PointSamples {
                     values: deltas.finish(intervals),
                     status: log.status,
