@@ -8,6 +8,7 @@ mod loadgen_metrics;
 mod loadgen_rate;
 mod loadgen_safety;
 mod loadgen_verify;
+mod replica_run;
 mod replica_serve;
 mod service_lifecycle;
 mod service_prometheus;

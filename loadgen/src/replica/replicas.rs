@@ -244,7 +244,7 @@ impl Replicas {
                 for (i, &addr) in this.addrs.iter().enumerate() {
                     let (sock, conn) = BlockingClient::connect(addr, &opts)
                         .and_then(BlockingClient::into_parts)
-                        .map_err(|e| anyhow!("replica {addr}: {}", e.cause))?;
+                        .map_err(|e| anyhow!("replica {addr}: cannot connect: {}", e.cause))?;
                     legs.add_link(i, sock, conn);
                 }
             }
