@@ -30,7 +30,7 @@ use std::time::Instant;
 use anyhow::Result;
 use io_uring::{opcode, squeue, types};
 
-use super::client::{Event, ReplicaConn, ReplicaError, SubmitError};
+use super::client::{Event, ReplicaConn, ReplicaError};
 use super::protocol::{AckStatus, FRAME_HEADER_LEN};
 use super::replicas::ReplicasFailed;
 use crate::clock;
@@ -241,8 +241,8 @@ impl Link {
                 self.by_id.insert(id, slot);
                 self.queue.push_back(slot);
             }
-            Err(SubmitError::Failed(e)) => self.fail(e, 1),
-            // The options rule these out; a replica announcing a smaller maximum can not.
+            // The options rule out sizes the protocol refuses, but a replica may announce a
+            // smaller maximum: the connection fails with this write.
             Err(e) => {
                 let e = self.conn.io_failed(&io::Error::other(e.to_string()));
                 self.fail(e, 1);
@@ -303,15 +303,14 @@ impl Link {
         if s.next < s.iov.len() {
             return; // short: `settle` sends the rest first
         }
-        let slots = std::mem::take(&mut self.send.slots);
-        for &slot in &slots {
+        for i in 0..self.send.slots.len() {
+            let slot = self.send.slots[i];
             let w = &mut self.writes[slot as usize];
             w.sent = true;
             if w.acked {
                 self.finish(slot, done);
             }
         }
-        self.send.slots = slots;
         self.send.slots.clear();
     }
 
