@@ -15,6 +15,19 @@ pub struct Cli {
     /// Address to serve /metrics on; `:PORT` listens on every address.
     #[arg(long = "web.listen-address", default_value = ":9477")]
     pub listen_address: String,
+    /// Configuration file (TOML); without it every setting has its default.
+    #[arg(long = "config.file")]
+    pub config_file: Option<std::path::PathBuf>,
+}
+
+/// Reads and checks the configuration file, or the defaults without one.
+pub fn load_config(path: Option<&std::path::Path>) -> Result<crate::config::Config> {
+    let Some(path) = path else {
+        return Ok(crate::config::Config::default());
+    };
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read --config.file {}", path.display()))?;
+    crate::config::Config::parse(&text).with_context(|| format!("{}", path.display()))
 }
 
 /// Parses `:9477`, `127.0.0.1:9477` or `[::1]:9477`.

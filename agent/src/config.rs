@@ -70,10 +70,22 @@ impl Default for NetConfig {
     }
 }
 
+impl NetConfig {
+    pub fn validate(&self) -> anyhow::Result<()> {
+        for n in &self.namespaces {
+            crate::net::namespaces::Namespace::parse(n)
+                .map_err(|e| anyhow::anyhow!("[net] {e}"))?;
+        }
+        Ok(())
+    }
+}
+
 impl Config {
     /// Parses a configuration file's text.
     pub fn parse(text: &str) -> anyhow::Result<Config> {
-        Ok(toml::from_str(text)?)
+        let config: Config = toml::from_str(text)?;
+        config.net.validate()?;
+        Ok(config)
     }
 
     pub fn probe_enabled(&self, probe: &str) -> bool {

@@ -8,5 +8,6 @@ pub mod config;
 pub mod devices;
 pub mod exporter;
 pub mod model;
+pub mod net;
 pub mod probes;
 pub mod server;

@@ -17,6 +17,13 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let config = match cli::load_config(args.config_file.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("stornet-agent: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
     let listener = match server::bind(addr).await {
         Ok(l) => l,
         Err(e) => {
@@ -24,7 +31,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let agent = Arc::new(Agent::start(&stornet_agent::config::Config::default()));
+    let agent = Arc::new(Agent::start(&config));
     let shutdown = async {
         use tokio::signal::unix::{SignalKind, signal};
         match signal(SignalKind::terminate()) {

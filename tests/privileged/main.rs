@@ -3,3 +3,7 @@
 
 mod block_counts;
 mod lab_netns;
+mod net_buffers;
+mod net_mtu;
+mod net_sockets;
+mod net_support;

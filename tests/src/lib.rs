@@ -7,3 +7,4 @@ pub mod blockdev;
 pub mod metrics;
 pub mod netns;
 pub mod privilege;
+pub mod traffic;
