@@ -35,6 +35,7 @@ impl Agent {
                 Err(e) => warn!(error = %format!("{e:#}"), "block collector unavailable"),
             }
         }
+        collectors.extend(crate::net::collectors(&mut probes, &config.net));
         Agent {
             probes,
             collectors,

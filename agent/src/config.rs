@@ -168,17 +168,8 @@ impl Config {
             return Err(err("net", "max_peers", None, "must be at least 1".into()));
         }
         for ns in &self.net.namespaces {
-            let ok = match ns.strip_prefix("pid:") {
-                Some(pid) => pid.parse::<u32>().is_ok_and(|p| p > 0),
-                None => !ns.is_empty() && !ns.contains('/') && ns != "." && ns != "..",
-            };
-            if !ok {
-                return Err(err(
-                    "net",
-                    "namespaces",
-                    Some(ns),
-                    format!("{ns:?} is neither a name under /run/netns nor pid:N"),
-                ));
+            if let Err(e) = crate::net::namespaces::Namespace::parse(ns) {
+                return Err(err("net", "namespaces", Some(ns), format!("{e:#}")));
             }
         }
         Ok(())

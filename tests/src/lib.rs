@@ -14,3 +14,4 @@ pub mod privilege;
 pub mod prometheus;
 pub mod replica;
 pub mod tls;
+pub mod traffic;
