@@ -2,5 +2,6 @@
 //! Run as root (`cargo xtask test`); without root they skip, and with `CI` set they fail.
 
 mod block_counts;
+mod dashboards_live;
 mod lab_netns;
 mod replica_serve;

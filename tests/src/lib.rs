@@ -1,10 +1,20 @@
 //! stornet's lab harness: privilege checks, loop devices, the agent and `loadgen serve` as
-//! processes, and metric scrapes. Everything it creates is removed on drop, also when a test fails.
+//! processes, metric scrapes, and a real Prometheus with stornet's rules and dashboards.
+//! Everything it creates is removed on drop, also when a test fails.
 
 pub mod agent;
 pub mod bins;
 pub mod blockdev;
+pub mod grafana;
+pub mod metric_docs;
 pub mod metrics;
 pub mod netns;
 pub mod privilege;
+pub mod prom_rules;
+pub mod promql;
+pub mod promserver;
 pub mod replica;
+pub mod repo;
+
+#[cfg(test)]
+mod dashboard_checks;
