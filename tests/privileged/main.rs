@@ -2,6 +2,7 @@
 //! Run as root (`cargo xtask test`); without root they skip, and with `CI` set they fail.
 
 mod block_counts;
+mod dashboards_live;
 mod lab_netns;
 mod loadgen_counts;
 mod loadgen_metrics;
