@@ -5,6 +5,7 @@
 #![no_std]
 
 pub mod block;
+pub mod hist;
 
 /// Asserts at compile time that a type has the expected size (no hidden padding).
 #[macro_export]

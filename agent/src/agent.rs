@@ -2,7 +2,7 @@
 
 use tracing::warn;
 
-use crate::block::BlockCollector;
+use crate::block;
 use crate::config::Config;
 use crate::model::{Collector, Family};
 use crate::probes::{PROBES, Probes};
@@ -22,13 +22,8 @@ impl Agent {
             .collect();
         let mut probes = Probes::load(&wanted);
         let mut collectors: Vec<Box<dyn Collector>> = vec![Box::new(probes.status_collector())];
-        if probes.is_up("block_completion")
-            && let Some(map) = probes.take_map("BLOCK_COMPLETIONS")
-        {
-            match BlockCollector::new(map) {
-                Ok(c) => collectors.push(Box::new(c)),
-                Err(e) => warn!(error = %format!("{e:#}"), "block collector unavailable"),
-            }
+        if let Some(c) = block::collector(&mut probes, &config.block) {
+            collectors.push(Box::new(c));
         }
         Agent { probes, collectors }
     }

@@ -31,11 +31,23 @@ pub struct ProbeSpec {
     pub hook: Hook,
 }
 
-pub const PROBES: &[ProbeSpec] = &[ProbeSpec {
-    name: "block_completion",
-    program: "block_rq_complete",
-    hook: Hook::BtfTracePoint("block_rq_complete"),
-}];
+pub const PROBES: &[ProbeSpec] = &[
+    ProbeSpec {
+        name: "block_issue",
+        program: "block_rq_issue",
+        hook: Hook::BtfTracePoint("block_rq_issue"),
+    },
+    ProbeSpec {
+        name: "block_completion",
+        program: "block_rq_complete",
+        hook: Hook::BtfTracePoint("block_rq_complete"),
+    },
+    ProbeSpec {
+        name: "block_requeue",
+        program: "block_rq_requeue",
+        hook: Hook::BtfTracePoint("block_rq_requeue"),
+    },
+];
 
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct ProbeStatus {

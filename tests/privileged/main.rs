@@ -2,4 +2,5 @@
 //! Run as root (`cargo xtask test`); without root they skip, and with `CI` set they fail.
 
 mod block_counts;
+mod block_util;
 mod lab_netns;

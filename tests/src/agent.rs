@@ -81,3 +81,22 @@ impl Drop for AgentProcess {
         }
     }
 }
+
+/// The agent inside the test process, started with a given configuration (for settings the
+/// command line does not take). Its probes detach when it drops.
+pub struct InProcessAgent {
+    pub agent: stornet_agent::agent::Agent,
+}
+
+impl InProcessAgent {
+    pub fn start(config: &stornet_agent::config::Config) -> InProcessAgent {
+        InProcessAgent {
+            agent: stornet_agent::agent::Agent::start(config),
+        }
+    }
+
+    /// The samples `/metrics` would serve now.
+    pub fn scrape(&self) -> Result<Vec<Sample>> {
+        metrics::parse(&stornet_agent::exporter::render(&self.agent.gather())?)
+    }
+}

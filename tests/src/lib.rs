@@ -4,6 +4,7 @@
 pub mod agent;
 pub mod bins;
 pub mod blockdev;
+pub mod fs;
 pub mod metrics;
 pub mod netns;
 pub mod privilege;

@@ -1,0 +1,159 @@
+//! The block probes' maps, read into a plain snapshot (CPUs summed) at scrape time.
+
+use std::collections::BTreeMap;
+
+use agent_common::block::{BlockControl, DevOp, ErrorKey, OpStats, QueueSlot, UNREC_COUNT};
+use anyhow::{Context, Result};
+use aya::maps::{Array, HashMap, MapData, PerCpuArray, PerCpuHashMap};
+
+use crate::probes::Probes;
+
+/// Everything the block probes counted, summed over CPUs.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    pub ops: BTreeMap<DevOp, OpStats>,
+    /// Requests in flight per device (`dev_t`).
+    pub inflight: BTreeMap<u32, i64>,
+    pub errors: BTreeMap<ErrorKey, u64>,
+    pub unrecorded: [u64; UNREC_COUNT],
+}
+
+/// Adds `b` into `a`, slot by slot.
+pub fn add_stats(a: &mut OpStats, b: &OpStats) {
+    let pairs = a
+        .queue
+        .iter_mut()
+        .zip(&b.queue)
+        .chain(a.service.iter_mut().zip(&b.service))
+        .chain(a.size.iter_mut().zip(&b.size))
+        .chain(a.depth.iter_mut().zip(&b.depth));
+    for (x, y) in pairs {
+        *x += y;
+    }
+    a.queue_ns += b.queue_ns;
+    a.service_ns += b.service_ns;
+    a.bytes += b.bytes;
+    a.depth_sum += b.depth_sum;
+    a.requeues += b.requeues;
+    a.queue_slot = a.queue_slot.max(b.queue_slot);
+}
+
+pub struct BlockMaps {
+    stats: PerCpuHashMap<MapData, DevOp, OpStats>,
+    queues: Array<MapData, QueueSlot>,
+    control: Array<MapData, BlockControl>,
+    errors: HashMap<MapData, ErrorKey, u64>,
+    unrecorded: PerCpuArray<MapData, u64>,
+}
+
+fn take(probes: &mut Probes, name: &str) -> Result<aya::maps::Map> {
+    probes
+        .take_map(name)
+        .with_context(|| format!("map {name} missing from the eBPF object"))
+}
+
+impl BlockMaps {
+    pub fn take(probes: &mut Probes) -> Result<BlockMaps> {
+        Ok(BlockMaps {
+            stats: PerCpuHashMap::try_from(take(probes, "BLOCK_STATS")?)?,
+            queues: Array::try_from(take(probes, "BLOCK_QUEUES")?)?,
+            control: Array::try_from(take(probes, "BLOCK_CONTROL")?)?,
+            errors: HashMap::try_from(take(probes, "BLOCK_ERRORS")?)?,
+            unrecorded: PerCpuArray::try_from(take(probes, "BLOCK_UNRECORDED")?)?,
+        })
+    }
+
+    /// Starts in-flight tracking: requests that start from a moment after this call on are
+    /// counted (see the issue probe). `probe_stamps` makes the issue probe stamp every
+    /// dispatch itself. Call once every block probe is attached.
+    pub fn arm(&mut self, probe_stamps: bool) -> Result<()> {
+        // The moment lies ahead, so that it is in place before any request it covers starts.
+        const AHEAD_NS: u64 = 50_000_000;
+        let mut ctl = BlockControl {
+            probe_stamps: probe_stamps as u32,
+            ..Default::default()
+        };
+        self.control
+            .set(0, ctl, 0)
+            .context("writing BLOCK_CONTROL")?;
+        ctl.track_since_ns = monotonic_ns() + AHEAD_NS;
+        self.control
+            .set(0, ctl, 0)
+            .context("writing BLOCK_CONTROL")?;
+        if monotonic_ns() >= ctl.track_since_ns {
+            tracing::warn!("arming in-flight tracking took over 50 ms; counts may be off by a few");
+        }
+        Ok(())
+    }
+
+    pub fn snapshot(&self) -> Result<Snapshot> {
+        let mut snap = Snapshot::default();
+        for entry in self.stats.iter() {
+            let (key, per_cpu) = entry.context("reading BLOCK_STATS")?;
+            let mut total = OpStats::ZERO;
+            for v in per_cpu.iter() {
+                add_stats(&mut total, v);
+            }
+            snap.ops.insert(key, total);
+        }
+        // The in-flight count of each device's queue.
+        let mut slots: BTreeMap<u32, u32> = BTreeMap::new();
+        for (key, s) in &snap.ops {
+            if s.queue_slot > 0 {
+                slots.insert((s.queue_slot - 1) as u32, key.dev);
+            }
+        }
+        for (id, dev) in slots {
+            let slot = self.queues.get(&id, 0).context("reading BLOCK_QUEUES")?;
+            if slot.dev == dev {
+                *snap.inflight.entry(dev).or_default() += slot.inflight;
+            }
+        }
+        for entry in self.errors.iter() {
+            let (key, n) = entry.context("reading BLOCK_ERRORS")?;
+            snap.errors.insert(key, n);
+        }
+        for (i, total) in snap.unrecorded.iter_mut().enumerate() {
+            let per_cpu = self
+                .unrecorded
+                .get(&(i as u32), 0)
+                .context("reading BLOCK_UNRECORDED")?;
+            *total = per_cpu.iter().sum();
+        }
+        Ok(snap)
+    }
+
+    /// Drops what the kernel keeps for devices that no longer exist, so that devices coming
+    /// and going (loop devices, hot plug) never fill the maps.
+    pub fn forget(&mut self, gone: &[u32]) {
+        let stats: Vec<DevOp> = self
+            .stats
+            .keys()
+            .filter_map(Result::ok)
+            .filter(|k| gone.contains(&k.dev))
+            .collect();
+        for k in stats {
+            let _ = self.stats.remove(&k);
+        }
+        let errors: Vec<ErrorKey> = self
+            .errors
+            .keys()
+            .filter_map(Result::ok)
+            .filter(|k| gone.contains(&k.dev))
+            .collect();
+        for k in errors {
+            let _ = self.errors.remove(&k);
+        }
+    }
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds: the clock of the kernel's request stamps.
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
