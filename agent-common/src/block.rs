@@ -159,7 +159,8 @@ pub const MAX_PROBE_STAMPS: u32 = 65536;
 /// Most (device, op, status) error counters.
 pub const MAX_ERROR_KEYS: u32 = 1024;
 
-/// What the probes could not record, counted per reason (index into `BLOCK_UNRECORDED`).
+/// Per-CPU event counters (indexes into `BLOCK_COUNTERS`): first what the probes could not
+/// record, per reason, then where the dispatch stamps of timed requests came from.
 pub const UNREC_STATS_FULL: u32 = 0;
 pub const UNREC_ERRORS_FULL: u32 = 1;
 pub const UNREC_STAMPS_FULL: u32 = 2;
@@ -167,7 +168,10 @@ pub const UNREC_NO_DISPATCH_STAMP: u32 = 3;
 pub const UNREC_NO_START_STAMP: u32 = 4;
 pub const UNREC_QUEUE_ID: u32 = 5;
 pub const UNREC_COUNT: usize = 6;
-/// `reason` label of each counter.
+pub const STAMP_KERNEL: u32 = 6;
+pub const STAMP_PROBE: u32 = 7;
+pub const COUNTERS: usize = 8;
+/// `reason` label of each `UNREC_*` counter.
 pub const UNREC_NAMES: [&str; UNREC_COUNT] = [
     "stats_map_full",
     "error_map_full",

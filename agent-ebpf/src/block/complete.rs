@@ -2,15 +2,16 @@
 //! driver completed `nr_bytes` of a request.
 
 use agent_common::block::{
-    DevOp, ErrorKey, OP_READ, OP_WRITE, UNREC_NO_DISPATCH_STAMP, UNREC_NO_START_STAMP,
+    DevOp, ErrorKey, OP_READ, OP_WRITE, STAMP_KERNEL, STAMP_PROBE, UNREC_NO_DISPATCH_STAMP,
+    UNREC_NO_START_STAMP,
 };
 use agent_common::hist::{latency_slot, size_slot};
 use aya_ebpf::helpers::bpf_ktime_get_ns;
 use aya_ebpf::programs::BtfTracePointContext;
 
 use super::{
-    Request, control, count_error, inflight_add, kernel_path, lay, load, ready, stamps, stats,
-    unrecorded,
+    Request, control, count, count_error, inflight_add, kernel_path, lay, load, ready, stamps,
+    stats,
 };
 
 pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
@@ -35,9 +36,9 @@ pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
     let now = unsafe { bpf_ktime_get_ns() };
     let ctl = control().ok_or(-1)?;
     let io_start = req.io_start_ns();
-    let (dispatch, counted) = if kernel_path(ctl, &req, io_start) {
+    let (dispatch, counted, source) = if kernel_path(ctl, &req, io_start) {
         let counted = ctl.track_since_ns != 0 && req.start_ns >= ctl.track_since_ns;
-        (io_start, counted && req.started)
+        (io_start, counted && req.started, STAMP_KERNEL)
     } else {
         let map = stamps();
         match map.get_ptr(req.key()) {
@@ -45,13 +46,13 @@ pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
                 // SAFETY: a map value, read once.
                 let t = unsafe { *p };
                 let _ = map.remove(req.key());
-                (t, true)
+                (t, true, STAMP_PROBE)
             }
             // Dispatched before tracking began, or the stamp was evicted: the kernel's own
             // stamp, if any, still gives the service time (not when probe stamps are forced,
             // so that they can be checked on their own).
-            None if ctl.probe_stamps == 0 => (io_start, false),
-            None => (0, false),
+            None if ctl.probe_stamps == 0 => (io_start, false, STAMP_KERNEL),
+            None => (0, false, STAMP_PROBE),
         }
     };
     let dev = req.dev();
@@ -73,15 +74,16 @@ pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
     s.bytes += nr_bytes as u64;
     if dispatch == 0 {
         if req.started {
-            unrecorded(UNREC_NO_DISPATCH_STAMP);
+            count(UNREC_NO_DISPATCH_STAMP);
         }
         return Ok(());
     }
+    count(source);
     let service = now.saturating_sub(dispatch);
     s.service[latency_slot(service)] += 1;
     s.service_ns += service;
     if req.start_ns == 0 {
-        unrecorded(UNREC_NO_START_STAMP);
+        count(UNREC_NO_START_STAMP);
         return Ok(());
     }
     let queue = dispatch.saturating_sub(req.start_ns);

@@ -16,7 +16,7 @@ use agent_common::hist::depth_slot;
 use aya_ebpf::helpers::bpf_ktime_get_ns;
 use aya_ebpf::programs::BtfTracePointContext;
 
-use super::{Request, control, inflight_enter, ready, stamps, stats, unrecorded};
+use super::{Request, control, count, inflight_enter, ready, stamps, stats};
 
 pub fn try_issue(ctx: &BtfTracePointContext) -> Result<(), i32> {
     if !ready() {
@@ -35,7 +35,7 @@ pub fn try_issue(ctx: &BtfTracePointContext) -> Result<(), i32> {
         // SAFETY: bpf_ktime_get_ns has no preconditions.
         let now = unsafe { bpf_ktime_get_ns() };
         if stamps().insert(req.key(), now, 0).is_err() {
-            unrecorded(UNREC_STAMPS_FULL);
+            count(UNREC_STAMPS_FULL);
             return Ok(());
         }
         true
@@ -44,7 +44,7 @@ pub fn try_issue(ctx: &BtfTracePointContext) -> Result<(), i32> {
         return Ok(());
     }
     let Some((id, slot)) = req.queue_slot() else {
-        unrecorded(UNREC_QUEUE_ID);
+        count(UNREC_QUEUE_ID);
         return Ok(());
     };
     let dev = req.dev();

@@ -15,9 +15,9 @@ pub mod issue;
 pub mod requeue;
 
 use agent_common::block::{
-    BlockControl, BlockLayout, DevOp, ErrorKey, MAX_DEV_OPS, MAX_ERROR_KEYS, MAX_PROBE_STAMPS,
-    MAX_QUEUES, OP_DISCARD, OP_FLUSH, OP_OTHER, OP_READ, OP_WRITE, OpStats, QueueSlot, UNREC_COUNT,
-    UNREC_STATS_FULL,
+    BlockControl, BlockLayout, COUNTERS, DevOp, ErrorKey, MAX_DEV_OPS, MAX_ERROR_KEYS,
+    MAX_PROBE_STAMPS, MAX_QUEUES, OP_DISCARD, OP_FLUSH, OP_OTHER, OP_READ, OP_WRITE, OpStats,
+    QueueSlot, UNREC_STATS_FULL,
 };
 use core::intrinsics::AtomicOrdering;
 
@@ -55,9 +55,9 @@ static BLOCK_STAMPS: LruHashMap<u64, u64> = LruHashMap::with_max_entries(MAX_PRO
 #[map]
 static BLOCK_ERRORS: HashMap<ErrorKey, u64> = HashMap::with_max_entries(MAX_ERROR_KEYS, 0);
 
-/// What could not be recorded, per reason (`UNREC_*`).
+/// Event counters: what could not be recorded (`UNREC_*`), dispatch stamp sources (`STAMP_*`).
 #[map]
-static BLOCK_UNRECORDED: PerCpuArray<u64> = PerCpuArray::with_max_entries(UNREC_COUNT as u32, 0);
+static BLOCK_COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(COUNTERS as u32, 0);
 
 /// Reads one field of the load-time layout. Volatile, so that the compiler does not fold the
 /// zero initializer; the verifier sees the frozen value as a constant.
@@ -207,14 +207,14 @@ pub fn stats(key: &DevOp) -> Option<&'static mut OpStats> {
         // SAFETY: as above.
         Some(p) => Some(unsafe { &mut *p }),
         None => {
-            unrecorded(UNREC_STATS_FULL);
+            count(UNREC_STATS_FULL);
             None
         }
     }
 }
 
-pub fn unrecorded(reason: u32) {
-    if let Some(p) = BLOCK_UNRECORDED.get_ptr_mut(reason) {
+pub fn count(counter: u32) {
+    if let Some(p) = BLOCK_COUNTERS.get_ptr_mut(counter) {
         // SAFETY: per-CPU value.
         unsafe { *p += 1 };
     }
@@ -233,7 +233,7 @@ pub fn count_error(key: &ErrorKey) {
             Some(p) => unsafe {
                 atomic_add(p, 1u64);
             },
-            None => unrecorded(agent_common::block::UNREC_ERRORS_FULL),
+            None => count(agent_common::block::UNREC_ERRORS_FULL),
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use agent_common::block::{DevOp, OP_NAMES, OpStats, UNREC_NAMES};
+use agent_common::block::{DevOp, OP_NAMES, OpStats, STAMP_KERNEL, STAMP_PROBE, UNREC_NAMES};
 use agent_common::hist::{
     DEPTH_FINITE, LAT_FINITE, SIZE_FINITE, depth_bound, latency_bound_ns, size_bound,
 };
@@ -229,11 +229,20 @@ pub fn families(snap: &Snapshot, view: &View) -> Vec<Family> {
         "Block events the probes could not record, by reason.",
         Kind::Counter,
     );
-    for (reason, n) in UNREC_NAMES.iter().zip(snap.unrecorded) {
+    for (reason, n) in UNREC_NAMES.iter().zip(snap.counters) {
         unrecorded.scalar(&[("reason", reason)], n as f64);
     }
+    let mut stamps = Family::new(
+        "stornet_block_dispatch_stamps_total",
+        "Timed requests by where their dispatch stamp came from: the kernel's own, or the issue \
+         probe's (where the queue keeps no statistics, or when configured).",
+        Kind::Counter,
+    );
+    let stamped = |i: u32| snap.counters[i as usize] as f64;
+    stamps.scalar(&[("source", "kernel")], stamped(STAMP_KERNEL));
+    stamps.scalar(&[("source", "probe")], stamped(STAMP_PROBE));
     vec![
-        queue, service, size, requeues, inflight, at_issue, limits, errs, unrecorded,
+        queue, service, size, requeues, inflight, at_issue, limits, errs, unrecorded, stamps,
     ]
 }
 
@@ -473,7 +482,10 @@ mod tests {
             }
             let fs = render(&snap, fine, 64, DeviceFilter::default());
             fs.iter()
-                .filter(|f| f.name != "stornet_block_unrecorded_total")
+                .filter(|f| {
+                    f.name != "stornet_block_unrecorded_total"
+                        && f.name != "stornet_block_dispatch_stamps_total"
+                })
                 .map(series_count)
                 .sum::<usize>()
         };

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use agent_common::block::{BlockControl, DevOp, ErrorKey, OpStats, QueueSlot, UNREC_COUNT};
+use agent_common::block::{BlockControl, COUNTERS, DevOp, ErrorKey, OpStats, QueueSlot};
 use anyhow::{Context, Result};
 use aya::maps::{Array, HashMap, MapData, PerCpuArray, PerCpuHashMap};
 
@@ -15,7 +15,8 @@ pub struct Snapshot {
     /// Requests in flight per device (`dev_t`).
     pub inflight: BTreeMap<u32, i64>,
     pub errors: BTreeMap<ErrorKey, u64>,
-    pub unrecorded: [u64; UNREC_COUNT],
+    /// The probes' event counters (`UNREC_*`, `STAMP_*`).
+    pub counters: [u64; COUNTERS],
 }
 
 /// Adds `b` into `a`, slot by slot.
@@ -43,7 +44,7 @@ pub struct BlockMaps {
     queues: Array<MapData, QueueSlot>,
     control: Array<MapData, BlockControl>,
     errors: HashMap<MapData, ErrorKey, u64>,
-    unrecorded: PerCpuArray<MapData, u64>,
+    counters: PerCpuArray<MapData, u64>,
 }
 
 fn take(probes: &mut Probes, name: &str) -> Result<aya::maps::Map> {
@@ -59,7 +60,7 @@ impl BlockMaps {
             queues: Array::try_from(take(probes, "BLOCK_QUEUES")?)?,
             control: Array::try_from(take(probes, "BLOCK_CONTROL")?)?,
             errors: HashMap::try_from(take(probes, "BLOCK_ERRORS")?)?,
-            unrecorded: PerCpuArray::try_from(take(probes, "BLOCK_UNRECORDED")?)?,
+            counters: PerCpuArray::try_from(take(probes, "BLOCK_COUNTERS")?)?,
         })
     }
 
@@ -113,11 +114,11 @@ impl BlockMaps {
             let (key, n) = entry.context("reading BLOCK_ERRORS")?;
             snap.errors.insert(key, n);
         }
-        for (i, total) in snap.unrecorded.iter_mut().enumerate() {
+        for (i, total) in snap.counters.iter_mut().enumerate() {
             let per_cpu = self
-                .unrecorded
+                .counters
                 .get(&(i as u32), 0)
-                .context("reading BLOCK_UNRECORDED")?;
+                .context("reading BLOCK_COUNTERS")?;
             *total = per_cpu.iter().sum();
         }
         Ok(snap)
