@@ -103,6 +103,26 @@ impl OpStats {
     };
 }
 
+/// A slot of the direct-mapped, per-CPU stats array: the (device, op) it holds on this CPU
+/// (`dev` 0: free) and its stats. Found by index, so the probes need no hash lookup for the
+/// devices that fit; the others go to the per-CPU hash.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FastSlot {
+    pub owner: DevOp,
+    pub stats: OpStats,
+}
+assert_size!(FastSlot, 8 + core::mem::size_of::<OpStats>());
+
+/// Slots of the direct-mapped stats array (a power of two): the queues with ids below
+/// `FAST_SLOTS / OP_COUNT` never collide.
+pub const FAST_SLOTS: u32 = 128;
+
+/// The direct-mapped slot of (request queue id, op).
+pub const fn fast_index(queue_id: u32, op: u32) -> u32 {
+    queue_id.wrapping_mul(OP_COUNT as u32).wrapping_add(op) & (FAST_SLOTS - 1)
+}
+
 /// In-flight requests of one request queue (one per disk), indexed by the queue's `id`.
 /// Shared by all CPUs (atomic updates); padded to a cache line so queues do not share one.
 #[repr(C)]
@@ -145,6 +165,7 @@ user_pod!(
     BlockLayout,
     DevOp,
     OpStats,
+    FastSlot,
     QueueSlot,
     BlockControl,
     ErrorKey
@@ -189,6 +210,20 @@ pub const fn dev_major_minor(dev: u32) -> (u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fast_indexes_of_small_queue_ids_are_distinct() {
+        let n = FAST_SLOTS / OP_COUNT as u32;
+        let mut seen = [false; FAST_SLOTS as usize];
+        for q in 0..n {
+            for op in 0..OP_COUNT as u32 {
+                let i = fast_index(q, op) as usize;
+                assert!(!seen[i], "queue {q} op {op} collides");
+                seen[i] = true;
+            }
+        }
+        assert!(fast_index(u32::MAX, 4) < FAST_SLOTS);
+    }
 
     #[test]
     fn dev_t_split() {

@@ -102,6 +102,9 @@ pub const fn depth_bound(slot: usize) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    extern crate std;
+    use std::vec::Vec;
+
     use super::*;
 
     /// Checks `slot` against its bounds for every value in `range`: the value is at most its

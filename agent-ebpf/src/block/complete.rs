@@ -56,10 +56,10 @@ pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
         }
     };
     let dev = req.dev();
-    if counted && let Some((_, slot)) = req.queue_slot() {
+    if counted && let Some(slot) = req.queue_slot() {
         inflight_add(slot, -1);
     }
-    if status != 0 {
+    if status != 0 && dev != 0 {
         count_error(&ErrorKey {
             dev,
             op: req.op,
@@ -67,7 +67,10 @@ pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
             _pad: 0,
         });
     }
-    let Some(s) = stats(&DevOp { dev, op: req.op }) else {
+    if dev == 0 {
+        return Ok(());
+    }
+    let Some(s) = stats(req.qid, &DevOp { dev, op: req.op }) else {
         return Ok(());
     };
     s.size[size_slot(nr_bytes as u64)] += 1;

@@ -43,7 +43,7 @@ pub fn try_issue(ctx: &BtfTracePointContext) -> Result<(), i32> {
     if !counted {
         return Ok(());
     }
-    let Some((id, slot)) = req.queue_slot() else {
+    let Some(slot) = req.queue_slot() else {
         count(UNREC_QUEUE_ID);
         return Ok(());
     };
@@ -51,12 +51,15 @@ pub fn try_issue(ctx: &BtfTracePointContext) -> Result<(), i32> {
     let depth = inflight_enter(slot);
     // SAFETY: a map value; a plain store, the same value from every CPU.
     unsafe { (*slot).dev = dev };
-    let Some(s) = stats(&DevOp { dev, op: req.op }) else {
+    if dev == 0 {
+        return Ok(());
+    }
+    let Some(s) = stats(req.qid, &DevOp { dev, op: req.op }) else {
         return Ok(());
     };
     let depth = if depth > 0 { depth as u64 } else { 0 };
     s.depth[depth_slot(depth)] += 1;
     s.depth_sum += depth;
-    s.queue_slot = id as u64 + 1;
+    s.queue_slot = req.qid as u64 + 1;
     Ok(())
 }

@@ -15,9 +15,9 @@ pub mod issue;
 pub mod requeue;
 
 use agent_common::block::{
-    BlockControl, BlockLayout, COUNTERS, DevOp, ErrorKey, MAX_DEV_OPS, MAX_ERROR_KEYS,
-    MAX_PROBE_STAMPS, MAX_QUEUES, OP_DISCARD, OP_FLUSH, OP_OTHER, OP_READ, OP_WRITE, OpStats,
-    QueueSlot, UNREC_STATS_FULL,
+    BlockControl, BlockLayout, COUNTERS, DevOp, ErrorKey, FAST_SLOTS, FastSlot, MAX_DEV_OPS,
+    MAX_ERROR_KEYS, MAX_PROBE_STAMPS, MAX_QUEUES, OP_DISCARD, OP_FLUSH, OP_OTHER, OP_READ,
+    OP_WRITE, OpStats, QueueSlot, UNREC_STATS_FULL, fast_index,
 };
 use core::intrinsics::AtomicOrdering;
 
@@ -33,6 +33,11 @@ pub(crate) static BLOCK_LAYOUT: BlockLayout = unsafe { core::mem::zeroed() };
 #[map]
 static BLOCK_STATS: PerCpuHashMap<DevOp, OpStats> =
     PerCpuHashMap::with_max_entries(MAX_DEV_OPS, BPF_F_NO_PREALLOC);
+
+/// Per (device, op) stats by direct-mapped index (see `FastSlot`); the hash above takes the
+/// (device, op) pairs whose slot another pair holds.
+#[map]
+static BLOCK_FAST: PerCpuArray<FastSlot> = PerCpuArray::with_max_entries(FAST_SLOTS, 0);
 
 /// A zeroed `OpStats` to insert from (too large for the BPF stack). Never written.
 #[map]
@@ -87,6 +92,8 @@ pub fn ready() -> bool {
 pub struct Request {
     pub rq: *const u8,
     pub q: *const u8,
+    /// The request queue's `id`: small, dense, one per disk.
+    pub qid: u32,
     pub op: u32,
     pub passthrough: bool,
     pub start_ns: u64,
@@ -110,9 +117,11 @@ impl Request {
             OP_OTHER
         };
         let state: u32 = load(rq, lay!(rq_state));
+        let q = load(rq, lay!(rq_q));
         Request {
             rq,
-            q: load(rq, lay!(rq_q)),
+            q,
+            qid: load(q, lay!(q_id)),
             op,
             passthrough: req_op == lay!(req_op_drv_in) || req_op == lay!(req_op_drv_out),
             start_ns: load(rq, lay!(rq_start_time_ns)),
@@ -135,9 +144,8 @@ impl Request {
 
     /// The in-flight slot of the request's queue, if its id is in range.
     #[inline(always)]
-    pub fn queue_slot(&self) -> Option<(u32, *mut QueueSlot)> {
-        let id: u32 = load(self.q, lay!(q_id));
-        BLOCK_QUEUES.get_ptr_mut(id).map(|p| (id, p))
+    pub fn queue_slot(&self) -> Option<*mut QueueSlot> {
+        BLOCK_QUEUES.get_ptr_mut(self.qid)
     }
 
     /// Whether the kernel stamps `io_start_time_ns` when it dispatches this request (queue
@@ -193,9 +201,21 @@ pub unsafe fn atomic_add<T: Copy>(p: *mut T, delta: T) {
     unsafe { core::intrinsics::atomic_xadd::<T, T, { AtomicOrdering::Relaxed }>(p, delta) };
 }
 
-/// This CPU's stats of (device, op), created zeroed on first use.
+/// This CPU's stats of (device, op) on queue `qid`: its direct-mapped slot if free or its
+/// own, else its hash entry, created zeroed on first use.
 #[inline(always)]
-pub fn stats(key: &DevOp) -> Option<&'static mut OpStats> {
+pub fn stats(qid: u32, key: &DevOp) -> Option<&'static mut OpStats> {
+    if let Some(p) = BLOCK_FAST.get_ptr_mut(fast_index(qid, key.op)) {
+        // SAFETY: per-CPU value, only this CPU writes it while the program runs.
+        let slot = unsafe { &mut *p };
+        if slot.owner == *key {
+            return Some(&mut slot.stats);
+        }
+        if slot.owner.dev == 0 {
+            slot.owner = *key;
+            return Some(&mut slot.stats);
+        }
+    }
     if let Some(p) = BLOCK_STATS.get_ptr_mut(key) {
         // SAFETY: per-CPU value, only this CPU writes it while the program runs.
         return Some(unsafe { &mut *p });

@@ -20,14 +20,14 @@ pub fn try_requeue(ctx: &BtfTracePointContext) -> Result<(), i32> {
         } else {
             stamps().remove(req.key()).is_ok()
         };
-        if counted && let Some((_, slot)) = req.queue_slot() {
+        if counted && let Some(slot) = req.queue_slot() {
             inflight_add(slot, -1);
         }
     }
-    if let Some(s) = stats(&DevOp {
-        dev: req.dev(),
-        op: req.op,
-    }) {
+    let dev = req.dev();
+    if dev != 0
+        && let Some(s) = stats(req.qid, &DevOp { dev, op: req.op })
+    {
         s.requeues += 1;
     }
     Ok(())

@@ -2,9 +2,11 @@
 
 use std::collections::BTreeMap;
 
-use agent_common::block::{BlockControl, COUNTERS, DevOp, ErrorKey, OpStats, QueueSlot};
+use agent_common::block::{
+    BlockControl, COUNTERS, DevOp, ErrorKey, FAST_SLOTS, FastSlot, OpStats, QueueSlot,
+};
 use anyhow::{Context, Result};
-use aya::maps::{Array, HashMap, MapData, PerCpuArray, PerCpuHashMap};
+use aya::maps::{Array, HashMap, MapData, PerCpuArray, PerCpuHashMap, PerCpuValues};
 
 use crate::probes::Probes;
 
@@ -40,6 +42,7 @@ pub fn add_stats(a: &mut OpStats, b: &OpStats) {
 }
 
 pub struct BlockMaps {
+    fast: PerCpuArray<MapData, FastSlot>,
     stats: PerCpuHashMap<MapData, DevOp, OpStats>,
     queues: Array<MapData, QueueSlot>,
     control: Array<MapData, BlockControl>,
@@ -56,6 +59,7 @@ fn take(probes: &mut Probes, name: &str) -> Result<aya::maps::Map> {
 impl BlockMaps {
     pub fn take(probes: &mut Probes) -> Result<BlockMaps> {
         Ok(BlockMaps {
+            fast: PerCpuArray::try_from(take(probes, "BLOCK_FAST")?)?,
             stats: PerCpuHashMap::try_from(take(probes, "BLOCK_STATS")?)?,
             queues: Array::try_from(take(probes, "BLOCK_QUEUES")?)?,
             control: Array::try_from(take(probes, "BLOCK_CONTROL")?)?,
@@ -89,13 +93,22 @@ impl BlockMaps {
 
     pub fn snapshot(&self) -> Result<Snapshot> {
         let mut snap = Snapshot::default();
+        // Each CPU's copy of a direct-mapped slot names the (device, op) it holds there.
+        for i in 0..FAST_SLOTS {
+            let per_cpu = self.fast.get(&i, 0).context("reading BLOCK_FAST")?;
+            for slot in per_cpu.iter().filter(|s| s.owner.dev != 0) {
+                add_stats(
+                    snap.ops.entry(slot.owner).or_insert(OpStats::ZERO),
+                    &slot.stats,
+                );
+            }
+        }
         for entry in self.stats.iter() {
             let (key, per_cpu) = entry.context("reading BLOCK_STATS")?;
-            let mut total = OpStats::ZERO;
+            let total = snap.ops.entry(key).or_insert(OpStats::ZERO);
             for v in per_cpu.iter() {
-                add_stats(&mut total, v);
+                add_stats(total, v);
             }
-            snap.ops.insert(key, total);
         }
         // The in-flight count of each device's queue.
         let mut slots: BTreeMap<u32, u32> = BTreeMap::new();
@@ -127,6 +140,26 @@ impl BlockMaps {
     /// Drops what the kernel keeps for devices that no longer exist, so that devices coming
     /// and going (loop devices, hot plug) never fill the maps.
     pub fn forget(&mut self, gone: &[u32]) {
+        for i in 0..FAST_SLOTS {
+            let Ok(per_cpu) = self.fast.get(&i, 0) else {
+                continue;
+            };
+            if per_cpu.iter().any(|s| gone.contains(&s.owner.dev)) {
+                let freed: Vec<FastSlot> = per_cpu
+                    .iter()
+                    .map(|s| {
+                        if gone.contains(&s.owner.dev) {
+                            FREE
+                        } else {
+                            *s
+                        }
+                    })
+                    .collect();
+                if let Ok(values) = PerCpuValues::try_from(freed) {
+                    let _ = self.fast.set(i, values, 0);
+                }
+            }
+        }
         let stats: Vec<DevOp> = self
             .stats
             .keys()
@@ -147,6 +180,11 @@ impl BlockMaps {
         }
     }
 }
+
+const FREE: FastSlot = FastSlot {
+    owner: DevOp { dev: 0, op: 0 },
+    stats: OpStats::ZERO,
+};
 
 /// `CLOCK_MONOTONIC` in nanoseconds: the clock of the kernel's request stamps.
 fn monotonic_ns() -> u64 {
