@@ -19,13 +19,17 @@ pub const OP_NAMES: [&str; OP_COUNT] = ["read", "write", "flush", "discard", "ot
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BlockLayout {
     /// `struct request`: `q`, `cmd_flags`, `__data_len`, `start_time_ns`,
-    /// `io_start_time_ns`, `state`.
+    /// `io_start_time_ns`, `state`, `tag` (driver tag), `mq_hctx`.
     pub rq_q: u32,
     pub rq_cmd_flags: u32,
     pub rq_data_len: u32,
     pub rq_start_time_ns: u32,
     pub rq_io_start_time_ns: u32,
     pub rq_state: u32,
+    pub rq_tag: u32,
+    pub rq_mq_hctx: u32,
+    /// `struct blk_mq_hw_ctx`: `queue_num`.
+    pub hctx_queue_num: u32,
     /// `struct request_queue`: `disk`, `id`, `queue_flags`.
     pub q_disk: u32,
     pub q_id: u32,
@@ -51,9 +55,8 @@ pub struct BlockLayout {
     pub mq_rq_idle: u32,
     /// Non-zero once user space has filled the layout; the probes do nothing before that.
     pub ready: u32,
-    pub _pad: u32,
 }
-assert_size!(BlockLayout, 88);
+assert_size!(BlockLayout, 96);
 
 /// Map key: a device (kernel `dev_t` of the whole disk, `MAJOR << 20 | MINOR`) and an op.
 #[repr(C)]
@@ -125,6 +128,7 @@ pub const fn fast_index(queue_id: u32, op: u32) -> u32 {
 
 /// In-flight requests of one request queue (one per disk), indexed by the queue's `id`.
 /// Shared by all CPUs (atomic updates); padded to a cache line so queues do not share one.
+/// The count moves only with a request's mark (`BLOCK_MARKS`), so that it stays exact.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QueueSlot {
@@ -135,20 +139,29 @@ pub struct QueueSlot {
 }
 assert_size!(QueueSlot, 64);
 
-/// Written by user space once every block probe is attached.
+/// Settings user space writes after load.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BlockControl {
-    /// In-flight tracking covers requests started at or after this `CLOCK_MONOTONIC` time
-    /// (0: not yet). Issue, requeue and completion all decide from the request's own start
-    /// stamp, so a request is either counted up and down or not at all.
-    pub track_since_ns: u64,
     /// Non-zero: stamp every dispatch with the issue probe (a map entry per request in
     /// flight) instead of reading the kernel's `io_start_time_ns`.
     pub probe_stamps: u32,
     pub _pad: u32,
 }
-assert_size!(BlockControl, 16);
+assert_size!(BlockControl, 8);
+
+/// Marks of dispatched requests: one bit per driver tag of one hardware queue of one request
+/// queue, set at dispatch and cleared at completion or requeue. A tag is held by one request
+/// at a time, so each bit has one writer at a time and an atomic add of a bit known to be
+/// clear (or set) sets (or clears) it. A completion the probes miss (the kernel skips a BPF
+/// run now and then) leaves its bit set, and the next request with that tag finds it set and
+/// is not counted again: the in-flight count heals itself instead of drifting.
+pub type MarkWords = [u64; MARK_TAGS as usize / 64];
+/// Request queues (by id), hardware queues and driver tags the marks cover; requests beyond
+/// are timed but not counted in flight (`UNREC_UNTRACKED`).
+pub const MARK_QUEUES: u32 = 256;
+pub const MARK_HCTX: u32 = 64;
+pub const MARK_TAGS: u32 = 1024;
 
 /// Key of the error counters: a device, an op and the kernel's `blk_status_t`.
 #[repr(C)]
@@ -173,8 +186,8 @@ user_pod!(
 
 /// Most (device, op) pairs the kernel keeps; entries are allocated on first use.
 pub const MAX_DEV_OPS: u32 = 4096;
-/// Most request queues whose in-flight count is kept (indexed by the queue's `id`).
-pub const MAX_QUEUES: u32 = 4096;
+/// Request queues whose in-flight count is kept (indexed by the queue's `id`).
+pub const MAX_QUEUES: u32 = MARK_QUEUES;
 /// Most requests in flight stamped by the issue probe (where the kernel does not stamp).
 pub const MAX_PROBE_STAMPS: u32 = 65536;
 /// Most (device, op, status) error counters.
@@ -187,11 +200,12 @@ pub const UNREC_ERRORS_FULL: u32 = 1;
 pub const UNREC_STAMPS_FULL: u32 = 2;
 pub const UNREC_NO_DISPATCH_STAMP: u32 = 3;
 pub const UNREC_NO_START_STAMP: u32 = 4;
-pub const UNREC_QUEUE_ID: u32 = 5;
-pub const UNREC_COUNT: usize = 6;
-pub const STAMP_KERNEL: u32 = 6;
-pub const STAMP_PROBE: u32 = 7;
-pub const COUNTERS: usize = 8;
+pub const UNREC_UNTRACKED: u32 = 5;
+pub const UNREC_UNSEEN_END: u32 = 6;
+pub const UNREC_COUNT: usize = 7;
+pub const STAMP_KERNEL: u32 = 7;
+pub const STAMP_PROBE: u32 = 8;
+pub const COUNTERS: usize = 9;
 /// `reason` label of each `UNREC_*` counter.
 pub const UNREC_NAMES: [&str; UNREC_COUNT] = [
     "stats_map_full",
@@ -199,7 +213,8 @@ pub const UNREC_NAMES: [&str; UNREC_COUNT] = [
     "stamp_map_full",
     "no_dispatch_stamp",
     "no_start_stamp",
-    "queue_id_out_of_range",
+    "untracked_depth",
+    "unseen_end",
 ];
 
 /// Splits a kernel `dev_t` into (major, minor).

@@ -1,9 +1,10 @@
+use anyhow::ensure;
 use stornet_tests::agent::AgentProcess;
 use stornet_tests::blockdev::{LoopDevice, direct_reads, direct_writes};
-use stornet_tests::metrics::sum;
+use stornet_tests::metrics::{Sample, sum};
 use stornet_tests::privilege::require_root;
 
-use crate::block_util::{bucket, count, settled, total};
+use crate::block_util::{bucket, count, settled, total, up_to_three_times};
 
 const SIZE: &str = "stornet_block_io_size_bytes";
 
@@ -28,57 +29,60 @@ fn check(
     let disk = LoopDevice::new(test, 64 << 20).expect("loop device");
     let scrape = || agent.scrape();
     let labels = [("device", disk.name.as_str()), ("op", op)];
-    let (before, stat0) = settled(&scrape, &disk);
-
-    io(&disk.dev, n, size as usize).expect("direct IO");
-
-    let (after, stat1) = settled(&scrape, &disk);
-    let delta = |m: &dyn Fn(&[stornet_tests::metrics::Sample]) -> f64| m(&after) - m(&before);
-    let (sys_ios, sys_sectors) = match op {
-        "read" => (
-            stat1.read_ios - stat0.read_ios,
-            stat1.read_sectors - stat0.read_sectors,
-        ),
-        _ => (
-            stat1.write_ios - stat0.write_ios,
-            stat1.write_sectors - stat0.write_sectors,
-        ),
-    };
-    assert_eq!(sys_ios, n, "/sys/block/{}/stat {op} delta", disk.name);
-    assert_eq!(
-        sys_sectors * 512,
-        n * size,
-        "/sys/block/{}/stat sectors",
-        disk.name
-    );
-    let ios = delta(&|s| count(s, SIZE, &labels));
-    let bytes = delta(&|s| total(s, SIZE, &labels));
-    assert_eq!(ios as u64, sys_ios, "agent {op} ops on {}", disk.name);
-    assert_eq!(
-        bytes as u64,
-        sys_sectors * 512,
-        "agent {op} bytes on {}",
-        disk.name
-    );
-    // All of them in the bucket of their size, none below.
-    let le = size.to_string();
-    let half = (size / 2).to_string();
-    assert_eq!(delta(&|s| bucket(s, SIZE, &labels, &le)) as u64, n);
-    assert_eq!(delta(&|s| bucket(s, SIZE, &labels, &half)) as u64, 0);
-    // Each one timed from start to dispatch and from dispatch to completion.
-    for metric in [
-        "stornet_block_queue_seconds",
-        "stornet_block_service_seconds",
-    ] {
-        assert_eq!(
-            delta(&|s| count(s, metric, &labels)) as u64,
-            n,
-            "{metric} count"
+    up_to_three_times(test, || {
+        let (before, stat0) = settled(&scrape, &disk);
+        io(&disk.dev, n, size as usize)?;
+        let (after, stat1) = settled(&scrape, &disk);
+        let delta = |m: &dyn Fn(&[Sample]) -> f64| m(&after) - m(&before);
+        let (sys_ios, sys_sectors) = match op {
+            "read" => (
+                stat1.read_ios - stat0.read_ios,
+                stat1.read_sectors - stat0.read_sectors,
+            ),
+            _ => (
+                stat1.write_ios - stat0.write_ios,
+                stat1.write_sectors - stat0.write_sectors,
+            ),
+        };
+        let name = &disk.name;
+        ensure!(sys_ios == n, "/sys/block/{name}/stat {op} delta {sys_ios}");
+        ensure!(
+            sys_sectors * 512 == n * size,
+            "/sys/block/{name}/stat sectors"
         );
-    }
-    assert!(delta(&|s| total(s, "stornet_block_service_seconds", &labels)) > 0.0);
-    let inflight = sum(&after, "stornet_block_inflight", &[("device", &disk.name)]);
-    assert_eq!(inflight, 0.0, "nothing left in flight on {}", disk.name);
+        let ios = delta(&|s| count(s, SIZE, &labels)) as u64;
+        let bytes = delta(&|s| total(s, SIZE, &labels)) as u64;
+        ensure!(
+            ios == sys_ios,
+            "agent {op} ops on {name}: {ios}, sysfs {sys_ios}"
+        );
+        ensure!(
+            bytes == sys_sectors * 512,
+            "agent {op} bytes on {name}: {bytes}, sysfs {}",
+            sys_sectors * 512
+        );
+        // All of them in the bucket of their size, none below.
+        let le = size.to_string();
+        let half = (size / 2).to_string();
+        let at_size = delta(&|s| bucket(s, SIZE, &labels, &le)) as u64;
+        ensure!(at_size == n, "{at_size} IOs at or below {le} bytes");
+        ensure!(
+            delta(&|s| bucket(s, SIZE, &labels, &half)) == 0.0,
+            "IOs below {half} bytes"
+        );
+        // Each one timed from start to dispatch and from dispatch to completion.
+        for metric in [
+            "stornet_block_queue_seconds",
+            "stornet_block_service_seconds",
+        ] {
+            let timed = delta(&|s| count(s, metric, &labels)) as u64;
+            ensure!(timed == n, "{metric} count {timed}");
+        }
+        ensure!(delta(&|s| total(s, "stornet_block_service_seconds", &labels)) > 0.0);
+        let inflight = sum(&after, "stornet_block_inflight", &[("device", name)]);
+        ensure!(inflight == 0.0, "{inflight} left in flight on {name}");
+        Ok(())
+    });
 }
 
 /// N O_DIRECT 4 KiB writes to a loop device: exactly N write ops and N×4096 bytes for that

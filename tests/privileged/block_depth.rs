@@ -56,11 +56,16 @@ fn check(test: &str, scrape: &dyn Fn() -> anyhow::Result<Vec<Sample>>, stamps: &
     let delta = |m: &dyn Fn(&[Sample]) -> f64| m(&after) - m(&before);
     let n = THREADS as u64 * PER_THREAD;
     assert_eq!(stat1.read_ios - stat0.read_ios, n, "sysfs read delta");
-    assert_eq!(
-        delta(&|s| count(s, SERVICE, &reads)) as u64,
-        n,
-        "timed reads"
-    );
+    // Under load the kernel now and then skips a BPF program run (see docs/metrics.md): allow
+    // 1% of the events to be missed, never more counted than happened.
+    let seen = |what: &str, got: f64| {
+        assert!(
+            got <= n as f64 && got >= n as f64 * 0.99,
+            "{what}: {got} of {n} reads"
+        );
+    };
+    let timed = delta(&|s| count(s, SERVICE, &reads));
+    seen("timed reads", timed);
     // Stamped where expected (other devices may add to the count, never take from it).
     let stamped = delta(&|s| {
         sum(
@@ -69,28 +74,36 @@ fn check(test: &str, scrape: &dyn Fn() -> anyhow::Result<Vec<Sample>>, stamps: &
             &[("source", stamps)],
         )
     });
-    assert!(
-        stamped >= n as f64,
-        "{stamped} dispatches stamped by {stamps}"
-    );
+    assert!(stamped >= timed, "{stamped} dispatches stamped by {stamps}");
 
-    // The depth each read met at dispatch: between 1 and 16, itself included.
+    // The depth each read met at dispatch: between 1 and 16, itself included. A completion
+    // the probes did not see leaves its request counted until its driver tag is reused; such
+    // stale marks are counted (`unseen_end`) and are the only way past 16.
     let issued = delta(&|s| count(s, DEPTH, &dev));
-    assert_eq!(issued as u64, n, "every dispatch has a depth");
+    seen("dispatches with a depth", issued);
+    let unseen = delta(&|s| {
+        sum(
+            s,
+            "stornet_block_unrecorded_total",
+            &[("reason", "unseen_end")],
+        )
+    });
+    let limit = ((16.0 + unseen) as u64).next_power_of_two().to_string();
     assert_eq!(delta(&|s| bucket(s, DEPTH, &dev, "0")), 0.0, "depth 0");
     assert_eq!(
-        delta(&|s| bucket(s, DEPTH, &dev, "16")),
+        delta(&|s| bucket(s, DEPTH, &dev, &limit)),
         issued,
-        "depth above 16"
+        "depth above {limit} ({unseen} stale marks)"
     );
     let alone = delta(&|s| bucket(s, DEPTH, &dev, "1"));
     assert!(alone < issued, "no read ever met another in flight");
     let mean = delta(&|s| total(s, DEPTH, &dev)) / issued;
     assert!((1.0..=16.0).contains(&mean), "mean depth {mean}");
-    assert_eq!(
-        sum(&after, "stornet_block_inflight", &dev),
-        0.0,
-        "left in flight"
+    let left = sum(&after, "stornet_block_inflight", &dev);
+    assert!(
+        left <= n as f64 - timed,
+        "{left} left in flight, {} completions unseen",
+        n as f64 - timed
     );
 
     // Device time is part of what the application waited for, and so is queue time.
@@ -106,8 +119,8 @@ fn check(test: &str, scrape: &dyn Fn() -> anyhow::Result<Vec<Sample>>, stamps: &
         "queue {queue} s + service {service} s > application latency {app_latency} s"
     );
     eprintln!(
-        "{test}: {n} reads, mean depth {mean:.2}, service {service:.4} s, queue {queue:.4} s, \
-         application {app_latency:.4} s"
+        "{test}: {n} reads ({timed} timed), mean depth {mean:.2}, service {service:.4} s, \
+         queue {queue:.4} s, application {app_latency:.4} s"
     );
 }
 

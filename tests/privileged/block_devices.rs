@@ -19,6 +19,12 @@ fn has_device(s: &[Sample], device: &str) -> bool {
         .any(|x| x.name.starts_with("stornet_block_") && x.label("device") == Some(device))
 }
 
+/// Whether `got` reads were counted of `n` done: all of them, or nearly (the kernel now and
+/// then skips a BPF program run on a busy machine, docs/metrics.md).
+fn about(got: f64, n: u64) -> bool {
+    got <= n as f64 && got >= n as f64 * 0.98
+}
+
 /// With `max_devices = 1`, the first device doing IO keeps its name and the next one is
 /// reported as `device="other"`; an excluded device is not reported at all.
 #[test]
@@ -34,35 +40,43 @@ fn block_device_cap_folds_into_other_and_exclude_drops() {
     config.block.max_devices = 1;
     let agent = InProcessAgent::start(&config);
 
-    direct_reads(&a.dev, 100, 4096).unwrap();
+    direct_reads(&a.dev, 500, 4096).unwrap();
     a.settle();
     let first = agent.scrape().unwrap();
-    assert_eq!(reads(&first, &a.name), 100.0);
-    direct_reads(&b.dev, 70, 4096).unwrap();
+    let a_reads = reads(&first, &a.name);
+    assert!(about(a_reads, 500), "{a_reads} reads on {}", a.name);
+    direct_reads(&b.dev, 300, 4096).unwrap();
     b.settle();
     let second = agent.scrape().unwrap();
-    assert_eq!(reads(&second, &a.name), 100.0, "{} keeps its name", a.name);
+    assert_eq!(
+        reads(&second, &a.name),
+        a_reads,
+        "{} keeps its name",
+        a.name
+    );
     assert!(
         !has_device(&second, &b.name),
         "{} is beyond the cap",
         b.name
     );
-    assert_eq!(reads(&second, "other"), 70.0, "{} counts as other", b.name);
-    assert_eq!(
-        sum(&second, "stornet_block_inflight", &[("device", "other")]),
-        0.0
+    let other = reads(&second, "other");
+    assert!(about(other, 300), "{other} reads of {} as other", b.name);
+    let inflight = sum(&second, "stornet_block_inflight", &[("device", "other")]);
+    assert!(
+        inflight <= 300.0 - other,
+        "{inflight} left in flight on other"
     );
     drop(agent);
 
     config.block.max_devices = 64;
     config.block.devices_exclude = vec![b.name.clone()];
     let agent = InProcessAgent::start(&config);
-    direct_reads(&a.dev, 10, 4096).unwrap();
-    direct_reads(&b.dev, 10, 4096).unwrap();
+    direct_reads(&a.dev, 200, 4096).unwrap();
+    direct_reads(&b.dev, 200, 4096).unwrap();
     a.settle();
     b.settle();
     let s = agent.scrape().unwrap();
-    assert_eq!(reads(&s, &a.name), 10.0);
+    assert!(about(reads(&s, &a.name), 200));
     assert!(!has_device(&s, &b.name), "{} is excluded", b.name);
     assert!(!has_device(&s, "other"), "an excluded device is not other");
 }

@@ -10,8 +10,7 @@ use aya_ebpf::helpers::bpf_ktime_get_ns;
 use aya_ebpf::programs::BtfTracePointContext;
 
 use super::{
-    Request, control, count, count_error, inflight_add, kernel_path, lay, load, ready, stamps,
-    stats,
+    Request, control, count, count_error, kernel_path, lay, leave, load, ready, stamps, stats,
 };
 
 pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
@@ -36,9 +35,8 @@ pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
     let now = unsafe { bpf_ktime_get_ns() };
     let ctl = control().ok_or(-1)?;
     let io_start = req.io_start_ns();
-    let (dispatch, counted, source) = if kernel_path(ctl, &req, io_start) {
-        let counted = ctl.track_since_ns != 0 && req.start_ns >= ctl.track_since_ns;
-        (io_start, counted && req.started, STAMP_KERNEL)
+    let (dispatch, source) = if kernel_path(ctl, &req, io_start) {
+        (io_start, STAMP_KERNEL)
     } else {
         let map = stamps();
         match map.get_ptr(req.key()) {
@@ -46,19 +44,19 @@ pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
                 // SAFETY: a map value, read once.
                 let t = unsafe { *p };
                 let _ = map.remove(req.key());
-                (t, true, STAMP_PROBE)
+                (t, STAMP_PROBE)
             }
-            // Dispatched before tracking began, or the stamp was evicted: the kernel's own
+            // Dispatched before the agent started, or the stamp was evicted: the kernel's own
             // stamp, if any, still gives the service time (not when probe stamps are forced,
             // so that they can be checked on their own).
-            None if ctl.probe_stamps == 0 => (io_start, false, STAMP_KERNEL),
-            None => (0, false, STAMP_PROBE),
+            None if ctl.probe_stamps == 0 => (io_start, STAMP_KERNEL),
+            None => (0, STAMP_PROBE),
         }
     };
-    let dev = req.dev();
-    if counted && let Some(slot) = req.queue_slot() {
-        inflight_add(slot, -1);
+    if let (Some(mark), Some(slot)) = (req.mark(), req.queue_slot()) {
+        leave(&mark, slot);
     }
+    let dev = req.dev();
     if status != 0 && dev != 0 {
         count_error(&ErrorKey {
             dev,

@@ -1,54 +1,32 @@
 //! `block_rq_issue(struct request *rq)`: a request is dispatched to the driver.
-//!
-//! In-flight counting must stay balanced: a request counted up here must be counted down at
-//! completion (or requeue), and one that was not must not be. Requests already in flight when
-//! the agent starts would otherwise be counted down only, for good on a device that is never
-//! idle. So each probe decides from the request alone:
-//!
-//! - where the kernel stamps the dispatch, the request counts if its own `start_time_ns` is
-//!   at or after `track_since_ns`, which user space sets to a moment after every probe is
-//!   attached: such a request is seen by every probe;
-//! - elsewhere, it counts if this probe stamped it in `BLOCK_STAMPS`, and the completion
-//!   finds (and removes) that stamp.
 
-use agent_common::block::{DevOp, UNREC_QUEUE_ID, UNREC_STAMPS_FULL};
+use agent_common::block::{DevOp, UNREC_STAMPS_FULL, UNREC_UNTRACKED};
 use agent_common::hist::depth_slot;
 use aya_ebpf::helpers::bpf_ktime_get_ns;
 use aya_ebpf::programs::BtfTracePointContext;
 
-use super::{Request, control, count, inflight_enter, ready, stamps, stats};
+use super::{Request, control, count, enter, ready, stamps, stats};
 
 pub fn try_issue(ctx: &BtfTracePointContext) -> Result<(), i32> {
     if !ready() {
         return Ok(());
     }
-    let Some(ctl) = control() else {
-        return Ok(());
-    };
-    if ctl.track_since_ns == 0 {
-        return Ok(());
-    }
+    let ctl = control().ok_or(-1)?;
     let req = Request::read(ctx.arg(0));
-    let counted = if ctl.probe_stamps == 0 && req.start_ns != 0 && req.kernel_stamps_dispatch() {
-        req.start_ns >= ctl.track_since_ns
-    } else {
+    // Stamp the dispatch where the kernel will not (the completion decides the same way).
+    if ctl.probe_stamps != 0 || req.start_ns == 0 || !req.kernel_stamps_dispatch() {
         // SAFETY: bpf_ktime_get_ns has no preconditions.
         let now = unsafe { bpf_ktime_get_ns() };
         if stamps().insert(req.key(), now, 0).is_err() {
             count(UNREC_STAMPS_FULL);
-            return Ok(());
         }
-        true
-    };
-    if !counted {
-        return Ok(());
     }
-    let Some(slot) = req.queue_slot() else {
-        count(UNREC_QUEUE_ID);
+    let (Some(mark), Some(slot)) = (req.mark(), req.queue_slot()) else {
+        count(UNREC_UNTRACKED);
         return Ok(());
     };
+    let depth = enter(&mark, slot);
     let dev = req.dev();
-    let depth = inflight_enter(slot);
     // SAFETY: a map value; a plain store, the same value from every CPU.
     unsafe { (*slot).dev = dev };
     if dev == 0 {

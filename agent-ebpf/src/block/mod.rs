@@ -3,21 +3,23 @@
 //!
 //! Design: the completion probe reads the request's own stamps, `start_time_ns` (set when the
 //! request starts) and `io_start_time_ns` (set at dispatch when the queue keeps statistics),
-//! so the common path keeps no per-request state: no map entry to insert at dispatch and
-//! delete at completion, which is most of what a start map keyed by request costs (that is how
-//! bcc's biolatency works). The issue probe is still needed for the depth each request meets
-//! at dispatch (a shared atomic counter per request queue); it also stamps the dispatch itself,
-//! in a map keyed by request, where the kernel does not (queue statistics off, passthrough).
-//! See `issue.rs` for how in-flight counting stays exact across agent start.
+//! so the common path keeps no per-request map entry: no hash insert at dispatch and delete at
+//! completion, which is most of what a start map keyed by request costs (that is how bcc's
+//! biolatency works). The issue probe is still needed for the depth each request meets at
+//! dispatch: a shared atomic count per request queue, moved only with the request's mark bit
+//! (see `MarkWords`), so a request already in flight when the agent starts, or a probe run the
+//! kernel skipped, cannot make it drift. Where the kernel does not stamp the dispatch (queue
+//! statistics off, passthrough), the issue probe stamps it in a map keyed by request.
 
 pub mod complete;
 pub mod issue;
 pub mod requeue;
 
 use agent_common::block::{
-    BlockControl, BlockLayout, COUNTERS, DevOp, ErrorKey, FAST_SLOTS, FastSlot, MAX_DEV_OPS,
-    MAX_ERROR_KEYS, MAX_PROBE_STAMPS, MAX_QUEUES, OP_DISCARD, OP_FLUSH, OP_OTHER, OP_READ,
-    OP_WRITE, OpStats, QueueSlot, UNREC_STATS_FULL, fast_index,
+    BlockControl, BlockLayout, COUNTERS, DevOp, ErrorKey, FAST_SLOTS, FastSlot, MARK_HCTX,
+    MARK_QUEUES, MARK_TAGS, MAX_DEV_OPS, MAX_ERROR_KEYS, MAX_PROBE_STAMPS, MAX_QUEUES, MarkWords,
+    OP_DISCARD, OP_FLUSH, OP_OTHER, OP_READ, OP_WRITE, OpStats, QueueSlot, UNREC_STATS_FULL,
+    UNREC_UNSEEN_END, fast_index,
 };
 use core::intrinsics::AtomicOrdering;
 
@@ -47,7 +49,11 @@ static BLOCK_ZERO: Array<OpStats> = Array::with_max_entries(1, 0);
 #[map]
 static BLOCK_QUEUES: Array<QueueSlot> = Array::with_max_entries(MAX_QUEUES, 0);
 
-/// Written by user space once the probes are attached (entry 0).
+/// Dispatched-request marks, per (request queue id, hardware queue): see `MarkWords`.
+#[map]
+static BLOCK_MARKS: Array<MarkWords> = Array::with_max_entries(MARK_QUEUES * MARK_HCTX, 0);
+
+/// Written by user space after load (entry 0).
 #[map]
 static BLOCK_CONTROL: Array<BlockControl> = Array::with_max_entries(1, 0);
 
@@ -148,6 +154,30 @@ impl Request {
         BLOCK_QUEUES.get_ptr_mut(self.qid)
     }
 
+    /// The word and bit of the request's mark (by hardware queue and driver tag), if its
+    /// queue, hardware queue and tag are in range.
+    #[inline(always)]
+    pub fn mark(&self) -> Option<Mark> {
+        let tag: i32 = load(self.rq, lay!(rq_tag));
+        let hctx: *const u8 = load(self.rq, lay!(rq_mq_hctx));
+        let hw: u32 = load(hctx, lay!(hctx_queue_num));
+        if tag < 0 || tag as u32 >= MARK_TAGS || hw >= MARK_HCTX || self.qid >= MARK_QUEUES {
+            return None;
+        }
+        let words = BLOCK_MARKS.get_ptr_mut(self.qid * MARK_HCTX + hw)?;
+        let tag = tag as usize;
+        // SAFETY: a map value; `tag / 64` is below its length (checked above).
+        let word = unsafe {
+            (*words)
+                .as_mut_ptr()
+                .add((tag / 64) % (MARK_TAGS as usize / 64))
+        };
+        Some(Mark {
+            word,
+            bit: 1 << (tag % 64),
+        })
+    }
+
     /// Whether the kernel stamps `io_start_time_ns` when it dispatches this request (queue
     /// statistics on, not passthrough), as `blk_mq_start_request` decides.
     #[inline(always)]
@@ -166,30 +196,57 @@ pub fn control() -> Option<&'static BlockControl> {
     BLOCK_CONTROL.get(0)
 }
 
-/// Whether a dispatched request's issue was counted in its queue's in-flight count, decided
-/// the same way at issue, requeue and completion (see `issue.rs`). `probe_stamped` is whether
-/// the issue probe holds a stamp for it (removed here).
+/// Whether the completion takes the kernel's own dispatch stamp (as the issue probe decided
+/// when it did not stamp the request itself).
 #[inline(always)]
 pub fn kernel_path(ctl: &BlockControl, req: &Request, io_start_ns: u64) -> bool {
     ctl.probe_stamps == 0 && req.start_ns != 0 && io_start_ns != 0
 }
 
-/// Adds `delta` to a queue's in-flight count.
-#[inline(always)]
-pub fn inflight_add(slot: *mut QueueSlot, delta: i64) {
-    // SAFETY: a map value, valid while the program runs; shared, hence atomic.
-    unsafe { atomic_add(&raw mut (*slot).inflight, delta) };
+/// A request's mark bit.
+pub struct Mark {
+    word: *mut u64,
+    bit: u64,
 }
 
-/// Counts a dispatch in its queue's in-flight count and returns the count. The add returns
-/// nothing (a fetching add needs BPF ISA v3), so the count is read right after it: at that
-/// moment this request is in flight and the count is that of the requests in flight, itself
-/// included, whatever other CPUs did in between.
+impl Mark {
+    #[inline(always)]
+    fn is_set(&self) -> bool {
+        // SAFETY: a map value; only this request's holder writes this bit.
+        unsafe { core::ptr::read_volatile(self.word) & self.bit != 0 }
+    }
+}
+
+/// At dispatch: marks the request and counts it in flight, unless its mark is still set by a
+/// request whose completion was missed (that one is then counted in its place). Returns the
+/// requests in flight on the queue, itself included. The add returns nothing (a fetching add
+/// needs BPF ISA v3), so the count is read right after it: at that moment this request is in
+/// flight, and the count is that of the requests in flight, whatever other CPUs did between.
 #[inline(always)]
-pub fn inflight_enter(slot: *mut QueueSlot) -> i64 {
-    inflight_add(slot, 1);
-    // SAFETY: as above.
+pub fn enter(mark: &Mark, slot: *mut QueueSlot) -> i64 {
+    if mark.is_set() {
+        count(UNREC_UNSEEN_END);
+    } else {
+        // SAFETY: map values; the bit is clear, so adding it sets it without a carry.
+        unsafe {
+            atomic_add(mark.word, mark.bit);
+            atomic_add(&raw mut (*slot).inflight, 1);
+        }
+    }
+    // SAFETY: a map value.
     unsafe { core::ptr::read_volatile(&raw const (*slot).inflight) }
+}
+
+/// At completion or requeue: clears the request's mark and counts it out, if it is marked.
+#[inline(always)]
+pub fn leave(mark: &Mark, slot: *mut QueueSlot) {
+    if mark.is_set() {
+        // SAFETY: map values; the bit is set, so subtracting it clears it without a borrow.
+        unsafe {
+            atomic_add(mark.word, mark.bit.wrapping_neg());
+            atomic_add(&raw mut (*slot).inflight, -1);
+        }
+    }
 }
 
 /// Atomic add, result unused (the BPF target has no `AtomicI64::fetch_add`).

@@ -4,26 +4,19 @@
 use agent_common::block::DevOp;
 use aya_ebpf::programs::BtfTracePointContext;
 
-use super::{Request, control, inflight_add, kernel_path, ready, stamps, stats};
+use super::{Request, leave, ready, stamps, stats};
 
 pub fn try_requeue(ctx: &BtfTracePointContext) -> Result<(), i32> {
     if !ready() {
         return Ok(());
     }
     let req = Request::read(ctx.arg(0));
-    let ctl = control().ok_or(-1)?;
-    // Only a dispatched request was counted in flight; it is counted again at its next
-    // dispatch.
-    if req.started {
-        let counted = if kernel_path(ctl, &req, req.io_start_ns()) {
-            ctl.track_since_ns != 0 && req.start_ns >= ctl.track_since_ns
-        } else {
-            stamps().remove(req.key()).is_ok()
-        };
-        if counted && let Some(slot) = req.queue_slot() {
-            inflight_add(slot, -1);
-        }
+    // Counted out until it is dispatched again. (Where the driver tag is already released,
+    // the mark stays set and the tag's next request is counted in its place.)
+    if let (Some(mark), Some(slot)) = (req.mark(), req.queue_slot()) {
+        leave(&mark, slot);
     }
+    let _ = stamps().remove(req.key());
     let dev = req.dev();
     if dev != 0
         && let Some(s) = stats(req.qid, &DevOp { dev, op: req.op })

@@ -27,6 +27,9 @@ pub fn layout(btf: &Btf) -> Result<BlockLayout> {
         rq_start_time_ns: btf.offset_of_sized("request", "start_time_ns", 8)?,
         rq_io_start_time_ns: btf.offset_of_sized("request", "io_start_time_ns", 8)?,
         rq_state: btf.offset_of_sized("request", "state", 4)?,
+        rq_tag: btf.offset_of_sized("request", "tag", 4)?,
+        rq_mq_hctx: btf.offset_of_sized("request", "mq_hctx", 8)?,
+        hctx_queue_num: btf.offset_of_sized("blk_mq_hw_ctx", "queue_num", 4)?,
         q_disk: btf.offset_of_sized("request_queue", "disk", 8)?,
         q_id: btf.offset_of_sized("request_queue", "id", 4)?,
         q_queue_flags: btf.offset_of_sized("request_queue", "queue_flags", 8)?,
@@ -42,7 +45,6 @@ pub fn layout(btf: &Btf) -> Result<BlockLayout> {
         queue_flag_stats: stats_bit as u32,
         mq_rq_idle: btf.enum_value("mq_rq_state", "MQ_RQ_IDLE")? as u32,
         ready: 1,
-        _pad: 0,
     })
 }
 
@@ -74,8 +76,11 @@ mod tests {
                 ("__data_len", u32_t, 96),
                 ("", times, 128),
                 ("state", state, 256),
+                ("tag", int_t, 288),
+                ("mq_hctx", ptr, 320),
             ],
         );
+        b.composite(false, "blk_mq_hw_ctx", 16, &[("queue_num", u32_t, 64)]);
         b.composite(
             false,
             "request_queue",
@@ -115,6 +120,7 @@ mod tests {
             (l.rq_start_time_ns, l.rq_io_start_time_ns, l.rq_state),
             (16, 24, 32)
         );
+        assert_eq!((l.rq_tag, l.rq_mq_hctx, l.hctx_queue_num), (36, 40, 8));
         assert_eq!((l.q_queue_flags, l.q_disk, l.q_id), (0, 8, 16));
         assert_eq!((l.disk_part0, l.bdev_dev), (8, 4));
         assert_eq!(l.op_mask, 0xff);

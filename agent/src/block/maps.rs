@@ -68,27 +68,14 @@ impl BlockMaps {
         })
     }
 
-    /// Starts in-flight tracking: requests that start from a moment after this call on are
-    /// counted (see the issue probe). `probe_stamps` makes the issue probe stamp every
-    /// dispatch itself. Call once every block probe is attached.
-    pub fn arm(&mut self, probe_stamps: bool) -> Result<()> {
-        // The moment lies ahead, so that it is in place before any request it covers starts.
-        const AHEAD_NS: u64 = 50_000_000;
-        let mut ctl = BlockControl {
+    /// Writes the settings the probes read: `probe_stamps` makes the issue probe stamp
+    /// every dispatch itself.
+    pub fn configure(&mut self, probe_stamps: bool) -> Result<()> {
+        let ctl = BlockControl {
             probe_stamps: probe_stamps as u32,
             ..Default::default()
         };
-        self.control
-            .set(0, ctl, 0)
-            .context("writing BLOCK_CONTROL")?;
-        ctl.track_since_ns = monotonic_ns() + AHEAD_NS;
-        self.control
-            .set(0, ctl, 0)
-            .context("writing BLOCK_CONTROL")?;
-        if monotonic_ns() >= ctl.track_since_ns {
-            tracing::warn!("arming in-flight tracking took over 50 ms; counts may be off by a few");
-        }
-        Ok(())
+        self.control.set(0, ctl, 0).context("writing BLOCK_CONTROL")
     }
 
     pub fn snapshot(&self) -> Result<Snapshot> {
@@ -185,14 +172,3 @@ const FREE: FastSlot = FastSlot {
     owner: DevOp { dev: 0, op: 0 },
     stats: OpStats::ZERO,
 };
-
-/// `CLOCK_MONOTONIC` in nanoseconds: the clock of the kernel's request stamps.
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec we pass.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}

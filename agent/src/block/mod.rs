@@ -38,10 +38,7 @@ pub fn collector(probes: &mut Probes, config: &BlockConfig) -> Option<BlockColle
     }
     let result = (|| -> Result<BlockCollector> {
         let mut maps = BlockMaps::take(probes)?;
-        // In-flight counts need both ends of a request.
-        if probes.is_up("block_issue") && probes.is_up("block_completion") {
-            maps.arm(config.dispatch_time == DispatchTime::Probe)?;
-        }
+        maps.configure(config.dispatch_time == DispatchTime::Probe)?;
         Ok(BlockCollector {
             maps: Mutex::new(maps),
             names: DeviceNames::default(),
