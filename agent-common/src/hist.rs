@@ -59,10 +59,25 @@ fn scaled_slot(v: u64, unit: u64, finite: usize) -> usize {
     if i < finite { i } else { finite }
 }
 
+/// `ceil(v / 250)`. A division costs tens of cycles in a probe; below 2^32 - 249 (4.29 s in
+/// ns) a multiply and shifts give the same quotient: floor(n / 125) = (n * m) >> 38 for every
+/// n < 2^31 with m = ceil(2^38 / 125), as m * 125 - 2^38 = 56 <= 2^7 (Granlund–Montgomery).
+#[inline(always)]
+pub fn ceil_div_250(v: u64) -> u64 {
+    const M: u64 = 2_199_023_256;
+    if v < (1 << 32) - 249 {
+        (((v + 249) >> 1) * M) >> 38
+    } else {
+        v.div_ceil(250)
+    }
+}
+
 /// Slot of a latency in nanoseconds.
 #[inline(always)]
 pub fn latency_slot(ns: u64) -> usize {
-    scaled_slot(ns, LAT_UNIT_NS, LAT_FINITE)
+    const _: () = assert!(LAT_UNIT_NS == 250);
+    let i = base_index(ceil_div_250(ns)).saturating_sub(3) as usize;
+    if i < LAT_FINITE { i } else { LAT_FINITE }
 }
 
 /// Upper bound of a finite latency slot, in nanoseconds.
@@ -149,6 +164,41 @@ mod tests {
             assert_eq!(base_index(base_bound(i) + 1), i + 1, "bound {i} + 1");
         }
         assert_eq!(base_index(0), 0);
+    }
+
+    #[test]
+    fn multiply_shift_divides_by_125_exactly_below_2_pow_31() {
+        const M: u64 = 2_199_023_256;
+        let q = |n: u64| (n * M) >> 38;
+        // Both sides are monotone, so agreeing at both ends of every run of equal quotients
+        // (125k and 125k + 124) means agreeing everywhere.
+        let mut n = 0;
+        while n < 1 << 31 {
+            assert_eq!(q(n), n / 125, "n = {n}");
+            let last = (n + 124).min((1 << 31) - 1);
+            assert_eq!(q(last), last / 125, "n = {last}");
+            n += 125;
+        }
+    }
+
+    #[test]
+    fn ceil_div_250_edges() {
+        for v in [0u64, 1, 249, 250, 251, 499, 500, 501, 1_000, 123_456_789] {
+            assert_eq!(ceil_div_250(v), v.div_ceil(250), "{v}");
+        }
+        let edge = (1u64 << 32) - 249;
+        for v in edge - 1000..edge + 1000 {
+            assert_eq!(ceil_div_250(v), v.div_ceil(250), "{v}");
+        }
+        assert_eq!(ceil_div_250(u64::MAX), u64::MAX.div_ceil(250));
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..100_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let v = x >> (x % 40);
+            assert_eq!(ceil_div_250(v), v.div_ceil(250), "{v}");
+        }
     }
 
     #[test]
