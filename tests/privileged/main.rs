@@ -6,5 +6,6 @@ mod block_depth;
 mod block_devices;
 mod block_errors;
 mod block_flush;
+mod block_probes;
 mod block_util;
 mod lab_netns;
