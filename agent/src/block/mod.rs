@@ -1,5 +1,5 @@
-//! Block path: the request layout from kernel BTF, arming the probes, and the collector that
-//! turns their maps into `stornet_block_*` families at each scrape.
+//! Block path: the request layout from kernel BTF, the probes' settings, and the collector
+//! that turns their maps into `stornet_block_*` families at each scrape.
 
 pub mod export;
 pub mod layout;
@@ -31,7 +31,7 @@ pub struct BlockCollector {
     fine: bool,
 }
 
-/// Takes the block maps and arms the probes, if any block probe is up.
+/// Takes the block maps and configures the probes, if any block probe is up.
 pub fn collector(probes: &mut Probes, config: &BlockConfig) -> Option<BlockCollector> {
     if !PROBES.iter().any(|p| probes.is_up(p)) {
         return None;
