@@ -233,6 +233,15 @@ fn bpftrace() -> Result<Running> {
     }
     // Keep draining: it prints its histogram when stopped.
     std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    // It says "Attaching" before it loads: wait for both programs.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while program_ids(run.child.id())?.len() < 2 {
+        ensure!(
+            Instant::now() < deadline,
+            "bpftrace did not attach its programs"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     Ok(run)
 }
 
@@ -273,14 +282,14 @@ fn program_ids(pid: u32) -> Result<Vec<u32>> {
     Ok(ids)
 }
 
-/// (name, run count, run time) of the given programs.
-fn program_stats(ids: &[u32]) -> Result<BTreeMap<String, (u64, Duration)>> {
+/// Run count and run time of the given programs, by id, with their names.
+fn program_stats(ids: &[u32]) -> Result<BTreeMap<u32, (String, u64, Duration)>> {
     let mut out = BTreeMap::new();
     for info in aya::programs::loaded_programs() {
         let info = info?;
         if ids.contains(&info.id()) {
             let name = info.name_as_str().unwrap_or("?").to_string();
-            out.insert(name, (info.run_count(), info.run_time()));
+            out.insert(info.id(), (name, info.run_count(), info.run_time()));
         }
     }
     Ok(out)
@@ -292,29 +301,32 @@ fn loadavg() -> String {
         .unwrap_or_default()
 }
 
-/// The agent once more, with BPF run-time statistics on: time per probe run and RSS.
-fn agent_costs(disk: &Loop, seconds: u64) -> Result<()> {
-    let agent = Agent::start()?;
-    let ids = program_ids(agent.pid())?;
-    ensure!(!ids.is_empty(), "the agent holds no BPF programs");
+/// Run time per program run and per IO of the BPF programs `pid` holds, over one fio run
+/// with BPF run-time statistics on. Returns the IOPS fio reached.
+fn program_costs(
+    who: &str,
+    ids: &[u32],
+    disk: &Loop,
+    seconds: u64,
+    reads: &dyn Fn() -> Result<f64>,
+) -> Result<()> {
+    ensure!(!ids.is_empty(), "found no BPF programs of {who}");
     let stats_fd = aya::sys::enable_stats(aya::sys::Stats::RunTime)
         .context("enabling BPF run-time statistics")?;
-    let before = program_stats(&ids)?;
-    let reads_before = agent.reads(disk.name())?;
+    let before = program_stats(ids)?;
+    let reads_before = reads()?;
     let iops = fio(&disk.dev, seconds)?;
-    let after = program_stats(&ids)?;
+    let after = program_stats(ids)?;
     drop(stats_fd);
-    let reads = agent.reads(disk.name())? - reads_before;
-    let (rss, hwm) = rss(agent.pid())?;
-    println!(
-        "\nagent with BPF statistics on ({seconds} s, {iops:.0} IOPS, the agent counted {reads:.0} \
-         reads on {}, fio about {:.0}):",
-        disk.name(),
-        iops * seconds as f64
-    );
+    let ios = iops * seconds as f64;
+    let counted = reads()? - reads_before;
+    println!("\n{who} with BPF statistics on ({seconds} s, {iops:.0} IOPS):");
+    // Per IO each program runs once (dispatch, completion), so the sum of the times per run
+    // is the cost per IO, whatever other devices on the machine add to the run counts.
+    let mut per_io = 0.0;
     let mut total = Duration::ZERO;
-    for (name, (runs, time)) in &after {
-        let (runs0, time0) = before.get(name).copied().unwrap_or_default();
+    for (id, (name, runs, time)) in &after {
+        let (_, runs0, time0) = before.get(id).cloned().unwrap_or_default();
         let (runs, time) = (runs - runs0, *time - time0);
         total += time;
         let per = if runs > 0 {
@@ -322,22 +334,43 @@ fn agent_costs(disk: &Loop, seconds: u64) -> Result<()> {
         } else {
             0.0
         };
+        if runs as f64 > ios / 2.0 {
+            per_io += per;
+        }
         println!("  {name:<20} {runs:>10} runs  {per:>7.0} ns per run");
     }
-    if reads > 0.0 {
+    println!(
+        "  per IO {per_io:.0} ns; all runs {:.2}% of {} CPUs",
+        100.0 * total.as_secs_f64() / (seconds as f64 * num_cpus() as f64),
+        num_cpus()
+    );
+    if counted > 0.0 {
         println!(
-            "  all block probes: {:.0} ns per IO, {:.2}% of {} CPUs",
-            total.as_nanos() as f64 / reads,
-            100.0 * total.as_secs_f64() / (seconds as f64 * num_cpus() as f64),
-            num_cpus()
+            "  the agent counted {counted:.0} reads on {}, fio did about {ios:.0}",
+            disk.name()
         );
     }
+    Ok(())
+}
+
+/// The agent and bpftrace once more each, with BPF run-time statistics on (they cost time
+/// themselves, so not during the IOPS rounds): time per run, and the agent's RSS.
+fn costs(disk: &Loop, seconds: u64) -> Result<()> {
+    let agent = Agent::start()?;
+    let ids = program_ids(agent.pid())?;
+    program_costs("stornet-agent", &ids, disk, seconds, &|| {
+        agent.reads(disk.name())
+    })?;
+    let (rss, hwm) = rss(agent.pid())?;
     println!(
         "  agent RSS {:.1} MiB (peak {:.1} MiB)",
         rss as f64 / 1048576.0,
         hwm as f64 / 1048576.0
     );
-    Ok(())
+    drop(agent);
+    let tracer = bpftrace()?;
+    let ids = program_ids(tracer.child.id())?;
+    program_costs("bpftrace biolatency", &ids, disk, seconds, &|| Ok(0.0))
 }
 
 fn num_cpus() -> usize {
@@ -385,7 +418,7 @@ pub fn run() -> Result<()> {
         println!("{line}");
     }
     if rounds == 0 {
-        return agent_costs(&disk, seconds);
+        return costs(&disk, seconds);
     }
     let base = &iops[&Mode::None];
     println!("\nmedian IOPS, and the median of each round's ratio to no tracing:");
@@ -404,7 +437,7 @@ pub fn run() -> Result<()> {
                 .join(" ")
         );
     }
-    agent_costs(&disk, seconds)?;
+    costs(&disk, seconds)?;
     println!("\nload average at the end: {}", loadavg());
     Ok(())
 }
