@@ -5,8 +5,8 @@
 #![no_std]
 
 pub mod block;
+pub mod hist;
 pub mod net;
-pub mod stats;
 
 /// Asserts at compile time that a type has the expected size (no hidden padding).
 #[macro_export]

@@ -423,6 +423,20 @@ impl Btf {
             .map(|(n, _)| n.as_str())
     }
 
+    /// The value of an enumerator in any enum, named or anonymous (many kernel flag bits
+    /// are enumerators of anonymous enums, e.g. `QUEUE_FLAG_STATS`).
+    pub fn enumerator(&self, variant: &str) -> Result<i64> {
+        self.types
+            .iter()
+            .find_map(|t| match t {
+                Type::Enum { values, .. } => {
+                    values.iter().find(|(n, _)| n == variant).map(|(_, v)| *v)
+                }
+                _ => None,
+            })
+            .with_context(|| format!("kernel BTF has no enumerator {variant}"))
+    }
+
     /// The value of one enumerator.
     pub fn enum_value(&self, name: &str, variant: &str) -> Result<i64> {
         self.enum_values(name)?
@@ -591,6 +605,7 @@ mod tests {
             ],
         );
         b.enum64("big", &[("HUGE", 1 << 40)]);
+        b.enumeration("", &[("QUEUE_FLAG_DYING", 0), ("QUEUE_FLAG_STATS", 7)]);
         b.build()
     }
 
@@ -618,6 +633,9 @@ mod tests {
         assert_eq!(btf.enum_values("skb_drop_reason").unwrap().len(), 2);
         assert_eq!(btf.enum_value("big", "HUGE").unwrap(), 1 << 40);
         assert!(btf.enum_value("skb_drop_reason", "X").is_err());
+        assert_eq!(btf.enumerator("QUEUE_FLAG_STATS").unwrap(), 7);
+        assert_eq!(btf.enumerator("HUGE").unwrap(), 1 << 40);
+        assert!(btf.enumerator("QUEUE_FLAG_NOPE").is_err());
     }
 
     #[test]

@@ -34,9 +34,19 @@ pub struct ProbeSpec {
 
 pub const PROBES: &[ProbeSpec] = &[
     ProbeSpec {
+        name: "block_issue",
+        program: "stornet_block_rq_issue",
+        hook: Hook::BtfTracePoint("block_rq_issue"),
+    },
+    ProbeSpec {
         name: "block_completion",
         program: "stornet_block_rq_complete",
         hook: Hook::BtfTracePoint("block_rq_complete"),
+    },
+    ProbeSpec {
+        name: "block_requeue",
+        program: "stornet_block_rq_requeue",
+        hook: Hook::BtfTracePoint("block_rq_requeue"),
     },
     ProbeSpec {
         name: net::PROBE_RETRANSMIT,

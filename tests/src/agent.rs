@@ -56,6 +56,19 @@ impl AgentProcess {
         Ok(a)
     }
 
+    /// Starts the agent with a configuration file holding `toml` (plus `args`).
+    pub fn with_config(toml: &str, args: &[&str]) -> Result<AgentProcess> {
+        let path = log_path().with_extension("toml");
+        std::fs::write(&path, toml)?;
+        let flag = format!("--config.file={}", path.display());
+        let mut all = vec![flag.as_str()];
+        all.extend_from_slice(args);
+        // The agent reads its configuration once, at start.
+        let agent = AgentProcess::start(&all);
+        let _ = std::fs::remove_file(&path);
+        agent
+    }
+
     /// Starts the agent on a free loopback port without waiting for it.
     pub fn launch(l: &Launch) -> Result<AgentProcess> {
         wait_after_previous_exit();

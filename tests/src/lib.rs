@@ -8,6 +8,7 @@ pub mod bins;
 pub mod blockdev;
 pub mod bpf;
 pub mod cgroup;
+pub mod fs;
 pub mod grafana;
 pub mod loadgen;
 pub mod metric_docs;
