@@ -16,10 +16,12 @@ pub struct LoopDevice {
 
 impl LoopDevice {
     pub fn new(tag: &str, size: u64) -> Result<LoopDevice> {
-        let backing = PathBuf::from(format!(
-            "/dev/shm/stornet-test-{tag}-{}.img",
-            std::process::id()
-        ));
+        LoopDevice::new_in(Path::new("/dev/shm"), tag, size)
+    }
+
+    /// A loop device on a sparse file of `size` bytes in `dir` (which must take O_DIRECT).
+    pub fn new_in(dir: &Path, tag: &str, size: u64) -> Result<LoopDevice> {
+        let backing = dir.join(format!("stornet-test-{tag}-{}.img", std::process::id()));
         File::create(&backing)?.set_len(size)?;
         let out = Command::new("losetup")
             .args(["--show", "-f", "--direct-io=on"])

@@ -1,5 +1,6 @@
 //! stornet's lab harness: privilege checks, loop devices, the agent and `loadgen serve` as
-//! processes, metric scrapes, BPF object checks, TLS test certificates and a Prometheus server.
+//! processes, metric scrapes, BPF object checks, TLS test certificates, and a real Prometheus
+//! with stornet's rules and dashboards.
 //! Everything it creates is removed on drop, also when a test fails.
 
 pub mod agent;
@@ -7,10 +8,21 @@ pub mod bins;
 pub mod blockdev;
 pub mod bpf;
 pub mod cgroup;
+pub mod fs;
+pub mod grafana;
 pub mod loadgen;
+pub mod metric_docs;
 pub mod metrics;
 pub mod netns;
 pub mod privilege;
+pub mod prom_rules;
 pub mod prometheus;
+pub mod promql;
+pub mod promserver;
 pub mod replica;
+pub mod repo;
 pub mod tls;
+pub mod traffic;
+
+#[cfg(test)]
+mod dashboard_checks;
