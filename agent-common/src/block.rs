@@ -1,5 +1,7 @@
-//! Block path ABI: the request layout read from kernel BTF and the per-device counters.
+//! Block path ABI: the request layout read from kernel BTF, the map keys and values the block
+//! probes fill, and the control block user space writes.
 
+use crate::hist::{DEPTH_SLOTS, LAT_SLOTS, SIZE_SLOTS};
 use crate::{assert_size, user_pod};
 
 /// Operation classes stornet reports (`op` label), in this order.
@@ -16,50 +18,204 @@ pub const OP_NAMES: [&str; OP_COUNT] = ["read", "write", "flush", "discard", "ot
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BlockLayout {
-    /// `struct request`: `q`, `cmd_flags`, `__data_len`.
+    /// `struct request`: `q`, `cmd_flags`, `__data_len`, `start_time_ns`,
+    /// `io_start_time_ns`, `state`, `tag` (driver tag), `mq_hctx`.
     pub rq_q: u32,
     pub rq_cmd_flags: u32,
     pub rq_data_len: u32,
-    /// `struct request_queue`: `disk`.
+    pub rq_start_time_ns: u32,
+    pub rq_io_start_time_ns: u32,
+    pub rq_state: u32,
+    pub rq_tag: u32,
+    pub rq_mq_hctx: u32,
+    /// `struct blk_mq_hw_ctx`: `queue_num`.
+    pub hctx_queue_num: u32,
+    /// `struct request_queue`: `disk`, `id`, `queue_flags`.
     pub q_disk: u32,
+    pub q_id: u32,
+    pub q_queue_flags: u32,
     /// `struct gendisk`: `part0`.
     pub disk_part0: u32,
     /// `struct block_device`: `bd_dev`.
     pub bdev_dev: u32,
     /// `cmd_flags & op_mask` is the `enum req_op` value.
     pub op_mask: u32,
-    /// `enum req_op` values of read, write, flush and discard.
+    /// `enum req_op` values of read, write, flush, discard and the two passthrough ops.
     pub req_op_read: u32,
     pub req_op_write: u32,
     pub req_op_flush: u32,
     pub req_op_discard: u32,
+    pub req_op_drv_in: u32,
+    pub req_op_drv_out: u32,
+    /// Bit number of `QUEUE_FLAG_STATS` in `queue_flags`: set when the kernel stamps
+    /// `io_start_time_ns` at dispatch.
+    pub queue_flag_stats: u32,
+    /// `enum mq_rq_state` value `MQ_RQ_IDLE`: a request in this state was never dispatched
+    /// (or was requeued).
+    pub mq_rq_idle: u32,
     /// Non-zero once user space has filled the layout; the probes do nothing before that.
     pub ready: u32,
 }
-assert_size!(BlockLayout, 48);
+assert_size!(BlockLayout, 96);
 
-/// Map key: a device (kernel `dev_t`, `MAJOR << 20 | MINOR`) and an op class.
+/// Map key: a device (kernel `dev_t` of the whole disk, `MAJOR << 20 | MINOR`) and an op.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct DevOp {
     pub dev: u32,
     pub op: u32,
 }
 assert_size!(DevOp, 8);
 
-/// Completed IOs and bytes, per CPU; user space sums the CPUs.
+/// Everything kept per (device, op), per CPU; user space sums the CPUs. The histograms are
+/// slot counts on the scales of [`crate::hist`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpStats {
+    /// Request start (created, or merged into) to dispatch to the driver.
+    pub queue: [u64; LAT_SLOTS],
+    /// Dispatch to completion.
+    pub service: [u64; LAT_SLOTS],
+    /// Bytes of each completed request.
+    pub size: [u64; SIZE_SLOTS],
+    /// Requests in flight on the device when each one was dispatched, itself included.
+    pub depth: [u64; DEPTH_SLOTS],
+    pub queue_ns: u64,
+    pub service_ns: u64,
+    pub bytes: u64,
+    pub depth_sum: u64,
+    /// Dispatched requests handed back to the block layer to be dispatched again.
+    pub requeues: u64,
+    /// `1 + request_queue id` of the device (0: unknown), where its in-flight count lives.
+    pub queue_slot: u64,
+}
+assert_size!(OpStats, 8 * (2 * LAT_SLOTS + SIZE_SLOTS + DEPTH_SLOTS + 6));
+
+impl OpStats {
+    pub const ZERO: OpStats = OpStats {
+        queue: [0; LAT_SLOTS],
+        service: [0; LAT_SLOTS],
+        size: [0; SIZE_SLOTS],
+        depth: [0; DEPTH_SLOTS],
+        queue_ns: 0,
+        service_ns: 0,
+        bytes: 0,
+        depth_sum: 0,
+        requeues: 0,
+        queue_slot: 0,
+    };
+}
+
+/// A slot of the direct-mapped, per-CPU stats array: the (device, op) it holds on this CPU
+/// (`dev` 0: free) and its stats. Found by index, so the probes need no hash lookup for the
+/// devices that fit; the others go to the per-CPU hash.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FastSlot {
+    pub owner: DevOp,
+    pub stats: OpStats,
+}
+assert_size!(FastSlot, 8 + core::mem::size_of::<OpStats>());
+
+/// Slots of the direct-mapped stats array (a power of two): the queues with ids below
+/// `FAST_SLOTS / OP_COUNT` never collide.
+pub const FAST_SLOTS: u32 = 128;
+
+/// The direct-mapped slot of (request queue id, op).
+pub const fn fast_index(queue_id: u32, op: u32) -> u32 {
+    queue_id.wrapping_mul(OP_COUNT as u32).wrapping_add(op) & (FAST_SLOTS - 1)
+}
+
+/// In-flight requests of one request queue (one per disk), indexed by the queue's `id`.
+/// Shared by all CPUs (atomic updates); padded to a cache line so queues do not share one.
+/// The count moves only with a request's mark (`BLOCK_MARKS`), so that it stays exact.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct IoCount {
-    pub ios: u64,
-    pub bytes: u64,
+pub struct QueueSlot {
+    pub inflight: i64,
+    /// `dev_t` of the queue's disk, written at each dispatch.
+    pub dev: u32,
+    pub _pad: [u32; 13],
 }
-assert_size!(IoCount, 16);
+assert_size!(QueueSlot, 64);
 
-user_pod!(BlockLayout, DevOp, IoCount);
+/// Settings user space writes after load.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BlockControl {
+    /// Non-zero: stamp every dispatch with the issue probe (a map entry per request in
+    /// flight) instead of reading the kernel's `io_start_time_ns`.
+    pub probe_stamps: u32,
+    pub _pad: u32,
+}
+assert_size!(BlockControl, 8);
 
-/// Largest number of (device, op) pairs the kernel keeps; more are counted as dropped.
+/// Marks of dispatched requests: one bit per driver tag of one hardware queue of one request
+/// queue, set at dispatch and cleared at completion or requeue. A tag is held by one request
+/// at a time, so each bit has one writer at a time and an atomic add of a bit known to be
+/// clear (or set) sets (or clears) it. A completion the probes miss (the kernel skips a BPF
+/// run now and then) leaves its bit set, and the next request with that tag finds it set and
+/// is not counted again: the in-flight count heals itself instead of drifting.
+pub type MarkWords = [u64; MARK_TAGS as usize / 64];
+/// Request queues (by id), hardware queues and driver tags the marks cover; requests beyond
+/// are timed but not counted in flight (`UNREC_UNTRACKED`).
+pub const MARK_QUEUES: u32 = 256;
+pub const MARK_HCTX: u32 = 64;
+pub const MARK_TAGS: u32 = 1024;
+
+/// Key of the error counters: a device, an op and the kernel's `blk_status_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ErrorKey {
+    pub dev: u32,
+    pub op: u32,
+    pub status: u32,
+    pub _pad: u32,
+}
+assert_size!(ErrorKey, 16);
+
+user_pod!(
+    BlockLayout,
+    DevOp,
+    OpStats,
+    FastSlot,
+    QueueSlot,
+    BlockControl,
+    ErrorKey
+);
+
+/// Most (device, op) pairs the kernel keeps; entries are allocated on first use.
 pub const MAX_DEV_OPS: u32 = 4096;
+/// Request queues whose in-flight count is kept (indexed by the queue's `id`).
+pub const MAX_QUEUES: u32 = MARK_QUEUES;
+/// Most requests in flight stamped by the issue probe (where the kernel does not stamp).
+pub const MAX_PROBE_STAMPS: u32 = 65536;
+/// Most (device, op, status) error counters.
+pub const MAX_ERROR_KEYS: u32 = 1024;
+
+/// Per-CPU event counters (indexes into `BLOCK_COUNTERS`): first what the probes could not
+/// record, per reason, then where the dispatch stamps of timed requests came from.
+pub const UNREC_STATS_FULL: u32 = 0;
+pub const UNREC_ERRORS_FULL: u32 = 1;
+pub const UNREC_STAMPS_FULL: u32 = 2;
+pub const UNREC_NO_DISPATCH_STAMP: u32 = 3;
+pub const UNREC_NO_START_STAMP: u32 = 4;
+pub const UNREC_UNTRACKED: u32 = 5;
+pub const UNREC_UNSEEN_END: u32 = 6;
+pub const UNREC_COUNT: usize = 7;
+pub const STAMP_KERNEL: u32 = 7;
+pub const STAMP_PROBE: u32 = 8;
+pub const COUNTERS: usize = 9;
+/// `reason` label of each `UNREC_*` counter.
+pub const UNREC_NAMES: [&str; UNREC_COUNT] = [
+    "stats_map_full",
+    "error_map_full",
+    "stamp_map_full",
+    "no_dispatch_stamp",
+    "no_start_stamp",
+    "untracked_depth",
+    "unseen_end",
+];
 
 /// Splits a kernel `dev_t` into (major, minor).
 pub const fn dev_major_minor(dev: u32) -> (u32, u32) {
@@ -69,6 +225,20 @@ pub const fn dev_major_minor(dev: u32) -> (u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fast_indexes_of_small_queue_ids_are_distinct() {
+        let n = FAST_SLOTS / OP_COUNT as u32;
+        let mut seen = [false; FAST_SLOTS as usize];
+        for q in 0..n {
+            for op in 0..OP_COUNT as u32 {
+                let i = fast_index(q, op) as usize;
+                assert!(!seen[i], "queue {q} op {op} collides");
+                seen[i] = true;
+            }
+        }
+        assert!(fast_index(u32::MAX, 4) < FAST_SLOTS);
+    }
 
     #[test]
     fn dev_t_split() {

@@ -5,7 +5,8 @@
 #![no_std]
 
 pub mod block;
-pub mod stats;
+pub mod hist;
+pub mod net;
 
 /// Asserts at compile time that a type has the expected size (no hidden padding).
 #[macro_export]

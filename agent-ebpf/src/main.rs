@@ -3,16 +3,61 @@
 //! characters) tells stornet's programs apart from any other.
 #![no_std]
 #![no_main]
+// Atomic read-modify-write: the BPF target has no `fetch_add` on atomics.
+#![feature(core_intrinsics)]
+#![allow(internal_features)]
 
 mod block;
+mod net;
 mod read;
-mod stats;
 
 use aya_ebpf::{macros::btf_tracepoint, programs::BtfTracePointContext};
 
+#[btf_tracepoint(function = "block_rq_issue")]
+pub fn stornet_block_rq_issue(ctx: BtfTracePointContext) -> i32 {
+    let _ = block::issue::try_issue(&ctx);
+    0
+}
+
 #[btf_tracepoint(function = "block_rq_complete")]
 pub fn stornet_block_rq_complete(ctx: BtfTracePointContext) -> i32 {
-    let _ = block::try_rq_complete(&ctx);
+    let _ = block::complete::try_complete(&ctx);
+    0
+}
+
+#[btf_tracepoint(function = "block_rq_requeue")]
+pub fn stornet_block_rq_requeue(ctx: BtfTracePointContext) -> i32 {
+    let _ = block::requeue::try_requeue(&ctx);
+    0
+}
+
+#[btf_tracepoint(function = "tcp_retransmit_skb")]
+pub fn stornet_tcp_retransmit_skb(ctx: BtfTracePointContext) -> i32 {
+    let _ = net::retransmits::try_retransmit(&ctx);
+    0
+}
+
+#[btf_tracepoint(function = "tcp_retransmit_synack")]
+pub fn stornet_tcp_retransmit_synack(ctx: BtfTracePointContext) -> i32 {
+    let _ = net::retransmits::try_retransmit_synack(&ctx);
+    0
+}
+
+#[btf_tracepoint(function = "kfree_skb")]
+pub fn stornet_kfree_skb(ctx: BtfTracePointContext) -> i32 {
+    let _ = net::drops::try_kfree_skb(&ctx);
+    0
+}
+
+#[btf_tracepoint(function = "sock_exceed_buf_limit")]
+pub fn stornet_sock_exceed_buf_limit(ctx: BtfTracePointContext) -> i32 {
+    let _ = net::pressure::try_exceed_buf_limit(&ctx);
+    0
+}
+
+#[btf_tracepoint(function = "sock_rcvqueue_full")]
+pub fn stornet_sock_rcvqueue_full(ctx: BtfTracePointContext) -> i32 {
+    let _ = net::pressure::try_rcvqueue_full(&ctx);
     0
 }
 

@@ -8,10 +8,3 @@ pub fn at<T>(base: *const u8, offset: u32) -> Result<T, i32> {
     // SAFETY: bpf_probe_read_kernel validates the address; a bad one returns an error.
     unsafe { bpf_probe_read_kernel(base.wrapping_add(offset as usize) as *const T) }
 }
-
-/// Reads a kernel pointer at `base + offset`, refusing null.
-#[inline(always)]
-pub fn ptr(base: *const u8, offset: u32) -> Result<*const u8, i32> {
-    let p: *const u8 = at(base, offset)?;
-    if p.is_null() { Err(-1) } else { Ok(p) }
-}

@@ -2,7 +2,7 @@
 
 use tracing::warn;
 
-use crate::block::BlockCollector;
+use crate::block;
 use crate::config::Config;
 use crate::model::{Collector, Family};
 use crate::probes::{PROBES, Probes};
@@ -27,14 +27,10 @@ impl Agent {
         // Before collectors take maps out of the object.
         let self_metrics = SelfMetrics::new(&probes);
         let mut collectors: Vec<Box<dyn Collector>> = vec![Box::new(probes.status_collector())];
-        if probes.is_up("block_completion")
-            && let Some(map) = probes.take_map("BLOCK_COMPLETIONS")
-        {
-            match BlockCollector::new(map) {
-                Ok(c) => collectors.push(Box::new(c)),
-                Err(e) => warn!(error = %format!("{e:#}"), "block collector unavailable"),
-            }
+        if let Some(c) = block::collector(&mut probes, &config.block) {
+            collectors.push(Box::new(c));
         }
+        collectors.extend(crate::net::collectors(&mut probes, &config.net));
         Agent {
             probes,
             collectors,

@@ -51,9 +51,15 @@ enum Type {
         size: u32,
         values: Vec<(String, i64)>,
     },
-    /// Int, float, pointer (size 8) and others with a size and no structure stornet reads.
+    /// Int, float and others with a size and no structure stornet reads.
     Sized {
         size: u32,
+    },
+    Ptr {
+        target: u32,
+    },
+    FuncProto {
+        params: Vec<u32>,
     },
     /// Typedef, const, volatile, restrict, type tag: refers to another type.
     Alias {
@@ -66,7 +72,20 @@ enum Type {
     Other,
 }
 
-/// Parsed BTF: types by id and the names of structs, unions and enums.
+/// The type of a tracepoint argument, as far as stornet tells arguments apart.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ArgType {
+    /// A pointer to the named struct, union or enum (`void` for `void *`).
+    Ptr(String),
+    Enum(String),
+    /// An integer (or another scalar) of this many bytes.
+    Int {
+        size: u32,
+    },
+    Other,
+}
+
+/// Parsed BTF: types by id and the names of structs, unions, enums and typedefs.
 #[derive(Debug)]
 pub struct Btf {
     types: Vec<Type>,
@@ -160,7 +179,9 @@ impl Btf {
                     Type::Sized { size: size_or_type }
                 }
                 KIND_FLOAT => Type::Sized { size: size_or_type },
-                KIND_PTR => Type::Sized { size: 8 },
+                KIND_PTR => Type::Ptr {
+                    target: size_or_type,
+                },
                 KIND_ARRAY => {
                     let elem = r.u32()?;
                     let _index = r.u32()?;
@@ -227,8 +248,12 @@ impl Btf {
                     }
                 }
                 KIND_FUNC_PROTO => {
-                    r.skip(8 * vlen)?;
-                    Type::Other
+                    let mut params = Vec::with_capacity(vlen);
+                    for _ in 0..vlen {
+                        let _name = r.u32()?;
+                        params.push(r.u32()?);
+                    }
+                    Type::FuncProto { params }
                 }
                 KIND_VAR | KIND_DECL_TAG => {
                     r.skip(4)?;
@@ -241,7 +266,9 @@ impl Btf {
                 KIND_FWD | KIND_FUNC => Type::Other,
                 other => bail!("unknown BTF kind {other}"),
             };
-            if matches!(ty, Type::Composite { .. } | Type::Enum { .. }) && name_off != 0 {
+            let named =
+                matches!(ty, Type::Composite { .. } | Type::Enum { .. }) || kind == KIND_TYPEDEF;
+            if named && name_off != 0 {
                 by_name
                     .entry(name(name_off)?)
                     .or_default()
@@ -273,8 +300,11 @@ impl Btf {
     pub fn type_size(&self, id: u32) -> Result<u32> {
         Ok(match self.get(self.resolve(id)?)? {
             Type::Composite { size, .. } | Type::Enum { size, .. } | Type::Sized { size } => *size,
+            Type::Ptr { .. } => 8,
             Type::Array { elem, len } => self.type_size(*elem)? * len,
-            Type::Alias { .. } | Type::Other => bail!("BTF type {id} has no size"),
+            Type::Alias { .. } | Type::FuncProto { .. } | Type::Other => {
+                bail!("BTF type {id} has no size")
+            }
         })
     }
 
@@ -346,6 +376,65 @@ impl Btf {
                 _ => None,
             })
             .with_context(|| format!("kernel BTF has no enum {name}"))
+    }
+
+    /// The arguments a `tp_btf` program of tracepoint `event` receives, from the kernel's
+    /// `btf_trace_<event>` typedef (whose first parameter, the tracepoint's data, is left
+    /// out). BTF keeps no names for these parameters: callers find arguments by type.
+    pub fn tracepoint_args(&self, event: &str) -> Result<Vec<ArgType>> {
+        let typedef = format!("btf_trace_{event}");
+        let id = self
+            .by_name
+            .get(&typedef)
+            .and_then(|ids| ids.first())
+            .with_context(|| format!("kernel BTF has no tracepoint {event} ({typedef})"))?;
+        let params = match self.get(self.resolve(*id)?)? {
+            Type::Ptr { target } => match self.get(self.resolve(*target)?)? {
+                Type::FuncProto { params } => params,
+                _ => bail!("kernel BTF: {typedef} is not a function pointer"),
+            },
+            _ => bail!("kernel BTF: {typedef} is not a function pointer"),
+        };
+        params.iter().skip(1).map(|&p| self.arg_type(p)).collect()
+    }
+
+    fn arg_type(&self, id: u32) -> Result<ArgType> {
+        let id = self.resolve(id)?;
+        Ok(match self.get(id)? {
+            Type::Ptr { target } => {
+                let target = self.resolve(*target)?;
+                ArgType::Ptr(if target == 0 {
+                    "void".into()
+                } else {
+                    self.name_of(target).unwrap_or_default().into()
+                })
+            }
+            Type::Enum { .. } => ArgType::Enum(self.name_of(id).unwrap_or_default().into()),
+            Type::Sized { size } => ArgType::Int { size: *size },
+            _ => ArgType::Other,
+        })
+    }
+
+    /// The name of a struct, union or enum (a slow reverse lookup, for a few calls).
+    fn name_of(&self, id: u32) -> Option<&str> {
+        self.by_name
+            .iter()
+            .find(|(_, ids)| ids.contains(&id))
+            .map(|(n, _)| n.as_str())
+    }
+
+    /// The value of an enumerator in any enum, named or anonymous (many kernel flag bits
+    /// are enumerators of anonymous enums, e.g. `QUEUE_FLAG_STATS`).
+    pub fn enumerator(&self, variant: &str) -> Result<i64> {
+        self.types
+            .iter()
+            .find_map(|t| match t {
+                Type::Enum { values, .. } => {
+                    values.iter().find(|(n, _)| n == variant).map(|(_, v)| *v)
+                }
+                _ => None,
+            })
+            .with_context(|| format!("kernel BTF has no enumerator {variant}"))
     }
 
     /// The value of one enumerator.
@@ -516,6 +605,7 @@ mod tests {
             ],
         );
         b.enum64("big", &[("HUGE", 1 << 40)]);
+        b.enumeration("", &[("QUEUE_FLAG_DYING", 0), ("QUEUE_FLAG_STATS", 7)]);
         b.build()
     }
 
@@ -543,6 +633,9 @@ mod tests {
         assert_eq!(btf.enum_values("skb_drop_reason").unwrap().len(), 2);
         assert_eq!(btf.enum_value("big", "HUGE").unwrap(), 1 << 40);
         assert!(btf.enum_value("skb_drop_reason", "X").is_err());
+        assert_eq!(btf.enumerator("QUEUE_FLAG_STATS").unwrap(), 7);
+        assert_eq!(btf.enumerator("HUGE").unwrap(), 1 << 40);
+        assert!(btf.enumerator("QUEUE_FLAG_NOPE").is_err());
     }
 
     #[test]

@@ -32,6 +32,18 @@ pub enum HistogramDetail {
     Fine,
 }
 
+/// Where the block service time starts.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum DispatchTime {
+    /// The kernel's own dispatch stamp where the queue keeps one (queue statistics on), the
+    /// issue probe's stamp elsewhere.
+    #[default]
+    Auto,
+    /// Always the issue probe's stamp: a map entry per request in flight, costlier.
+    Probe,
+}
+
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct BlockConfig {
@@ -42,6 +54,7 @@ pub struct BlockConfig {
     /// Most devices reported by name; the rest fold into `device="other"`.
     pub max_devices: usize,
     pub histogram: HistogramDetail,
+    pub dispatch_time: DispatchTime,
 }
 
 impl Default for BlockConfig {
@@ -51,6 +64,7 @@ impl Default for BlockConfig {
             devices_exclude: vec!["ram*".into(), "zram*".into()],
             max_devices: 64,
             histogram: HistogramDetail::Coarse,
+            dispatch_time: DispatchTime::Auto,
         }
     }
 }
@@ -168,17 +182,8 @@ impl Config {
             return Err(err("net", "max_peers", None, "must be at least 1".into()));
         }
         for ns in &self.net.namespaces {
-            let ok = match ns.strip_prefix("pid:") {
-                Some(pid) => pid.parse::<u32>().is_ok_and(|p| p > 0),
-                None => !ns.is_empty() && !ns.contains('/') && ns != "." && ns != "..",
-            };
-            if !ok {
-                return Err(err(
-                    "net",
-                    "namespaces",
-                    Some(ns),
-                    format!("{ns:?} is neither a name under /run/netns nor pid:N"),
-                ));
+            if let Err(e) = crate::net::namespaces::Namespace::parse(ns) {
+                return Err(err("net", "namespaces", Some(ns), format!("{e:#}")));
             }
         }
         Ok(())
@@ -254,12 +259,14 @@ mod tests {
     #[test]
     fn reads_sections_and_rejects_unknown_keys() {
         let c = Config::parse(
-            "[net]\nmax_peers = 8\nnamespaces = [\"h1\"]\n[block]\nhistogram = \"fine\"\n",
+            "[net]\nmax_peers = 8\nnamespaces = [\"h1\"]\n[block]\nhistogram = \"fine\"\n\
+             dispatch_time = \"probe\"\n",
         )
         .unwrap();
         assert_eq!(c.net.max_peers, 8);
         assert_eq!(c.net.namespaces, ["h1"]);
         assert_eq!(c.block.histogram, HistogramDetail::Fine);
+        assert_eq!(c.block.dispatch_time, DispatchTime::Probe);
         let err = Config::parse("[net]\nmax_peer = 8\n")
             .unwrap_err()
             .to_string();

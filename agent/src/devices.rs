@@ -1,10 +1,15 @@
-//! Block device names from kernel device numbers, via `/sys/dev/block/MAJ:MIN`.
+//! Block devices: kernel names from device numbers (`/sys/dev/block/MAJ:MIN`), which devices
+//! to report (include/exclude globs), the cap on reported devices (the rest fold into
+//! `device="other"`), and queue limits from sysfs.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
 
 use agent_common::block::dev_major_minor;
+
+/// The `device` label of devices beyond the cap.
+pub const OTHER: &str = "other";
 
 /// Resolves and caches `dev_t` → kernel name (`loop3`, `nvme0n1`). A device number can be
 /// reused after a device goes away, so a cached name is checked again when asked for.
@@ -14,21 +19,25 @@ pub struct DeviceNames {
 }
 
 impl DeviceNames {
-    pub fn name(&self, dev: u32) -> String {
+    /// The device's name, or None if it no longer exists.
+    pub fn lookup(&self, dev: u32) -> Option<String> {
         let (major, minor) = dev_major_minor(dev);
-        let resolved = resolve(Path::new("/sys/dev/block"), major, minor);
+        let name = resolve(Path::new("/sys/dev/block"), major, minor);
         let mut cache = self.cache.lock().expect("device cache");
-        match resolved {
-            Some(n) => {
-                cache.insert(dev, n.clone());
-                n
-            }
-            // Gone since it did IO: keep the last known name, else show the numbers.
-            None => cache
-                .get(&dev)
-                .cloned()
-                .unwrap_or_else(|| format!("{major}:{minor}")),
+        match &name {
+            Some(n) => cache.insert(dev, n.clone()),
+            None => cache.remove(&dev),
+        };
+        name
+    }
+
+    /// The device's name; for a device gone since, its last known name, else `MAJ:MIN`.
+    pub fn name(&self, dev: u32) -> String {
+        if let Some(n) = self.lookup(dev) {
+            return n;
         }
+        let (major, minor) = dev_major_minor(dev);
+        format!("{major}:{minor}")
     }
 }
 
@@ -38,19 +47,180 @@ pub fn resolve(sys_dev_block: &Path, major: u32, minor: u32) -> Option<String> {
     Some(link.file_name()?.to_string_lossy().into_owned())
 }
 
+/// Shell-style glob match of a device name: `*` any run, `?` one character.
+pub fn glob_match(pattern: &str, name: &str) -> bool {
+    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
+    // Iterative matching with backtracking to the last `*`.
+    let (mut pi, mut ni) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ni < n.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
+            pi += 1;
+            ni += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ni));
+            pi += 1;
+        } else if let Some((sp, sn)) = star {
+            pi = sp + 1;
+            ni = sn + 1;
+            star = Some((sp, sn + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+/// Which devices are reported: those matching an include pattern (all when there is none)
+/// and no exclude pattern.
+#[derive(Clone, Debug, Default)]
+pub struct DeviceFilter {
+    pub include: Vec<String>,
+    pub exclude: Vec<String>,
+}
+
+impl DeviceFilter {
+    pub fn allows(&self, name: &str) -> bool {
+        (self.include.is_empty() || self.include.iter().any(|p| glob_match(p, name)))
+            && !self.exclude.iter().any(|p| glob_match(p, name))
+    }
+}
+
+/// Gives at most `max` devices their own `device` label, first come first served, so a
+/// device keeps its label for as long as it exists; the rest are `other`.
+pub struct DeviceLabels {
+    max: usize,
+    named: Mutex<Vec<u32>>,
+}
+
+impl DeviceLabels {
+    pub fn new(max: usize) -> DeviceLabels {
+        DeviceLabels {
+            max,
+            named: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Whether `dev` is reported under its own name (taking a free place if there is one).
+    pub fn named(&self, dev: u32) -> bool {
+        let mut named = self.named.lock().expect("device labels");
+        if named.contains(&dev) {
+            return true;
+        }
+        if named.len() < self.max {
+            named.push(dev);
+            return true;
+        }
+        false
+    }
+
+    /// Frees the places of devices that no longer exist.
+    pub fn retain(&self, exists: impl Fn(u32) -> bool) {
+        self.named
+            .lock()
+            .expect("device labels")
+            .retain(|&d| exists(d));
+    }
+}
+
+/// A device's queue limits from sysfs: `queue/nr_requests` (requests the block layer lets
+/// wait or run per hardware queue) and `device/queue_depth` (commands the device takes at
+/// once, where the driver reports it, e.g. SCSI).
+pub fn queue_limits(sys_block: &Path, name: &str) -> Vec<(&'static str, u64)> {
+    let read = |rel: &str| -> Option<u64> {
+        std::fs::read_to_string(sys_block.join(name).join(rel))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    let mut out = Vec::new();
+    if let Some(n) = read("queue/nr_requests") {
+        out.push(("nr_requests", n));
+    }
+    if let Some(n) = read("device/queue_depth") {
+        out.push(("device_queue_depth", n));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn temp_dir(tag: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("stornet-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
     #[test]
     fn resolves_symlink_names() {
-        let dir = std::env::temp_dir().join(format!("stornet-devtest-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = temp_dir("devtest");
         let link = dir.join("7:3");
-        let _ = std::fs::remove_file(&link);
         std::os::unix::fs::symlink("../../devices/virtual/block/loop3", &link).unwrap();
         assert_eq!(resolve(&dir, 7, 3).as_deref(), Some("loop3"));
         assert_eq!(resolve(&dir, 7, 4), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("loop*", "loop3"));
+        assert!(glob_match("loop*", "loop"));
+        assert!(!glob_match("loop*", "xloop3"));
+        assert!(glob_match("nvme?n1", "nvme0n1"));
+        assert!(!glob_match("nvme?n1", "nvme10n1"));
+        assert!(glob_match("*", ""));
+        assert!(glob_match("*n*1", "nvme0n1"));
+        assert!(glob_match("sd*a", "sdaa"));
+        assert!(!glob_match("sd*a", "sdab"));
+        assert!(glob_match("vda", "vda"));
+        assert!(!glob_match("vda", "vdb"));
+    }
+
+    #[test]
+    fn filter_includes_then_excludes() {
+        let all = DeviceFilter::default();
+        assert!(all.allows("sda"));
+        let f = DeviceFilter {
+            include: vec!["sd*".into(), "nvme*".into()],
+            exclude: vec!["sdb".into()],
+        };
+        assert!(f.allows("sda"));
+        assert!(f.allows("nvme0n1"));
+        assert!(!f.allows("sdb"));
+        assert!(!f.allows("loop0"));
+    }
+
+    #[test]
+    fn labels_are_first_come_and_freed_when_devices_go() {
+        let l = DeviceLabels::new(2);
+        assert!(l.named(10));
+        assert!(l.named(20));
+        assert!(!l.named(30), "third device folds into other");
+        assert!(l.named(10), "a named device stays named");
+        l.retain(|d| d != 10);
+        assert!(l.named(30), "a freed place goes to the next device");
+        assert!(!l.named(10));
+    }
+
+    #[test]
+    fn reads_queue_limits() {
+        let dir = temp_dir("qlimits");
+        std::fs::create_dir_all(dir.join("sda/queue")).unwrap();
+        std::fs::create_dir_all(dir.join("sda/device")).unwrap();
+        std::fs::create_dir_all(dir.join("loop0/queue")).unwrap();
+        std::fs::write(dir.join("sda/queue/nr_requests"), "64\n").unwrap();
+        std::fs::write(dir.join("sda/device/queue_depth"), "31\n").unwrap();
+        std::fs::write(dir.join("loop0/queue/nr_requests"), "128\n").unwrap();
+        assert_eq!(
+            queue_limits(&dir, "sda"),
+            [("nr_requests", 64), ("device_queue_depth", 31)]
+        );
+        assert_eq!(queue_limits(&dir, "loop0"), [("nr_requests", 128)]);
+        assert!(queue_limits(&dir, "nope").is_empty());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

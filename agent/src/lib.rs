@@ -11,6 +11,7 @@ pub mod devices;
 pub mod exporter;
 pub mod logging;
 pub mod model;
+pub mod net;
 pub mod probes;
 pub mod self_metrics;
 pub mod server;

@@ -8,6 +8,7 @@ use tracing::{info, warn};
 
 use crate::btf::Btf;
 use crate::model::{Collector, Family, Kind};
+use crate::net::layout as net;
 
 /// The eBPF object built by `build.rs` from the `agent-ebpf` crate.
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/stornet"));
@@ -31,11 +32,48 @@ pub struct ProbeSpec {
     pub hook: Hook,
 }
 
-pub const PROBES: &[ProbeSpec] = &[ProbeSpec {
-    name: "block_completion",
-    program: "stornet_block_rq_complete",
-    hook: Hook::BtfTracePoint("block_rq_complete"),
-}];
+pub const PROBES: &[ProbeSpec] = &[
+    ProbeSpec {
+        name: "block_issue",
+        program: "stornet_block_rq_issue",
+        hook: Hook::BtfTracePoint("block_rq_issue"),
+    },
+    ProbeSpec {
+        name: "block_completion",
+        program: "stornet_block_rq_complete",
+        hook: Hook::BtfTracePoint("block_rq_complete"),
+    },
+    ProbeSpec {
+        name: "block_requeue",
+        program: "stornet_block_rq_requeue",
+        hook: Hook::BtfTracePoint("block_rq_requeue"),
+    },
+    ProbeSpec {
+        name: net::PROBE_RETRANSMIT,
+        program: "stornet_tcp_retransmit_skb",
+        hook: Hook::BtfTracePoint("tcp_retransmit_skb"),
+    },
+    ProbeSpec {
+        name: net::PROBE_RETRANSMIT_SYNACK,
+        program: "stornet_tcp_retransmit_synack",
+        hook: Hook::BtfTracePoint("tcp_retransmit_synack"),
+    },
+    ProbeSpec {
+        name: net::PROBE_DROP,
+        program: "stornet_kfree_skb",
+        hook: Hook::BtfTracePoint("kfree_skb"),
+    },
+    ProbeSpec {
+        name: net::PROBE_SOCK_EXCEED,
+        program: "stornet_sock_exceed_buf_limit",
+        hook: Hook::BtfTracePoint("sock_exceed_buf_limit"),
+    },
+    ProbeSpec {
+        name: net::PROBE_SOCK_RCVQUEUE,
+        program: "stornet_sock_rcvqueue_full",
+        hook: Hook::BtfTracePoint("sock_rcvqueue_full"),
+    },
+];
 
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct ProbeStatus {
@@ -54,6 +92,7 @@ pub struct Probes {
 /// Load-time globals, resolved from kernel BTF, each needed by some probes.
 pub struct Globals {
     pub block: Result<agent_common::block::BlockLayout>,
+    pub net: net::NetGlobals,
 }
 
 impl Globals {
@@ -62,7 +101,10 @@ impl Globals {
             Ok(btf) => crate::block::layout(btf),
             Err(e) => Err(anyhow::anyhow!("{e:#}")),
         };
-        Globals { block }
+        Globals {
+            block,
+            net: net::NetGlobals::resolve(btf),
+        }
     }
 
     /// Why a probe cannot run on this kernel, if a global it needs did not resolve.
@@ -70,7 +112,7 @@ impl Globals {
         let needs_block = probe.name.starts_with("block_");
         match &self.block {
             Err(e) if needs_block => Some(format!("kernel layout: {e:#}")),
-            _ => None,
+            _ => self.net.missing_for(probe.name),
         }
     }
 }
@@ -182,6 +224,7 @@ fn load_object(globals: &Globals) -> Result<Ebpf> {
     // Probes whose layout did not resolve keep `ready == 0` and do nothing if run.
     let block = globals.block.as_ref().copied().unwrap_or_default();
     loader.override_global("BLOCK_LAYOUT", &block, true);
+    loader.override_global("NET_LAYOUT", &globals.net.layout, true);
     Ok(loader.load(OBJECT)?)
 }
 

@@ -5,9 +5,8 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use agent_common::stats::MAP_NAMES;
 use anyhow::{Context, Result};
-use aya::maps::{Map, PerCpuArray};
+use aya::maps::Map;
 use tracing::{debug, info};
 
 use crate::model::{Family, Histogram, Kind};
@@ -87,7 +86,6 @@ impl SelfMetrics {
     pub fn collect(&self, probes: &Probes, out: &mut Vec<Family>) {
         self.probe_stats(probes, out);
         self.map_fill(out);
-        update_failures(probes, out);
         process(out, self.start_time);
         let mut f = Family::new(
             "stornet_agent_scrape_duration_seconds",
@@ -150,28 +148,6 @@ impl SelfMetrics {
         }
         out.extend([entries, max]);
     }
-}
-
-/// `stornet_agent_map_update_failures_total{map}` from the kernel's per-CPU counters.
-fn update_failures(probes: &Probes, out: &mut Vec<Family>) {
-    let mut f = Family::new(
-        "stornet_agent_map_update_failures_total",
-        "Updates of an eBPF map that failed (map full or no memory): data the probes lost.",
-        Kind::Counter,
-    );
-    let counters = probes
-        .ebpf
-        .as_ref()
-        .and_then(|e| e.map("MAP_UPDATE_FAILURES"))
-        .and_then(|m| PerCpuArray::<_, u64>::try_from(m).ok());
-    if let Some(counters) = counters {
-        for (i, name) in MAP_NAMES.iter().enumerate() {
-            if let Ok(per_cpu) = counters.get(&(i as u32), 0) {
-                f.scalar(&[("map", name)], per_cpu.iter().sum::<u64>() as f64);
-            }
-        }
-    }
-    out.push(f);
 }
 
 /// Hash-type maps keep a copy of their fd so they can be counted after a collector took them.

@@ -20,8 +20,6 @@ pub enum Field {
     BlockServiceCount,
     /// Requests completed (the IO-size histogram's count).
     BlockRequests,
-    /// Requests completed, from agents that export a plain counter instead.
-    BlockCompleted,
     BlockErrors,
     BlockInflight,
     BlockQueueLimit,
@@ -129,13 +127,6 @@ pub const FAMILIES: &[Family] = &[
     family(
         Field::BlockRequests,
         "stornet_block_io_size_bytes_count",
-        DEV_OP,
-        EBPF,
-        Fold::Sum,
-    ),
-    family(
-        Field::BlockCompleted,
-        "stornet_block_completed_ios_total",
         DEV_OP,
         EBPF,
         Fold::Sum,
@@ -410,9 +401,7 @@ pub fn host(name: &str, addresses: Vec<String>, v: &Values, n: usize) -> Host {
         .map(|k| k.labels.clone())
         .collect();
     for l in &dev_ops {
-        let ios = get(Field::BlockRequests, l)
-            .or(get(Field::BlockServiceCount, l))
-            .or(get(Field::BlockCompleted, l));
+        let ios = get(Field::BlockRequests, l).or(get(Field::BlockServiceCount, l));
         let op = BlockOp {
             ios: ios.cloned().unwrap_or_default(),
             queue_seconds: ratio(
@@ -621,10 +610,10 @@ mod tests {
     }
 
     #[test]
-    fn requests_come_from_the_best_family_there_is() {
+    fn requests_come_from_the_io_size_count_or_else_the_service_count() {
         let mut v = Values::new();
         v.insert(
-            Key::new(Field::BlockCompleted, &["vda", "read"]),
+            Key::new(Field::BlockServiceCount, &["vda", "read"]),
             vec![Some(7.0)],
         );
         let h = host("h", Vec::new(), &v, 1);

@@ -1,50 +1,105 @@
+use anyhow::ensure;
 use stornet_tests::agent::AgentProcess;
-use stornet_tests::blockdev::{LoopDevice, direct_writes};
-use stornet_tests::metrics::sum;
+use stornet_tests::blockdev::{LoopDevice, direct_reads, direct_writes};
+use stornet_tests::metrics::{Sample, sum};
 use stornet_tests::privilege::require_root;
 
-/// N O_DIRECT 4 KiB writes to a loop device: the agent counts exactly N write completions for
-/// that device, the same as the delta of /sys/block/loopX/stat.
-#[test]
-fn write_completions_match_sysfs() {
-    if !require_root("write_completions_match_sysfs") {
+use crate::block_util::{bucket, count, settled, total, up_to_three_times};
+
+const SIZE: &str = "stornet_block_io_size_bytes";
+
+/// N direct IOs of `size` bytes on a fresh loop device, by `io`; checks the agent's ops,
+/// bytes and size histogram against the delta of /sys/block/loopX/stat.
+fn check(
+    test: &str,
+    op: &str,
+    n: u64,
+    size: u64,
+    io: fn(&std::path::Path, u64, usize) -> anyhow::Result<()>,
+) {
+    if !require_root(test) {
         return;
     }
-    const N: u64 = 2000;
     let agent = AgentProcess::start(&[]).expect("agent starts");
-    let up = sum(
-        &agent.scrape().unwrap(),
-        "stornet_probe_up",
-        &[("probe", "block_completion")],
-    );
-    assert_eq!(up, 1.0, "block_completion probe must be up");
-
-    let disk = LoopDevice::new("blockcount", 64 << 20).expect("loop device");
-    let labels = [("device", disk.name.as_str()), ("op", "write")];
-    let before_agent = sum(
-        &agent.scrape().unwrap(),
-        "stornet_block_completed_ios_total",
-        &labels,
-    );
-    let before = disk.stat().unwrap();
-
-    direct_writes(&disk.dev, N, 4096).expect("direct writes");
-
-    let after = disk.stat().unwrap();
     let samples = agent.scrape().unwrap();
-    let counted = sum(&samples, "stornet_block_completed_ios_total", &labels) - before_agent;
-    let sysfs = after.write_ios - before.write_ios;
-    assert_eq!(sysfs, N, "/sys/block/{}/stat write delta", disk.name);
-    assert_eq!(
-        counted as u64, N,
-        "agent write completions for {}",
-        disk.name
+    for probe in ["block_issue", "block_completion", "block_requeue"] {
+        let up = sum(&samples, "stornet_probe_up", &[("probe", probe)]);
+        assert_eq!(up, 1.0, "{probe} probe must be up");
+    }
+    let disk = LoopDevice::new(test, 64 << 20).expect("loop device");
+    let scrape = || agent.scrape();
+    let labels = [("device", disk.name.as_str()), ("op", op)];
+    up_to_three_times(test, || {
+        let (before, stat0) = settled(&scrape, &disk);
+        io(&disk.dev, n, size as usize)?;
+        let (after, stat1) = settled(&scrape, &disk);
+        let delta = |m: &dyn Fn(&[Sample]) -> f64| m(&after) - m(&before);
+        let (sys_ios, sys_sectors) = match op {
+            "read" => (
+                stat1.read_ios - stat0.read_ios,
+                stat1.read_sectors - stat0.read_sectors,
+            ),
+            _ => (
+                stat1.write_ios - stat0.write_ios,
+                stat1.write_sectors - stat0.write_sectors,
+            ),
+        };
+        let name = &disk.name;
+        ensure!(sys_ios == n, "/sys/block/{name}/stat {op} delta {sys_ios}");
+        ensure!(
+            sys_sectors * 512 == n * size,
+            "/sys/block/{name}/stat sectors"
+        );
+        let ios = delta(&|s| count(s, SIZE, &labels)) as u64;
+        let bytes = delta(&|s| total(s, SIZE, &labels)) as u64;
+        ensure!(
+            ios == sys_ios,
+            "agent {op} ops on {name}: {ios}, sysfs {sys_ios}"
+        );
+        ensure!(
+            bytes == sys_sectors * 512,
+            "agent {op} bytes on {name}: {bytes}, sysfs {}",
+            sys_sectors * 512
+        );
+        // All of them in the bucket of their size, none below.
+        let le = size.to_string();
+        let half = (size / 2).to_string();
+        let at_size = delta(&|s| bucket(s, SIZE, &labels, &le)) as u64;
+        ensure!(at_size == n, "{at_size} IOs at or below {le} bytes");
+        ensure!(
+            delta(&|s| bucket(s, SIZE, &labels, &half)) == 0.0,
+            "IOs below {half} bytes"
+        );
+        // Each one timed from start to dispatch and from dispatch to completion.
+        for metric in [
+            "stornet_block_queue_seconds",
+            "stornet_block_service_seconds",
+        ] {
+            let timed = delta(&|s| count(s, metric, &labels)) as u64;
+            ensure!(timed == n, "{metric} count {timed}");
+        }
+        ensure!(delta(&|s| total(s, "stornet_block_service_seconds", &labels)) > 0.0);
+        let inflight = sum(&after, "stornet_block_inflight", &[("device", name)]);
+        ensure!(inflight == 0.0, "{inflight} left in flight on {name}");
+        Ok(())
+    });
+}
+
+/// N O_DIRECT 4 KiB writes to a loop device: exactly N write ops and N×4096 bytes for that
+/// device, the same as the delta of /sys/block/loopX/stat.
+#[test]
+fn block_writes_match_sysfs() {
+    check(
+        "block_writes_match_sysfs",
+        "write",
+        2000,
+        4096,
+        direct_writes,
     );
-    let bytes = sum(&samples, "stornet_block_completed_bytes_total", &labels);
-    assert_eq!(
-        bytes as u64,
-        N * 4096,
-        "agent write bytes for {}",
-        disk.name
-    );
+}
+
+/// The same for N O_DIRECT 16 KiB reads.
+#[test]
+fn block_reads_match_sysfs() {
+    check("block_reads_match_sysfs", "read", 1500, 16384, direct_reads);
 }

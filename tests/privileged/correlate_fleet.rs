@@ -12,9 +12,10 @@ use loadgen::http::Url;
 use serde_json::Value;
 use stornet_tests::agent::AgentProcess;
 use stornet_tests::blockdev::LoopDevice;
-use stornet_tests::netns::{HostPair, TcpLoad, tbf};
-use stornet_tests::privilege::{require, require_root, require_tool};
+use stornet_tests::netns::{HostPair, tbf};
+use stornet_tests::privilege::{require_root, require_tool};
 use stornet_tests::prometheus::PrometheusServer;
+use stornet_tests::traffic::BulkTransfer;
 
 fn unix_now() -> f64 {
     std::time::SystemTime::now()
@@ -159,18 +160,10 @@ fn correlate_fleet_names_the_congested_host_with_kernel_counts() {
     let agent =
         AgentProcess::start(&[&format!("--config.file={}", cfg.display())]).expect("agent starts");
     let _ = std::fs::remove_file(&cfg);
-    let probes = agent.probes().unwrap();
-    if !require(
-        test,
-        ["block_issue", "tcp_retransmit"]
-            .iter()
-            .all(|p| probes.iter().any(|q| q == p)),
-        &format!("the agent lacks block-layer timing or TCP probes (it has {probes:?})"),
-    ) {
-        return;
-    }
     let prom = prometheus_for(&agent, "fleetsat");
-    let traffic = TcpLoad::start(&pair.a, &pair.b, pair.b_addr(), 5201, 4).expect("tcp load");
+    // Bulk TCP for longer than the window, through the shallow buffer.
+    let traffic = BulkTransfer::start(&pair.a, &pair.b, pair.b_addr(), 4, Duration::from_secs(30))
+        .expect("tcp load");
     let load = Load::start(&disk.dev, 8);
     std::thread::sleep(Duration::from_secs(3));
     let start = unix_now().ceil();
@@ -188,7 +181,7 @@ fn correlate_fleet_names_the_congested_host_with_kernel_counts() {
         pair.a.qdisc_dropped(pair.a_dev).unwrap(),
     );
     drop(load);
-    let sent = traffic.stop().unwrap();
+    let sent = traffic.finish().unwrap();
     std::thread::sleep(Duration::from_secs(3));
     println!(
         "window: {} writes, {} retransmits, {} qdisc drops, {sent} bytes over the link",

@@ -2,11 +2,15 @@
 //! The record holds the agent's series for that device, with request counts equal to the
 //! device's own counts in /sys/block/*/stat; a dead agent is missing data, not a failure.
 
+use anyhow::ensure;
 use loadgen::record::Record;
 use stornet_tests::agent::{AgentProcess, free_port};
 use stornet_tests::blockdev::LoopDevice;
 use stornet_tests::loadgen::{num, run};
+use stornet_tests::metrics::sum;
 use stornet_tests::privilege::require_root;
+
+use crate::block_util::up_to_three_times;
 
 fn record_path(tag: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("stornet-record-{tag}-{}.json", std::process::id()))
@@ -25,31 +29,56 @@ fn correlate_record_holds_the_agents_device_series_matching_sysfs() {
     let disk = LoopDevice::new("corrrec", 64 << 20).expect("loop device");
     // One IO is one request: the device counts what loadgen issued.
     disk.set_queue_attr("nomerges", "2").unwrap();
+    up_to_three_times("the record's request counts", || {
+        record_matches_sysfs(&agent, &disk)
+    });
+}
+
+fn record_matches_sysfs(agent: &AgentProcess, disk: &LoopDevice) -> anyhow::Result<()> {
     let rec = record_path("sysfs");
-    let agent_arg = format!("--agent=h1=http://{}", agent.addr);
-    let rec_arg = format!("--record={}", rec.display());
-    let dev = format!("--filename={}", disk.dev.display());
-    let before = disk.stat().unwrap();
+    let count = |op: &str| -> anyhow::Result<f64> {
+        let samples = agent.scrape()?;
+        Ok(sum(
+            &samples,
+            "stornet_block_io_size_bytes_count",
+            &[("device", &disk.name), ("op", op)],
+        ))
+    };
+    // Completions the kernel did not run the probe for, as the agent finds them later.
+    let unseen = || -> anyhow::Result<f64> {
+        Ok(sum(
+            &agent.scrape()?,
+            "stornet_block_unrecorded_total",
+            &[("reason", "unseen_end")],
+        ))
+    };
+    let unseen_before = unseen()?;
+    let agent_before = [count("read")?, count("write")?];
+    let before = disk.stat()?;
     let r = run(&[
         "--name=rec",
-        &dev,
+        &format!("--filename={}", disk.dev.display()),
         "--rw=randrw",
         "--bs=4k",
-        "--iodepth=16",
+        "--iodepth=4",
+        "--rate_iops=1000",
         "--time_based",
-        "--runtime=3",
-        "--interval=250ms",
+        "--runtime=4",
+        "--interval=500ms",
         "--output-format=json",
-        &agent_arg,
-        &rec_arg,
-    ])
-    .unwrap();
-    let after = disk.stat().unwrap();
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let j = r.json().unwrap();
-    let probe_reads = num(&j, "loadgen/safety_probe_reads");
+        &format!("--agent=h1=http://{}", agent.addr),
+        &format!("--record={}", rec.display()),
+    ])?;
+    let after = disk.stat()?;
+    let agent_delta = [
+        count("read")? - agent_before[0],
+        count("write")? - agent_before[1],
+    ];
+    let skipped = unseen()? - unseen_before;
+    ensure!(r.code == Some(0), "loadgen failed: {}", r.stderr);
+    let probe_reads = num(&r.json()?, "loadgen/safety_probe_reads");
 
-    let record = Record::read(&rec).expect("the record reads back");
+    let record = Record::read(&rec).map_err(anyhow::Error::msg)?;
     let _ = std::fs::remove_file(&rec);
     assert_eq!(record.host, "h1");
     assert_eq!(
@@ -59,95 +88,81 @@ fn correlate_record_holds_the_agents_device_series_matching_sysfs() {
     let p = &record.points[0];
     let rows = record.result.points[0].timeline.len();
     assert_eq!(p.run.starts.len(), rows);
-    assert!(rows >= 12, "{rows} timeline rows");
-    assert_eq!(p.sampling[0].missing, 0, "{:?}", p.sampling[0]);
+    assert!(rows >= 8, "{rows} timeline rows");
+    ensure!(p.sampling[0].missing == 0, "{:?}", p.sampling[0]);
     let h1 = p.run.host("h1").expect("the agent's host");
     assert_eq!(h1.local_devices, vec![disk.name.clone()]);
     let device = h1
         .devices
         .get(&disk.name)
         .unwrap_or_else(|| panic!("no series for {} in {:?}", disk.name, h1.devices.keys()));
-    for (op, sysfs) in [
-        (
-            "read",
-            (after.read_ios - before.read_ios) as f64 - probe_reads,
-        ),
-        ("write", (after.write_ios - before.write_ios) as f64),
-    ] {
+    for op in ["read", "write"] {
         let ios = &device.ops[op].ios;
+        let recorded = total(ios);
+        let (sysfs, agent_count) = if op == "read" {
+            // The safety check's reads come before the run and are not in the record.
+            (
+                (after.read_ios - before.read_ios) as f64 - probe_reads,
+                agent_delta[0] - probe_reads,
+            )
+        } else {
+            ((after.write_ios - before.write_ios) as f64, agent_delta[1])
+        };
         println!(
-            "{op}: record {} sysfs {sysfs} loadgen {} probe {probe_reads}",
-            total(ios),
-            num(&j, &format!("loadgen/points/0/{op}/ios"))
+            "{op}: record {recorded}, agent {agent_count}, /sys/block {sysfs}, skipped probe runs {skipped}"
         );
         assert_eq!(ios.len(), rows, "{op}: one value per timeline row");
         assert!(ios.iter().all(Option::is_some), "{op}: no interval missing");
         assert!(sysfs > 1000.0, "{op}: {sysfs} requests");
-        if op == "write" {
-            assert_eq!(
-                total(ios),
-                sysfs,
-                "{op}: requests in the record vs /sys/block/{}/stat",
-                disk.name
-            );
-        } else {
-            // udev probes a device when a writer closes it (a few reads), which may land
-            // after the record's last sample and before the test reads sysfs.
-            let extra = sysfs - total(ios);
-            assert!(
-                (0.0..=64.0).contains(&extra),
-                "{op}: requests in the record {} vs /sys/block/{}/stat {sysfs}",
-                total(ios),
-                disk.name
-            );
-        }
+        // udev reads a device when a writer closes it; those reads may land after the
+        // record's last sample, in the counts taken after the run.
+        let udev = if op == "read" { 64.0 } else { 0.0 };
+        // Exactly what the agent counted, the intervals adding up.
+        ensure!(
+            (0.0..=udev).contains(&(agent_count - recorded)),
+            "{op}s in the record {recorded}, the agent's counter {agent_count}"
+        );
+        // And what the device did, but for completions the kernel skipped the probe for
+        // (counted as `unseen_end` when their driver tag is reused; up to a queue depth of
+        // them may still wait for that).
+        let short = sysfs - recorded;
+        ensure!(
+            short >= 0.0 && short <= skipped + 4.0 + udev,
+            "{op}s in the record {recorded}, /sys/block/{}/stat {sysfs}, {skipped} probe runs skipped",
+            disk.name
+        );
         let lat = if op == "read" { &h1.read } else { &h1.write };
         let lat = lat.as_ref().expect("loadgen's latency on its host");
         assert_eq!(lat.p99_seconds.len(), rows);
-    }
-    // With block-layer timing (queue and service histograms, in-flight, queue limit), the
-    // record has those series too; the queue limit is the device's own.
-    let timed = agent
-        .scrape()
-        .unwrap()
-        .iter()
-        .any(|s| s.name == "stornet_block_service_seconds_count");
-    if timed {
-        let w = &device.ops["write"];
+        assert_eq!(lat.local_device_seconds.len(), rows);
+        // Block-layer timing per interval, and the device's in-flight requests and limit.
+        let o = &device.ops[op];
         assert!(
-            w.service_seconds
+            o.service_seconds
                 .iter()
                 .flatten()
                 .filter(|v| **v > 0.0)
                 .count()
                 >= rows - 1,
-            "service time per interval: {:?}",
-            w.service_seconds
+            "{op}: service time per interval: {:?}",
+            o.service_seconds
         );
-        assert_eq!(w.queue_seconds.len(), rows);
-        let nr: f64 =
-            std::fs::read_to_string(format!("/sys/block/{}/queue/nr_requests", disk.name))
-                .unwrap()
-                .trim()
-                .parse()
-                .unwrap();
-        let limit = device
-            .queue_limit
-            .iter()
-            .flatten()
-            .copied()
-            .fold(f64::INFINITY, f64::min);
-        assert!(limit <= nr, "queue limit {limit} vs nr_requests {nr}");
-        assert!(
-            device.inflight.iter().flatten().all(|v| *v <= limit),
-            "in flight {:?} within the limit {limit}",
-            device.inflight
-        );
-    } else {
-        eprintln!(
-            "note: this agent exports no block-layer timing; only request counts were checked"
-        );
+        assert_eq!(o.queue_seconds.len(), rows);
     }
+    let nr: f64 = std::fs::read_to_string(format!("/sys/block/{}/queue/nr_requests", disk.name))?
+        .trim()
+        .parse()?;
+    assert!(
+        device.queue_limit.iter().all(|l| *l == Some(nr)),
+        "queue limit {:?} vs nr_requests {nr}",
+        device.queue_limit
+    );
+    assert!(
+        device.inflight.iter().flatten().all(|v| *v <= nr),
+        "in flight {:?} within the limit {nr}",
+        device.inflight
+    );
+    Ok(())
 }
 
 #[test]
@@ -186,7 +201,7 @@ fn correlate_a_dead_agent_is_missing_data_not_a_failed_run() {
     let rows = p.run.len();
     assert_eq!(p.sampling[0].missing, 0);
     assert_eq!(p.sampling[1].samples, 0);
-    assert_eq!(p.sampling[1].missing, rows + 1, "every boundary missed");
+    assert!(p.sampling[1].missing > rows, "every boundary missed");
     let gone = p.run.host("gone").expect("the dead agent's host is listed");
     assert!(
         gone.devices.is_empty() && gone.peers.is_empty(),

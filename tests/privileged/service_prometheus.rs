@@ -121,7 +121,7 @@ fn service_prometheus_scrapes_plain_and_tls_with_basic_auth() {
         let r = prom
             .wait_for(
                 &format!(
-                    "stornet_block_completed_ios_total{{job=\"{job}\",device=\"{}\",op=\"write\"}}",
+                    "stornet_block_io_size_bytes_count{{job=\"{job}\",device=\"{}\",op=\"write\"}}",
                     disk.name
                 ),
                 timeout,

@@ -28,8 +28,8 @@ fn service_self_metrics_match_independent_counts() {
     // Every run of the completion program counts one completion, on any device.
     let runs = sum(&after, "stornet_agent_probe_runs_total", &probe)
         - sum(&before, "stornet_agent_probe_runs_total", &probe);
-    let ios = total(&after, "stornet_block_completed_ios_total")
-        - total(&before, "stornet_block_completed_ios_total");
+    let ios = total(&after, "stornet_block_io_size_bytes_count")
+        - total(&before, "stornet_block_io_size_bytes_count");
     assert!(runs >= N as f64, "runs {runs} < {N} writes");
     assert!(
         (runs - ios).abs() <= 0.01 * ios + 50.0,
@@ -40,17 +40,32 @@ fn service_self_metrics_match_independent_counts() {
     assert!(run_time > 0.0 && run_time < 1.0, "run time {run_time} s");
     assert_eq!(total(&after, "stornet_agent_bpf_stats_enabled"), 1.0);
 
-    // One map entry per (device, op) series.
-    let series = after
+    // Every hash map the probes use is watched and within its capacity; the error map holds
+    // one entry per error series the agent reports.
+    for name in [
+        "BLOCK_STATS",
+        "BLOCK_STAMPS",
+        "BLOCK_ERRORS",
+        "NET_RETRANSMITS",
+    ] {
+        let map = [("map", name)];
+        let max = sum(&after, "stornet_agent_map_max_entries", &map);
+        let entries = sum(&after, "stornet_agent_map_entries", &map);
+        assert!(max > 0.0, "{name}: no capacity reported");
+        assert!(entries <= max, "{name}: {entries} entries > capacity {max}");
+    }
+    let error_series = after
         .iter()
-        .filter(|s| s.name == "stornet_block_completed_ios_total")
+        .filter(|s| s.name == "stornet_block_errors_total")
         .count() as f64;
-    let map = [("map", "BLOCK_COMPLETIONS")];
-    assert_eq!(sum(&after, "stornet_agent_map_entries", &map), series);
-    assert_eq!(sum(&after, "stornet_agent_map_max_entries", &map), 4096.0);
+    let errors = [("map", "BLOCK_ERRORS")];
     assert_eq!(
-        sum(&after, "stornet_agent_map_update_failures_total", &map),
-        0.0
+        sum(&after, "stornet_agent_map_entries", &errors),
+        error_series
+    );
+    assert_eq!(
+        sum(&after, "stornet_agent_map_max_entries", &errors),
+        1024.0
     );
 
     // CPU and RSS as /proc reports them for the agent's pid.

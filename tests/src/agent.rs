@@ -56,8 +56,22 @@ impl AgentProcess {
         Ok(a)
     }
 
+    /// Starts the agent with a configuration file holding `toml` (plus `args`).
+    pub fn with_config(toml: &str, args: &[&str]) -> Result<AgentProcess> {
+        let path = log_path().with_extension("toml");
+        std::fs::write(&path, toml)?;
+        let flag = format!("--config.file={}", path.display());
+        let mut all = vec![flag.as_str()];
+        all.extend_from_slice(args);
+        // The agent reads its configuration once, at start.
+        let agent = AgentProcess::start(&all);
+        let _ = std::fs::remove_file(&path);
+        agent
+    }
+
     /// Starts the agent on a free loopback port without waiting for it.
     pub fn launch(l: &Launch) -> Result<AgentProcess> {
+        wait_after_previous_exit();
         let addr: SocketAddr = format!("127.0.0.1:{}", free_port()?).parse()?;
         let bin = l
             .bin
@@ -129,16 +143,6 @@ impl AgentProcess {
         metrics::parse(&body)
     }
 
-    /// Names of the probes the agent reports (`stornet_probe_up{probe}`), attached or not.
-    pub fn probes(&self) -> Result<Vec<String>> {
-        Ok(self
-            .scrape()?
-            .iter()
-            .filter(|s| s.name == "stornet_probe_up")
-            .filter_map(|s| s.label("probe").map(str::to_string))
-            .collect())
-    }
-
     /// Sends SIGTERM and waits up to `timeout` for the exit status.
     pub fn terminate(&mut self, timeout: Duration) -> Result<ExitStatus> {
         self.signal(libc::SIGTERM);
@@ -174,6 +178,22 @@ impl AgentProcess {
     }
 }
 
+/// When the last agent this process started has exited.
+static LAST_EXIT: std::sync::Mutex<Option<Instant>> = std::sync::Mutex::new(None);
+
+/// Under heavy load the kernel was seen to deliver no tracepoint events for a moment after
+/// another agent detached from the same tracepoints (to no BPF program at all, bpftrace
+/// included); counts compared right after a back-to-back restart could then come up short.
+/// Agents started by tests therefore begin at least this long after the previous one ended.
+const RESTART_GAP: Duration = Duration::from_secs(2);
+
+fn wait_after_previous_exit() {
+    let last = *LAST_EXIT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(gap) = last.and_then(|t| RESTART_GAP.checked_sub(t.elapsed())) {
+        std::thread::sleep(gap);
+    }
+}
+
 impl Drop for AgentProcess {
     fn drop(&mut self) {
         if matches!(self.child.try_wait(), Ok(None))
@@ -182,6 +202,7 @@ impl Drop for AgentProcess {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
+        *LAST_EXIT.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
         if std::thread::panicking() {
             eprintln!("--- stornet-agent log ({}) ---\n{}", self.addr, self.log());
         }

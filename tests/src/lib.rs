@@ -1,6 +1,6 @@
 //! stornet's lab harness: privilege checks, loop devices, the agent and `loadgen serve` as
-//! processes, metric scrapes, BPF object checks, TLS test certificates, a Prometheus server
-//! and headless Chromium.
+//! processes, metric scrapes, BPF object checks, TLS test certificates, a real Prometheus
+//! with stornet's rules and dashboards, and headless Chromium.
 //! Everything it creates is removed on drop, also when a test fails.
 
 pub mod agent;
@@ -9,10 +9,21 @@ pub mod blockdev;
 pub mod bpf;
 pub mod cgroup;
 pub mod chromium;
+pub mod fs;
+pub mod grafana;
 pub mod loadgen;
+pub mod metric_docs;
 pub mod metrics;
 pub mod netns;
 pub mod privilege;
+pub mod prom_rules;
 pub mod prometheus;
+pub mod promql;
+pub mod promserver;
 pub mod replica;
+pub mod repo;
 pub mod tls;
+pub mod traffic;
+
+#[cfg(test)]
+mod dashboard_checks;

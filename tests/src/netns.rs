@@ -114,15 +114,49 @@ impl Netns {
         T: Send + 'static,
         F: FnOnce() -> Result<T> + Send + 'static,
     {
-        let path = format!("/run/netns/{}", self.name);
+        let path = self.path();
         std::thread::spawn(move || {
-            let ns = File::open(&path).with_context(|| format!("opening {path}"))?;
-            // SAFETY: setns on an fd we own; it affects only this thread.
-            if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-                bail!("entering {path}: {}", std::io::Error::last_os_error());
-            }
+            enter_current_thread(&path)?;
             f()
         })
+    }
+
+    /// Runs `f` on a thread that has entered this namespace and waits for it; sockets `f`
+    /// opens belong to the namespace and may then be used from any thread.
+    pub fn enter<T: Send>(&self, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+        let path = self.path();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                enter_current_thread(&path)?;
+                f()
+            })
+            .join()
+            .map_err(|_| anyhow::anyhow!("thread in {} panicked", self.name))?
+        })
+    }
+
+    fn path(&self) -> String {
+        format!("/run/netns/{}", self.name)
+    }
+
+    /// A counter of `dev` from /sys/class/net/DEV/statistics (e.g. `rx_dropped`), as
+    /// `ip -s link` shows it.
+    pub fn link_stat(&self, dev: &str, field: &str) -> Result<u64> {
+        let path = format!("/sys/class/net/{dev}/statistics/{field}");
+        self.run("cat", &[&path])?
+            .trim()
+            .parse()
+            .with_context(|| format!("unreadable {path} in {}", self.name))
+    }
+
+    /// Smoothed RTTs (milliseconds) of the established TCP sockets to `peer`, as `ss -ti`
+    /// prints them (`rtt:SRTT/RTTVAR`).
+    pub fn ss_rtts_ms(&self, peer: Ipv4Addr) -> Result<Vec<f64>> {
+        let out = self.run(
+            "ss",
+            &["-tin", "state", "established", "dst", &peer.to_string()],
+        )?;
+        Ok(ss_rtts(&out))
     }
 
     /// Runs a program inside the namespace and returns its stdout.
@@ -208,6 +242,24 @@ impl Drop for Netns {
     }
 }
 
+/// The `rtt:SRTT/RTTVAR` values (SRTT, ms) in `ss -ti` output.
+pub fn ss_rtts(text: &str) -> Vec<f64> {
+    text.split_whitespace()
+        .filter_map(|w| w.strip_prefix("rtt:"))
+        .filter_map(|v| v.split('/').next()?.parse().ok())
+        .collect()
+}
+
+/// Moves the calling thread into the network namespace at `path`.
+fn enter_current_thread(path: &str) -> Result<()> {
+    let ns = File::open(path).with_context(|| format!("opening {path}"))?;
+    // SAFETY: setns(2) on an fd we own; it moves only the calling thread.
+    if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        bail!("entering {path}: {}", std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Reads `field` from the `prefix` line pair of /proc/net/snmp text.
 pub fn snmp_field(snmp: &str, prefix: &str, field: &str) -> Result<u64> {
     let mut lines = snmp.lines().filter(|l| l.starts_with(prefix));
@@ -281,105 +333,49 @@ impl HostPair {
     }
 }
 
-/// TCP streams from one namespace to another, sending as fast as the path allows until
-/// stopped (or dropped): a bulk transfer that fills a shaped link's queue.
-pub struct TcpLoad {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    threads: Vec<std::thread::JoinHandle<Result<u64>>>,
+/// Two hosts joined through a switch: a bridge `br0` in its own namespace with one veth port
+/// per host (`port-a`, `port-b`), hosts addressed .1 and .2 on `eth0`. The MTUs of the hosts'
+/// links and of the switch ports are set apart, to build MTU mistakes.
+pub struct SwitchedPair {
+    pub a: Netns,
+    pub b: Netns,
+    pub switch: Netns,
+    pub subnet: Subnet,
 }
 
-impl TcpLoad {
-    /// `streams` connections from `from` to `to_addr:port`, which a receiver in `to` drains.
-    pub fn start(
-        from: &Netns,
-        to: &Netns,
-        to_addr: Ipv4Addr,
-        port: u16,
-        streams: usize,
-    ) -> Result<TcpLoad> {
-        use std::io::{Read, Write};
-        use std::sync::atomic::Ordering::Relaxed;
-        ensure!(is_lab_addr(to_addr), "{to_addr} is outside 198.18.0.0/15");
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let s = stop.clone();
-        let receiver = to.spawn(move || {
-            let l = std::net::TcpListener::bind((to_addr, port))?;
-            l.set_nonblocking(true)?;
-            let _ = ready_tx.send(());
-            let mut readers = Vec::new();
-            while !s.load(Relaxed) {
-                match l.accept() {
-                    Ok((mut c, _)) => {
-                        c.set_nonblocking(false)?;
-                        c.set_read_timeout(Some(std::time::Duration::from_millis(200)))?;
-                        let s = s.clone();
-                        readers.push(std::thread::spawn(move || {
-                            let mut buf = vec![0u8; 1 << 16];
-                            let mut n = 0u64;
-                            while !s.load(Relaxed) {
-                                match c.read(&mut buf) {
-                                    Ok(0) => break,
-                                    Ok(k) => n += k as u64,
-                                    Err(_) => {}
-                                }
-                            }
-                            n
-                        }));
-                    }
-                    Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
-                }
-            }
-            Ok(readers.into_iter().map(|r| r.join().unwrap_or(0)).sum())
-        });
-        ready_rx
-            .recv_timeout(std::time::Duration::from_secs(5))
-            .context("the receiver did not start listening")?;
-        let mut threads = vec![receiver];
-        for _ in 0..streams {
-            let s = stop.clone();
-            threads.push(from.spawn(move || {
-                let mut c = std::net::TcpStream::connect((to_addr, port))?;
-                c.set_write_timeout(Some(std::time::Duration::from_millis(200)))?;
-                let buf = vec![0x5au8; 1 << 16];
-                let mut n = 0u64;
-                while !s.load(Relaxed) {
-                    match c.write(&buf) {
-                        Ok(k) => n += k as u64,
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
-                        Err(e) => return Err(e.into()),
-                    }
-                }
-                Ok(n)
-            }));
+impl SwitchedPair {
+    pub const HOST_DEV: &'static str = "eth0";
+    pub const A_PORT: &'static str = "port-a";
+    pub const B_PORT: &'static str = "port-b";
+
+    pub fn new(tag: &str, host_mtu: u32, port_mtu: u32) -> Result<SwitchedPair> {
+        let subnet = Subnet::allocate()?;
+        let p = SwitchedPair {
+            a: Netns::new(&format!("{tag}-a"))?,
+            b: Netns::new(&format!("{tag}-b"))?,
+            switch: Netns::new(&format!("{tag}-sw"))?,
+            subnet,
+        };
+        p.switch.ip(&["link", "add", "br0", "type", "bridge"])?;
+        for (host, port) in [(&p.a, Self::A_PORT), (&p.b, Self::B_PORT)] {
+            veth(host, Self::HOST_DEV, &p.switch, port)?;
+            p.switch.set_mtu(port, port_mtu)?;
+            p.switch.ip(&["link", "set", port, "master", "br0"])?;
+            host.set_mtu(Self::HOST_DEV, host_mtu)?;
         }
-        Ok(TcpLoad { stop, threads })
-    }
-
-    /// Stops every stream; returns the bytes the receiver got.
-    pub fn stop(mut self) -> Result<u64> {
-        self.halt()
-    }
-
-    fn halt(&mut self) -> Result<u64> {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        let mut received = 0;
-        for (i, t) in self.threads.drain(..).enumerate() {
-            let n = t
-                .join()
-                .map_err(|_| anyhow::anyhow!("a load thread panicked"))??;
-            if i == 0 {
-                received = n;
-            }
+        p.switch.ip(&["link", "set", "br0", "up"])?;
+        p.a.addr(Self::HOST_DEV, p.a_addr(), 24)?;
+        p.b.addr(Self::HOST_DEV, p.b_addr(), 24)?;
+        for ns in [&p.a, &p.b, &p.switch] {
+            ns.assert_isolated()?;
         }
-        Ok(received)
+        Ok(p)
     }
-}
-
-impl Drop for TcpLoad {
-    fn drop(&mut self) {
-        let _ = self.halt();
+    pub fn a_addr(&self) -> Ipv4Addr {
+        self.subnet.addr(1)
+    }
+    pub fn b_addr(&self) -> Ipv4Addr {
+        self.subnet.addr(2)
     }
 }
 
@@ -393,6 +389,13 @@ mod tests {
         assert!(is_lab_addr("198.19.255.254".parse().unwrap()));
         assert!(!is_lab_addr("198.20.0.1".parse().unwrap()));
         assert!(!is_lab_addr("10.0.0.1".parse().unwrap()));
+    }
+
+    #[test]
+    fn ss_rtt_parsing() {
+        let t = "ESTAB 0 0 198.18.0.1:33086 198.18.0.2:5201\n\t bbr wscale:10,10 rto:204 \
+                 rtt:0.079/0.048 ato:40 mss:8948 minrtt:0.014\nESTAB 0 0 a b\n\t rtt:1.5/0.2 x\n";
+        assert_eq!(ss_rtts(t), [0.079, 1.5]);
     }
 
     #[test]

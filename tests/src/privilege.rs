@@ -30,16 +30,3 @@ pub fn require_tool(test: &str, tool: &str) -> bool {
     eprintln!("SKIPPED {test}: needs `{tool}` (cargo xtask setup installs it)");
     false
 }
-
-/// Fails (under CI) or skips when something the test needs is not there, e.g. a probe an
-/// older agent lacks; `why` says what.
-pub fn require(test: &str, ok: bool, why: &str) -> bool {
-    if ok {
-        return true;
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("{test}: {why}, and CI is set");
-    }
-    eprintln!("SKIPPED {test}: {why}");
-    false
-}

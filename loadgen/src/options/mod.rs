@@ -243,6 +243,14 @@ pub struct RunSettings {
     /// `--record FILE`.
     #[serde(default)]
     pub record: Option<PathBuf>,
+    /// Replicas every write also goes to (`--replica`, repeatable).
+    #[serde(default)]
+    pub replicas: Vec<SocketAddr>,
+    #[serde(default)]
+    pub replica_token_file: Option<PathBuf>,
+    /// How long a replica may leave a write unacknowledged (default in `replica::replicas`).
+    #[serde(default)]
+    pub replica_timeout_ns: Option<u64>,
 }
 
 impl Default for RunSettings {
@@ -258,6 +266,9 @@ impl Default for RunSettings {
             profile: None,
             agents: Vec::new(),
             record: None,
+            replicas: Vec::new(),
+            replica_token_file: None,
+            replica_timeout_ns: None,
         }
     }
 }
@@ -304,6 +315,18 @@ impl RunSettings {
                 self.agents.push(v.to_string());
             }
             "record" => self.record = Some(PathBuf::from(v)),
+            "replica" => {
+                let addr = crate::replica::replicas::parse_addr(v).map_err(err)?;
+                if self.replicas.contains(&addr) {
+                    return Err(err(format!("{addr} is given twice")));
+                }
+                self.replicas.push(addr);
+            }
+            "replica_token_file" => self.replica_token_file = Some(PathBuf::from(v)),
+            "replica_timeout" => {
+                self.replica_timeout_ns =
+                    Some(crate::replica::replicas::parse_timeout(v).map_err(err)?)
+            }
             _ => return Err(format!("--{key} is not a run option")),
         }
         Ok(())

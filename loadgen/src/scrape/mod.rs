@@ -99,9 +99,11 @@ pub fn scrape(url: &Url, timeout: Duration) -> Result<Reading, String> {
     Ok(agent_signals::reading(&samples))
 }
 
-/// Scrapes never wait longer than half an interval: a later answer belongs to no boundary.
+/// How long a scrape may take: most of an interval, so that a slow agent still gives its
+/// boundary a sample, and never into the next boundary.
 fn timeout_for(interval_ns: u64) -> Duration {
-    Duration::from_nanos(interval_ns / 2).clamp(Duration::from_millis(50), Duration::from_secs(10))
+    Duration::from_nanos(interval_ns / 10 * 9)
+        .clamp(Duration::from_millis(20), Duration::from_secs(10))
 }
 
 /// The sampling threads of all agents.
@@ -293,7 +295,7 @@ fn sample_point(
             Err(RecvTimeoutError::Disconnected) => return None,
             Err(RecvTimeoutError::Timeout) => {
                 let now = clock::now_ns();
-                if now > due + interval_ns / 2 {
+                if now > due + timeout.as_nanos() as u64 {
                     // Still busy with an earlier scrape: this boundary is gone.
                     log.missed(k, interval_ns, "the previous scrape took too long");
                     deltas.push(None);
@@ -301,7 +303,7 @@ fn sample_point(
                     let r = scrape(&spec.url, timeout);
                     let done = clock::now_ns();
                     let r = r.and_then(|r| {
-                        if done > due + interval_ns / 2 {
+                        if done > due + timeout.as_nanos() as u64 {
                             Err(format!(
                                 "answered {:.0} ms after its boundary, too late",
                                 (done - due) as f64 / 1e6
@@ -398,8 +400,8 @@ mod tests {
 
     #[test]
     fn scrape_timeouts_stay_within_the_interval() {
-        assert_eq!(timeout_for(1_000_000_000), Duration::from_millis(500));
-        assert_eq!(timeout_for(20_000_000), Duration::from_millis(50));
+        assert_eq!(timeout_for(1_000_000_000), Duration::from_millis(900));
+        assert_eq!(timeout_for(10_000_000), Duration::from_millis(20));
         assert_eq!(timeout_for(60_000_000_000), Duration::from_secs(10));
     }
 

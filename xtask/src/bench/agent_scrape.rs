@@ -96,7 +96,7 @@ fn measure(agent: &AgentProcess, ios: &AtomicU64, sent: &AtomicU64) -> Result<()
         .lines()
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .count();
-    let devices = distinct(&body, "stornet_block_completed_ios_total", "device");
+    let devices = distinct(&body, "stornet_block_io_size_bytes_count", "device");
     let peers = distinct(&body, "", "peer");
     let status = std::fs::read_to_string(format!("/proc/{}/status", agent.pid()))?;
     let kib = |key: &str| -> Result<f64> {

@@ -252,20 +252,31 @@ fn timeline_chart(run: &Run, raised: Option<&Vec<usize>>) -> Chart {
         let retrans = sum(n, h.peers.values().map(|p| &p.retransmits));
         let drops = sum(n, h.skb_drops.values());
         let qdrops = sum(n, h.qdiscs.iter().map(|q| &q.drops));
+        let ifdrops = sum(
+            n,
+            h.interfaces
+                .values()
+                .flat_map(|i| [&i.rx_drops, &i.tx_drops, &i.rx_errors, &i.tx_errors]),
+        );
         for (what, s) in [
             ("retransmits", retrans),
             ("packet drops", drops),
             ("qdisc drops", qdrops),
+            ("interface drops and errors", ifdrops),
         ] {
             if s.iter().any(Option::is_some) {
-                net.push(Line::new(
-                    format!("{prefix}{what}"),
-                    colors.next().unwrap_or("#333"),
-                    line(run, &s),
-                ));
+                let nonzero = s.iter().flatten().any(|v| *v > 0.0);
+                net.push((nonzero, format!("{prefix}{what}"), s));
             }
         }
     }
+    // Counters that stayed at zero only clutter the legend, unless nothing else was counted.
+    let any_nonzero = net.iter().any(|l| l.0);
+    let net: Vec<Line> = net
+        .into_iter()
+        .filter(|l| l.0 || !any_nonzero)
+        .map(|(_, label, s)| Line::new(label, colors.next().unwrap_or("#333"), line(run, &s)))
+        .collect();
     let shade = raised
         .map(|r| {
             let x = xs(run);

@@ -106,7 +106,7 @@ pub struct Chart {
 }
 
 const LEFT: f64 = 72.0;
-const RIGHT: f64 = 190.0;
+const RIGHT: f64 = 240.0;
 const TITLE: f64 = 22.0;
 const GAP: f64 = 14.0;
 const BOTTOM: f64 = 38.0;
@@ -134,11 +134,22 @@ fn extent(lines: &[Line], pick: impl Fn(&(f64, f64)) -> f64, scale: Scale) -> Op
 /// Tick positions (in scaled units) and their raw values.
 fn ticks(scale: Scale, lo: f64, hi: f64) -> Vec<(f64, f64)> {
     match scale {
-        Scale::Log | Scale::SymLog => {
-            let raw = |d: f64| match scale {
-                Scale::Log => 10f64.powf(d),
-                _ => 10f64.powf(d) - 1.0,
-            };
+        Scale::SymLog => {
+            // 0, then powers of ten, each at log10(1 + v).
+            let top = 10f64.powf(hi) - 1.0;
+            let decades = top.max(1.0).log10().floor() as i32;
+            let every = (decades / 5).max(1);
+            let mut out = vec![(0.0, 0.0)];
+            for d in (0..=decades).filter(|d| d % every == 0) {
+                let v = 10f64.powi(d);
+                if v <= top {
+                    out.push(((1.0 + v).log10(), v));
+                }
+            }
+            out
+        }
+        Scale::Log => {
+            let raw = |d: f64| 10f64.powf(d);
             // Decades, with 2 and 5 in between when the range spans few of them.
             let span = hi - lo;
             let mults: &[f64] = if span <= 1.2 {
@@ -456,6 +467,11 @@ mod tests {
         );
         let t = ticks(Scale::Log, -6.0, 1.0);
         assert!(t.len() >= 4 && t.len() <= 8, "{t:?}");
+        let t: Vec<f64> = ticks(Scale::SymLog, 0.0, (1.0f64 + 2000.0).log10())
+            .iter()
+            .map(|t| t.1)
+            .collect();
+        assert_eq!(t, vec![0.0, 1.0, 10.0, 100.0, 1000.0]);
         assert_eq!(format(Unit::Count, 1874.0), "1,874");
         assert_eq!(format(Unit::Count, 25_000.0), "25k");
     }

@@ -1,0 +1,120 @@
+//! Network path ABI: what the retransmit, drop and socket-pressure probes read from kernel
+//! BTF, and the keys and slots of the maps they count into.
+
+use crate::{assert_size, user_pod};
+
+/// An argument index that the running kernel's tracepoint does not have.
+pub const ARG_NONE: u32 = u32::MAX;
+/// An offset the running kernel does not have (e.g. IPv6 addresses without CONFIG_IPV6).
+pub const OFFSET_NONE: u32 = u32::MAX;
+
+/// Bits of `NetLayout::ready`: which probes' layouts resolved.
+pub const READY_RETRANSMIT: u32 = 1;
+pub const READY_RETRANSMIT_SYNACK: u32 = 1 << 1;
+pub const READY_DROP: u32 = 1 << 2;
+pub const READY_SOCK_EXCEED: u32 = 1 << 3;
+pub const READY_SOCK_RCVQUEUE: u32 = 1 << 4;
+
+/// Kernel struct offsets and tracepoint argument positions the network probes need. User
+/// space fills this from the running kernel's BTF and passes it as a load-time global.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NetLayout {
+    /// Where `struct sock_common` lies in `struct sock` and in `struct request_sock`.
+    pub sock_common: u32,
+    pub req_common: u32,
+    /// In `struct sock_common`: `skc_family`, `skc_daddr`, `skc_v6_daddr` (OFFSET_NONE
+    /// without IPv6).
+    pub sk_family: u32,
+    pub sk_daddr: u32,
+    pub sk_v6_daddr: u32,
+    /// `sk_buff.cb` + `tcp_skb_cb.tcp_gso_segs`: segments in a TCP skb.
+    pub skb_gso_segs: u32,
+    /// `tcp_retransmit_skb(sk, skb[, err])`: argument positions; err is ARG_NONE on kernels
+    /// whose tracepoint fires only for successful retransmits.
+    pub rt_sk_arg: u32,
+    pub rt_skb_arg: u32,
+    pub rt_err_arg: u32,
+    /// `tcp_retransmit_synack(sk, req)`: the request socket, whose peer is the client.
+    pub synack_req_arg: u32,
+    /// `kfree_skb(skb, location, reason[, rx_sk])`.
+    pub drop_reason_arg: u32,
+    pub drop_location_arg: u32,
+    /// The value of `SKB_DROP_REASON_NOT_SPECIFIED` on this kernel.
+    pub reason_not_specified: u32,
+    /// `sock_exceed_buf_limit(sk, prot, allocated, kind)`: position of `kind`.
+    pub exceed_kind_arg: u32,
+    /// READY_* bits; a probe does nothing until its bit is set.
+    pub ready: u32,
+}
+assert_size!(NetLayout, 60);
+
+impl NetLayout {
+    /// Nothing resolved: every probe stays idle.
+    pub const EMPTY: NetLayout = NetLayout {
+        sock_common: OFFSET_NONE,
+        req_common: OFFSET_NONE,
+        sk_family: OFFSET_NONE,
+        sk_daddr: OFFSET_NONE,
+        sk_v6_daddr: OFFSET_NONE,
+        skb_gso_segs: OFFSET_NONE,
+        rt_sk_arg: ARG_NONE,
+        rt_skb_arg: ARG_NONE,
+        rt_err_arg: ARG_NONE,
+        synack_req_arg: ARG_NONE,
+        drop_reason_arg: ARG_NONE,
+        drop_location_arg: ARG_NONE,
+        reason_not_specified: u32::MAX,
+        exceed_kind_arg: ARG_NONE,
+        ready: 0,
+    };
+}
+
+impl Default for NetLayout {
+    fn default() -> Self {
+        NetLayout::EMPTY
+    }
+}
+
+pub const AF_INET: u16 = 2;
+pub const AF_INET6: u16 = 10;
+
+/// Map key: a TCP peer, the remote address of a socket. IPv4 uses the first 4 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct PeerKey {
+    pub family: u16,
+    pub _pad: u16,
+    pub addr: [u8; 16],
+}
+assert_size!(PeerKey, 20);
+
+user_pod!(NetLayout, PeerKey);
+
+/// Distinct peers the retransmit map holds. Never deleted, so a peer keeps its kernel entry
+/// for the agent's lifetime; retransmits of peers that find the map full are counted in
+/// `COUNTER_RETRANS_OVERFLOW` (user space reports them as `peer="other"`).
+pub const MAX_PEER_ENTRIES: u32 = 16384;
+
+/// Slots of the drop-reason array: `enum skb_drop_reason` values below `DROP_REASON_SLOTS - 1`
+/// count in their own slot; larger ones (subsystem reasons, `reason >> 16 != 0`) in the last.
+pub const DROP_REASON_SLOTS: u32 = 1024;
+pub const DROP_REASON_SUBSYSTEM_SLOT: u32 = DROP_REASON_SLOTS - 1;
+
+/// Distinct kernel code locations of `not_specified` drops the location map holds; more are
+/// counted in `COUNTER_UNSPECIFIED_OVERFLOW`.
+pub const MAX_DROP_LOCATIONS: u32 = 4096;
+
+/// Slots of the per-CPU counter array.
+pub const COUNTER_RETRANS_OVERFLOW: u32 = 0;
+pub const COUNTER_UNSPECIFIED_OVERFLOW: u32 = 1;
+pub const COUNTER_EXCEED_SEND: u32 = 2;
+pub const COUNTER_EXCEED_RECV: u32 = 3;
+pub const COUNTER_EXCEED_OTHER: u32 = 4;
+pub const COUNTER_RCVQUEUE_FULL: u32 = 5;
+pub const COUNTER_SLOTS: u32 = 6;
+
+/// `kind` of `sock_exceed_buf_limit`: `SK_MEM_SEND` and `SK_MEM_RECV` are preprocessor
+/// constants (absent from BTF), 0 and 1 since the tracepoint exists.
+pub const SK_MEM_SEND: u32 = 0;
+pub const SK_MEM_RECV: u32 = 1;

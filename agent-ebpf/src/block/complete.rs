@@ -1,0 +1,94 @@
+//! `block_rq_complete(struct request *rq, blk_status_t error, unsigned int nr_bytes)`: the
+//! driver completed `nr_bytes` of a request.
+
+use agent_common::block::{
+    DevOp, ErrorKey, OP_READ, OP_WRITE, STAMP_KERNEL, STAMP_PROBE, UNREC_NO_DISPATCH_STAMP,
+    UNREC_NO_START_STAMP,
+};
+use agent_common::hist::{latency_slot, size_slot};
+use aya_ebpf::helpers::bpf_ktime_get_ns;
+use aya_ebpf::programs::BtfTracePointContext;
+
+use super::{
+    Request, control, count, count_error, kernel_path, lay, leave, load, ready, stamps, stats,
+};
+
+pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
+    if !ready() {
+        return Ok(());
+    }
+    let rq: *const u8 = ctx.arg(0);
+    let status = ctx.arg::<u64>(1) as u8;
+    let nr_bytes: u32 = ctx.arg(2);
+    // A partial completion: the request goes on; it is counted when its last part completes.
+    let remaining: u32 = load(rq, lay!(rq_data_len));
+    if nr_bytes < remaining {
+        return Ok(());
+    }
+    let req = Request::read(rq);
+    // A read or write completing no bytes is the end of a flush sequence: the device work was
+    // the flush request and the data part, each counted when it completed.
+    if nr_bytes == 0 && (req.op == OP_READ || req.op == OP_WRITE) {
+        return Ok(());
+    }
+    // SAFETY: bpf_ktime_get_ns has no preconditions.
+    let now = unsafe { bpf_ktime_get_ns() };
+    let ctl = control().ok_or(-1)?;
+    let io_start = req.io_start_ns();
+    let (dispatch, source) = if kernel_path(ctl, &req, io_start) {
+        (io_start, STAMP_KERNEL)
+    } else {
+        let map = stamps();
+        match map.get_ptr(req.key()) {
+            Some(p) => {
+                // SAFETY: a map value, read once.
+                let t = unsafe { *p };
+                let _ = map.remove(req.key());
+                (t, STAMP_PROBE)
+            }
+            // Dispatched before the agent started, or the stamp was evicted: the kernel's own
+            // stamp, if any, still gives the service time (not when probe stamps are forced,
+            // so that they can be checked on their own).
+            None if ctl.probe_stamps == 0 => (io_start, STAMP_KERNEL),
+            None => (0, STAMP_PROBE),
+        }
+    };
+    if let (Some(mark), Some(slot)) = (req.mark(), req.queue_slot()) {
+        leave(&mark, slot);
+    }
+    let dev = req.dev();
+    if status != 0 && dev != 0 {
+        count_error(&ErrorKey {
+            dev,
+            op: req.op,
+            status: status as u32,
+            _pad: 0,
+        });
+    }
+    if dev == 0 {
+        return Ok(());
+    }
+    let Some(s) = stats(req.qid, &DevOp { dev, op: req.op }) else {
+        return Ok(());
+    };
+    s.size[size_slot(nr_bytes as u64)] += 1;
+    s.bytes += nr_bytes as u64;
+    if dispatch == 0 {
+        if req.started {
+            count(UNREC_NO_DISPATCH_STAMP);
+        }
+        return Ok(());
+    }
+    count(source);
+    let service = now.saturating_sub(dispatch);
+    s.service[latency_slot(service)] += 1;
+    s.service_ns += service;
+    if req.start_ns == 0 {
+        count(UNREC_NO_START_STAMP);
+        return Ok(());
+    }
+    let queue = dispatch.saturating_sub(req.start_ns);
+    s.queue[latency_slot(queue)] += 1;
+    s.queue_ns += queue;
+    Ok(())
+}

@@ -1,0 +1,43 @@
+//! `block_rq_issue(struct request *rq)`: a request is dispatched to the driver.
+
+use agent_common::block::{DevOp, UNREC_STAMPS_FULL, UNREC_UNTRACKED};
+use agent_common::hist::depth_slot;
+use aya_ebpf::helpers::bpf_ktime_get_ns;
+use aya_ebpf::programs::BtfTracePointContext;
+
+use super::{Request, control, count, enter, ready, stamps, stats};
+
+pub fn try_issue(ctx: &BtfTracePointContext) -> Result<(), i32> {
+    if !ready() {
+        return Ok(());
+    }
+    let ctl = control().ok_or(-1)?;
+    let req = Request::read(ctx.arg(0));
+    // Stamp the dispatch where the kernel will not (the completion decides the same way).
+    if ctl.probe_stamps != 0 || req.start_ns == 0 || !req.kernel_stamps_dispatch() {
+        // SAFETY: bpf_ktime_get_ns has no preconditions.
+        let now = unsafe { bpf_ktime_get_ns() };
+        if stamps().insert(req.key(), now, 0).is_err() {
+            count(UNREC_STAMPS_FULL);
+        }
+    }
+    let (Some(mark), Some(slot)) = (req.mark(), req.queue_slot()) else {
+        count(UNREC_UNTRACKED);
+        return Ok(());
+    };
+    let depth = enter(&mark, slot);
+    let dev = req.dev();
+    // SAFETY: a map value; a plain store, the same value from every CPU.
+    unsafe { (*slot).dev = dev };
+    if dev == 0 {
+        return Ok(());
+    }
+    let Some(s) = stats(req.qid, &DevOp { dev, op: req.op }) else {
+        return Ok(());
+    };
+    let depth = if depth > 0 { depth as u64 } else { 0 };
+    s.depth[depth_slot(depth)] += 1;
+    s.depth_sum += depth;
+    s.queue_slot = req.qid as u64 + 1;
+    Ok(())
+}

@@ -1,0 +1,320 @@
+//! Block path: queue time, service time, IO size, in-flight depth at dispatch, errors and
+//! requeues per (device, op), aggregated in per-CPU maps.
+//!
+//! Design: the completion probe reads the request's own stamps, `start_time_ns` (set when the
+//! request starts) and `io_start_time_ns` (set at dispatch when the queue keeps statistics),
+//! so the common path keeps no per-request map entry: no hash insert at dispatch and delete at
+//! completion, which is most of what a start map keyed by request costs (that is how bcc's
+//! biolatency works). The issue probe is still needed for the depth each request meets at
+//! dispatch: a shared atomic count per request queue, moved only with the request's mark bit
+//! (see `MarkWords`), so a request already in flight when the agent starts, or a probe run the
+//! kernel skipped, cannot make it drift. Where the kernel does not stamp the dispatch (queue
+//! statistics off, passthrough), the issue probe stamps it in a map keyed by request.
+
+pub mod complete;
+pub mod issue;
+pub mod requeue;
+
+use agent_common::block::{
+    BlockControl, BlockLayout, COUNTERS, DevOp, ErrorKey, FAST_SLOTS, FastSlot, MARK_HCTX,
+    MARK_QUEUES, MARK_TAGS, MAX_DEV_OPS, MAX_ERROR_KEYS, MAX_PROBE_STAMPS, MAX_QUEUES, MarkWords,
+    OP_DISCARD, OP_FLUSH, OP_OTHER, OP_READ, OP_WRITE, OpStats, QueueSlot, UNREC_STATS_FULL,
+    UNREC_UNSEEN_END, fast_index,
+};
+use core::intrinsics::AtomicOrdering;
+
+use aya_ebpf::bindings::{BPF_F_NO_PREALLOC, BPF_NOEXIST};
+use aya_ebpf::macros::map;
+use aya_ebpf::maps::{Array, HashMap, LruHashMap, PerCpuArray, PerCpuHashMap};
+
+/// Filled by user space from kernel BTF before load.
+#[unsafe(no_mangle)]
+pub(crate) static BLOCK_LAYOUT: BlockLayout = unsafe { core::mem::zeroed() };
+
+/// Per (device, op) histograms and counters, allocated on first use.
+#[map]
+static BLOCK_STATS: PerCpuHashMap<DevOp, OpStats> =
+    PerCpuHashMap::with_max_entries(MAX_DEV_OPS, BPF_F_NO_PREALLOC);
+
+/// Per (device, op) stats by direct-mapped index (see `FastSlot`); the hash above takes the
+/// (device, op) pairs whose slot another pair holds.
+#[map]
+static BLOCK_FAST: PerCpuArray<FastSlot> = PerCpuArray::with_max_entries(FAST_SLOTS, 0);
+
+/// A zeroed `OpStats` to insert from (too large for the BPF stack). Never written.
+#[map]
+static BLOCK_ZERO: Array<OpStats> = Array::with_max_entries(1, 0);
+
+/// In-flight requests per request queue, indexed by the queue's `id`.
+#[map]
+static BLOCK_QUEUES: Array<QueueSlot> = Array::with_max_entries(MAX_QUEUES, 0);
+
+/// Dispatched-request marks, per (request queue id, hardware queue): see `MarkWords`.
+#[map]
+static BLOCK_MARKS: Array<MarkWords> = Array::with_max_entries(MARK_QUEUES * MARK_HCTX, 0);
+
+/// Written by user space after load (entry 0).
+#[map]
+static BLOCK_CONTROL: Array<BlockControl> = Array::with_max_entries(1, 0);
+
+/// Dispatch time of requests the kernel does not stamp, keyed by request address. LRU, so a
+/// request whose completion was never seen cannot hold its entry forever.
+#[map]
+static BLOCK_STAMPS: LruHashMap<u64, u64> = LruHashMap::with_max_entries(MAX_PROBE_STAMPS, 0);
+
+/// Completions with an error, per (device, op, blk_status_t). Rare: shared, atomic adds.
+#[map]
+static BLOCK_ERRORS: HashMap<ErrorKey, u64> = HashMap::with_max_entries(MAX_ERROR_KEYS, 0);
+
+/// Event counters: what could not be recorded (`UNREC_*`), dispatch stamp sources (`STAMP_*`).
+#[map]
+static BLOCK_COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(COUNTERS as u32, 0);
+
+/// Reads one field of the load-time layout. Volatile, so that the compiler does not fold the
+/// zero initializer; the verifier sees the frozen value as a constant.
+macro_rules! lay {
+    ($field:ident) => {
+        // SAFETY: a plain read of an immutable global.
+        unsafe { core::ptr::read_volatile(&raw const $crate::block::BLOCK_LAYOUT.$field) }
+    };
+}
+pub(crate) use lay;
+
+/// Loads a `T` at `base + off` straight from kernel memory. `base` is a typed (BTF) pointer:
+/// the tracepoint's request or a pointer read from it, so the verifier checks the access
+/// against the kernel's own types, and the JIT turns a fault into a zero read. This is much
+/// cheaper than a `bpf_probe_read_kernel` call per field.
+#[inline(always)]
+pub fn load<T: Copy>(base: *const u8, off: u32) -> T {
+    // SAFETY: see above; the access is checked by the verifier and guarded by the JIT.
+    unsafe { core::ptr::read_volatile(base.wrapping_add(off as usize) as *const T) }
+}
+
+pub fn ready() -> bool {
+    lay!(ready) != 0
+}
+
+/// The request fields every probe needs.
+pub struct Request {
+    pub rq: *const u8,
+    pub q: *const u8,
+    /// The request queue's `id`: small, dense, one per disk.
+    pub qid: u32,
+    pub op: u32,
+    pub passthrough: bool,
+    pub start_ns: u64,
+    pub started: bool,
+}
+
+impl Request {
+    #[inline(always)]
+    pub fn read(rq: *const u8) -> Request {
+        let cmd_flags: u32 = load(rq, lay!(rq_cmd_flags));
+        let req_op = cmd_flags & lay!(op_mask);
+        let op = if req_op == lay!(req_op_read) {
+            OP_READ
+        } else if req_op == lay!(req_op_write) {
+            OP_WRITE
+        } else if req_op == lay!(req_op_flush) {
+            OP_FLUSH
+        } else if req_op == lay!(req_op_discard) {
+            OP_DISCARD
+        } else {
+            OP_OTHER
+        };
+        let state: u32 = load(rq, lay!(rq_state));
+        let q = load(rq, lay!(rq_q));
+        Request {
+            rq,
+            q,
+            qid: load(q, lay!(q_id)),
+            op,
+            passthrough: req_op == lay!(req_op_drv_in) || req_op == lay!(req_op_drv_out),
+            start_ns: load(rq, lay!(rq_start_time_ns)),
+            started: state != lay!(mq_rq_idle),
+        }
+    }
+
+    /// `dev_t` of the whole disk (partitions count towards their disk).
+    #[inline(always)]
+    pub fn dev(&self) -> u32 {
+        let disk: *const u8 = load(self.q, lay!(q_disk));
+        let part0: *const u8 = load(disk, lay!(disk_part0));
+        load(part0, lay!(bdev_dev))
+    }
+
+    #[inline(always)]
+    pub fn io_start_ns(&self) -> u64 {
+        load(self.rq, lay!(rq_io_start_time_ns))
+    }
+
+    /// The in-flight slot of the request's queue, if its id is in range.
+    #[inline(always)]
+    pub fn queue_slot(&self) -> Option<*mut QueueSlot> {
+        BLOCK_QUEUES.get_ptr_mut(self.qid)
+    }
+
+    /// The word and bit of the request's mark (by hardware queue and driver tag), if its
+    /// queue, hardware queue and tag are in range.
+    #[inline(always)]
+    pub fn mark(&self) -> Option<Mark> {
+        let tag: i32 = load(self.rq, lay!(rq_tag));
+        let hctx: *const u8 = load(self.rq, lay!(rq_mq_hctx));
+        let hw: u32 = load(hctx, lay!(hctx_queue_num));
+        if tag < 0 || tag as u32 >= MARK_TAGS || hw >= MARK_HCTX || self.qid >= MARK_QUEUES {
+            return None;
+        }
+        let words = BLOCK_MARKS.get_ptr_mut(self.qid * MARK_HCTX + hw)?;
+        let tag = tag as usize;
+        // SAFETY: a map value; `tag / 64` is below its length (checked above).
+        let word = unsafe {
+            (*words)
+                .as_mut_ptr()
+                .add((tag / 64) % (MARK_TAGS as usize / 64))
+        };
+        Some(Mark {
+            word,
+            bit: 1 << (tag % 64),
+        })
+    }
+
+    /// Whether the kernel stamps `io_start_time_ns` when it dispatches this request (queue
+    /// statistics on, not passthrough), as `blk_mq_start_request` decides.
+    #[inline(always)]
+    pub fn kernel_stamps_dispatch(&self) -> bool {
+        let flags: u64 = load(self.q, lay!(q_queue_flags));
+        !self.passthrough && (flags >> lay!(queue_flag_stats)) & 1 == 1
+    }
+
+    #[inline(always)]
+    pub fn key(&self) -> u64 {
+        self.rq as u64
+    }
+}
+
+pub fn control() -> Option<&'static BlockControl> {
+    BLOCK_CONTROL.get(0)
+}
+
+/// Whether the completion takes the kernel's own dispatch stamp (as the issue probe decided
+/// when it did not stamp the request itself).
+#[inline(always)]
+pub fn kernel_path(ctl: &BlockControl, req: &Request, io_start_ns: u64) -> bool {
+    ctl.probe_stamps == 0 && req.start_ns != 0 && io_start_ns != 0
+}
+
+/// A request's mark bit.
+pub struct Mark {
+    word: *mut u64,
+    bit: u64,
+}
+
+impl Mark {
+    #[inline(always)]
+    fn is_set(&self) -> bool {
+        // SAFETY: a map value; only this request's holder writes this bit.
+        unsafe { core::ptr::read_volatile(self.word) & self.bit != 0 }
+    }
+}
+
+/// At dispatch: marks the request and counts it in flight, unless its mark is still set by a
+/// request whose completion was missed (that one is then counted in its place). Returns the
+/// requests in flight on the queue, itself included. The add returns nothing (a fetching add
+/// needs BPF ISA v3), so the count is read right after it: at that moment this request is in
+/// flight, and the count is that of the requests in flight, whatever other CPUs did between.
+#[inline(always)]
+pub fn enter(mark: &Mark, slot: *mut QueueSlot) -> i64 {
+    if mark.is_set() {
+        count(UNREC_UNSEEN_END);
+    } else {
+        // SAFETY: map values; the bit is clear, so adding it sets it without a carry.
+        unsafe {
+            atomic_add(mark.word, mark.bit);
+            atomic_add(&raw mut (*slot).inflight, 1);
+        }
+    }
+    // SAFETY: a map value.
+    unsafe { core::ptr::read_volatile(&raw const (*slot).inflight) }
+}
+
+/// At completion or requeue: clears the request's mark and counts it out, if it is marked.
+#[inline(always)]
+pub fn leave(mark: &Mark, slot: *mut QueueSlot) {
+    if mark.is_set() {
+        // SAFETY: map values; the bit is set, so subtracting it clears it without a borrow.
+        unsafe {
+            atomic_add(mark.word, mark.bit.wrapping_neg());
+            atomic_add(&raw mut (*slot).inflight, -1);
+        }
+    }
+}
+
+/// Atomic add, result unused (the BPF target has no `AtomicI64::fetch_add`).
+///
+/// # Safety
+/// `p` must be valid for reads and writes.
+#[inline(always)]
+pub unsafe fn atomic_add<T: Copy>(p: *mut T, delta: T) {
+    unsafe { core::intrinsics::atomic_xadd::<T, T, { AtomicOrdering::Relaxed }>(p, delta) };
+}
+
+/// This CPU's stats of (device, op) on queue `qid`: its direct-mapped slot if free or its
+/// own, else its hash entry, created zeroed on first use.
+#[inline(always)]
+pub fn stats(qid: u32, key: &DevOp) -> Option<&'static mut OpStats> {
+    if let Some(p) = BLOCK_FAST.get_ptr_mut(fast_index(qid, key.op)) {
+        // SAFETY: per-CPU value, only this CPU writes it while the program runs.
+        let slot = unsafe { &mut *p };
+        if slot.owner == *key {
+            return Some(&mut slot.stats);
+        }
+        if slot.owner.dev == 0 {
+            slot.owner = *key;
+            return Some(&mut slot.stats);
+        }
+    }
+    if let Some(p) = BLOCK_STATS.get_ptr_mut(key) {
+        // SAFETY: per-CPU value, only this CPU writes it while the program runs.
+        return Some(unsafe { &mut *p });
+    }
+    let zero = BLOCK_ZERO.get(0)?;
+    // Another CPU may have inserted it meanwhile: the lookup below decides.
+    let _ = BLOCK_STATS.insert(key, zero, BPF_NOEXIST as u64);
+    match BLOCK_STATS.get_ptr_mut(key) {
+        // SAFETY: as above.
+        Some(p) => Some(unsafe { &mut *p }),
+        None => {
+            count(UNREC_STATS_FULL);
+            None
+        }
+    }
+}
+
+pub fn count(counter: u32) {
+    if let Some(p) = BLOCK_COUNTERS.get_ptr_mut(counter) {
+        // SAFETY: per-CPU value.
+        unsafe { *p += 1 };
+    }
+}
+
+pub fn count_error(key: &ErrorKey) {
+    if let Some(p) = BLOCK_ERRORS.get_ptr_mut(key) {
+        // SAFETY: a map value; shared, hence atomic.
+        unsafe { atomic_add(p, 1u64) };
+        return;
+    }
+    if BLOCK_ERRORS.insert(key, 1, BPF_NOEXIST as u64).is_err() {
+        // Lost a race with another CPU (counted there) or the map is full.
+        match BLOCK_ERRORS.get_ptr_mut(key) {
+            // SAFETY: as above.
+            Some(p) => unsafe {
+                atomic_add(p, 1u64);
+            },
+            None => count(agent_common::block::UNREC_ERRORS_FULL),
+        }
+    }
+}
+
+pub fn stamps() -> &'static LruHashMap<u64, u64> {
+    &BLOCK_STAMPS
+}

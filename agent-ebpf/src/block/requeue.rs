@@ -1,0 +1,27 @@
+//! `block_rq_requeue(struct request *rq)`: a request goes back to the block layer, to be
+//! dispatched again later (the driver was busy, or asked for it).
+
+use agent_common::block::DevOp;
+use aya_ebpf::programs::BtfTracePointContext;
+
+use super::{Request, leave, ready, stamps, stats};
+
+pub fn try_requeue(ctx: &BtfTracePointContext) -> Result<(), i32> {
+    if !ready() {
+        return Ok(());
+    }
+    let req = Request::read(ctx.arg(0));
+    // Counted out until it is dispatched again. (Where the driver tag is already released,
+    // the mark stays set and the tag's next request is counted in its place.)
+    if let (Some(mark), Some(slot)) = (req.mark(), req.queue_slot()) {
+        leave(&mark, slot);
+    }
+    let _ = stamps().remove(req.key());
+    let dev = req.dev();
+    if dev != 0
+        && let Some(s) = stats(req.qid, &DevOp { dev, op: req.op })
+    {
+        s.requeues += 1;
+    }
+    Ok(())
+}

@@ -1,0 +1,64 @@
+//! Dropped packets per kernel drop reason (`kfree_skb`), and the kernel code locations of the
+//! drops that carry no reason (`not_specified`).
+
+use agent_common::net::{
+    COUNTER_UNSPECIFIED_OVERFLOW, DROP_REASON_SLOTS, DROP_REASON_SUBSYSTEM_SLOT,
+    MAX_DROP_LOCATIONS, READY_DROP,
+};
+use aya_ebpf::{
+    bindings::{BPF_F_NO_PREALLOC, BPF_NOEXIST},
+    macros::map,
+    maps::{PerCpuArray, PerCpuHashMap},
+    programs::BtfTracePointContext,
+};
+
+use super::{arg, count, layout, ready};
+
+/// Drops per `enum skb_drop_reason` value.
+#[map]
+static NET_DROP_REASONS: PerCpuArray<u64> = PerCpuArray::with_max_entries(DROP_REASON_SLOTS, 0);
+
+/// `not_specified` drops per kernel code address (the caller of `kfree_skb`) and CPU,
+/// allocated when first used.
+#[map]
+static NET_UNSPECIFIED_DROPS: PerCpuHashMap<u64, u64> =
+    PerCpuHashMap::with_max_entries(MAX_DROP_LOCATIONS, BPF_F_NO_PREALLOC);
+
+#[inline(always)]
+fn add_location(location: u64) {
+    let add_to = |p: *mut u64| {
+        // SAFETY: per-CPU value, only this CPU writes it.
+        unsafe { *p += 1 };
+    };
+    if let Some(p) = NET_UNSPECIFIED_DROPS.get_ptr_mut(location) {
+        add_to(p);
+        return;
+    }
+    if NET_UNSPECIFIED_DROPS
+        .insert(location, 1, BPF_NOEXIST as u64)
+        .is_ok()
+    {
+        return;
+    }
+    match NET_UNSPECIFIED_DROPS.get_ptr_mut(location) {
+        Some(p) => add_to(p),
+        None => count(COUNTER_UNSPECIFIED_OVERFLOW, 1),
+    }
+}
+
+/// `kfree_skb(skb, location, reason[, rx_sk])`.
+pub fn try_kfree_skb(ctx: &BtfTracePointContext) -> Result<(), i32> {
+    if !ready(READY_DROP) {
+        return Ok(());
+    }
+    let reason = arg(ctx, layout!(drop_reason_arg)) as u32;
+    let slot = reason.min(DROP_REASON_SUBSYSTEM_SLOT);
+    if let Some(p) = NET_DROP_REASONS.get_ptr_mut(slot) {
+        // SAFETY: per-CPU value, only this CPU writes it.
+        unsafe { *p += 1 };
+    }
+    if reason == layout!(reason_not_specified) {
+        add_location(arg(ctx, layout!(drop_location_arg)));
+    }
+    Ok(())
+}

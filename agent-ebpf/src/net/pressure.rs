@@ -1,0 +1,32 @@
+//! Socket buffer pressure: a socket over its memory limits (`sock_exceed_buf_limit`) and a
+//! full receive queue (`sock_rcvqueue_full`).
+
+use agent_common::net::{
+    COUNTER_EXCEED_OTHER, COUNTER_EXCEED_RECV, COUNTER_EXCEED_SEND, COUNTER_RCVQUEUE_FULL,
+    READY_SOCK_EXCEED, READY_SOCK_RCVQUEUE, SK_MEM_RECV, SK_MEM_SEND,
+};
+use aya_ebpf::programs::BtfTracePointContext;
+
+use super::{arg, count, layout, ready};
+
+/// `sock_exceed_buf_limit(sk, prot, allocated, kind)`.
+pub fn try_exceed_buf_limit(ctx: &BtfTracePointContext) -> Result<(), i32> {
+    if !ready(READY_SOCK_EXCEED) {
+        return Ok(());
+    }
+    let slot = match arg(ctx, layout!(exceed_kind_arg)) as u32 {
+        SK_MEM_SEND => COUNTER_EXCEED_SEND,
+        SK_MEM_RECV => COUNTER_EXCEED_RECV,
+        _ => COUNTER_EXCEED_OTHER,
+    };
+    count(slot, 1);
+    Ok(())
+}
+
+/// `sock_rcvqueue_full(sk, skb)`.
+pub fn try_rcvqueue_full(_ctx: &BtfTracePointContext) -> Result<(), i32> {
+    if ready(READY_SOCK_RCVQUEUE) {
+        count(COUNTER_RCVQUEUE_FULL, 1);
+    }
+    Ok(())
+}

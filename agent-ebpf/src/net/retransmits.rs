@@ -1,0 +1,93 @@
+//! Retransmitted TCP segments per peer, from `tcp_retransmit_skb` and `tcp_retransmit_synack`:
+//! together what the kernel counts as `RetransSegs` in /proc/net/snmp, in every namespace.
+
+use agent_common::net::{
+    AF_INET, AF_INET6, ARG_NONE, COUNTER_RETRANS_OVERFLOW, MAX_PEER_ENTRIES, OFFSET_NONE, PeerKey,
+    READY_RETRANSMIT, READY_RETRANSMIT_SYNACK,
+};
+use aya_ebpf::{
+    bindings::{BPF_F_NO_PREALLOC, BPF_NOEXIST},
+    macros::map,
+    maps::PerCpuHashMap,
+    programs::BtfTracePointContext,
+};
+
+use super::{arg, count, layout, ready};
+use crate::read;
+
+/// Retransmitted segments per peer and CPU. Entries are allocated when first used
+/// (`BPF_F_NO_PREALLOC`), so the worst-case size costs nothing on hosts with many CPUs.
+#[map]
+static NET_RETRANSMITS: PerCpuHashMap<PeerKey, u64> =
+    PerCpuHashMap::with_max_entries(MAX_PEER_ENTRIES, BPF_F_NO_PREALLOC);
+
+/// The remote address of a socket whose `struct sock_common` is at `common`.
+#[inline(always)]
+fn peer(common: *const u8) -> Result<PeerKey, i32> {
+    let family: u16 = read::at(common, layout!(sk_family))?;
+    let mut key = PeerKey {
+        family,
+        _pad: 0,
+        addr: [0; 16],
+    };
+    if family == AF_INET {
+        let a: [u8; 4] = read::at(common, layout!(sk_daddr))?;
+        key.addr[..4].copy_from_slice(&a);
+    } else if family == AF_INET6 {
+        let off = layout!(sk_v6_daddr);
+        if off != OFFSET_NONE {
+            key.addr = read::at(common, off)?;
+        }
+    }
+    Ok(key)
+}
+
+#[inline(always)]
+fn add(key: &PeerKey, n: u64) {
+    let add_to = |p: *mut u64| {
+        // SAFETY: per-CPU value, only this CPU writes it.
+        unsafe { *p += n };
+    };
+    if let Some(p) = NET_RETRANSMITS.get_ptr_mut(key) {
+        add_to(p);
+        return;
+    }
+    if NET_RETRANSMITS.insert(key, n, BPF_NOEXIST as u64).is_ok() {
+        return;
+    }
+    // The map is full (or the entry appeared meanwhile, from an interrupt on this CPU).
+    match NET_RETRANSMITS.get_ptr_mut(key) {
+        Some(p) => add_to(p),
+        None => count(COUNTER_RETRANS_OVERFLOW, n),
+    }
+}
+
+/// `tcp_retransmit_skb(sk, skb[, err])`. Counts the skb's segments (`tcp_skb_pcount`), as the
+/// kernel does for RetransSegs: also when the device refused the packet (err > 0), not when
+/// the retransmit was abandoned before transmission (err < 0).
+pub fn try_retransmit(ctx: &BtfTracePointContext) -> Result<(), i32> {
+    if !ready(READY_RETRANSMIT) {
+        return Ok(());
+    }
+    let err_arg = layout!(rt_err_arg);
+    if err_arg != ARG_NONE && (arg(ctx, err_arg) as i32) < 0 {
+        return Ok(());
+    }
+    let sk = arg(ctx, layout!(rt_sk_arg)) as *const u8;
+    let skb = arg(ctx, layout!(rt_skb_arg)) as *const u8;
+    let segs: u16 = read::at(skb, layout!(skb_gso_segs))?;
+    let key = peer(sk.wrapping_add(layout!(sock_common) as usize))?;
+    add(&key, segs.max(1) as u64);
+    Ok(())
+}
+
+/// `tcp_retransmit_synack(sk, req)`: fires only for SYN-ACKs actually sent again.
+pub fn try_retransmit_synack(ctx: &BtfTracePointContext) -> Result<(), i32> {
+    if !ready(READY_RETRANSMIT_SYNACK) {
+        return Ok(());
+    }
+    let req = arg(ctx, layout!(synack_req_arg)) as *const u8;
+    let key = peer(req.wrapping_add(layout!(req_common) as usize))?;
+    add(&key, 1);
+    Ok(())
+}

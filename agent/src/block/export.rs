@@ -1,0 +1,508 @@
+//! Turns a snapshot of the block maps into metric families: device names and labels (with
+//! the cap folding into `other`), coarse or fine histogram bounds, sysfs queue limits.
+
+use std::collections::BTreeMap;
+
+use agent_common::block::{DevOp, OP_NAMES, OpStats, STAMP_KERNEL, STAMP_PROBE, UNREC_NAMES};
+use agent_common::hist::{
+    DEPTH_FINITE, LAT_FINITE, SIZE_FINITE, depth_bound, latency_bound_ns, size_bound,
+};
+
+use super::maps::{Snapshot, add_stats};
+use crate::devices::{DeviceFilter, DeviceLabels, OTHER};
+use crate::model::{Family, Histogram, Kind};
+
+/// How devices are named, filtered and capped, and how fine the histograms are.
+pub struct View<'a> {
+    pub fine: bool,
+    pub filter: &'a DeviceFilter,
+    pub labels: &'a DeviceLabels,
+    /// The kernel name of a `dev_t`, None if the device is gone.
+    pub name: &'a dyn Fn(u32) -> Option<String>,
+    /// Queue limits of a device by name, as (`limit` label, value).
+    pub limits: &'a dyn Fn(&str) -> Vec<(&'static str, u64)>,
+}
+
+/// The kernel's `blk_status_t` values by name (`BLK_STS_*` without the prefix, lower case).
+/// They are macros, absent from BTF, and have kept their values since they were introduced.
+const STATUS_NAMES: [&str; 20] = [
+    "ok",
+    "notsupp",
+    "timeout",
+    "nospc",
+    "transport",
+    "target",
+    "resv_conflict",
+    "medium",
+    "protection",
+    "resource",
+    "ioerr",
+    "dm_requeue",
+    "again",
+    "dev_resource",
+    "zone_open_resource",
+    "zone_active_resource",
+    "offline",
+    "duration_limit",
+    "status_18",
+    "inval",
+];
+
+pub fn status_name(status: u32) -> String {
+    STATUS_NAMES
+        .get(status as usize)
+        .map(|s| s.to_string())
+        .unwrap_or_else(|| format!("status_{status}"))
+}
+
+/// Cumulative Prometheus buckets from slot counts (the last slot is the overflow), keeping
+/// the slots `keep` selects.
+fn histogram(
+    slots: &[u64],
+    bound: impl Fn(usize) -> f64,
+    keep: impl Fn(usize) -> bool,
+    sum: f64,
+) -> Histogram {
+    let finite = slots.len() - 1;
+    let mut cumulative = 0;
+    let mut buckets = Vec::new();
+    for (i, n) in slots[..finite].iter().enumerate() {
+        cumulative += n;
+        if keep(i) {
+            buckets.push((bound(i), cumulative));
+        }
+    }
+    Histogram {
+        buckets,
+        count: cumulative + slots[finite],
+        sum,
+    }
+}
+
+/// Coarse latency and size bounds are the powers of two (every fourth bound).
+fn every_fourth(fine: bool) -> impl Fn(usize) -> bool {
+    move |i| fine || i % 4 == 0
+}
+
+fn latency(slots: &[u64], sum_ns: u64, fine: bool) -> Histogram {
+    histogram(
+        slots,
+        |i| latency_bound_ns(i) as f64 / 1e9,
+        every_fourth(fine),
+        sum_ns as f64 / 1e9,
+    )
+}
+
+fn depth(s: &OpStats, fine: bool) -> Histogram {
+    histogram(
+        &s.depth,
+        |i| depth_bound(i) as f64,
+        |i| fine || depth_bound(i) == 0 || depth_bound(i).is_power_of_two(),
+        s.depth_sum as f64,
+    )
+}
+
+#[derive(Default)]
+struct Device {
+    ops: BTreeMap<u32, OpStats>,
+    inflight: i64,
+    limits: Vec<(&'static str, u64)>,
+}
+
+/// The block metric families of one scrape.
+pub fn families(snap: &Snapshot, view: &View) -> Vec<Family> {
+    // Group by `device` label: a device's own name, or `other` beyond the cap.
+    let mut devices: BTreeMap<String, Device> = BTreeMap::new();
+    let mut errors: BTreeMap<(String, u32, u32), u64> = BTreeMap::new();
+    let label_of = |dev: u32| -> Option<(String, bool)> {
+        let name = (view.name)(dev)?;
+        if !view.filter.allows(&name) {
+            return None;
+        }
+        Some(if view.labels.named(dev) {
+            (name, true)
+        } else {
+            (OTHER.to_string(), false)
+        })
+    };
+    for (DevOp { dev, op }, s) in &snap.ops {
+        let Some((label, named)) = label_of(*dev) else {
+            continue;
+        };
+        let d = devices.entry(label.clone()).or_default();
+        add_stats(d.ops.entry(*op).or_insert(OpStats::ZERO), s);
+        if named && d.limits.is_empty() {
+            d.limits = (view.limits)(&label);
+        }
+    }
+    for (dev, n) in &snap.inflight {
+        if let Some((label, _)) = label_of(*dev)
+            && let Some(d) = devices.get_mut(&label)
+        {
+            d.inflight += n;
+        }
+    }
+    for (k, n) in &snap.errors {
+        if let Some((label, _)) = label_of(k.dev) {
+            *errors.entry((label, k.op, k.status)).or_default() += n;
+        }
+    }
+
+    let op_name = |op: u32| OP_NAMES.get(op as usize).copied().unwrap_or("other");
+    let mut queue = Family::new(
+        "stornet_block_queue_seconds",
+        "Time from a request's start (created, or merged into) to its dispatch to the driver.",
+        Kind::Histogram,
+    );
+    let mut service = Family::new(
+        "stornet_block_service_seconds",
+        "Time from a request's dispatch to the driver to its completion (device service time).",
+        Kind::Histogram,
+    );
+    let mut size = Family::new(
+        "stornet_block_io_size_bytes",
+        "Bytes of each completed request.",
+        Kind::Histogram,
+    );
+    let mut requeues = Family::new(
+        "stornet_block_requeues_total",
+        "Requests handed back to the block layer to be dispatched again.",
+        Kind::Counter,
+    );
+    let mut inflight = Family::new(
+        "stornet_block_inflight",
+        "Requests dispatched to the driver and not yet completed.",
+        Kind::Gauge,
+    );
+    let mut at_issue = Family::new(
+        "stornet_block_inflight_at_issue",
+        "Requests in flight on the device when each request was dispatched, itself included.",
+        Kind::Histogram,
+    );
+    let mut limits = Family::new(
+        "stornet_block_queue_limit",
+        "Queue limits from sysfs: nr_requests (per hardware queue) and device queue_depth.",
+        Kind::Gauge,
+    );
+    let mut errs = Family::new(
+        "stornet_block_errors_total",
+        "Requests completed with an error, by the kernel's block status.",
+        Kind::Counter,
+    );
+    for (label, d) in &devices {
+        let mut all_ops = OpStats::ZERO;
+        for (op, s) in &d.ops {
+            let labels = [("device", label.as_str()), ("op", op_name(*op))];
+            queue.histogram(&labels, latency(&s.queue, s.queue_ns, view.fine));
+            service.histogram(&labels, latency(&s.service, s.service_ns, view.fine));
+            size.histogram(
+                &labels,
+                histogram(
+                    &s.size,
+                    |i| size_bound(i) as f64,
+                    every_fourth(view.fine),
+                    s.bytes as f64,
+                ),
+            );
+            requeues.scalar(&labels, s.requeues as f64);
+            add_stats(&mut all_ops, s);
+        }
+        let device = [("device", label.as_str())];
+        inflight.scalar(&device, d.inflight.max(0) as f64);
+        at_issue.histogram(&device, depth(&all_ops, view.fine));
+        for (limit, n) in &d.limits {
+            limits.scalar(&[("device", label.as_str()), ("limit", limit)], *n as f64);
+        }
+    }
+    for ((label, op, status), n) in &errors {
+        errs.scalar(
+            &[
+                ("device", label.as_str()),
+                ("op", op_name(*op)),
+                ("error", &status_name(*status)),
+            ],
+            *n as f64,
+        );
+    }
+    let mut unrecorded = Family::new(
+        "stornet_block_unrecorded_total",
+        "Block events the probes could not record, by reason.",
+        Kind::Counter,
+    );
+    for (reason, n) in UNREC_NAMES.iter().zip(snap.counters) {
+        unrecorded.scalar(&[("reason", reason)], n as f64);
+    }
+    let mut stamps = Family::new(
+        "stornet_block_dispatch_stamps_total",
+        "Timed requests by where their dispatch stamp came from: the kernel's own, or the issue \
+         probe's (where the queue keeps no statistics, or when configured).",
+        Kind::Counter,
+    );
+    let stamped = |i: u32| snap.counters[i as usize] as f64;
+    stamps.scalar(&[("source", "kernel")], stamped(STAMP_KERNEL));
+    stamps.scalar(&[("source", "probe")], stamped(STAMP_PROBE));
+    vec![
+        queue, service, size, requeues, inflight, at_issue, limits, errs, unrecorded, stamps,
+    ]
+}
+
+/// Number of finite buckets exported per histogram: (latency, size, depth).
+pub fn finite_buckets(fine: bool) -> (usize, usize, usize) {
+    let count = |n: usize, keep: &dyn Fn(usize) -> bool| (0..n).filter(|&i| keep(i)).count();
+    (
+        count(LAT_FINITE, &every_fourth(fine)),
+        count(SIZE_FINITE, &every_fourth(fine)),
+        count(DEPTH_FINITE, &|i| {
+            fine || depth_bound(i) == 0 || depth_bound(i).is_power_of_two()
+        }),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Value;
+    use agent_common::block::{ErrorKey, OP_FLUSH, OP_READ, OP_WRITE};
+    use agent_common::hist::{depth_slot, latency_slot, size_slot};
+
+    fn stats(lat_ns: u64, bytes: u64, depth: u64) -> OpStats {
+        let mut s = OpStats::ZERO;
+        s.queue[latency_slot(lat_ns / 10)] += 1;
+        s.queue_ns += lat_ns / 10;
+        s.service[latency_slot(lat_ns)] += 1;
+        s.service_ns += lat_ns;
+        s.size[size_slot(bytes)] += 1;
+        s.bytes += bytes;
+        s.depth[depth_slot(depth)] += 1;
+        s.depth_sum += depth;
+        s
+    }
+
+    fn snapshot() -> Snapshot {
+        let mut snap = Snapshot::default();
+        for (dev, op) in [
+            (1, OP_READ),
+            (1, OP_WRITE),
+            (1, OP_FLUSH),
+            (2, OP_READ),
+            (3, OP_READ),
+        ] {
+            snap.ops.insert(
+                DevOp { dev, op },
+                stats(100_000 * dev as u64, 4096, dev as u64),
+            );
+        }
+        snap.inflight.insert(1, 3);
+        snap.inflight.insert(2, 1);
+        snap.inflight.insert(3, 2);
+        snap.errors.insert(
+            ErrorKey {
+                dev: 2,
+                op: OP_READ,
+                status: 10,
+                _pad: 0,
+            },
+            4,
+        );
+        snap
+    }
+
+    fn render(snap: &Snapshot, fine: bool, max: usize, filter: DeviceFilter) -> Vec<Family> {
+        let labels = DeviceLabels::new(max);
+        let name = |dev: u32| (dev != 9).then(|| format!("sd{}", (b'a' + dev as u8 - 1) as char));
+        let limits = |n: &str| {
+            if n == "sda" {
+                vec![("nr_requests", 64), ("device_queue_depth", 31)]
+            } else {
+                vec![("nr_requests", 128)]
+            }
+        };
+        let view = View {
+            fine,
+            filter: &filter,
+            labels: &labels,
+            name: &name,
+            limits: &limits,
+        };
+        families(snap, &view)
+    }
+
+    fn family<'a>(fs: &'a [Family], name: &str) -> &'a Family {
+        fs.iter().find(|f| f.name == name).unwrap()
+    }
+
+    fn hist<'a>(f: &'a Family, device: &str, op: Option<&str>) -> &'a Histogram {
+        let s = f
+            .series
+            .iter()
+            .find(|s| {
+                s.labels.iter().any(|(k, v)| k == "device" && v == device)
+                    && op.is_none_or(|op| s.labels.iter().any(|(k, v)| k == "op" && v == op))
+            })
+            .unwrap();
+        match &s.value {
+            Value::Histogram(h) => h,
+            Value::Scalar(_) => panic!("not a histogram"),
+        }
+    }
+
+    /// Prometheus series of one family: a histogram has its buckets, `+Inf`, sum and count.
+    fn series_count(f: &Family) -> usize {
+        f.series
+            .iter()
+            .map(|s| match &s.value {
+                Value::Histogram(h) => h.buckets.len() + 3,
+                Value::Scalar(_) => 1,
+            })
+            .sum()
+    }
+
+    #[test]
+    fn coarse_bounds_are_powers_of_two_and_counts_are_exact() {
+        let fs = render(&snapshot(), false, 64, DeviceFilter::default());
+        let h = hist(
+            family(&fs, "stornet_block_service_seconds"),
+            "sda",
+            Some("read"),
+        );
+        assert_eq!(h.buckets.len(), 25);
+        assert_eq!(h.buckets[0].0, 1e-6);
+        assert_eq!(h.buckets[1].0, 2e-6);
+        assert_eq!(h.buckets[24].0, 16.777216);
+        assert_eq!(h.count, 1);
+        assert_eq!(h.sum, 100e-6);
+        // 100 µs lands at the 128 µs bound, not before.
+        let at = |le: f64| h.buckets.iter().find(|b| b.0 == le).unwrap().1;
+        assert_eq!(at(64e-6), 0);
+        assert_eq!(at(128e-6), 1);
+        let size = hist(
+            family(&fs, "stornet_block_io_size_bytes"),
+            "sda",
+            Some("read"),
+        );
+        assert_eq!(size.buckets[0].0, 512.0);
+        assert_eq!(size.buckets.iter().find(|b| b.0 == 4096.0).unwrap().1, 1);
+        assert_eq!(size.buckets.iter().find(|b| b.0 == 2048.0).unwrap().1, 0);
+        assert_eq!(size.sum, 4096.0);
+        let depth = hist(family(&fs, "stornet_block_inflight_at_issue"), "sda", None);
+        let bounds: Vec<f64> = depth.buckets.iter().map(|b| b.0).take(6).collect();
+        assert_eq!(bounds, [0.0, 1.0, 2.0, 4.0, 8.0, 16.0]);
+        assert_eq!(depth.count, 3, "the depth histogram sums the device's ops");
+    }
+
+    #[test]
+    fn fine_bounds_are_at_most_25_percent_apart() {
+        let fs = render(&snapshot(), true, 64, DeviceFilter::default());
+        let h = hist(
+            family(&fs, "stornet_block_queue_seconds"),
+            "sdb",
+            Some("read"),
+        );
+        assert_eq!(h.buckets.len(), LAT_FINITE);
+        for w in h.buckets.windows(2) {
+            assert!(w[1].0 <= w[0].0 * 1.2500001, "{:?}", w);
+        }
+    }
+
+    #[test]
+    fn the_cap_folds_the_rest_into_other() {
+        let fs = render(&snapshot(), false, 1, DeviceFilter::default());
+        let inflight = family(&fs, "stornet_block_inflight");
+        let values: Vec<(String, f64)> = inflight
+            .series
+            .iter()
+            .map(|s| {
+                let Value::Scalar(v) = s.value else { panic!() };
+                (s.labels[0].1.clone(), v)
+            })
+            .collect();
+        assert_eq!(values, [("other".into(), 3.0), ("sda".into(), 3.0)]);
+        let other = hist(
+            family(&fs, "stornet_block_service_seconds"),
+            "other",
+            Some("read"),
+        );
+        assert_eq!(other.count, 2, "sdb and sdc reads merged");
+        let limits = family(&fs, "stornet_block_queue_limit");
+        assert!(
+            limits.series.iter().all(|s| s.labels[0].1 == "sda"),
+            "other has no queue limit"
+        );
+        let errors = family(&fs, "stornet_block_errors_total");
+        assert_eq!(errors.series.len(), 1);
+        assert_eq!(
+            errors.series[0].labels,
+            [
+                ("device".to_string(), "other".to_string()),
+                ("op".to_string(), "read".to_string()),
+                ("error".to_string(), "ioerr".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn excluded_and_vanished_devices_are_left_out() {
+        let mut snap = snapshot();
+        snap.ops.insert(
+            DevOp {
+                dev: 9,
+                op: OP_READ,
+            },
+            stats(1000, 512, 1),
+        );
+        let filter = DeviceFilter {
+            include: vec![],
+            exclude: vec!["sdb".into()],
+        };
+        let fs = render(&snap, false, 64, filter);
+        let devices: std::collections::BTreeSet<String> = family(&fs, "stornet_block_inflight")
+            .series
+            .iter()
+            .map(|s| s.labels[0].1.clone())
+            .collect();
+        assert_eq!(devices, ["sda".to_string(), "sdc".to_string()].into());
+        assert!(family(&fs, "stornet_block_errors_total").series.is_empty());
+    }
+
+    /// The per-device series counts docs/metrics.md states.
+    #[test]
+    fn series_per_device_match_the_docs() {
+        let mut snap = Snapshot::default();
+        snap.ops.insert(
+            DevOp {
+                dev: 1,
+                op: OP_READ,
+            },
+            stats(1000, 512, 1),
+        );
+        let count = |fine: bool, ops: &[u32]| {
+            let mut snap = snap.clone();
+            for &op in ops {
+                snap.ops.insert(DevOp { dev: 1, op }, stats(1000, 512, 1));
+            }
+            let fs = render(&snap, fine, 64, DeviceFilter::default());
+            fs.iter()
+                .filter(|f| {
+                    f.name != "stornet_block_unrecorded_total"
+                        && f.name != "stornet_block_dispatch_stamps_total"
+                })
+                .map(series_count)
+                .sum::<usize>()
+        };
+        // sda has two queue limits; one op adds 3 histograms and the requeue counter.
+        assert_eq!(finite_buckets(false), (25, 22, 18));
+        assert_eq!(finite_buckets(true), (97, 85, 61));
+        assert_eq!(count(false, &[]), 82 + 24);
+        assert_eq!(count(false, &[OP_WRITE, OP_FLUSH]), 3 * 82 + 24);
+        assert_eq!(count(true, &[]), 289 + 67);
+        assert_eq!(count(true, &[OP_WRITE, OP_FLUSH]), 3 * 289 + 67);
+    }
+
+    #[test]
+    fn status_names() {
+        assert_eq!(status_name(10), "ioerr");
+        assert_eq!(status_name(3), "nospc");
+        assert_eq!(status_name(19), "inval");
+        assert_eq!(status_name(77), "status_77");
+    }
+}

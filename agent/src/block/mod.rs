@@ -1,0 +1,86 @@
+//! Block path: the request layout from kernel BTF, the probes' settings, and the collector
+//! that turns their maps into `stornet_block_*` families at each scrape.
+
+pub mod export;
+pub mod layout;
+pub mod maps;
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use anyhow::Result;
+use tracing::warn;
+
+pub use layout::layout;
+
+use crate::config::{BlockConfig, DispatchTime, HistogramDetail};
+use crate::devices::{DeviceFilter, DeviceLabels, DeviceNames, queue_limits};
+use crate::model::{Collector, Family};
+use crate::probes::Probes;
+use export::View;
+use maps::BlockMaps;
+
+/// The block probes, in `stornet_probe_up`.
+pub const PROBES: [&str; 3] = ["block_issue", "block_completion", "block_requeue"];
+
+pub struct BlockCollector {
+    maps: Mutex<BlockMaps>,
+    names: DeviceNames,
+    filter: DeviceFilter,
+    labels: DeviceLabels,
+    fine: bool,
+}
+
+/// Takes the block maps and configures the probes, if any block probe is up.
+pub fn collector(probes: &mut Probes, config: &BlockConfig) -> Option<BlockCollector> {
+    if !PROBES.iter().any(|p| probes.is_up(p)) {
+        return None;
+    }
+    let result = (|| -> Result<BlockCollector> {
+        let mut maps = BlockMaps::take(probes)?;
+        maps.configure(config.dispatch_time == DispatchTime::Probe)?;
+        Ok(BlockCollector {
+            maps: Mutex::new(maps),
+            names: DeviceNames::default(),
+            filter: DeviceFilter {
+                include: config.devices_include.clone(),
+                exclude: config.devices_exclude.clone(),
+            },
+            labels: DeviceLabels::new(config.max_devices),
+            fine: config.histogram == HistogramDetail::Fine,
+        })
+    })();
+    match result {
+        Ok(c) => Some(c),
+        Err(e) => {
+            warn!(error = %format!("{e:#}"), "block collector unavailable");
+            None
+        }
+    }
+}
+
+impl Collector for BlockCollector {
+    fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
+        let mut maps = self.maps.lock().expect("block maps");
+        let snap = maps.snapshot()?;
+        let devs: std::collections::BTreeSet<u32> = snap.ops.keys().map(|k| k.dev).collect();
+        let gone: Vec<u32> = devs
+            .into_iter()
+            .filter(|&d| self.names.lookup(d).is_none())
+            .collect();
+        if !gone.is_empty() {
+            maps.forget(&gone);
+            self.labels.retain(|d| !gone.contains(&d));
+        }
+        drop(maps);
+        let view = View {
+            fine: self.fine,
+            filter: &self.filter,
+            labels: &self.labels,
+            name: &|dev| self.names.lookup(dev),
+            limits: &|name| queue_limits(Path::new("/sys/block"), name),
+        };
+        out.extend(export::families(&snap, &view));
+        Ok(())
+    }
+}

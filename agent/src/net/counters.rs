@@ -1,0 +1,83 @@
+//! The kernel's per-CPU counter array (`NET_COUNTERS`): map-full counts and socket pressure.
+
+use std::sync::{Arc, Mutex};
+
+use agent_common::net::{
+    COUNTER_EXCEED_OTHER, COUNTER_EXCEED_RECV, COUNTER_EXCEED_SEND, COUNTER_RCVQUEUE_FULL,
+    COUNTER_RETRANS_OVERFLOW, COUNTER_UNSPECIFIED_OVERFLOW,
+};
+use anyhow::{Context, Result};
+use aya::maps::{MapData, PerCpuArray};
+
+use crate::model::{Collector, Family, Kind};
+
+pub struct Counters(Mutex<PerCpuArray<MapData, u64>>);
+
+impl Counters {
+    pub fn new(map: aya::maps::Map) -> Result<Counters> {
+        Ok(Counters(Mutex::new(
+            PerCpuArray::try_from(map).context("NET_COUNTERS map")?,
+        )))
+    }
+
+    /// One slot, summed over CPUs.
+    pub fn get(&self, slot: u32) -> Result<u64> {
+        let map = self.0.lock().expect("counter map");
+        Ok(map.get(&slot, 0)?.iter().sum())
+    }
+}
+
+/// Socket buffer pressure, and what kernel maps could not record.
+pub struct PressureCollector {
+    pub counters: Arc<Counters>,
+    pub exceed_up: bool,
+    pub rcvqueue_up: bool,
+}
+
+impl Collector for PressureCollector {
+    fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
+        let c = &self.counters;
+        if self.exceed_up {
+            let mut f = Family::new(
+                "stornet_sock_buffer_limit_exceeded_total",
+                "Times a socket asked for buffer memory beyond the protocol's limits \
+                 (sock_exceed_buf_limit), by direction.",
+                Kind::Counter,
+            );
+            for (dir, slot) in [
+                ("send", COUNTER_EXCEED_SEND),
+                ("receive", COUNTER_EXCEED_RECV),
+                ("other", COUNTER_EXCEED_OTHER),
+            ] {
+                f.scalar(&[("direction", dir)], c.get(slot)? as f64);
+            }
+            out.push(f);
+        }
+        if self.rcvqueue_up {
+            let mut f = Family::new(
+                "stornet_sock_receive_queue_full_total",
+                "Packets refused because the socket's receive queue was full \
+                 (sock_rcvqueue_full; datagram and raw sockets, TCP counts these as drops).",
+                Kind::Counter,
+            );
+            f.scalar(&[], c.get(COUNTER_RCVQUEUE_FULL)? as f64);
+            out.push(f);
+        }
+        let mut full = Family::new(
+            "stornet_net_map_full_total",
+            "Events a full kernel map could not record by their key (still counted, as \
+             peer=\"other\" or function=\"other\").",
+            Kind::Counter,
+        );
+        full.scalar(
+            &[("map", "tcp_retransmits")],
+            c.get(COUNTER_RETRANS_OVERFLOW)? as f64,
+        );
+        full.scalar(
+            &[("map", "skb_drops_unspecified")],
+            c.get(COUNTER_UNSPECIFIED_OVERFLOW)? as f64,
+        );
+        out.push(full);
+        Ok(())
+    }
+}

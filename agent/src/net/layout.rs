@@ -1,0 +1,296 @@
+//! The network probes' view of the running kernel: struct offsets and tracepoint argument
+//! positions, all read from kernel BTF at load time. Each probe resolves on its own, so a
+//! kernel lacking one hook or field takes only that probe down.
+
+use agent_common::net::{
+    ARG_NONE, NetLayout, OFFSET_NONE, READY_DROP, READY_RETRANSMIT, READY_RETRANSMIT_SYNACK,
+    READY_SOCK_EXCEED, READY_SOCK_RCVQUEUE,
+};
+use anyhow::{Context, Result, bail};
+
+use crate::btf::{ArgType, Btf};
+
+/// Probe names (the `probe` label of `stornet_probe_up`).
+pub const PROBE_RETRANSMIT: &str = "tcp_retransmit";
+pub const PROBE_RETRANSMIT_SYNACK: &str = "tcp_retransmit_synack";
+pub const PROBE_DROP: &str = "skb_drop";
+pub const PROBE_SOCK_EXCEED: &str = "sock_exceed_buf_limit";
+pub const PROBE_SOCK_RCVQUEUE: &str = "sock_rcvqueue_full";
+
+/// Arguments the eBPF side can read (`arg()` in agent-ebpf's net module).
+const MAX_ARGS: usize = 5;
+
+/// The layout global and, per probe, why it cannot run on this kernel.
+#[derive(Debug)]
+pub struct NetGlobals {
+    pub layout: NetLayout,
+    errors: Vec<(&'static str, String)>,
+}
+
+impl NetGlobals {
+    pub fn resolve(btf: &Result<Btf>) -> NetGlobals {
+        let mut g = NetGlobals {
+            layout: NetLayout::EMPTY,
+            errors: Vec::new(),
+        };
+        let btf = match btf {
+            Ok(b) => b,
+            Err(e) => {
+                for p in [
+                    PROBE_RETRANSMIT,
+                    PROBE_RETRANSMIT_SYNACK,
+                    PROBE_DROP,
+                    PROBE_SOCK_EXCEED,
+                    PROBE_SOCK_RCVQUEUE,
+                ] {
+                    g.errors.push((p, format!("{e:#}")));
+                }
+                return g;
+            }
+        };
+        let l = &mut g.layout;
+        // Both retransmit probes read the peer address from `struct sock_common`.
+        let sock = sock_common(btf, l).map_err(|e| format!("{e:#}"));
+        let results = [
+            (
+                PROBE_RETRANSMIT,
+                READY_RETRANSMIT,
+                (sock.clone().map_err(anyhow::Error::msg)).and_then(|()| retransmit(btf, l)),
+            ),
+            (
+                PROBE_RETRANSMIT_SYNACK,
+                READY_RETRANSMIT_SYNACK,
+                (sock.clone().map_err(anyhow::Error::msg)).and_then(|()| synack(btf, l)),
+            ),
+            (PROBE_DROP, READY_DROP, kfree_skb(btf, l)),
+            (PROBE_SOCK_EXCEED, READY_SOCK_EXCEED, exceed(btf, l)),
+            (
+                PROBE_SOCK_RCVQUEUE,
+                READY_SOCK_RCVQUEUE,
+                btf.tracepoint_args("sock_rcvqueue_full").map(|_| ()),
+            ),
+        ];
+        for (probe, bit, r) in results {
+            match r {
+                Ok(()) => g.layout.ready |= bit,
+                Err(e) => g.errors.push((probe, format!("kernel layout: {e:#}"))),
+            }
+        }
+        g
+    }
+
+    /// Why `probe` cannot run here, if it is a network probe whose layout did not resolve.
+    pub fn missing_for(&self, probe: &str) -> Option<String> {
+        self.errors
+            .iter()
+            .find(|(p, _)| *p == probe)
+            .map(|(_, e)| e.clone())
+    }
+}
+
+/// Position of the first argument of type `t`.
+fn position(args: &[ArgType], t: &ArgType, event: &str) -> Result<u32> {
+    let i = args
+        .iter()
+        .position(|a| a == t)
+        .with_context(|| format!("tracepoint {event} has no {t:?} argument"))?;
+    if i >= MAX_ARGS {
+        bail!("tracepoint {event}: argument {i} is beyond what the probe reads");
+    }
+    Ok(i as u32)
+}
+
+fn ptr(name: &str) -> ArgType {
+    ArgType::Ptr(name.into())
+}
+
+fn sock_common(btf: &Btf, l: &mut NetLayout) -> Result<()> {
+    l.sock_common = btf.offset_of("sock", "__sk_common")?;
+    l.sk_family = btf.offset_of_sized("sock_common", "skc_family", 2)?;
+    l.sk_daddr = btf.offset_of_sized("sock_common", "skc_daddr", 4)?;
+    // Absent on kernels without IPv6: IPv6 peers are then reported as `other`.
+    l.sk_v6_daddr = btf
+        .offset_of_sized("sock_common", "skc_v6_daddr", 16)
+        .unwrap_or(OFFSET_NONE);
+    Ok(())
+}
+
+fn retransmit(btf: &Btf, l: &mut NetLayout) -> Result<()> {
+    const EVENT: &str = "tcp_retransmit_skb";
+    let args = btf.tracepoint_args(EVENT)?;
+    l.rt_sk_arg = position(&args, &ptr("sock"), EVENT)?;
+    l.rt_skb_arg = position(&args, &ptr("sk_buff"), EVENT)?;
+    // Newer kernels also fire it for failed retransmits and pass the error.
+    l.rt_err_arg = position(&args, &ArgType::Int { size: 4 }, EVENT).unwrap_or(ARG_NONE);
+    let cb = btf.member("sk_buff", "cb")?;
+    let cb_size = btf.type_size(cb.type_id)?;
+    let segs = btf.offset_of_sized("tcp_skb_cb", "tcp_gso_segs", 2)?;
+    if segs + 2 > cb_size {
+        bail!("tcp_skb_cb.tcp_gso_segs lies outside sk_buff.cb");
+    }
+    l.skb_gso_segs = btf.offset_of("sk_buff", "cb")? + segs;
+    Ok(())
+}
+
+fn synack(btf: &Btf, l: &mut NetLayout) -> Result<()> {
+    const EVENT: &str = "tcp_retransmit_synack";
+    let args = btf.tracepoint_args(EVENT)?;
+    l.synack_req_arg = position(&args, &ptr("request_sock"), EVENT)?;
+    l.req_common = btf.offset_of("request_sock", "__req_common")?;
+    Ok(())
+}
+
+fn kfree_skb(btf: &Btf, l: &mut NetLayout) -> Result<()> {
+    const EVENT: &str = "kfree_skb";
+    let args = btf.tracepoint_args(EVENT)?;
+    l.drop_reason_arg = position(&args, &ArgType::Enum("skb_drop_reason".into()), EVENT)
+        .context("this kernel's kfree_skb carries no drop reason")?;
+    l.drop_location_arg = position(&args, &ptr("void"), EVENT)?;
+    l.reason_not_specified =
+        btf.enum_value("skb_drop_reason", "SKB_DROP_REASON_NOT_SPECIFIED")? as u32;
+    Ok(())
+}
+
+fn exceed(btf: &Btf, l: &mut NetLayout) -> Result<()> {
+    const EVENT: &str = "sock_exceed_buf_limit";
+    let args = btf.tracepoint_args(EVENT)?;
+    // (sk, prot, long allocated, int kind): `kind` is the last 4-byte integer.
+    let i = args
+        .iter()
+        .rposition(|a| *a == ArgType::Int { size: 4 })
+        .with_context(|| format!("tracepoint {EVENT} has no `kind` argument"))?;
+    if i >= MAX_ARGS {
+        bail!("tracepoint {EVENT}: argument {i} is beyond what the probe reads");
+    }
+    l.exceed_kind_arg = i as u32;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::btf::testing::Builder;
+
+    /// A kernel like this one: 6.18 tracepoint signatures and struct layouts.
+    fn kernel(with_err: bool, with_reason: bool) -> Btf {
+        let mut b = Builder::new();
+        let u8_t = b.int("unsigned char", 1);
+        let u16_t = b.int("short unsigned int", 2);
+        let u32_t = b.int("unsigned int", 4);
+        let int_t = b.int("int", 4);
+        let long_t = b.int("long int", 8);
+        let in6 = b.composite(false, "in6_addr", 16, &[("s6_addr", u8_t, 0)]);
+        let addrs = b.composite(
+            false,
+            "",
+            8,
+            &[("skc_daddr", u32_t, 0), ("skc_rcv_saddr", u32_t, 32)],
+        );
+        let pair = b.composite(true, "", 8, &[("skc_addrpair", long_t, 0), ("", addrs, 0)]);
+        let common = b.composite(
+            false,
+            "sock_common",
+            136,
+            &[
+                ("", pair, 0),
+                ("skc_family", u16_t, 16 * 8),
+                ("skc_v6_daddr", in6, 56 * 8),
+            ],
+        );
+        let sock = b.composite(false, "sock", 800, &[("__sk_common", common, 0)]);
+        let req = b.composite(false, "request_sock", 300, &[("__req_common", common, 0)]);
+        let cb_t = b.int("char48", 48);
+        let skb = b.composite(false, "sk_buff", 232, &[("cb", cb_t, 40 * 8)]);
+        let segs = b.composite(
+            false,
+            "",
+            4,
+            &[("tcp_gso_segs", u16_t, 0), ("tcp_gso_size", u16_t, 16)],
+        );
+        let cb_union = b.composite(true, "", 4, &[("tcp_tw_isn", u32_t, 0), ("", segs, 0)]);
+        b.composite(
+            false,
+            "tcp_skb_cb",
+            48,
+            &[
+                ("seq", u32_t, 0),
+                ("end_seq", u32_t, 32),
+                ("", cb_union, 64),
+            ],
+        );
+        let reason_values: &[(&str, i32)] = &[
+            ("SKB_NOT_DROPPED_YET", 0),
+            ("SKB_CONSUMED", 1),
+            ("SKB_DROP_REASON_NOT_SPECIFIED", 2),
+        ];
+        let reason = b.enumeration("skb_drop_reason", reason_values);
+        let proto = b.composite(false, "proto", 400, &[]);
+        let void_ptr = b.ptr(0);
+        let sock_ptr = b.ptr(sock);
+        let skb_ptr = b.ptr(skb);
+        let req_ptr = b.ptr(req);
+        let proto_ptr = b.ptr(proto);
+        let mut tracepoint = |name: &str, args: &[u32]| {
+            let mut params = vec![void_ptr];
+            params.extend_from_slice(args);
+            let fp = b.func_proto(&params);
+            let p = b.ptr(fp);
+            b.typedef(&format!("btf_trace_{name}"), p);
+        };
+        if with_err {
+            tracepoint("tcp_retransmit_skb", &[sock_ptr, skb_ptr, int_t]);
+        } else {
+            tracepoint("tcp_retransmit_skb", &[sock_ptr, skb_ptr]);
+        }
+        tracepoint("tcp_retransmit_synack", &[sock_ptr, req_ptr]);
+        if with_reason {
+            tracepoint("kfree_skb", &[skb_ptr, void_ptr, reason, sock_ptr]);
+        } else {
+            tracepoint("kfree_skb", &[skb_ptr, void_ptr]);
+        }
+        tracepoint(
+            "sock_exceed_buf_limit",
+            &[sock_ptr, proto_ptr, long_t, int_t],
+        );
+        Btf::parse(&b.build()).unwrap()
+    }
+
+    #[test]
+    fn resolves_offsets_and_argument_positions() {
+        let g = NetGlobals::resolve(&Ok(kernel(true, true)));
+        let l = g.layout;
+        assert_eq!((l.sock_common, l.sk_daddr, l.sk_family), (0, 0, 16));
+        assert_eq!(l.sk_v6_daddr, 56);
+        assert_eq!(l.skb_gso_segs, 40 + 8);
+        assert_eq!((l.rt_sk_arg, l.rt_skb_arg, l.rt_err_arg), (0, 1, 2));
+        assert_eq!(l.synack_req_arg, 1);
+        assert_eq!((l.drop_reason_arg, l.drop_location_arg), (2, 1));
+        assert_eq!(l.reason_not_specified, 2);
+        assert_eq!(l.exceed_kind_arg, 3);
+        // No sock_rcvqueue_full in this BTF: only that probe is down.
+        assert_eq!(
+            l.ready,
+            READY_RETRANSMIT | READY_RETRANSMIT_SYNACK | READY_DROP | READY_SOCK_EXCEED
+        );
+        assert!(g.missing_for(PROBE_SOCK_RCVQUEUE).is_some());
+        assert!(g.missing_for(PROBE_DROP).is_none());
+        assert!(g.missing_for("block_completion").is_none());
+    }
+
+    #[test]
+    fn older_kernels_without_error_or_reason_arguments() {
+        let g = NetGlobals::resolve(&Ok(kernel(false, false)));
+        assert_eq!(g.layout.rt_err_arg, ARG_NONE);
+        assert!(g.layout.ready & READY_RETRANSMIT != 0);
+        assert!(g.layout.ready & READY_DROP == 0);
+        let why = g.missing_for(PROBE_DROP).unwrap();
+        assert!(why.contains("no drop reason"), "{why}");
+    }
+
+    #[test]
+    fn no_btf_takes_every_network_probe_down() {
+        let g = NetGlobals::resolve(&Err(anyhow::anyhow!("no BTF here")));
+        assert_eq!(g.layout.ready, 0);
+        assert!(g.missing_for(PROBE_RETRANSMIT).unwrap().contains("no BTF"));
+    }
+}

@@ -1,0 +1,393 @@
+//! Scrape-time snapshots in each watched network namespace: interface counters, MTU and speed,
+//! pause-frame counters, qdisc statistics (rtnetlink, ethtool) and TCP sockets (sock_diag).
+//! Per-packet signals come from here, never from packet hooks.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use anyhow::Result;
+use tracing::{info, warn};
+
+use super::ethtool::Ethtool;
+use super::links::{self, Link};
+use super::namespaces::{Namespace, run_in};
+use super::netlink::Netlink;
+use super::peers::PeerLabels;
+use super::qdisc::{self, Qdisc, handle_name};
+use super::sockdiag::{self, TcpSocket};
+use crate::model::{Collector, Family, Kind};
+
+/// What one namespace holds at one scrape.
+pub struct Snapshot {
+    pub links: Vec<Link>,
+    pub speeds: HashMap<i32, u64>,
+    pub pause: HashMap<i32, Vec<(String, u64)>>,
+    pub qdiscs: Vec<Qdisc>,
+    pub sockets: Vec<TcpSocket>,
+}
+
+/// Reads a snapshot of the calling thread's network namespace.
+pub fn snapshot() -> Result<Snapshot> {
+    let mut rt = Netlink::open(libc::NETLINK_ROUTE)?;
+    let links = links::dump(&mut rt)?;
+    let qdiscs = qdisc::dump(&mut rt)?;
+    let sockets = sockdiag::dump(&mut sockdiag::open()?)?;
+    let eth = Ethtool::open()?;
+    let mut speeds = HashMap::new();
+    let mut pause = HashMap::new();
+    for l in links.iter().filter(|l| !l.loopback) {
+        if let Some(s) = eth.speed_bps(&l.name) {
+            speeds.insert(l.index, s);
+        }
+        // Drivers without statistics answer EOPNOTSUPP: no pause counters there.
+        if let Ok(p) = eth.pause_counters(&l.name)
+            && !p.is_empty()
+        {
+            pause.insert(l.index, p);
+        }
+    }
+    Ok(Snapshot {
+        links,
+        speeds,
+        pause,
+        qdiscs,
+        sockets,
+    })
+}
+
+/// Per-peer socket statistics, merged over sockets and namespaces.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PeerSockets {
+    pub sockets: u64,
+    /// Sockets with an RTT sample, their summed and largest smoothed RTT (µs).
+    pub with_rtt: u64,
+    pub srtt_sum_us: u64,
+    pub srtt_max_us: u32,
+    /// Smallest path MTU and send MSS over the sockets (0: none known).
+    pub pmtu_min: u32,
+    pub mss_min: u32,
+}
+
+impl PeerSockets {
+    pub fn of(s: &TcpSocket) -> PeerSockets {
+        PeerSockets {
+            sockets: 1,
+            with_rtt: u64::from(s.srtt_us > 0),
+            srtt_sum_us: s.srtt_us.into(),
+            srtt_max_us: s.srtt_us,
+            pmtu_min: s.pmtu,
+            mss_min: s.snd_mss,
+        }
+    }
+
+    pub fn merge(&mut self, o: &PeerSockets) {
+        // 0 means unknown, not smallest.
+        let min = |a: u32, b: u32| match (a, b) {
+            (0, x) | (x, 0) => x,
+            (a, b) => a.min(b),
+        };
+        self.sockets += o.sockets;
+        self.with_rtt += o.with_rtt;
+        self.srtt_sum_us += o.srtt_sum_us;
+        self.srtt_max_us = self.srtt_max_us.max(o.srtt_max_us);
+        self.pmtu_min = min(self.pmtu_min, o.pmtu_min);
+        self.mss_min = min(self.mss_min, o.mss_min);
+    }
+}
+
+/// Reads the host namespace and the configured ones at every scrape.
+pub struct SnapshotCollector {
+    namespaces: Vec<Namespace>,
+    peers: Arc<PeerLabels>,
+    /// Namespaces that failed at the last scrape: logged when they fail and when they
+    /// recover, not at every scrape.
+    failing: Mutex<HashSet<String>>,
+}
+
+impl SnapshotCollector {
+    pub fn new(namespaces: Vec<Namespace>, peers: Arc<PeerLabels>) -> SnapshotCollector {
+        SnapshotCollector {
+            namespaces,
+            peers,
+            failing: Mutex::new(HashSet::new()),
+        }
+    }
+}
+
+/// A metric family and how to read its value from a link's or qdisc's statistics.
+type LinkCounter = (Family, fn(&links::LinkStats) -> u64);
+type QdiscStat = (Family, fn(&Qdisc) -> u64);
+
+struct Families {
+    up: Family,
+    mtu: Family,
+    speed: Family,
+    counters: Vec<LinkCounter>,
+    pause: Family,
+    qdisc: Vec<QdiscStat>,
+}
+
+fn counter(name: &str, help: &str) -> Family {
+    Family::new(name, help, Kind::Counter)
+}
+
+fn gauge(name: &str, help: &str) -> Family {
+    Family::new(name, help, Kind::Gauge)
+}
+
+impl Families {
+    fn new() -> Families {
+        type S = links::LinkStats;
+        type Q = Qdisc;
+        Families {
+            up: gauge(
+                "stornet_net_namespace_up",
+                "Whether the agent could read the network namespace's statistics (1) or not (0).",
+            ),
+            mtu: gauge("stornet_interface_mtu", "Interface MTU, bytes."),
+            speed: gauge(
+                "stornet_interface_speed_bytes_per_second",
+                "Link speed the driver reports (ethtool), bytes per second.",
+            ),
+            counters: vec![
+                (
+                    counter("stornet_interface_receive_bytes_total", "Bytes received."),
+                    |s: &S| s.rx_bytes,
+                ),
+                (
+                    counter("stornet_interface_transmit_bytes_total", "Bytes sent."),
+                    |s: &S| s.tx_bytes,
+                ),
+                (
+                    counter(
+                        "stornet_interface_receive_packets_total",
+                        "Packets received.",
+                    ),
+                    |s: &S| s.rx_packets,
+                ),
+                (
+                    counter("stornet_interface_transmit_packets_total", "Packets sent."),
+                    |s: &S| s.tx_packets,
+                ),
+                (
+                    counter(
+                        "stornet_interface_receive_errors_total",
+                        "Receive errors the driver counted.",
+                    ),
+                    |s: &S| s.rx_errors,
+                ),
+                (
+                    counter(
+                        "stornet_interface_transmit_errors_total",
+                        "Transmit errors the driver counted.",
+                    ),
+                    |s: &S| s.tx_errors,
+                ),
+                (
+                    counter(
+                        "stornet_interface_receive_dropped_total",
+                        "Received packets dropped by the interface (e.g. larger than its MTU).",
+                    ),
+                    |s: &S| s.rx_dropped,
+                ),
+                (
+                    counter(
+                        "stornet_interface_transmit_dropped_total",
+                        "Packets dropped on the way out of the interface.",
+                    ),
+                    |s: &S| s.tx_dropped,
+                ),
+                (
+                    counter(
+                        "stornet_interface_receive_missed_total",
+                        "Packets lost because the NIC's receive ring was full.",
+                    ),
+                    |s: &S| s.rx_missed,
+                ),
+            ],
+            pause: counter(
+                "stornet_interface_pause_frames_total",
+                "Pause (flow control) frame counters of the driver's statistics (ethtool -S), \
+                 by the driver's counter name.",
+            ),
+            qdisc: vec![
+                (
+                    counter(
+                        "stornet_qdisc_drops_total",
+                        "Packets the qdisc dropped (tc -s qdisc: dropped).",
+                    ),
+                    |q: &Q| q.drops,
+                ),
+                (
+                    counter(
+                        "stornet_qdisc_overlimits_total",
+                        "Times the qdisc held packets back over its rate or limit (overlimits).",
+                    ),
+                    |q: &Q| q.overlimits,
+                ),
+                (
+                    counter(
+                        "stornet_qdisc_requeues_total",
+                        "Packets the qdisc had to queue again (requeues).",
+                    ),
+                    |q: &Q| q.requeues,
+                ),
+                (
+                    gauge(
+                        "stornet_qdisc_backlog_bytes",
+                        "Bytes queued in the qdisc at scrape time.",
+                    ),
+                    |q: &Q| q.backlog_bytes,
+                ),
+                (
+                    gauge(
+                        "stornet_qdisc_backlog_packets",
+                        "Packets queued in the qdisc at scrape time.",
+                    ),
+                    |q: &Q| q.backlog_packets,
+                ),
+            ],
+        }
+    }
+
+    fn add(&mut self, ns: &str, snap: &Snapshot) {
+        let names: HashMap<i32, &str> = snap
+            .links
+            .iter()
+            .map(|l| (l.index, l.name.as_str()))
+            .collect();
+        for l in &snap.links {
+            let labels = [("namespace", ns), ("interface", l.name.as_str())];
+            if let Some(mtu) = l.mtu {
+                self.mtu.scalar(&labels, mtu as f64);
+            }
+            if let Some(bps) = snap.speeds.get(&l.index) {
+                self.speed.scalar(&labels, *bps as f64 / 8.0);
+            }
+            if let Some(stats) = &l.stats {
+                for (f, get) in &mut self.counters {
+                    f.scalar(&labels, get(stats) as f64);
+                }
+            }
+            for (name, v) in snap.pause.get(&l.index).into_iter().flatten() {
+                self.pause.scalar(
+                    &[
+                        ("namespace", ns),
+                        ("interface", l.name.as_str()),
+                        ("counter", name),
+                    ],
+                    *v as f64,
+                );
+            }
+        }
+        for q in &snap.qdiscs {
+            let dev = names
+                .get(&q.ifindex)
+                .map(|n| n.to_string())
+                .unwrap_or_else(|| q.ifindex.to_string());
+            let handle = handle_name(q.handle);
+            let parent = handle_name(q.parent);
+            let labels = [
+                ("namespace", ns),
+                ("interface", dev.as_str()),
+                ("qdisc", q.kind.as_str()),
+                ("handle", handle.as_str()),
+                ("parent", parent.as_str()),
+            ];
+            for (f, get) in &mut self.qdisc {
+                f.scalar(&labels, get(q) as f64);
+            }
+        }
+    }
+
+    fn into_vec(self) -> Vec<Family> {
+        let mut out = vec![self.up, self.mtu, self.speed];
+        out.extend(self.counters.into_iter().map(|(f, _)| f));
+        out.push(self.pause);
+        out.extend(self.qdisc.into_iter().map(|(f, _)| f));
+        out
+    }
+}
+
+impl Collector for SnapshotCollector {
+    fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
+        let mut fams = Families::new();
+        let mut sockets: Vec<TcpSocket> = Vec::new();
+        let mut seen = HashSet::new();
+        for ns in std::iter::once(&Namespace::Host).chain(&self.namespaces) {
+            let label = ns.label();
+            let snap = ns.open().and_then(|(file, id)| {
+                // Two entries naming one namespace are read once.
+                if !seen.insert(id) {
+                    return Ok(None);
+                }
+                run_in(ns, &file, snapshot).map(Some)
+            });
+            let mut failing = self.failing.lock().expect("failing namespaces");
+            match snap {
+                Ok(None) => continue,
+                Ok(Some(s)) => {
+                    if failing.remove(&label) {
+                        info!(namespace = %label, "network namespace readable again");
+                    }
+                    fams.up.scalar(&[("namespace", &label)], 1.0);
+                    fams.add(&label, &s);
+                    sockets.extend(s.sockets);
+                }
+                Err(e) => {
+                    if failing.insert(label.clone()) {
+                        warn!(namespace = %label, error = %format!("{e:#}"), "network namespace unreadable");
+                    }
+                    fams.up.scalar(&[("namespace", &label)], 0.0);
+                }
+            }
+        }
+        out.extend(fams.into_vec());
+        out.extend(socket_families(&self.peers, sockets));
+        Ok(())
+    }
+}
+
+/// `stornet_tcp_*{peer}` from the sockets of every namespace read.
+pub fn socket_families(peers: &PeerLabels, sockets: Vec<TcpSocket>) -> Vec<Family> {
+    let by_peer = peers.fold(
+        sockets.into_iter().map(|s| (Some(s.peer), s)).collect(),
+        |_| 1,
+        |a: &mut PeerSockets, s| a.merge(&PeerSockets::of(&s)),
+    );
+    let mut count = gauge(
+        "stornet_tcp_sockets",
+        "Established TCP sockets to the peer (sock_diag).",
+    );
+    let mut srtt = gauge(
+        "stornet_tcp_srtt_seconds",
+        "Mean smoothed round-trip time over the peer's established sockets (TCP_INFO).",
+    );
+    let mut srtt_max = gauge(
+        "stornet_tcp_srtt_max_seconds",
+        "Largest smoothed round-trip time among the peer's established sockets (TCP_INFO).",
+    );
+    let mut pmtu = gauge(
+        "stornet_tcp_path_mtu_bytes",
+        "Smallest path MTU among the peer's established sockets (TCP_INFO tcpi_pmtu).",
+    );
+    let mut mss = gauge(
+        "stornet_tcp_mss_bytes",
+        "Smallest send MSS among the peer's established sockets (TCP_INFO tcpi_snd_mss).",
+    );
+    for (peer, p) in by_peer {
+        let labels = [("peer", peer.as_str())];
+        count.scalar(&labels, p.sockets as f64);
+        if p.with_rtt > 0 {
+            srtt.scalar(&labels, p.srtt_sum_us as f64 / p.with_rtt as f64 / 1e6);
+            srtt_max.scalar(&labels, p.srtt_max_us as f64 / 1e6);
+        }
+        if p.pmtu_min > 0 {
+            pmtu.scalar(&labels, p.pmtu_min as f64);
+        }
+        if p.mss_min > 0 {
+            mss.scalar(&labels, p.mss_min as f64);
+        }
+    }
+    vec![count, srtt, srtt_max, pmtu, mss]
+}

@@ -1,0 +1,147 @@
+//! A link shaped by tbf (200 Mbit/s, burst 32 kB) with a shallow and a deep buffer, and a TCP
+//! bulk transfer over it: the agent's counts against the kernel's own.
+
+use std::time::Duration;
+
+use stornet_tests::agent::AgentProcess;
+use stornet_tests::metrics::sum;
+use stornet_tests::netns::{HostPair, tbf};
+use stornet_tests::privilege::{require_root, require_tool};
+use stornet_tests::traffic::BulkTransfer;
+
+use crate::net_support::{ATTEMPTS, agent_watching, assert_up, delta, settle};
+
+const STREAMS: usize = 4;
+const SECONDS: u64 = 3;
+
+/// What one transfer over a shaped link changed, seen by the agent and by the kernel.
+#[derive(Debug)]
+struct Run {
+    agent_retransmits: u64,
+    snmp_retransmits: u64,
+    agent_qdisc_drops: u64,
+    tc_dropped: u64,
+    qdisc_drop_reason: u64,
+}
+
+impl Run {
+    /// Agent and kernel agree (other namespaces on the machine may add `qdisc_drop`s).
+    fn agrees(&self) -> bool {
+        self.agent_retransmits == self.snmp_retransmits
+            && self.agent_qdisc_drops == self.tc_dropped
+            && self.qdisc_drop_reason >= self.tc_dropped
+    }
+}
+
+fn transfer(p: &HostPair, agent: &AgentProcess) -> Run {
+    let before = agent.scrape().unwrap();
+    let snmp0 = p.a.snmp_tcp("RetransSegs").unwrap();
+    let tc0 = p.a.qdisc_dropped(p.a_dev).unwrap();
+    BulkTransfer::start(
+        &p.a,
+        &p.b,
+        p.b_addr(),
+        STREAMS,
+        Duration::from_secs(SECONDS),
+    )
+    .expect("transfer starts")
+    .finish()
+    .expect("transfer completes");
+    settle();
+    let snmp1 = p.a.snmp_tcp("RetransSegs").unwrap();
+    let tc1 = p.a.qdisc_dropped(p.a_dev).unwrap();
+    let after = agent.scrape().unwrap();
+    let peer = p.b_addr().to_string();
+    let qdisc = [
+        ("namespace", p.a.name.as_str()),
+        ("interface", p.a_dev),
+        ("qdisc", "tbf"),
+    ];
+    assert_eq!(
+        sum(
+            &after,
+            "stornet_net_namespace_up",
+            &[("namespace", &p.a.name)]
+        ),
+        1.0
+    );
+    let d = |name: &str, labels: &[(&str, &str)]| delta(&before, &after, name, labels) as u64;
+    Run {
+        agent_retransmits: d("stornet_tcp_retransmits_total", &[("peer", &peer)]),
+        snmp_retransmits: snmp1 - snmp0,
+        agent_qdisc_drops: d("stornet_qdisc_drops_total", &qdisc),
+        tc_dropped: tc1 - tc0,
+        qdisc_drop_reason: d("stornet_skb_drops_total", &[("reason", "qdisc_drop")]),
+    }
+}
+
+/// Transfers until agent and kernel agree, at most ATTEMPTS times; returns the last run.
+fn run(tag: &str, limit: &str) -> Run {
+    let p = HostPair::new(tag).expect("host pair");
+    tbf(&p.a, p.a_dev, "200mbit", "32kb", limit).expect("tbf");
+    let agent = agent_watching(&[&p.a.name]);
+    assert_up(
+        &agent.scrape().unwrap(),
+        &["tcp_retransmit", "tcp_retransmit_synack", "skb_drop"],
+    );
+    let mut attempt = 1;
+    loop {
+        let r = transfer(&p, &agent);
+        eprintln!("tbf limit {limit}, attempt {attempt}: {r:?}");
+        if r.agrees() || attempt == ATTEMPTS {
+            return r;
+        }
+        attempt += 1;
+    }
+}
+
+/// Shallow buffer (limit 16 kB): the qdisc drops, TCP retransmits. The agent's retransmits to
+/// the peer equal the namespace's RetransSegs delta, its qdisc drops equal `tc -s`, and the
+/// kernel's `qdisc_drop` reason counts those drops.
+#[test]
+fn shallow_buffer_counts_match_the_kernel() {
+    if !require_root("shallow_buffer_counts_match_the_kernel")
+        || !require_tool("shallow_buffer_counts_match_the_kernel", "tc")
+    {
+        return;
+    }
+    let r = run("shallow", "16kb");
+    assert!(r.tc_dropped > 0, "a 16 kB tbf buffer must drop");
+    assert!(r.snmp_retransmits > 0, "drops must cause retransmits");
+    assert_eq!(
+        r.agent_retransmits, r.snmp_retransmits,
+        "agent retransmits for the peer vs TcpRetransSegs"
+    );
+    assert_eq!(
+        r.agent_qdisc_drops, r.tc_dropped,
+        "agent qdisc drops vs tc -s qdisc"
+    );
+    assert!(
+        r.qdisc_drop_reason >= r.tc_dropped,
+        "skb drops with reason qdisc_drop ({}) must include the {} tbf drops",
+        r.qdisc_drop_reason,
+        r.tc_dropped
+    );
+}
+
+/// Deep buffer (limit 4 MB): the same transfer leaves retransmits at or near zero, and the
+/// agent says the same as the kernel.
+#[test]
+fn deep_buffer_shows_no_retransmits() {
+    if !require_root("deep_buffer_shows_no_retransmits")
+        || !require_tool("deep_buffer_shows_no_retransmits", "tc")
+    {
+        return;
+    }
+    let r = run("deep", "4mb");
+    assert_eq!(
+        r.agent_retransmits, r.snmp_retransmits,
+        "agent retransmits for the peer vs TcpRetransSegs"
+    );
+    assert!(
+        r.agent_retransmits <= 10,
+        "a deep buffer should leave retransmits near 0, agent saw {}",
+        r.agent_retransmits
+    );
+    assert_eq!(r.agent_qdisc_drops, r.tc_dropped);
+}
