@@ -364,6 +364,14 @@ pub fn replica_address(leg: &str) -> String {
     leg.to_string()
 }
 
+/// Leaves out TCP peers that are the host's own addresses: a connection to itself is no
+/// network path (an agent counts retransmits in every namespace, so its own address shows
+/// up as the peer of connections toward it).
+pub fn drop_own_peers(h: &mut Host) {
+    let own = h.addresses.clone();
+    h.peers.retain(|addr, _| !own.contains(addr));
+}
+
 /// Per-interval values of one agent (or one Prometheus instance), by key.
 pub type Values = BTreeMap<Key, Series>;
 
@@ -619,6 +627,17 @@ mod tests {
         let h = host("h", Vec::new(), &v, 1);
         assert_eq!(h.devices["vda"].ops["read"].ios, vec![Some(7.0)]);
         assert!(h.devices["vda"].ops["read"].queue_seconds.is_empty());
+    }
+
+    #[test]
+    fn the_hosts_own_address_is_no_peer() {
+        let mut v = Values::new();
+        for peer in ["198.18.0.1", "198.18.0.2"] {
+            v.insert(Key::new(Field::TcpRetransmits, &[peer]), vec![Some(1.0)]);
+        }
+        let mut h = host("h1", vec!["198.18.0.1".into()], &v, 1);
+        drop_own_peers(&mut h);
+        assert_eq!(h.peers.keys().collect::<Vec<_>>(), ["198.18.0.2"]);
     }
 
     #[test]

@@ -95,7 +95,7 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
             print!("{}", table::help());
             return Ok(0);
         }
-        Parsed::Plan(p) => p,
+        Parsed::Plan(p) => *p,
     };
     validate(&plan).map_err(Failure::Usage)?;
     let points = sweep::points(&plan).map_err(Failure::Usage)?;

@@ -11,6 +11,7 @@ mod block_util;
 mod correlate_fleet;
 mod correlate_html;
 mod correlate_record;
+mod correlate_replicated;
 mod dashboards_live;
 mod lab_netns;
 mod loadgen_counts;

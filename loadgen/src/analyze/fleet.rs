@@ -302,6 +302,7 @@ pub fn build(g: &Grid, answers: &Answers) -> Run {
         .iter()
         .map(|(instance, v)| {
             let mut h = agent_signals::host(instance, address(instance), v, g.n);
+            agent_signals::drop_own_peers(&mut h);
             let mut devices = Vec::new();
             for op in ["read", "write"] {
                 let Some(dev) = busiest(&h, op, g) else {

@@ -211,6 +211,7 @@ impl Recorder {
                 me.addresses.push(a);
             }
         }
+        agent_signals::drop_own_peers(me);
         me.local_devices = devices.to_vec();
         me.read = latency::latency(&pr.timeline, true, &p.histograms[0]);
         me.write = latency::latency(&pr.timeline, false, &p.histograms[1]);

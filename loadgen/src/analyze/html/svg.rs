@@ -154,7 +154,7 @@ fn ticks(scale: Scale, lo: f64, hi: f64) -> Vec<(f64, f64)> {
             let span = hi - lo;
             let mults: &[f64] = if span <= 1.2 {
                 &[1.0, 1.5, 2.0, 3.0, 5.0, 7.0]
-            } else if span <= 2.5 {
+            } else if span <= 3.2 {
                 &[1.0, 2.0, 5.0]
             } else {
                 &[1.0]
@@ -456,8 +456,8 @@ mod tests {
             .map(|t| t.1)
             .collect();
         assert_eq!(t, vec![0.0, 20.0, 40.0, 60.0, 80.0]);
-        let t: Vec<f64> = ticks(Scale::Log, -3.2, -0.5).iter().map(|t| t.1).collect();
-        assert_eq!(t.len(), 3, "{t:?}");
+        let t: Vec<f64> = ticks(Scale::Log, -4.6, -0.5).iter().map(|t| t.1).collect();
+        assert_eq!(t.len(), 4, "decades only over four of them: {t:?}");
         let t: Vec<f64> = ticks(Scale::Log, -3.7, -2.0).iter().map(|t| t.1).collect();
         let want = [0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01];
         assert_eq!(t.len(), want.len(), "{t:?}");
