@@ -449,28 +449,36 @@ mod tests {
         assert!(f.grid().unwrap_err().contains("at most"));
     }
 
-    /// A query_range answer as Prometheus 2.x gives it (captured from the lab, trimmed).
-    const CAPTURED: &str = r#"{"status":"success","data":{"resultType":"matrix","result":[
-        {"metric":{"instance":"198.18.7.1:9477","device":"loop3","op":"write"},
-         "values":[[1005,"500"],[1010,"520"],[1020,"NaN"]]},
-        {"metric":{"instance":"198.18.7.1:9477","device":"loop3","op":"read"},
-         "values":[[1005,"0"],[1015,"0"]]}]}}"#;
+    /// A query_range answer captured from Debian's Prometheus scraping the agent during a
+    /// loadgen run (`sum by (instance, device, op) (increase(
+    /// stornet_block_io_size_bytes_count{device="loop0"}[2000ms]))`, step 2 s).
+    const CAPTURED: &str = r#"{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"device":"loop0","instance":"127.0.0.1:19481","op":"read"},"values":[[1796013455,"540"],[1796013457,"508"],[1796013459,"504"],[1796013461,"462"]]},{"metric":{"device":"loop0","instance":"127.0.0.1:19481","op":"write"},"values":[[1796013455,"458"],[1796013457,"492"],[1796013459,"496"],[1796013461,"536"]]}]}}"#;
+    /// Its answer to a query that does not parse.
+    const CAPTURED_ERROR: &str = r#"{"status":"error","errorType":"bad_data","error":"1:18: parse error: unexpected \"(\" in grouping opts, expected \",\" or \")\""}"#;
 
     #[test]
     fn answers_are_read_onto_the_grid() {
-        let g = fleet().grid().unwrap();
+        // The window the answer was asked for: from 1796013453 in steps of 2 s.
+        let g = Grid {
+            start: 1_796_013_451.0,
+            step: 2.0,
+            n: 5,
+        };
         let m = parse_matrix(CAPTURED).unwrap();
         assert_eq!(m.len(), 2);
-        assert_eq!(m[0].0["device"], "loop3");
+        assert_eq!(m[1].0["device"], "loop0");
+        assert_eq!(m[1].0["op"], "write");
         assert_eq!(
-            series_of(&m[0].1, &g),
-            vec![Some(500.0), Some(520.0), None, None]
+            series_of(&m[1].1, &g),
+            vec![None, Some(458.0), Some(492.0), Some(496.0), Some(536.0)]
         );
-        let e = parse_matrix(
-            r#"{"status":"error","errorType":"bad_data","error":"parse error at char 3"}"#,
-        )
-        .unwrap_err();
-        assert_eq!(e, "bad_data: parse error at char 3");
+        let run = build(&g, &vec![(Target::Family(Field::BlockRequests), m)]);
+        let h = &run.hosts[0];
+        assert_eq!(h.name, "127.0.0.1:19481");
+        assert!(h.addresses.is_empty(), "loopback is no host address");
+        assert_eq!(h.devices["loop0"].ops["read"].ios[1], Some(540.0));
+        let e = parse_matrix(CAPTURED_ERROR).unwrap_err();
+        assert!(e.starts_with("bad_data: 1:18: parse error"), "{e}");
         assert!(parse_matrix("<html>").is_err());
         assert!(
             parse_matrix(r#"{"status":"success","data":{"resultType":"vector","result":[]}}"#)

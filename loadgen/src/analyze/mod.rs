@@ -205,7 +205,14 @@ fn from_record(a: &AnalyzeArgs, path: &std::path::Path) -> Result<u8, Failure> {
             ));
         }
     }
-    if rec.agents.is_empty() {
+    let signals = rec.points.iter().flat_map(|p| &p.run.hosts).any(|h| {
+        !(h.devices.is_empty()
+            && h.peers.is_empty()
+            && h.skb_drops.is_empty()
+            && h.qdiscs.is_empty()
+            && h.interfaces.is_empty())
+    });
+    if !signals {
         notes.push(
             "no agent was sampled (loadgen run --agent): only loadgen's own latency and its split are known".into(),
         );
