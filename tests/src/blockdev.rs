@@ -12,6 +12,9 @@ pub struct LoopDevice {
     pub dev: PathBuf,
     pub name: String,
     backing: PathBuf,
+    /// Queue attributes changed, with their first values: restored on drop, since the
+    /// kernel keeps them for the next user of this loop device number.
+    changed: std::sync::Mutex<Vec<(String, String)>>,
 }
 
 impl LoopDevice {
@@ -41,7 +44,12 @@ impl LoopDevice {
             .context("loop path")?
             .to_string_lossy()
             .into_owned();
-        let ld = LoopDevice { dev, name, backing };
+        let ld = LoopDevice {
+            dev,
+            name,
+            backing,
+            changed: Default::default(),
+        };
         // udev and the kernel may read the new device once; let that settle before counting.
         ld.settle();
         Ok(ld)
@@ -74,14 +82,25 @@ impl LoopDevice {
     }
 
     /// Sets `queue/<attr>` in sysfs.
+    /// Sets `queue/<attr>` in sysfs; the old value comes back on drop.
     pub fn set_queue_attr(&self, attr: &str, value: &str) -> Result<()> {
         let p = format!("/sys/block/{}/queue/{attr}", self.name);
-        std::fs::write(&p, value).with_context(|| format!("writing {value} to {p}"))
+        let old = std::fs::read_to_string(&p).with_context(|| format!("reading {p}"))?;
+        std::fs::write(&p, value).with_context(|| format!("writing {value} to {p}"))?;
+        let mut changed = self.changed.lock().unwrap_or_else(|e| e.into_inner());
+        if !changed.iter().any(|(a, _)| a == attr) {
+            changed.push((attr.to_string(), old.trim().to_string()));
+        }
+        Ok(())
     }
 }
 
 impl Drop for LoopDevice {
     fn drop(&mut self) {
+        let changed = self.changed.lock().map(|c| c.clone()).unwrap_or_default();
+        for (attr, old) in changed.iter().rev() {
+            let _ = std::fs::write(format!("/sys/block/{}/queue/{attr}", self.name), old);
+        }
         let _ = Command::new("losetup").arg("-d").arg(&self.dev).status();
         let _ = std::fs::remove_file(&self.backing);
     }

@@ -1,6 +1,6 @@
 //! stornet's lab harness: privilege checks, loop devices, the agent and `loadgen serve` as
-//! processes, metric scrapes, BPF object checks, TLS test certificates, and a real Prometheus
-//! with stornet's rules and dashboards.
+//! processes, metric scrapes, BPF object checks, TLS test certificates, a real Prometheus
+//! with stornet's rules and dashboards, and headless Chromium.
 //! Everything it creates is removed on drop, also when a test fails.
 
 pub mod agent;
@@ -8,6 +8,7 @@ pub mod bins;
 pub mod blockdev;
 pub mod bpf;
 pub mod cgroup;
+pub mod chromium;
 pub mod fs;
 pub mod grafana;
 pub mod loadgen;

@@ -16,6 +16,7 @@ const PACKAGES: &[(&str, &str)] = &[
     ("fio", "reference load in benchmarks"),
     ("iperf3", "network benchmarks"),
     ("prometheus", "promtool and the Prometheus server in tests"),
+    ("chromium", "renders loadgen's HTML report to PNG in tests"),
     ("bpftrace", "reference tracer in benchmarks"),
     ("iproute2", "ip netns, veth, tc in the lab"),
     ("e2fsprogs", "mkfs.ext4 in tests"),

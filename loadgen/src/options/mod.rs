@@ -237,6 +237,12 @@ pub struct RunSettings {
     pub eta: Eta,
     pub group_reporting: bool,
     pub profile: Option<String>,
+    /// `--agent [NAME=]URL`, in the order given.
+    #[serde(default)]
+    pub agents: Vec<String>,
+    /// `--record FILE`.
+    #[serde(default)]
+    pub record: Option<PathBuf>,
     /// Replicas every write also goes to (`--replica`, repeatable).
     #[serde(default)]
     pub replicas: Vec<SocketAddr>,
@@ -258,6 +264,8 @@ impl Default for RunSettings {
             eta: Eta::Auto,
             group_reporting: false,
             profile: None,
+            agents: Vec::new(),
+            record: None,
             replicas: Vec::new(),
             replica_token_file: None,
             replica_timeout_ns: None,
@@ -302,6 +310,11 @@ impl RunSettings {
             }
             "group_reporting" => self.group_reporting = parse_bool(v).map_err(err)?,
             "profile" => self.profile = Some(v.to_string()),
+            "agent" => {
+                crate::scrape::AgentSpec::parse(v).map_err(err)?;
+                self.agents.push(v.to_string());
+            }
+            "record" => self.record = Some(PathBuf::from(v)),
             "replica" => {
                 let addr = crate::replica::replicas::parse_addr(v).map_err(err)?;
                 if self.replicas.contains(&addr) {

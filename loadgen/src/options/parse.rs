@@ -13,7 +13,7 @@ pub type Pairs = Vec<(String, Option<String>)>;
 
 pub enum Parsed {
     Help,
-    Plan(Plan),
+    Plan(Box<Plan>),
 }
 
 /// Builds one job from layers of options, later layers overriding earlier ones.
@@ -112,7 +112,7 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, String> {
     if jobs.is_empty() {
         jobs.push(build_job(&[&profile, &global])?);
     }
-    Ok(Parsed::Plan(Plan { settings, jobs }))
+    Ok(Parsed::Plan(Box::new(Plan { settings, jobs })))
 }
 
 #[cfg(test)]
@@ -123,7 +123,7 @@ mod tests {
     fn plan(args: &[&str]) -> Result<Plan, String> {
         let v: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         match parse_args(&v)? {
-            Parsed::Plan(p) => Ok(p),
+            Parsed::Plan(p) => Ok(*p),
             Parsed::Help => Err("help".into()),
         }
     }

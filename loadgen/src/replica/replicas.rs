@@ -303,7 +303,7 @@ mod tests {
     fn plan(args: &[&str]) -> Plan {
         let v: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         match parse_args(&v).unwrap() {
-            Parsed::Plan(p) => p,
+            Parsed::Plan(p) => *p,
             Parsed::Help => unreachable!(),
         }
     }

@@ -1,0 +1,316 @@
+//! Run records (`--record run.json`): everything `loadgen analyze` needs to judge a run
+//! later, on any machine. The format is versioned and described in `docs/run-record.md`.
+
+pub mod latency;
+pub mod recorder;
+pub mod system;
+
+use std::io::Write;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::scrape::SampleStatus;
+use crate::stats::RunResult;
+
+pub use recorder::Recorder;
+
+/// The `format` every record carries.
+pub const FORMAT: &str = "stornet-run-record";
+/// The version this loadgen writes; it reads this one and older.
+pub const VERSION: u32 = 1;
+
+/// A run record.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    pub format: String,
+    pub version: u32,
+    /// The loadgen version that wrote it.
+    pub loadgen_version: String,
+    /// The host loadgen ran on: in `points[].run` it carries loadgen's latency.
+    pub host: String,
+    /// The agents sampled during the run (`--agent`), in the order given.
+    #[serde(default)]
+    pub agents: Vec<AgentEntry>,
+    /// loadgen's own results: the options, and per sweep point the merged histograms (per
+    /// leg for replicated writes) and the timeline.
+    pub result: RunResult,
+    /// Per sweep point: the analysis input and how the agents were sampled.
+    pub points: Vec<PointRecord>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AgentEntry {
+    /// The host's name in `points[].run.hosts`.
+    pub name: String,
+    /// The URL scraped (without credentials).
+    pub url: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PointRecord {
+    pub index: usize,
+    /// Per job: its IO size and depth at this point.
+    pub jobs: Vec<PointJob>,
+    /// Start of the measured part (after the ramp), seconds since the Unix epoch.
+    pub start_unix_seconds: f64,
+    /// Per agent, in the order of `agents`.
+    #[serde(default)]
+    pub sampling: Vec<SampleStatus>,
+    /// The analysis input: loadgen's latency and its split on `host`, each agent's series
+    /// on its own host; one entry per timeline row.
+    pub run: analysis::Run,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PointJob {
+    pub name: String,
+    pub bs: u64,
+    pub iodepth: u32,
+}
+
+impl PointRecord {
+    /// "bs=4k iodepth=32" (several jobs: each job's values).
+    pub fn label(&self) -> String {
+        let mut seen: Vec<(u64, u32)> = Vec::new();
+        for j in &self.jobs {
+            if !seen.contains(&(j.bs, j.iodepth)) {
+                seen.push((j.bs, j.iodepth));
+            }
+        }
+        seen.iter()
+            .map(|(bs, d)| {
+                format!(
+                    "bs={} iodepth={d}",
+                    crate::options::values::format_bytes(*bs)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+impl Record {
+    /// A record of an analysis input alone, without loadgen's own results: for inputs built
+    /// elsewhere (another load generator, a simulation) that `loadgen analyze` should judge.
+    pub fn for_run(host: &str, run: analysis::Run) -> Record {
+        Record {
+            format: FORMAT.into(),
+            version: VERSION,
+            loadgen_version: env!("CARGO_PKG_VERSION").into(),
+            host: host.into(),
+            agents: Vec::new(),
+            result: RunResult {
+                version: env!("CARGO_PKG_VERSION").into(),
+                started_unix_ms: (run.starts.first().copied().unwrap_or(0.0) * 1000.0) as u64,
+                plan: crate::options::Plan {
+                    settings: Default::default(),
+                    jobs: Vec::new(),
+                },
+                safety_probe_reads: 0,
+                points: Vec::new(),
+            },
+            points: vec![PointRecord {
+                index: 0,
+                jobs: Vec::new(),
+                start_unix_seconds: run.starts.first().copied().unwrap_or(0.0),
+                sampling: Vec::new(),
+                run,
+            }],
+        }
+    }
+
+    /// Writes the record as JSON through a temporary file renamed into place, so a reader
+    /// never sees half a record and an older record is replaced only by a complete one.
+    pub fn write(&self, path: &Path) -> Result<(), String> {
+        let tmp = path.with_file_name(format!(
+            ".{}.tmp{}",
+            path.file_name()
+                .map_or("record".into(), |n| n.to_string_lossy().into_owned()),
+            std::process::id()
+        ));
+        let result = (|| -> std::io::Result<()> {
+            let f = std::fs::File::create(&tmp)?;
+            let mut w = std::io::BufWriter::new(f);
+            serde_json::to_writer(&mut w, self)?;
+            w.write_all(b"\n")?;
+            w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+            std::fs::rename(&tmp, path)
+        })();
+        result.map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            format!("writing the run record {}: {e}", path.display())
+        })
+    }
+
+    /// Reads and checks a record; every problem is one line naming the file.
+    pub fn read(path: &Path) -> Result<Record, String> {
+        let p = path.display();
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {p}: {e}"))?;
+        Record::parse(&text).map_err(|e| format!("{p}: {e}"))
+    }
+
+    pub fn parse(text: &str) -> Result<Record, String> {
+        let v: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("not JSON ({e})"))?;
+        if v.get("format").and_then(|f| f.as_str()) != Some(FORMAT) {
+            return Err(format!(
+                "not a stornet run record (no \"format\": \"{FORMAT}\"; `loadgen run --record FILE` writes one)"
+            ));
+        }
+        match v.get("version").and_then(|x| x.as_u64()) {
+            Some(n) if n >= 1 && n <= VERSION as u64 => {}
+            Some(n) => {
+                return Err(format!(
+                    "record version {n}, but this loadgen reads versions 1 to {VERSION}"
+                ));
+            }
+            None => return Err("the record has no version".into()),
+        }
+        let r: Record =
+            serde_json::from_value(v).map_err(|e| format!("not a valid run record ({e})"))?;
+        for p in &r.points {
+            p.run
+                .validate()
+                .map_err(|e| format!("point {}: {e}", p.index))?;
+        }
+        Ok(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::histogram::Histogram;
+    use crate::options::{JobOptions, Plan, RunSettings};
+    use crate::stats::{DirStats, LegStats, PointResult};
+    use crate::timeline::TimelineRow;
+
+    fn sample() -> Record {
+        let mut lat = Histogram::new();
+        for v in [1_234u64, 98_765, 4_321_000, 70_000_000_000] {
+            lat.record(v);
+        }
+        let mut write = DirStats {
+            ios: 4,
+            bytes: 16384,
+            total: lat.clone(),
+            ..DirStats::default()
+        };
+        write.legs.push(LegStats {
+            name: "replica 198.18.0.2:7000".into(),
+            lat: lat.clone(),
+        });
+        let point = PointResult {
+            index: 0,
+            jobs: Vec::new(),
+            merged: [DirStats::default(), write],
+            runtime_ns: 1_000_000_007,
+            timeline: vec![TimelineRow {
+                t_s: 0.0,
+                duration_s: 1.0 / 3.0,
+                ..TimelineRow::default()
+            }],
+            cpu: Default::default(),
+        };
+        let mut host = analysis::Host {
+            name: "h1".into(),
+            addresses: vec!["198.18.0.1".into()],
+            ..analysis::Host::default()
+        };
+        host.write = Some(analysis::Latency {
+            p99_seconds: vec![Some(0.1 + 0.2)],
+            iops: vec![None],
+            histograms: vec![latency::convert(&lat, &latency::bounds())],
+            ..analysis::Latency::default()
+        });
+        Record {
+            format: FORMAT.into(),
+            version: VERSION,
+            loadgen_version: "0.1.0".into(),
+            host: "h1".into(),
+            agents: vec![AgentEntry {
+                name: "h1".into(),
+                url: "http://127.0.0.1:9477/metrics".into(),
+            }],
+            result: RunResult {
+                version: "0.1.0".into(),
+                started_unix_ms: 1_700_000_000_123,
+                plan: Plan {
+                    settings: RunSettings {
+                        agents: vec!["h1=http://127.0.0.1:9477".into()],
+                        ..RunSettings::default()
+                    },
+                    jobs: vec![JobOptions::default()],
+                },
+                safety_probe_reads: 3,
+                points: vec![point],
+            },
+            points: vec![PointRecord {
+                index: 0,
+                jobs: vec![PointJob {
+                    name: "w".into(),
+                    bs: 4096,
+                    iodepth: 32,
+                }],
+                start_unix_seconds: 1_700_000_000.123_456_7,
+                sampling: vec![SampleStatus {
+                    samples: 2,
+                    missing: 1,
+                    max_delay_seconds: 0.004,
+                    errors: vec!["at 1.0 s: connection refused".into()],
+                }],
+                run: analysis::Run {
+                    interval_seconds: 1.0,
+                    starts: vec![1_700_000_000.123_456_7],
+                    hosts: vec![host],
+                },
+            }],
+        }
+    }
+
+    #[test]
+    fn a_record_reads_back_exactly_as_written() {
+        let r = sample();
+        let path = std::env::temp_dir().join(format!("stornet-record-{}.json", std::process::id()));
+        r.write(&path).unwrap();
+        let back = Record::read(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(back, r);
+        let w = &back.result.points[0].merged[1];
+        assert_eq!(w.total.saturated(), 1, "histograms keep every bucket");
+        assert_eq!(
+            w.legs[0].lat.percentile(50.0),
+            r.result.points[0].merged[1].legs[0].lat.percentile(50.0)
+        );
+        assert_eq!(back.points[0].label(), "bs=4k iodepth=32");
+    }
+
+    #[test]
+    fn foreign_or_damaged_records_are_refused_with_the_reason() {
+        let good = serde_json::to_string(&sample()).unwrap();
+        assert!(Record::parse(&good).is_ok());
+        assert!(Record::parse("[1, 2").unwrap_err().starts_with("not JSON"));
+        assert!(
+            Record::parse("{\"jobs\": []}")
+                .unwrap_err()
+                .starts_with("not a stornet run record")
+        );
+        let newer = good.replacen("\"version\":1", "\"version\":2", 1);
+        assert!(
+            Record::parse(&newer)
+                .unwrap_err()
+                .contains("record version 2")
+        );
+        let no_points = good.replacen("\"points\":[{\"index\"", "\"pointz\":[{\"index\"", 1);
+        assert!(
+            Record::parse(&no_points)
+                .unwrap_err()
+                .contains("not a valid run record")
+        );
+        let mut bad = sample();
+        bad.points[0].run.starts.push(0.5);
+        let e = Record::parse(&serde_json::to_string(&bad).unwrap()).unwrap_err();
+        assert!(e.starts_with("point 0: "), "{e}");
+    }
+}

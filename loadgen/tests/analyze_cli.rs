@@ -1,0 +1,429 @@
+//! `loadgen analyze` as a user runs it: synthetic records of every cause get their verdict,
+//! real runs on a regular file write records it reads (sweeps too) and an HTML report, and
+//! bad files and arguments give one line and exit 2. No root needed.
+
+#[allow(dead_code)]
+#[path = "../../analysis/tests/synth/mod.rs"]
+mod synth;
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use loadgen::record::Record;
+use serde_json::Value;
+use synth::{Fault, Lab};
+
+fn loadgen(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args(args)
+        .output()
+        .expect("loadgen runs")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("loadgen-analyze-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_file(&p);
+    p
+}
+
+fn record(run: analysis::Run) -> Record {
+    Record::for_run("h1", run)
+}
+
+fn json(o: &Output) -> Value {
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).expect("one JSON document on stdout")
+}
+
+#[test]
+fn every_cause_is_named_from_a_synthetic_record() {
+    let cases = [
+        (Lab::new(Fault::Congestion).noisy(), "network_congestion"),
+        (Lab::new(Fault::Saturation).noisy(), "device_saturation"),
+        (Lab::new(Fault::SlowDevice).noisy(), "slow_device"),
+        (Lab::new(Fault::Mtu), "mtu_mismatch"),
+        (Lab::new(Fault::SlowDevice).throughout(), "slow_device"),
+        (Lab::new(Fault::None).noisy(), "none"),
+    ];
+    for (i, (lab, cause)) in cases.into_iter().enumerate() {
+        let path = scratch(&format!("cause-{i}.json"));
+        record(lab.build()).write(&path).unwrap();
+        let v = json(&loadgen(&[
+            "analyze",
+            path.to_str().unwrap(),
+            "--format=json",
+        ]));
+        assert_eq!(v["verdict"]["cause"], cause, "case {i}: {v:#}");
+        assert_eq!(v["source"]["record"]["path"], path.to_str().unwrap());
+        let conf = v["verdict"]["confidence"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&conf));
+        assert!(!v["verdict"]["evidence"].as_array().unwrap().is_empty());
+        let write = v["hosts"][0]["directions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["direction"] == "write")
+            .expect("writes analysed");
+        assert!(
+            write["signals"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|s| s["rho"].is_number()),
+            "per-signal scores"
+        );
+        let o = loadgen(&["analyze", path.to_str().unwrap()]);
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(text.contains(&format!("verdict: {cause}")), "{text}");
+        assert!(text.contains("p99 write latency"), "{text}");
+    }
+}
+
+#[test]
+fn congestion_evidence_reads_like_an_operator_writes_it() {
+    let path = scratch("congestion.json");
+    let html = scratch("congestion.html");
+    record(Lab::new(Fault::Congestion).build())
+        .write(&path)
+        .unwrap();
+    let o = loadgen(&[
+        "analyze",
+        path.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&o.stdout);
+    for needle in [
+        "verdict: network_congestion",
+        "in 12 of 40 intervals",
+        "of the rise is waiting for replica 198.18.0.2",
+        "retransmits to 198.18.0.2 in the 12 raised intervals",
+        "rank correlation",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
+    }
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    assert!(
+        !page.contains(" src=") && !page.contains(" href="),
+        "self-contained: nothing fetched"
+    );
+    // The latency, the congestion counters and the breakdown are drawn with 40 points each.
+    let long = page
+        .split("<polyline points=\"")
+        .skip(1)
+        .filter(|p| p.split('"').next().unwrap().split(' ').count() >= 40)
+        .count();
+    assert!(long >= 5, "{long} polylines with 40 points");
+    assert!(page.contains("replica 198.18.0.2 round trip"));
+    assert!(page.contains("class=\"shade\""), "raised intervals shaded");
+}
+
+fn real_run(name: &str, extra: &[&str]) -> (PathBuf, Output) {
+    let file = scratch(&format!("{name}.data"));
+    let rec = scratch(&format!("{name}.json"));
+    let mut args = vec![
+        "run".to_string(),
+        format!("--filename={}", file.display()),
+        "--size=4M".into(),
+        "--direct=0".into(),
+        "--rw=randrw".into(),
+        "--time_based".into(),
+        "--interval=100ms".into(),
+        "--eta=never".into(),
+        "--output-format=json".into(),
+        format!("--record={}", rec.display()),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let o = Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args(&args)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&file);
+    (rec, o)
+}
+
+#[test]
+fn a_run_writes_a_record_that_analyze_reads() {
+    let (rec, o) = real_run("real", &["--runtime=1500ms", "--iodepth=4"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r = Record::read(&rec).expect("the record reads back");
+    assert_eq!(r.points.len(), 1);
+    let p = &r.points[0];
+    let rows = &r.result.points[0].timeline;
+    assert!(rows.len() >= 10, "{} rows", rows.len());
+    assert_eq!(p.run.starts.len(), rows.len());
+    assert!((p.run.interval_seconds - 0.1).abs() < 1e-12);
+    let host = &p.run.hosts[0];
+    assert_eq!(host.name, r.host);
+    let w = host.write.as_ref().expect("writes recorded");
+    assert_eq!(w.p99_seconds.len(), rows.len());
+    assert_eq!(w.histograms.len(), rows.len());
+    // The record's IO counts are the run's: the interval histograms add up to its writes.
+    let hist_total: u64 = w.histograms.iter().flatten().map(|h| h.total()).sum();
+    let writes = report["loadgen"]["points"][0]["write"]["ios"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(hist_total, writes);
+    assert_eq!(r.result.points[0].merged[1].ios, writes);
+
+    let html = scratch("real.html");
+    let v = json(&loadgen(&[
+        "analyze",
+        rec.to_str().unwrap(),
+        "--format=json",
+        "--html",
+        html.to_str().unwrap(),
+    ]));
+    assert!(v["verdict"]["cause"].is_string());
+    assert_eq!(v["hosts"][0]["host"], r.host.as_str());
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("Latency histograms"));
+    assert!(page.contains("no agent was sampled"));
+}
+
+#[test]
+fn a_sweep_gets_a_verdict_per_point() {
+    let (rec, o) = real_run("sweep", &["--runtime=1s", "--bs=4k,16k", "--iodepth=1,4"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let html = scratch("sweep.html");
+    let v = json(&loadgen(&[
+        "analyze",
+        rec.to_str().unwrap(),
+        "--format=json",
+        "--html",
+        html.to_str().unwrap(),
+    ]));
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 4);
+    assert_eq!(points[0]["label"], "bs=4k iodepth=1");
+    assert_eq!(points[3]["label"], "bs=16k iodepth=4");
+    assert!(
+        v["verdict"]["evidence"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("sweep point ")
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("Sweep: IOPS and p99 latency per point"));
+    assert!(page.contains(">bs=16k iodepth=4<"));
+    let o = loadgen(&["analyze", rec.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("== point 4 of 4: bs=16k iodepth=4 =="),
+        "{text}"
+    );
+}
+
+fn assert_usage_error(args: &[&str], needle: &str) {
+    let o = loadgen(args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    assert!(o.stdout.is_empty(), "{args:?}: stdout {:?}", o.stdout);
+    let lines: Vec<&str> = err.trim_end().lines().collect();
+    // clap adds a usage hint after its own one-line error.
+    assert!(
+        lines.len() == 1 || lines[0].starts_with("error: "),
+        "{args:?}: {err:?}"
+    );
+    assert!(err.contains(needle), "{args:?}: {err:?} lacks {needle:?}");
+}
+
+#[test]
+fn bad_records_and_arguments_exit_2_with_one_line() {
+    let missing = scratch("missing.json");
+    let p = |name: &str, text: &str| {
+        let f = scratch(name);
+        std::fs::write(&f, text).unwrap();
+        f.to_str().unwrap().to_string()
+    };
+    let garbage = p("garbage.json", "\u{0}\u{1}not json at all");
+    let fio = p("fio.json", "{\"fio version\": \"fio-3.33\", \"jobs\": []}");
+    let future = p(
+        "future.json",
+        "{\"format\": \"stornet-run-record\", \"version\": 99}",
+    );
+    let truncated = {
+        let f = scratch("truncated-src.json");
+        record(Lab::new(Fault::None).build()).write(&f).unwrap();
+        let text = std::fs::read_to_string(&f).unwrap();
+        p("truncated.json", &text[..text.len() / 2])
+    };
+    let misaligned = {
+        let mut r = record(Lab::new(Fault::None).build());
+        r.points[0].run.hosts[0]
+            .write
+            .as_mut()
+            .unwrap()
+            .p99_seconds
+            .pop();
+        let f = scratch("misaligned.json");
+        r.write(&f).unwrap();
+        f.to_str().unwrap().to_string()
+    };
+    assert_usage_error(&["analyze", missing.to_str().unwrap()], "cannot read");
+    assert_usage_error(&["analyze", &garbage], "not JSON");
+    assert_usage_error(&["analyze", &fio], "not a stornet run record");
+    assert_usage_error(&["analyze", &future], "record version 99");
+    assert_usage_error(&["analyze", &truncated], "not JSON");
+    assert_usage_error(&["analyze", &misaligned], "p99_seconds has 39 entries");
+    assert_usage_error(&["analyze"], "give a run record");
+    assert_usage_error(&["analyze", &fio, "--format=xml"], "--format");
+    assert_usage_error(
+        &[
+            "analyze",
+            "--prometheus",
+            "http://127.0.0.1:1",
+            "--end",
+            "now",
+        ],
+        "needs --start",
+    );
+    assert_usage_error(
+        &[
+            "analyze",
+            "--prometheus",
+            "127.0.0.1:9090",
+            "--start=now-5m",
+            "--end=now",
+        ],
+        "not an http:// URL",
+    );
+    assert_usage_error(
+        &[
+            "analyze",
+            "--prometheus",
+            "http://127.0.0.1:1",
+            "--start=yesterday",
+            "--end=now",
+        ],
+        "--start: `yesterday` is not a time",
+    );
+    assert_usage_error(
+        &[
+            "analyze",
+            "--prometheus",
+            "http://127.0.0.1:1",
+            "--start=now",
+            "--end=now-1h",
+        ],
+        "--end must be after --start",
+    );
+    assert_usage_error(
+        &[
+            "analyze",
+            "--prometheus",
+            "http://127.0.0.1:1",
+            "--start=now-1m",
+            "--end=now",
+            "--step=soon",
+        ],
+        "--step",
+    );
+    assert_usage_error(
+        &[
+            "analyze",
+            "--prometheus",
+            "http://127.0.0.1:1",
+            "--start=now-1m",
+            "--end=now",
+            "--selector={job=\"a\"",
+        ],
+        "unbalanced braces",
+    );
+    assert_usage_error(
+        &["analyze", &fio, "--start=now"],
+        "--start belongs to fleet mode",
+    );
+    let html_dir = scratch("no-such-dir").join("r.html");
+    let good = scratch("good.json");
+    record(Lab::new(Fault::None).build()).write(&good).unwrap();
+    let o = loadgen(&[
+        "analyze",
+        good.to_str().unwrap(),
+        "--html",
+        html_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--html: cannot write"));
+}
+
+#[test]
+fn an_unreachable_prometheus_is_a_runtime_failure() {
+    // A port nothing listens on: bound, then released.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let o = loadgen(&[
+        "analyze",
+        "--prometheus",
+        &format!("http://127.0.0.1:{port}"),
+        "--start=now-2m",
+        "--end=now",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("Prometheus at http://127.0.0.1"), "{err}");
+}
+
+#[test]
+fn run_options_for_records_are_checked_before_anything_runs() {
+    let file = scratch("opts.data");
+    let f = format!("--filename={}", file.display());
+    for (args, needle) in [
+        (
+            vec!["--agent=http://127.0.0.1:9477"],
+            "--agent needs --record",
+        ),
+        (
+            vec!["--agent=127.0.0.1:9477", "--record=x.json"],
+            "not an http:// URL",
+        ),
+        (
+            vec!["--agent=https://h:1", "--record=x.json"],
+            "https is not supported",
+        ),
+        (
+            vec!["--record=/stornet-no-such-dir/r.json"],
+            "directory /stornet-no-such-dir does not exist",
+        ),
+        (
+            vec![
+                "--agent=a=http://127.0.0.1:1",
+                "--agent=a=http://127.0.0.1:2",
+                "--record=x.json",
+            ],
+            "the name a is given twice",
+        ),
+    ] {
+        let mut all = vec!["run", f.as_str(), "--size=1M"];
+        all.extend(args.iter().copied());
+        let o = loadgen(&all);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(!file.exists(), "{args:?}: nothing is created");
+    }
+}
