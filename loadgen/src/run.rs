@@ -100,6 +100,10 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
             );
         }
     }
+    let replicas = crate::replica::replicas::Replicas::new(&plan, &layout)
+        .map_err(Failure::Usage)?
+        .map(|r| r.factory());
+    let legs = legs.or(replicas.as_ref());
     let metrics = match plan.settings.metrics_address {
         Some(addr) => Some(LiveMetrics::serve(addr).map_err(|e| {
             Failure::Usage(format!("--metrics-address={addr}: cannot listen: {e}"))

@@ -60,6 +60,30 @@ fn bad_values_exit_2_with_one_line() {
         "metrics-address",
     );
     assert_usage_error(&["/stornet-no-such-job-file.fio"], "cannot read job file");
+    assert_usage_error(&[&file, "--size=1M", "--replica=nowhere:7480"], "--replica");
+    assert_usage_error(&[&file, "--size=1M", "--replica=198.18.0.2"], "with a port");
+    assert_usage_error(
+        &[&file, "--size=1M", "--replica_timeout=5s"],
+        "need --replica",
+    );
+    assert_usage_error(
+        &[
+            &file,
+            "--size=1M",
+            "--replica=198.18.0.2:7480",
+            "--replica_timeout=0",
+        ],
+        "--replica_timeout",
+    );
+    assert_usage_error(
+        &[
+            &file,
+            "--size=1M",
+            "--replica=198.18.0.2:7480",
+            "--replica_token_file=/stornet-no-such-token",
+        ],
+        "--replica_token_file",
+    );
     assert!(!f.exists(), "refused runs create no file");
 }
 

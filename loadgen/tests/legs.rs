@@ -36,6 +36,7 @@ impl ExtraLegs for NopLeg {
         slot: u32,
         leg: u8,
         result: i32,
+        _push: &mut dyn FnMut(&squeue::Entry) -> Result<()>,
         done: &mut Vec<(u32, u8)>,
     ) -> Result<()> {
         anyhow::ensure!(result >= 0, "nop failed: {result}");

@@ -19,6 +19,7 @@ mod net_buffers;
 mod net_mtu;
 mod net_sockets;
 mod net_support;
+mod replica_run;
 mod replica_serve;
 mod service_lifecycle;
 mod service_prometheus;

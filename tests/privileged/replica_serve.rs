@@ -13,7 +13,7 @@ use anyhow::{Context, Result, bail, ensure};
 use stornet_tests::bins;
 use stornet_tests::netns::{HostPair, Netns};
 use stornet_tests::privilege::require_root;
-use stornet_tests::replica::{ScratchDir, ServeProcess};
+use stornet_tests::replica::{ScratchDir, ServeProcess, wait_bounded};
 
 const TOKEN: &str = "lab-token-1";
 
@@ -115,25 +115,6 @@ fn summary(out: &Output) -> Result<serde_json::Value> {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_str(stdout.trim()).with_context(|| format!("client summary {stdout:?}"))
-}
-
-/// Waits for a child for at most `limit`; kills it if it is still running then.
-fn wait_bounded(mut child: Child, limit: Duration) -> Result<(Output, Duration)> {
-    let start = Instant::now();
-    loop {
-        if child.try_wait()?.is_some() {
-            return Ok((child.wait_with_output()?, start.elapsed()));
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let out = child.wait_with_output()?;
-            bail!(
-                "still running after {limit:?}; stderr: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// What a raw peer saw: its own address (the server logs it), the bytes the server sent,

@@ -4,7 +4,7 @@
 use std::fs::File;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::{Child, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -112,6 +112,32 @@ impl ServeProcess {
         }
     }
 
+    /// Writes the server logged for `volume` over its connections that have ended (its
+    /// own count, from the `end (volume V) after N writes` lines).
+    pub fn writes_logged(&self, volume: &str) -> u64 {
+        let needle = format!("(volume {volume}) after ");
+        self.log()
+            .lines()
+            .filter_map(|l| l.split(&needle).nth(1))
+            .filter_map(|rest| rest.split(' ').next()?.parse::<u64>().ok())
+            .sum()
+    }
+
+    /// Waits until the server has logged the end of `n` connections.
+    pub fn wait_for_ends(&self, n: usize, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        while self.log().matches(": end ").count() < n {
+            if Instant::now() > deadline {
+                bail!(
+                    "fewer than {n} connection ends logged within {timeout:?}:\n{}",
+                    self.log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }
@@ -128,5 +154,25 @@ impl Drop for ServeProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_file(&self.log);
+    }
+}
+
+/// Waits for a child for at most `limit` (a hang, not a performance bound); kills it and
+/// fails if it is still running then. Returns its output and how long it took.
+pub fn wait_bounded(mut child: Child, limit: Duration) -> Result<(Output, Duration)> {
+    let start = Instant::now();
+    loop {
+        if child.try_wait()?.is_some() {
+            return Ok((child.wait_with_output()?, start.elapsed()));
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output()?;
+            bail!(
+                "still running after {limit:?}; stderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }

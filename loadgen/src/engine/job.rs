@@ -476,8 +476,9 @@ impl Job<'_> {
         if leg != 0 {
             let mut done = std::mem::take(&mut self.legs_done);
             done.clear();
+            let ring = &mut self.ring;
             if let Some(legs) = &mut self.legs
-                && let Err(e) = legs.complete(slot, leg, res, &mut done)
+                && let Err(e) = legs.complete(slot, leg, res, &mut |e| ring.push(e), &mut done)
             {
                 self.fail(e);
             }

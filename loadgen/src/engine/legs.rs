@@ -35,9 +35,11 @@ pub struct IoDesc<'a> {
 /// which queues SQEs with user_data built by `user_data(slot, leg)`, leg ≥ 1. Every CQE
 /// whose leg byte is not 0 goes to `complete` (an implementation may also use its own slot
 /// numbers for operations of no particular IO, such as a receive that collects acks for
-/// many), which reports each leg it finished, of any IO. Every leg started must be reported
-/// finished eventually, also when it failed (then `complete` returns the error too), or the
-/// IO never completes. A leg's latency is from the IO's submission to the reaping of the CQE
+/// many, and queue follow-up operations there), which reports each leg it finished, of any
+/// IO. Every leg started must be reported finished eventually, also when it failed (then
+/// `complete` returns the error too), or the IO never completes; and no operation of the
+/// legs may still be in flight with memory of theirs once every IO has completed (the ring
+/// goes away then). A leg's latency is from the IO's submission to the reaping of the CQE
 /// that finished it.
 pub trait ExtraLegs: Send {
     /// Names of legs 1, 2, … (for example `replica 198.18.0.2:7000`).
@@ -52,12 +54,14 @@ pub trait ExtraLegs: Send {
         io: &IoDesc<'_>,
         push: &mut dyn FnMut(&squeue::Entry) -> Result<()>,
     ) -> Result<()>;
-    /// A completion with the given user_data parts; pushes every (slot, leg) it finished.
+    /// A completion with the given user_data parts; may queue more SQEs with `push`, and
+    /// pushes every (slot, leg) it finished onto `done`.
     fn complete(
         &mut self,
         slot: u32,
         leg: u8,
         result: i32,
+        push: &mut dyn FnMut(&squeue::Entry) -> Result<()>,
         done: &mut Vec<(u32, u8)>,
     ) -> Result<()>;
 }

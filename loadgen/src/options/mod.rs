@@ -237,6 +237,14 @@ pub struct RunSettings {
     pub eta: Eta,
     pub group_reporting: bool,
     pub profile: Option<String>,
+    /// Replicas every write also goes to (`--replica`, repeatable).
+    #[serde(default)]
+    pub replicas: Vec<SocketAddr>,
+    #[serde(default)]
+    pub replica_token_file: Option<PathBuf>,
+    /// How long a replica may leave a write unacknowledged (default in `replica::replicas`).
+    #[serde(default)]
+    pub replica_timeout_ns: Option<u64>,
 }
 
 impl Default for RunSettings {
@@ -250,6 +258,9 @@ impl Default for RunSettings {
             eta: Eta::Auto,
             group_reporting: false,
             profile: None,
+            replicas: Vec::new(),
+            replica_token_file: None,
+            replica_timeout_ns: None,
         }
     }
 }
@@ -291,6 +302,18 @@ impl RunSettings {
             }
             "group_reporting" => self.group_reporting = parse_bool(v).map_err(err)?,
             "profile" => self.profile = Some(v.to_string()),
+            "replica" => {
+                let addr = crate::replica::replicas::parse_addr(v).map_err(err)?;
+                if self.replicas.contains(&addr) {
+                    return Err(err(format!("{addr} is given twice")));
+                }
+                self.replicas.push(addr);
+            }
+            "replica_token_file" => self.replica_token_file = Some(PathBuf::from(v)),
+            "replica_timeout" => {
+                self.replica_timeout_ns =
+                    Some(crate::replica::replicas::parse_timeout(v).map_err(err)?)
+            }
             _ => return Err(format!("--{key} is not a run option")),
         }
         Ok(())

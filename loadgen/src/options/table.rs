@@ -223,6 +223,21 @@ pub const OPTIONS: &[OptionDoc] = &[
         "WHEN",
         "progress bar on stderr: auto (when it is a terminal, default) or never",
     ),
+    run(
+        "replica",
+        "ADDR:PORT",
+        "also send every write to this replica (`loadgen serve`); repeat for more. A write completes when all have acknowledged; reads stay local",
+    ),
+    run(
+        "replica_token_file",
+        "FILE",
+        "file holding the token the replicas expect (as given to `loadgen serve --token-file`)",
+    ),
+    run(
+        "replica_timeout",
+        "TIME",
+        "a replica that leaves a write (or the connect and handshake) unanswered this long has failed (default: 5s)",
+    ),
     flag("help", Scope::Run, "print this list"),
 ];
 
@@ -251,8 +266,8 @@ pub fn help() -> String {
         s.push_str(&format!("  {lhs:<28} {}\n", o.help));
     }
     s.push_str(
-        "\nExit status: 0 success, 1 run-time failure, 2 bad options or refused target,\n\
-         3 --verify found corrupt data.\n",
+        "\nExit status: 0 success, 1 run-time failure (an IO error, a failed replica),\n\
+         2 bad options or refused target, 3 --verify found corrupt data.\n",
     );
     s
 }

@@ -499,6 +499,21 @@ impl BlockingClient {
         &self.conn
     }
 
+    /// The connected socket (timeouts cleared, for an io_uring driver) and its state
+    /// machine, ready for writes.
+    pub fn into_parts(self) -> Result<(TcpStream, ReplicaConn), ReplicaError> {
+        let BlockingClient {
+            stream, mut conn, ..
+        } = self;
+        if let Err(e) = stream
+            .set_read_timeout(None)
+            .and_then(|_| stream.set_write_timeout(None))
+        {
+            return Err(conn.io_failed(&e));
+        }
+        Ok((stream, conn))
+    }
+
     /// Sends write `id` without waiting for its ack.
     pub fn submit(&mut self, id: u64, offset: u64, data: &[u8]) -> Result<(), SubmitError> {
         let header = self.conn.start_write(id, offset, data, Instant::now())?;

@@ -165,7 +165,7 @@ fn job(r: &RunResult, p: &PointResult, j: &JobResult, members: &[usize]) -> Valu
 fn point(p: &PointResult) -> Value {
     let merged = |d: &DirStats| {
         let (iops, bw) = rates(d, p.runtime_ns);
-        json!({
+        let mut o = json!({
             "ios": d.ios,
             "bytes": d.bytes,
             "iops": iops,
@@ -173,7 +173,15 @@ fn point(p: &PointResult) -> Value {
             "intended_lat_ns": d.total.summary(),
             "lat_ns": d.lat.summary(),
             "clat_ns": d.clat.summary(),
-        })
+        });
+        if !d.legs.is_empty() {
+            o["legs"] = d
+                .legs
+                .iter()
+                .map(|l| json!({"name": l.name, "lat_ns": l.lat.summary()}))
+                .collect();
+        }
+        o
     };
     json!({
         "index": p.index,

@@ -46,10 +46,10 @@ pub fn bw(v: f64) -> String {
     format!("{v:.1}TiB/s")
 }
 
-fn lat_line(out: &mut String, label: &str, s: &Summary) {
+fn lat_line(out: &mut String, label: &str, width: usize, s: &Summary) {
     let _ = writeln!(
         out,
-        "      {label:<7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "      {label:<width$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
         ns(s.min),
         ns(s.mean as u64),
         ns(s.p50),
@@ -75,15 +75,53 @@ fn dir_block(out: &mut String, name: &str, d: &DirStats, runtime_ns: u64) {
         count(d.ios as f64),
         runtime_ns as f64 / 1e9
     );
+    // Legs this direction has (reads have no replica legs); their names
+    // (`replica 198.18.0.2:7480`) are longer than the other labels.
+    let legs: Vec<_> = d.legs.iter().filter(|l| l.lat.count() > 0).collect();
+    let w = legs.iter().map(|l| l.name.len()).fold(7, usize::max);
     let _ = writeln!(
         out,
-        "      {:<7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "      {:<w$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "latency", "min", "mean", "p50", "p90", "p95", "p99", "p99.9", "p99.99", "max"
     );
-    lat_line(out, "total", &d.total.summary());
-    lat_line(out, "clat", &d.clat.summary());
-    for leg in &d.legs {
-        lat_line(out, &leg.name, &leg.lat.summary());
+    lat_line(out, "total", w, &d.total.summary());
+    lat_line(out, "clat", w, &d.clat.summary());
+    for leg in legs {
+        lat_line(out, &leg.name, w, &leg.lat.summary());
+    }
+}
+
+/// The per-interval latency of each leg of the writes (local device, each replica), when
+/// writes have more than one leg.
+fn leg_timeline(out: &mut String, rows: &[TimelineRow]) {
+    let Some(names) = rows
+        .iter()
+        .map(|r| &r.write.legs)
+        .find(|l| l.len() > 1 && l.iter().any(|x| x.lat_ns.n > 0))
+    else {
+        return;
+    };
+    let names: Vec<&str> = names.iter().map(|l| l.name.as_str()).collect();
+    let w = names.iter().map(|n| n.len()).fold(19, usize::max);
+    let _ = writeln!(
+        out,
+        "  write legs per interval (p50 / p99 from submission):"
+    );
+    let _ = write!(out, "    {:>7}", "t(s)");
+    for n in &names {
+        let _ = write!(out, "  {n:>w$}");
+    }
+    out.push('\n');
+    for r in rows {
+        let _ = write!(out, "    {:>7.1}", r.t_s);
+        for n in &names {
+            let cell = match r.write.legs.iter().find(|l| l.name == *n) {
+                Some(l) if l.lat_ns.n > 0 => format!("{} / {}", ns(l.lat_ns.p50), ns(l.lat_ns.p99)),
+                _ => "-".to_string(),
+            };
+            let _ = write!(out, "  {cell:>w$}");
+        }
+        out.push('\n');
     }
 }
 
@@ -185,6 +223,7 @@ fn point(out: &mut String, r: &RunResult, p: &PointResult, group: bool) {
         c.per_io_us, c.user_s, c.sys_s, c.io_workers_s, c.process_pct, c.system_pct, c.cpus
     );
     timeline(out, &p.timeline, r.plan.settings.interval_ns);
+    leg_timeline(out, &p.timeline);
 }
 
 pub fn render(r: &RunResult, group: bool) -> String {

@@ -1,0 +1,181 @@
+//! `loadgen run --replica` against replicas on loopback (ports chosen by the kernel): real
+//! `loadgen serve` servers in this process, and fake replicas that answer the handshake and
+//! then misbehave. No root needed.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use loadgen::replica::protocol::{HELLO_ACK_LEN, HelloAck, HelloStatus, MAX_PAYLOAD, VERSION};
+use loadgen::replica::server::{Server, ServerConfig};
+use serde_json::Value;
+
+fn scratch(name: &str) -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("loadgen-replica-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    std::fs::create_dir_all(&p).unwrap();
+    p
+}
+
+/// A `loadgen serve` on 127.0.0.1, serving until the test process ends.
+fn serve(dir: PathBuf) -> SocketAddr {
+    let server = Server::bind(ServerConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        dir,
+        token: None,
+        ack_on_receive: false,
+        frame_timeout: Duration::from_secs(10),
+        max_connections: 16,
+    })
+    .expect("server binds");
+    let addr = server.local_addr().unwrap();
+    std::thread::spawn(move || server.run());
+    addr
+}
+
+/// A replica that accepts the handshake, then reads everything and acknowledges nothing.
+fn black_hole() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            std::thread::spawn(move || {
+                let mut buf = vec![0u8; 1 << 16];
+                let _ = s.read(&mut buf);
+                let ack = HelloAck {
+                    version: VERSION,
+                    status: HelloStatus::Ok,
+                    max_payload: MAX_PAYLOAD,
+                };
+                let _ = s.write_all(&ack.encode()[..HELLO_ACK_LEN]);
+                while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
+            });
+        }
+    });
+    addr
+}
+
+fn loadgen(args: &[String]) -> (Output, Duration) {
+    let start = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .arg("run")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("loadgen runs");
+    (out, start.elapsed())
+}
+
+#[test]
+fn every_write_reaches_both_replicas_byte_exact() {
+    let dir = scratch("mirror");
+    let (r1, r2) = (dir.join("r1"), dir.join("r2"));
+    std::fs::create_dir_all(&r1).unwrap();
+    std::fs::create_dir_all(&r2).unwrap();
+    let (a, b) = (serve(r1.clone()), serve(r2.clone()));
+    let local = dir.join("local");
+    let (out, _) = loadgen(&[
+        "--name=mirror".into(),
+        format!("--filename={}", local.display()),
+        "--size=4M".into(),
+        "--rw=write".into(),
+        "--bs=16k".into(),
+        "--iodepth=8".into(),
+        "--verify".into(),
+        format!("--replica={a}"),
+        format!("--replica={b}"),
+        "--output-format=json".into(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let j: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let w = &j["jobs"][0]["write"];
+    assert_eq!(w["total_ios"], 256);
+    let names: Vec<&str> = w["legs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["local", &format!("replica {a}"), &format!("replica {b}")]
+    );
+    for leg in w["legs"].as_array().unwrap() {
+        assert_eq!(leg["lat_ns"]["N"], 256, "{leg}");
+    }
+    let merged = &j["loadgen"]["points"][0]["write"]["legs"];
+    assert_eq!(merged[2]["lat_ns"]["n"], 256, "{merged}");
+    // A sequential pass writes every block once: both volumes equal the local file.
+    let expected = std::fs::read(&local).unwrap();
+    for r in [&r1, &r2] {
+        let got = std::fs::read(r.join("mirror.0")).unwrap();
+        assert!(
+            got == expected,
+            "{} differs from the local file",
+            r.display()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_replica_that_stops_acknowledging_fails_the_run_after_the_timeout() {
+    let dir = scratch("stall");
+    let served = dir.join("ok");
+    std::fs::create_dir_all(&served).unwrap();
+    let (good, hole) = (serve(served), black_hole());
+    let (out, took) = loadgen(&[
+        format!("--filename={}", dir.join("local").display()),
+        "--size=4M".into(),
+        "--rw=randwrite".into(),
+        "--iodepth=8".into(),
+        "--time_based".into(),
+        "--runtime=60".into(),
+        format!("--replica={good}"),
+        format!("--replica={hole}"),
+        "--replica_timeout=500ms".into(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(took < Duration::from_secs(20), "took {took:?}");
+    let line = stderr.lines().last().unwrap_or_default();
+    // The replica that answers is not blamed; the one that stalled is, with the writes it
+    // held: every IO of the queue.
+    assert!(
+        line.starts_with(&format!(
+            "loadgen: error: replica {hole} failed: no ack for request 1 within 500ms; 8 write(s) failed"
+        )),
+        "{stderr}"
+    );
+    assert!(!line.contains(&good.to_string()), "{stderr}");
+    assert!(out.stdout.is_empty(), "no report for a failed run");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_unreachable_replica_fails_before_the_run() {
+    let dir = scratch("refused");
+    // A port that was just free: nothing listens on it.
+    let addr = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let (out, _) = loadgen(&[
+        format!("--filename={}", dir.join("local").display()),
+        "--size=1M".into(),
+        "--rw=write".into(),
+        format!("--replica={addr}"),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("replica {addr}: cannot connect")),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
