@@ -162,6 +162,18 @@ impl Histogram {
         self.counts[..whole.min(BUCKETS)].iter().sum()
     }
 
+    /// The non-empty buckets as (lowest value, width, count), in order.
+    pub fn buckets(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|&(_, &c)| c > 0)
+            .map(|(i, &c)| {
+                let (lo, w) = bucket_range(i);
+                (lo, w, c)
+            })
+    }
+
     /// The usual summary: count, mean, p50 … p99.99, max.
     pub fn summary(&self) -> Summary {
         Summary {

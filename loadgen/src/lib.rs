@@ -1,20 +1,26 @@
 //! loadgen: an io_uring storage load generator with fio's options, open-loop latency,
 //! mergeable histograms, a per-interval timeline, and data-safety checks.
 
+pub mod agent_signals;
+pub mod analyze;
 pub mod clock;
 pub mod cpu;
 pub mod engine;
 pub mod error;
 pub mod histogram;
+pub mod http;
 pub mod jobfile;
 pub mod live_metrics;
 pub mod options;
 pub mod profiles;
 pub mod progress;
+pub mod promtext;
+pub mod record;
 pub mod replica;
 pub mod report;
 pub mod run;
 pub mod safety;
+pub mod scrape;
 pub mod stats;
 pub mod target;
 pub mod timeline;

@@ -19,6 +19,8 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },
+    /// Name the root cause of a latency rise from a run record or from Prometheus.
+    Analyze(loadgen::analyze::AnalyzeArgs),
     /// Serve as a replica: write the blocks clients send into files in a directory.
     Serve(replica::cli::ServeArgs),
     /// Stream deterministic writes to one replica and print a JSON summary.
@@ -29,6 +31,7 @@ enum Command {
 fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Run { args } => loadgen::run::run(&args, None),
+        Command::Analyze(args) => loadgen::analyze::run(&args),
         Command::Serve(args) => return replica::cli::serve(args),
         Command::ReplicaClient(args) => return replica::cli::replica_client(args),
     };

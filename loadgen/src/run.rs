@@ -10,16 +10,18 @@ use crate::options::parse::{Parsed, parse_args};
 use crate::options::sweep::{self, Point};
 use crate::options::{Plan, table, validate::validate};
 use crate::progress::Progress;
+use crate::record::Recorder;
 use crate::report;
 use crate::safety::{self, DeviceGuard};
 use crate::stats::RunResult;
 use crate::target::{self, Kind, Layout};
 use crate::timeline::{DirInterval, TimelineRow};
 
-/// Progress bar and live metrics, fed by the engine's collector.
+/// Progress bar, live metrics and the run record, fed by the engine's collector.
 struct Monitor {
     progress: Progress,
     metrics: Option<Arc<LiveMetrics>>,
+    recorder: Option<Recorder>,
 }
 
 impl Watcher for Monitor {
@@ -32,6 +34,14 @@ impl Watcher for Monitor {
     fn row(&mut self, row: &TimelineRow, dirs: &[DirInterval; 2]) {
         if let Some(m) = &self.metrics {
             m.row(row, dirs);
+        }
+        if let Some(r) = &mut self.recorder {
+            r.row(dirs);
+        }
+    }
+    fn started(&mut self, measure_start_ns: u64) {
+        if let Some(r) = &mut self.recorder {
+            r.started(measure_start_ns);
         }
     }
 }
@@ -110,6 +120,7 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
         })?),
         None => None,
     };
+    let recorder = Recorder::from_settings(&plan, &layout)?;
     // Everything is checked: from here on files may be created.
     target::prepare(&layout)?;
     engine::install_sigint();
@@ -122,6 +133,7 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
     let mut monitor = Monitor {
         progress: Progress::new(plan.settings.eta),
         metrics,
+        recorder,
     };
     let mut results = Vec::with_capacity(points.len());
     for point in &points {
@@ -143,6 +155,9 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
         if let Some(m) = &monitor.metrics {
             m.begin_point(point.index);
         }
+        if let Some(rec) = &mut monitor.recorder {
+            rec.before_point();
+        }
         let r = engine::run_point(
             point.index,
             specs,
@@ -153,6 +168,9 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
         monitor.progress.finish();
         if let Some(m) = &monitor.metrics {
             m.end_point();
+        }
+        if let Some(rec) = &mut monitor.recorder {
+            rec.end_point(r.as_ref().map_or(0, |p| p.timeline.len()));
         }
         results.push(r?);
         if engine::interrupted() {
@@ -170,6 +188,9 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
         plan: plan.clone(),
         points: results,
     };
+    if let Some(rec) = monitor.recorder.take() {
+        rec.write(&result)?;
+    }
     let text = report::render(&result, &plan.settings);
     match &plan.settings.output {
         Some(path) => std::fs::write(path, text)

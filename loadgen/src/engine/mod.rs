@@ -152,6 +152,9 @@ pub trait Watcher {
     fn tick(&mut self, live: &[JobLive], elapsed_ns: u64);
     /// Each finished timeline row, with its merged interval histograms.
     fn row(&mut self, row: &TimelineRow, dirs: &[DirInterval; 2]);
+    /// The measured part (after the ramp) starts at `measure_start_ns` on the monotonic
+    /// clock: interval `k` of the timeline begins `k` intervals later.
+    fn started(&mut self, _measure_start_ns: u64) {}
 }
 
 /// Runs one sweep point: all job threads at once, until each is done.
@@ -211,6 +214,7 @@ pub fn run_point(
         let t0 = clock::now_ns() + 1_000_000;
         shared.gate.open(t0);
         let measure_start = t0 + ramp_ns;
+        watcher.started(measure_start);
 
         let mut timeline = TimelineBuilder::new(n, interval_ns, leg_names);
         let mut rows = Vec::new();

@@ -245,6 +245,12 @@ pub struct RunSettings {
     /// How long a replica may leave a write unacknowledged (default in `replica::replicas`).
     #[serde(default)]
     pub replica_timeout_ns: Option<u64>,
+    /// `--agent [NAME=]URL`, in the order given.
+    #[serde(default)]
+    pub agents: Vec<String>,
+    /// `--record FILE`.
+    #[serde(default)]
+    pub record: Option<PathBuf>,
 }
 
 impl Default for RunSettings {
@@ -261,6 +267,8 @@ impl Default for RunSettings {
             replicas: Vec::new(),
             replica_token_file: None,
             replica_timeout_ns: None,
+            agents: Vec::new(),
+            record: None,
         }
     }
 }
@@ -314,6 +322,11 @@ impl RunSettings {
                 self.replica_timeout_ns =
                     Some(crate::replica::replicas::parse_timeout(v).map_err(err)?)
             }
+            "agent" => {
+                crate::scrape::AgentSpec::parse(v).map_err(err)?;
+                self.agents.push(v.to_string());
+            }
+            "record" => self.record = Some(PathBuf::from(v)),
             _ => return Err(format!("--{key} is not a run option")),
         }
         Ok(())

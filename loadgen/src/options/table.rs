@@ -213,6 +213,16 @@ pub const OPTIONS: &[OptionDoc] = &[
         "ADDR",
         "serve the run's live metrics for Prometheus on ADDR (e.g. 127.0.0.1:9478)",
     ),
+    run(
+        "agent",
+        "[NAME=]URL",
+        "sample a stornet-agent's /metrics every interval into the run record (repeatable; the host loadgen runs on first)",
+    ),
+    run(
+        "record",
+        "FILE",
+        "write a run record (options, timeline, histograms, agents' series) for `loadgen analyze`",
+    ),
     flag(
         "force-destroy-data",
         Scope::Run,

@@ -1,0 +1,438 @@
+//! `loadgen analyze`: names the root cause of a latency rise from a run record
+//! (`loadgen run --record`) or, in fleet mode, from the agents' metrics in Prometheus; prints
+//! the verdict and its evidence as text or JSON and can write an HTML report.
+
+pub mod fleet;
+pub mod html;
+pub mod time;
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use analysis::{Cause, Report, Run};
+use serde::Serialize;
+
+use crate::error::Failure;
+use crate::http::Url;
+use crate::record::Record;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+/// Arguments of `loadgen analyze`.
+#[derive(clap::Args, Debug)]
+pub struct AnalyzeArgs {
+    /// A run record written by `loadgen run --record FILE`.
+    pub record: Option<PathBuf>,
+    /// How to print the verdict.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// Also write a self-contained HTML report with charts to this file.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Fleet mode: read the agents' metrics from this Prometheus server instead of a record.
+    #[arg(long, value_name = "URL", conflicts_with = "record")]
+    pub prometheus: Option<String>,
+    /// Fleet mode: start of the window (Unix seconds, RFC 3339, `now` or `now-15m`).
+    #[arg(long, value_name = "TIME", requires = "prometheus")]
+    pub start: Option<String>,
+    /// Fleet mode: end of the window (as --start).
+    #[arg(long, value_name = "TIME", requires = "prometheus")]
+    pub end: Option<String>,
+    /// Fleet mode: length of one interval; use at least twice the scrape interval.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "15s",
+        requires = "prometheus"
+    )]
+    pub step: String,
+    /// Fleet mode: label matchers for every query, e.g. '{instance=~"stor.*"}'.
+    #[arg(long, value_name = "MATCHERS", requires = "prometheus")]
+    pub selector: Option<String>,
+}
+
+/// What was analysed, for the JSON output.
+#[derive(Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Source {
+    Record {
+        path: String,
+    },
+    Prometheus {
+        url: String,
+        start: f64,
+        end: f64,
+        step_seconds: f64,
+        selector: String,
+    },
+}
+
+/// A sweep point's verdict.
+#[derive(Serialize)]
+struct PointVerdict {
+    index: usize,
+    label: String,
+    verdict: analysis::Verdict,
+}
+
+#[derive(Serialize)]
+struct Output<'a> {
+    source: Source,
+    /// The chosen point's report (the only one without a sweep).
+    #[serde(flatten)]
+    report: &'a Report,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    points: Vec<PointVerdict>,
+}
+
+/// Runs `loadgen analyze`; Ok is the exit status.
+pub fn run(a: &AnalyzeArgs) -> Result<u8, Failure> {
+    match (&a.record, &a.prometheus) {
+        (Some(path), None) => from_record(a, path),
+        (None, Some(url)) => from_prometheus(a, url),
+        _ => Err(Failure::Usage(
+            "give a run record (loadgen analyze run.json) or --prometheus URL with --start and --end".into(),
+        )),
+    }
+}
+
+fn analyze(run: &Run, what: &str) -> Result<Report, Failure> {
+    analysis::analyze(run).map_err(|e| Failure::Usage(format!("{what}: {e}")))
+}
+
+/// A named cause beats an unexplained rise, which beats healthy, which beats no data; then
+/// the higher confidence.
+fn telling(r: &Report) -> (u8, f64) {
+    let c = r.verdict.cause;
+    let class = if c.is_root_cause() {
+        3
+    } else if c == Cause::Unexplained {
+        2
+    } else if c == Cause::None {
+        1
+    } else {
+        0
+    };
+    (class, r.verdict.confidence)
+}
+
+fn from_record(a: &AnalyzeArgs, path: &std::path::Path) -> Result<u8, Failure> {
+    let rec = Record::read(path).map_err(Failure::Usage)?;
+    if rec.points.is_empty() {
+        return Err(Failure::Usage(format!(
+            "{}: the record holds no measured point",
+            path.display()
+        )));
+    }
+    let reports: Vec<Report> = rec
+        .points
+        .iter()
+        .map(|p| analyze(&p.run, &format!("{} point {}", path.display(), p.index)))
+        .collect::<Result<_, _>>()?;
+    let chosen = (0..reports.len())
+        .max_by(|&i, &j| {
+            let (a, b) = (telling(&reports[i]), telling(&reports[j]));
+            a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)).then(j.cmp(&i))
+        })
+        .unwrap_or(0);
+    let sweep = rec.points.len() > 1;
+    let mut top = reports[chosen].clone();
+    if sweep {
+        let p = &rec.points[chosen];
+        top.verdict.evidence.insert(
+            0,
+            format!(
+                "sweep point {} of {} ({})",
+                chosen + 1,
+                rec.points.len(),
+                p.label()
+            ),
+        );
+        for (i, (p, r)) in rec.points.iter().zip(&reports).enumerate() {
+            if i != chosen {
+                top.verdict.evidence.push(format!(
+                    "point {} ({}): {} (confidence {:.2})",
+                    i + 1,
+                    p.label(),
+                    r.verdict.cause,
+                    r.verdict.confidence
+                ));
+            }
+        }
+    }
+    let hosts: Vec<&str> = rec.points[chosen]
+        .run
+        .hosts
+        .iter()
+        .map(|h| h.name.as_str())
+        .collect();
+    let first = &rec.points[0].run;
+    let summary = format!(
+        "run record {}: {} point{}, {} intervals of {}, hosts {}; loadgen ran on {}",
+        path.display(),
+        rec.points.len(),
+        if sweep { "s" } else { "" },
+        rec.points.iter().map(|p| p.run.len()).sum::<usize>(),
+        analysis::text::secs(first.interval_seconds),
+        hosts.join(", "),
+        rec.host
+    );
+    let mut notes = Vec::new();
+    for (i, agent) in rec.agents.iter().enumerate() {
+        let missing: usize = rec
+            .points
+            .iter()
+            .filter_map(|p| p.sampling.get(i))
+            .map(|s| s.missing)
+            .sum();
+        if missing > 0 {
+            notes.push(format!(
+                "agent {} ({}): {missing} samples missing; their intervals have no data",
+                agent.name, agent.url
+            ));
+        }
+    }
+    if rec.agents.is_empty() {
+        notes.push(
+            "no agent was sampled (loadgen run --agent): only loadgen's own latency and its split are known".into(),
+        );
+    }
+    let text = || {
+        let mut t = format!("{summary}\n");
+        for n in &notes {
+            t.push_str(&format!("note: {n}\n"));
+        }
+        t.push('\n');
+        if sweep {
+            t.push_str(&verdict_text(&top));
+            for (i, (p, r)) in rec.points.iter().zip(&reports).enumerate() {
+                t.push_str(&format!(
+                    "\n== point {} of {}: {} ==\n{}",
+                    i + 1,
+                    rec.points.len(),
+                    p.label(),
+                    r.to_text()
+                ));
+            }
+        } else {
+            t.push_str(&top.to_text());
+        }
+        t
+    };
+    let out = Output {
+        source: Source::Record {
+            path: path.display().to_string(),
+        },
+        report: &top,
+        points: if sweep {
+            rec.points
+                .iter()
+                .zip(&reports)
+                .map(|(p, r)| PointVerdict {
+                    index: p.index,
+                    label: p.label(),
+                    verdict: r.verdict.clone(),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
+    };
+    if let Some(html_path) = &a.html {
+        let sections = rec
+            .points
+            .iter()
+            .zip(&reports)
+            .map(|(p, r)| html::Section {
+                title: format!(
+                    "Point {} of {}: {}",
+                    p.index + 1,
+                    rec.points.len(),
+                    p.label()
+                ),
+                run: &p.run,
+                report: r,
+                result: rec.result.points.iter().find(|x| x.index == p.index),
+            })
+            .collect();
+        let sweep_points = rec
+            .result
+            .points
+            .iter()
+            .zip(&rec.points)
+            .map(|(r, p)| {
+                let dir = |d: usize| {
+                    let s = &r.merged[d];
+                    let secs = r.runtime_ns as f64 / 1e9;
+                    (s.ios > 0).then(|| {
+                        (
+                            s.ios as f64 / secs.max(1e-9),
+                            s.total.percentile(99.0) as f64 / 1e9,
+                        )
+                    })
+                };
+                let (rd, wr) = (dir(0), dir(1));
+                html::SweepPoint {
+                    label: p.label(),
+                    iops: [rd.map(|x| x.0), wr.map(|x| x.0)],
+                    p99_seconds: [rd.map(|x| x.1), wr.map(|x| x.1)],
+                }
+            })
+            .collect();
+        let page = html::Page {
+            title: format!("stornet: {}", top.verdict.cause),
+            source: summary.clone(),
+            notes: notes.clone(),
+            verdict: &top.verdict,
+            sweep: sweep_points,
+            sections,
+        };
+        write_html(html_path, &html::render(&page))?;
+    }
+    print(a.format, &out, text)
+}
+
+/// The overall verdict alone, as `Report::to_text` prints it.
+fn verdict_text(r: &Report) -> String {
+    let only = Report {
+        verdict: r.verdict.clone(),
+        hosts: Vec::new(),
+    };
+    only.to_text()
+}
+
+fn from_prometheus(a: &AnalyzeArgs, url: &str) -> Result<u8, Failure> {
+    let usage = |e: String| Failure::Usage(e);
+    let url = Url::parse(url).map_err(|e| usage(format!("--prometheus: {e}")))?;
+    let now = time::now();
+    let start = a
+        .start
+        .as_deref()
+        .ok_or_else(|| usage("fleet mode needs --start".into()))
+        .and_then(|s| time::parse(s, now).map_err(|e| usage(format!("--start: {e}"))))?;
+    let end = a
+        .end
+        .as_deref()
+        .ok_or_else(|| usage("fleet mode needs --end".into()))
+        .and_then(|s| time::parse(s, now).map_err(|e| usage(format!("--end: {e}"))))?;
+    let step = crate::options::values::parse_time_ns(&a.step)
+        .map_err(|e| usage(format!("--step: {e}")))? as f64
+        / 1e9;
+    let matchers = fleet::matchers(a.selector.as_deref().unwrap_or("")).map_err(usage)?;
+    let f = fleet::Fleet {
+        url,
+        start,
+        end,
+        step,
+        matchers,
+    };
+    let (grid, answers) = fleet::fetch(&f).map_err(|e| match e {
+        fleet::QueryError::Refused(m) => Failure::Usage(m),
+        fleet::QueryError::Failed(m) => Failure::Runtime(anyhow::anyhow!(m)),
+    })?;
+    let run = fleet::build(&grid, &answers);
+    if run.hosts.is_empty() {
+        return Err(Failure::Runtime(anyhow::anyhow!(
+            "Prometheus at {} has no stornet-agent metrics{} between {start} and {end}",
+            f.url.display(),
+            a.selector
+                .as_deref()
+                .map_or(String::new(), |s| format!(" matching {s}"))
+        )));
+    }
+    let report = analyze(&run, "the Prometheus data")?;
+    let without: Vec<&str> = run
+        .hosts
+        .iter()
+        .filter(|h| h.read.is_none() && h.write.is_none())
+        .map(|h| h.name.as_str())
+        .collect();
+    let summary = format!(
+        "Prometheus {}: {} host{} ({}), {} intervals of {} from {} to {}",
+        f.url.display(),
+        run.hosts.len(),
+        if run.hosts.len() == 1 { "" } else { "s" },
+        run.hosts
+            .iter()
+            .map(|h| h.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        grid.n,
+        analysis::text::secs(grid.step),
+        time::format(start),
+        time::format(start + grid.step * grid.n as f64),
+    );
+    let mut notes = vec![
+        "fleet mode: a host's latency is its block layer's (queue plus service time, percentiles summed as an upper bound); time above the block layer and the network in front of a remote device are not in it".to_string(),
+    ];
+    if !without.is_empty() {
+        notes.push(format!(
+            "not analysed, no block-layer latency histograms with IO in the window: {}",
+            without.join(", ")
+        ));
+    }
+    if let Some(html_path) = &a.html {
+        let page = html::Page {
+            title: format!("stornet fleet: {}", report.verdict.cause),
+            source: summary.clone(),
+            notes: notes.clone(),
+            verdict: &report.verdict,
+            sweep: Vec::new(),
+            sections: vec![html::Section {
+                title: "fleet".into(),
+                run: &run,
+                report: &report,
+                result: None,
+            }],
+        };
+        write_html(html_path, &html::render(&page))?;
+    }
+    let out = Output {
+        source: Source::Prometheus {
+            url: f.url.display(),
+            start,
+            end,
+            step_seconds: step,
+            selector: a.selector.clone().unwrap_or_default(),
+        },
+        report: &report,
+        points: Vec::new(),
+    };
+    print(a.format, &out, || {
+        let mut t = format!("{summary}\n");
+        for n in &notes {
+            t.push_str(&format!("note: {n}\n"));
+        }
+        t.push('\n');
+        t.push_str(&report.to_text());
+        t
+    })
+}
+
+fn write_html(path: &std::path::Path, html: &str) -> Result<(), Failure> {
+    std::fs::write(path, html)
+        .map_err(|e| Failure::Usage(format!("--html: cannot write {}: {e}", path.display())))?;
+    eprintln!("loadgen: HTML report written to {}", path.display());
+    Ok(())
+}
+
+fn print(format: Format, out: &Output, text: impl FnOnce() -> String) -> Result<u8, Failure> {
+    let s = match format {
+        Format::Text => text(),
+        Format::Json => {
+            let mut s = serde_json::to_string_pretty(out)
+                .map_err(|e| Failure::Runtime(anyhow::anyhow!("encoding the report: {e}")))?;
+            s.push('\n');
+            s
+        }
+    };
+    let mut o = std::io::stdout().lock();
+    o.write_all(s.as_bytes())
+        .and_then(|_| o.flush())
+        .map_err(|e| Failure::Runtime(anyhow::anyhow!("writing the report: {e}")))?;
+    Ok(0)
+}

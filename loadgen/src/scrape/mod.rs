@@ -1,0 +1,468 @@
+//! `--agent`: sampling stornet-agents during a run. Each agent gets its own thread, which
+//! scrapes `/metrics` at every boundary of the run's timeline (the measured part of each
+//! sweep point, interval by interval) and turns the scrapes into per-interval values
+//! (`deltas`). A slow or dead agent costs only its own samples: a scrape that fails or
+//! answers too late for its boundary is missing data, with a warning on stderr.
+
+pub mod deltas;
+
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::agent_signals::{self, Reading, Values};
+use crate::clock;
+use crate::http::{self, Url};
+use crate::promtext;
+use deltas::Deltas;
+
+/// One `--agent [NAME=]URL`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentSpec {
+    /// The host's name in the record and the analysis (default: `host:port` of the URL).
+    pub name: String,
+    pub url: Url,
+}
+
+impl AgentSpec {
+    /// Parses `http://HOST:PORT[/path]` or `NAME=http://...`; the path defaults to
+    /// `/metrics`.
+    pub fn parse(s: &str) -> Result<AgentSpec, String> {
+        let (name, url) = match s.split_once('=') {
+            Some((n, u)) if !n.contains("://") => (Some(n.trim()), u.trim()),
+            _ => (None, s.trim()),
+        };
+        if name.is_some_and(str::is_empty) {
+            return Err(format!("`{s}`: empty name before `=`"));
+        }
+        let mut url = Url::parse(url)?;
+        if url.path.is_empty() {
+            url.path = "/metrics".into();
+        }
+        Ok(AgentSpec {
+            name: name.map_or_else(|| url.authority(), str::to_string),
+            url,
+        })
+    }
+
+    /// The host's address when the URL names it by IP (not loopback).
+    pub fn address(&self) -> Option<String> {
+        let ip: std::net::IpAddr = self.url.host.parse().ok()?;
+        (!ip.is_loopback() && !ip.is_unspecified()).then(|| ip.to_string())
+    }
+}
+
+/// How one agent's sampling of one point went.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SampleStatus {
+    /// Boundaries scraped in time / missed.
+    pub samples: usize,
+    pub missing: usize,
+    /// Largest delay between a boundary and the end of its scrape, in seconds.
+    pub max_delay_seconds: f64,
+    /// The first few problems, e.g. "at 3.0 s: cannot connect to …".
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+}
+
+/// What a sampler hands back for a point.
+pub struct PointSamples {
+    pub values: Values,
+    pub status: SampleStatus,
+}
+
+enum Cmd {
+    /// Scrape now, before a point's IO starts, and acknowledge.
+    Prepare,
+    /// The point's timeline starts at `start_ns`; with `prepared`, the scrape taken at
+    /// `Prepare` is its first boundary (no IO ran in between).
+    Begin {
+        start_ns: u64,
+        interval_ns: u64,
+        prepared: bool,
+    },
+    End {
+        intervals: usize,
+    },
+}
+
+/// Scrapes one agent once, now.
+pub fn scrape(url: &Url, timeout: Duration) -> Result<Reading, String> {
+    let r = http::get(url, "", timeout)?;
+    if r.status != 200 {
+        let first = r.body.lines().next().unwrap_or("").trim();
+        return Err(format!("HTTP {} {first}", r.status));
+    }
+    let samples = promtext::parse_filtered(&r.body, agent_signals::wanted)?;
+    Ok(agent_signals::reading(&samples))
+}
+
+/// Scrapes never wait longer than half an interval: a later answer belongs to no boundary.
+fn timeout_for(interval_ns: u64) -> Duration {
+    Duration::from_nanos(interval_ns / 2).clamp(Duration::from_millis(50), Duration::from_secs(10))
+}
+
+/// The sampling threads of all agents.
+pub struct Samplers {
+    agents: Vec<Sampler>,
+}
+
+struct Sampler {
+    spec: AgentSpec,
+    tx: Sender<Cmd>,
+    rx: Receiver<Reply>,
+    thread: Option<JoinHandle<()>>,
+}
+
+enum Reply {
+    Prepared,
+    Point(PointSamples),
+}
+
+impl Samplers {
+    /// Starts one thread per agent; each checks once that its agent answers and warns if not.
+    pub fn start(specs: &[AgentSpec]) -> std::io::Result<Samplers> {
+        let mut agents = Vec::new();
+        for spec in specs {
+            let (tx, cmd_rx) = mpsc::channel();
+            let (res_tx, rx) = mpsc::channel();
+            let s = spec.clone();
+            let thread = std::thread::Builder::new()
+                .name(format!("lg-agent-{}", agents.len()))
+                .spawn(move || sampler(s, cmd_rx, res_tx))?;
+            agents.push(Sampler {
+                spec: spec.clone(),
+                tx,
+                rx,
+                thread: Some(thread),
+            });
+        }
+        Ok(Samplers { agents })
+    }
+
+    /// Takes every agent's reading before a point's IO starts (each within its timeout), so
+    /// that the first interval counts all of the point's IO.
+    pub fn prepare(&self) {
+        for a in &self.agents {
+            let _ = a.tx.send(Cmd::Prepare);
+        }
+        for a in &self.agents {
+            let _ = a.rx.recv();
+        }
+    }
+
+    /// The measured part of a point starts at `start_ns` (monotonic clock). `prepared`: no IO
+    /// ran between `prepare` and `start_ns` (no ramp), so the prepared reading is its start.
+    pub fn begin(&self, start_ns: u64, interval_ns: u64, prepared: bool) {
+        for a in &self.agents {
+            let _ = a.tx.send(Cmd::Begin {
+                start_ns,
+                interval_ns,
+                prepared,
+            });
+        }
+    }
+
+    /// The point ended after `intervals` timeline rows: each agent's values, in order.
+    pub fn end(&self, intervals: usize) -> Vec<(AgentSpec, PointSamples)> {
+        for a in &self.agents {
+            let _ = a.tx.send(Cmd::End { intervals });
+        }
+        self.agents
+            .iter()
+            .map(|a| {
+                let got = loop {
+                    match a.rx.recv() {
+                        Ok(Reply::Point(p)) => break p,
+                        Ok(Reply::Prepared) => {}
+                        Err(_) => {
+                            break PointSamples {
+                                values: Values::new(),
+                                status: SampleStatus {
+                                    missing: intervals + 1,
+                                    errors: vec!["the sampling thread ended".into()],
+                                    ..SampleStatus::default()
+                                },
+                            };
+                        }
+                    }
+                };
+                (a.spec.clone(), got)
+            })
+            .collect()
+    }
+}
+
+impl Drop for Samplers {
+    fn drop(&mut self) {
+        for a in &mut self.agents {
+            // Closing the channel ends the thread.
+            let (tx, _) = mpsc::channel();
+            a.tx = tx;
+            if let Some(t) = a.thread.take() {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+fn sampler(spec: AgentSpec, rx: Receiver<Cmd>, tx: Sender<Reply>) {
+    match scrape(&spec.url, Duration::from_secs(2)) {
+        Ok(r) if r.is_empty() => eprintln!(
+            "loadgen: warning: agent {} ({}) serves none of the stornet metrics the analysis uses",
+            spec.name,
+            spec.url.display()
+        ),
+        Ok(_) => {}
+        Err(e) => eprintln!(
+            "loadgen: warning: agent {} ({}) does not answer: {e}; its samples are missing while it does not",
+            spec.name,
+            spec.url.display()
+        ),
+    }
+    let mut prepared: Option<Result<Reading, String>> = None;
+    while let Ok(cmd) = rx.recv() {
+        match cmd {
+            Cmd::Prepare => {
+                prepared = Some(scrape(&spec.url, Duration::from_secs(2)));
+                if tx.send(Reply::Prepared).is_err() {
+                    return;
+                }
+            }
+            Cmd::Begin {
+                start_ns,
+                interval_ns,
+                prepared: use_it,
+            } => {
+                let first = prepared.take().filter(|_| use_it);
+                let Some(out) = sample_point(&spec, &rx, start_ns, interval_ns, first) else {
+                    return;
+                };
+                if tx.send(Reply::Point(out)).is_err() {
+                    return;
+                }
+            }
+            Cmd::End { .. } => {}
+        }
+    }
+}
+
+/// Scrapes at `start + k·interval` until told how many intervals the point had; then takes
+/// the last boundary's scrape (now, if it has not been taken yet). `first`, when given, is
+/// boundary 0.
+fn sample_point(
+    spec: &AgentSpec,
+    rx: &Receiver<Cmd>,
+    start_ns: u64,
+    interval_ns: u64,
+    first: Option<Result<Reading, String>>,
+) -> Option<PointSamples> {
+    let timeout = timeout_for(interval_ns);
+    let mut deltas = Deltas::new();
+    let mut log = Log::new(spec);
+    let mut k: u64 = 0;
+    if let Some(r) = first {
+        log.took(0, interval_ns, start_ns, start_ns, &r);
+        deltas.push(r.ok());
+        k = 1;
+    }
+    loop {
+        let due = start_ns + k * interval_ns;
+        let wait = Duration::from_nanos(due.saturating_sub(clock::now_ns()));
+        match rx.recv_timeout(wait) {
+            Ok(Cmd::End { intervals }) => {
+                let n = intervals as u64;
+                while k < n {
+                    log.missed(k, interval_ns, "the run went on without it");
+                    deltas.push(None);
+                    k += 1;
+                }
+                if k == n {
+                    let now = clock::now_ns();
+                    let r = scrape(&spec.url, timeout);
+                    log.took(k, interval_ns, now, clock::now_ns(), &r);
+                    deltas.push(r.ok());
+                }
+                return Some(PointSamples {
+                    values: deltas.finish(intervals),
+                    status: log.status,
+                });
+            }
+            Ok(Cmd::Begin { .. } | Cmd::Prepare) => {}
+            Err(RecvTimeoutError::Disconnected) => return None,
+            Err(RecvTimeoutError::Timeout) => {
+                let now = clock::now_ns();
+                if now > due + interval_ns / 2 {
+                    // Still busy with an earlier scrape: this boundary is gone.
+                    log.missed(k, interval_ns, "the previous scrape took too long");
+                    deltas.push(None);
+                } else {
+                    let r = scrape(&spec.url, timeout);
+                    let done = clock::now_ns();
+                    let r = r.and_then(|r| {
+                        if done > due + interval_ns / 2 {
+                            Err(format!(
+                                "answered {:.0} ms after its boundary, too late",
+                                (done - due) as f64 / 1e6
+                            ))
+                        } else {
+                            Ok(r)
+                        }
+                    });
+                    log.took(k, interval_ns, due, done, &r);
+                    deltas.push(r.ok());
+                }
+                k += 1;
+            }
+        }
+    }
+}
+
+/// Counts samples and warns on stderr when an agent stops or resumes answering.
+struct Log<'a> {
+    spec: &'a AgentSpec,
+    status: SampleStatus,
+    failing: bool,
+}
+
+impl<'a> Log<'a> {
+    fn new(spec: &'a AgentSpec) -> Log<'a> {
+        Log {
+            spec,
+            status: SampleStatus::default(),
+            failing: false,
+        }
+    }
+
+    fn took(&mut self, k: u64, interval_ns: u64, due: u64, done: u64, r: &Result<Reading, String>) {
+        match r {
+            Ok(_) => {
+                self.status.samples += 1;
+                self.status.max_delay_seconds = self
+                    .status
+                    .max_delay_seconds
+                    .max(done.saturating_sub(due) as f64 / 1e9);
+                if self.failing {
+                    self.failing = false;
+                    eprintln!(
+                        "loadgen: agent {}: samples again from {:.1} s",
+                        self.spec.name,
+                        at(k, interval_ns)
+                    );
+                }
+            }
+            Err(e) => self.missed(k, interval_ns, e),
+        }
+    }
+
+    fn missed(&mut self, k: u64, interval_ns: u64, why: &str) {
+        self.status.missing += 1;
+        let at = at(k, interval_ns);
+        if self.status.errors.len() < 5 {
+            self.status.errors.push(format!("at {at:.1} s: {why}"));
+        }
+        if !self.failing {
+            self.failing = true;
+            eprintln!(
+                "loadgen: warning: agent {} ({}): no sample at {at:.1} s: {why}; its data is missing until it answers",
+                self.spec.name,
+                self.spec.url.display()
+            );
+        }
+    }
+}
+
+fn at(k: u64, interval_ns: u64) -> f64 {
+    (k * interval_ns) as f64 / 1e9
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_specs_take_an_optional_name() {
+        let a = AgentSpec::parse("http://198.18.0.2:9477").unwrap();
+        assert_eq!(a.name, "198.18.0.2:9477");
+        assert_eq!(a.url.path, "/metrics");
+        assert_eq!(a.address().as_deref(), Some("198.18.0.2"));
+        let a = AgentSpec::parse("h1=http://127.0.0.1:9477/custom").unwrap();
+        assert_eq!(a.name, "h1");
+        assert_eq!(a.url.path, "/custom");
+        assert_eq!(a.address(), None, "loopback says nothing about the host");
+        assert!(AgentSpec::parse("=http://h:1").is_err());
+        assert!(AgentSpec::parse("h1=198.18.0.2:9477").is_err());
+        assert!(AgentSpec::parse("https://h:1").is_err());
+    }
+
+    #[test]
+    fn scrape_timeouts_stay_within_the_interval() {
+        assert_eq!(timeout_for(1_000_000_000), Duration::from_millis(500));
+        assert_eq!(timeout_for(20_000_000), Duration::from_millis(50));
+        assert_eq!(timeout_for(60_000_000_000), Duration::from_secs(10));
+    }
+
+    /// A server that answers `/metrics` from a list of bodies, one per request, and then
+    /// stops answering (a dead agent), on a loopback port.
+    fn fake_agent(bodies: Vec<&'static str>) -> (Url, std::thread::JoinHandle<()>) {
+        use std::io::{Read, Write};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = Url::parse(&format!("http://{}/metrics", l.local_addr().unwrap())).unwrap();
+        let t = std::thread::spawn(move || {
+            for body in bodies {
+                let Ok((mut s, _)) = l.accept() else { return };
+                let mut buf = [0u8; 1024];
+                let _ = s.read(&mut buf);
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        (url, t)
+    }
+
+    #[test]
+    fn a_sampler_follows_the_timeline_and_a_dead_agent_is_missing_data() {
+        let (url, server) = fake_agent(vec![
+            "stornet_tcp_retransmits_total{peer=\"198.18.0.2\"} 10\n",
+            "stornet_tcp_retransmits_total{peer=\"198.18.0.2\"} 13\n",
+            "stornet_tcp_retransmits_total{peer=\"198.18.0.2\"} 20\n",
+        ]);
+        let spec = AgentSpec {
+            name: "h1".into(),
+            url,
+        };
+        let samplers = Samplers::start(std::slice::from_ref(&spec)).unwrap();
+        // The start-up check takes the first body; the point starts after it.
+        std::thread::sleep(Duration::from_millis(100));
+        let interval = 200_000_000;
+        samplers.begin(clock::now_ns() + 10_000_000, interval, false);
+        std::thread::sleep(Duration::from_millis(700));
+        let got = samplers.end(4);
+        server.join().unwrap();
+        let (s, p) = &got[0];
+        assert_eq!(s.name, "h1");
+        let key = agent_signals::Key::new(agent_signals::Field::TcpRetransmits, &["198.18.0.2"]);
+        // Five boundaries; the server answers two of them (13 and 20) and is gone for the
+        // rest. However the threads are scheduled, an interval has data only between two
+        // answered boundaries: 7 retransmits, once at most.
+        let series = p.values.get(&key).cloned().unwrap_or(vec![None; 4]);
+        assert_eq!(series.len(), 4);
+        assert!(
+            series.iter().all(|v| v.is_none() || *v == Some(7.0)),
+            "{series:?}"
+        );
+        assert!(series.iter().filter(|v| v.is_some()).count() <= 1);
+        assert_eq!(p.status.samples + p.status.missing, 5);
+        assert!(
+            p.status.samples <= 2 && p.status.missing >= 3,
+            "{:?}",
+            p.status
+        );
+        assert!(!p.status.errors.is_empty());
+    }
+}
