@@ -9,6 +9,7 @@ mod block_flush;
 mod block_probes;
 mod block_util;
 mod dashboards_live;
+mod lab_harness;
 mod lab_netns;
 mod loadgen_counts;
 mod loadgen_metrics;
