@@ -547,7 +547,15 @@ fn checked(cx: &Context) -> String {
         (SignalKind::InterfaceRxDrops, "interface rx drops"),
         (SignalKind::BlockErrors, "IO errors"),
     ] {
-        if let Some(v) = sum(k) {
+        // The agent counts a peer's retransmits from the first one: a replica with RTT
+        // samples and no retransmit series had none.
+        let none_yet = k == SignalKind::Retransmits
+            && !replicas.is_empty()
+            && cx.scores.iter().any(|s| {
+                s.kind == SignalKind::Srtt
+                    && s.peer.as_deref().is_some_and(|p| replicas.contains(&p))
+            });
+        if let Some(v) = sum(k).or(none_yet.then_some(0.0)) {
             out.push(format!("{} {what}", count(v)));
         }
     }
