@@ -209,7 +209,7 @@ impl Lab {
         Ok(())
     }
 
-    /// Drops and overlimits of the tbf qdisc on each shaped switch port, as `tc -s` shows.
+    /// Packets the tbf qdiscs of the shaped switch ports dropped, as `tc -s` counts them.
     pub fn port_qdisc_drops(&self) -> Result<u64> {
         let mut total = 0;
         for h in self.hosts.iter().filter(|h| h.spec.shaping.is_some()) {
