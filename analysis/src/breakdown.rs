@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{Direction, Host, Series};
 use crate::series::{at, mean_over, measured, sum_over};
+use crate::thresholds::Thresholds;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -41,6 +42,9 @@ pub struct Parts {
     /// The application split its latency into local device time and replica round trips,
     /// so a peer without a part here has no share in the latency.
     pub complete: bool,
+    /// Mean time per IO before submission in intervals where every IO slot of the
+    /// application was busy (open-loop backlog); none where the slots were not all busy.
+    pub slot_wait: Option<Series>,
 }
 
 /// A part's place in the latency: its rise (raised intervals against the others) or its
@@ -59,7 +63,12 @@ pub struct PartShare {
 }
 
 impl Parts {
+    /// [`Parts::build_with`] with the default thresholds.
     pub fn build(host: &Host, d: Direction, n: usize) -> Parts {
+        Parts::build_with(host, d, n, &Thresholds::default())
+    }
+
+    pub fn build_with(host: &Host, d: Direction, n: usize, t: &Thresholds) -> Parts {
         let Some(lat) = host.latency(d) else {
             return Parts::default();
         };
@@ -125,11 +134,41 @@ impl Parts {
                 });
             }
         }
-        Parts {
+        let mut p = Parts {
             total: measured(&lat.mean_seconds).then(|| lat.mean_seconds.clone()),
             parts,
             devices,
             complete: local.is_some(),
+            slot_wait: None,
+        };
+        p.charge_slot_wait(lat, n, t);
+        p
+    }
+
+    /// An IO that waits for a free slot (every slot busy, with a fixed IO rate) waits for
+    /// the IOs in flight: that wait belongs to the parts that held them. In such intervals
+    /// the latency the shares are taken of is the time from submission, the largest part,
+    /// and the wait before it is kept apart for the evidence.
+    fn charge_slot_wait(&mut self, lat: &crate::model::Latency, n: usize, t: &Thresholds) {
+        let Some(total) = &self.total else { return };
+        let mut wait: Series = vec![None; n];
+        let mut adjusted = total.clone();
+        for i in 0..n {
+            let full = at(&lat.slots_in_use, i).is_some_and(|s| s >= t.slots_full);
+            let top = self
+                .top_level()
+                .filter_map(|p| at(&p.series, i))
+                .reduce(f64::max);
+            if let (true, Some(all), Some(top)) = (full, at(total, i), top)
+                && all > top
+            {
+                wait[i] = Some(all - top);
+                adjusted[i] = Some(top);
+            }
+        }
+        if measured(&wait) {
+            self.total = Some(adjusted);
+            self.slot_wait = Some(wait);
         }
     }
 

@@ -84,6 +84,10 @@ pub struct Latency {
     /// Mean round trip per IO to each replica, per peer IP address.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub replicas: BTreeMap<String, Series>,
+    /// Share of the application's IO slots in use (IOs in flight over the most it keeps in
+    /// flight, its queue depth), 0..=1, per interval; empty when unknown.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slots_in_use: Series,
 }
 
 /// Block-layer series of one device.
@@ -357,6 +361,7 @@ impl Latency {
         for (peer, s) in &self.replicas {
             check(s, n, || format!("{p} replica {peer}"))?;
         }
+        check(&self.slots_in_use, n, || format!("{p} slots_in_use"))?;
         if !(self.histograms.is_empty() || self.histograms.len() == n) {
             return Err(ModelError::Length {
                 series: format!("{p} histograms"),

@@ -227,10 +227,17 @@ fn tcp(host: &Host, addr: &str, p: &Peer, about: Option<&String>) -> [Signal; 2]
 }
 
 /// Drops, qdiscs and interface counters of a host (loopback left out).
+///
+/// The kernel counts drop reasons in every network namespace of the machine, containers'
+/// included, while qdisc statistics come from the namespaces the agent watches. Where a
+/// host's qdiscs were measured, drops with a `qdisc_*` reason are left to them: they are the
+/// same drops on the watched interfaces, and the rest happened off the path.
 fn network(host: &Host) -> Vec<Signal> {
+    let qdiscs_measured = host.qdiscs.iter().any(|q| measured(&q.drops));
     let mut out: Vec<Signal> = host
         .skb_drops
         .iter()
+        .filter(|(reason, _)| !(qdiscs_measured && reason.starts_with("qdisc_")))
         .map(|(reason, s)| Signal::new(host, SignalKind::SkbDrops, reason, s))
         .collect();
     for q in &host.qdiscs {

@@ -26,6 +26,9 @@ pub struct Thresholds {
     pub inflight_at_limit: f64,
     /// The device is saturated when at the limit in at least this fraction of intervals.
     pub at_limit_fraction: f64,
+    /// The application's IO slots are all busy at this share in use: time its IOs wait
+    /// before submission then belongs to the IOs in flight.
+    pub slots_full: f64,
     /// Whole-run judgement: a part counts when it holds at least this share of latency.
     pub min_share: f64,
     /// Whole-run judgement: a counter is anomalous with at least this many events...
@@ -66,6 +69,7 @@ impl Default for Thresholds {
             min_events: 5.0,
             inflight_at_limit: 0.9,
             at_limit_fraction: 0.5,
+            slots_full: 0.9,
             min_share: 0.2,
             anomaly_min_events: 10.0,
             anomaly_events_per_second: 1.0,

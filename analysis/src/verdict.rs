@@ -8,7 +8,7 @@ use crate::breakdown::{PartKind, PartShare, Parts};
 use crate::causes::{Candidate, Cause, Context, Mode, rank};
 use crate::histogram::merged;
 use crate::model::{Direction, Host, Latency, Run};
-use crate::series::{all, at, median};
+use crate::series::{all, at, mean_over, median};
 use crate::signals::{SignalKind, SignalScore, collect, score};
 use crate::text::{count, level, part_phrase, pct, secs};
 use crate::thresholds::Thresholds;
@@ -212,7 +212,7 @@ fn direction(run: &Run, h: &Host, d: Direction, lat: &Latency, t: &Thresholds) -
     let raised_idx = raised(&p99, &base);
     let is_raised = raised_idx.len() >= t.min_raised_intervals;
     let others: Vec<usize> = (0..n).filter(|i| !raised_idx.contains(i)).collect();
-    let parts = Parts::build(h, d, n);
+    let parts = Parts::build_with(h, d, n, t);
     let signals = collect(run, h, d, &parts);
     let (mode, shares, scores, p99_over) = if is_raised {
         (
@@ -295,6 +295,7 @@ fn decide(cx: &Context, r: &mut DirectionResult, candidates: &[Candidate]) {
     let top = candidates.first().filter(|c| c.score > 0.0);
     r.evidence.push(headline(cx, r));
     r.evidence.extend(where_it_goes(cx));
+    r.evidence.extend(slot_wait(cx));
     match (r.state, top) {
         (State::Raised, Some(c)) if c.score >= t.min_cause_score => named(r, c, candidates),
         (State::Steady, Some(c)) => named(r, c, candidates),
@@ -440,6 +441,35 @@ fn where_it_goes(cx: &Context) -> Option<String> {
     Some(out)
 }
 
+/// Time IOs waited for a free slot, when every slot was busy (see `Parts::build_with`).
+fn slot_wait(cx: &Context) -> Option<String> {
+    let wait = cx.parts.slot_wait.as_ref()?;
+    let idx = match cx.mode {
+        Mode::Raised { raised, .. } => raised.to_vec(),
+        Mode::Whole => all(cx.run.len()),
+    };
+    let full: Vec<usize> = idx
+        .iter()
+        .copied()
+        .filter(|&i| at(wait, i).is_some())
+        .collect();
+    let mean = mean_over(wait, &full)?;
+    // Only a wait that is a sizeable part of the latency is worth a sentence.
+    let latency = cx
+        .subject
+        .latency(cx.direction)
+        .and_then(|l| mean_over(&l.mean_seconds, &full))?;
+    if mean < cx.t.min_share * latency {
+        return None;
+    }
+    Some(format!(
+        "IOs waited {} on average for a free IO slot in {} of {} intervals, all slots busy with IOs in flight: that wait is counted with the parts that held the slots",
+        secs(mean),
+        full.len(),
+        idx.len()
+    ))
+}
+
 /// No cause: say what was checked, and how much of the evidence was measured.
 fn healthy(cx: &Context, r: &mut DirectionResult) {
     r.cause = Cause::None;
@@ -481,11 +511,19 @@ fn healthy(cx: &Context, r: &mut DirectionResult) {
 
 /// A summary of the signals that were checked: totals of counters, the largest levels.
 fn checked(cx: &Context) -> String {
+    // With replicas in the breakdown, the retransmits that matter are those to them (the
+    // agent counts every peer of the machine).
+    let replicas: Vec<&str> = cx.parts.replicas().map(|p| p.key.as_str()).collect();
+    let relevant = |s: &SignalScore| {
+        s.kind != SignalKind::Retransmits
+            || replicas.is_empty()
+            || s.peer.as_deref().is_some_and(|p| replicas.contains(&p))
+    };
     let sum = |k: SignalKind| -> Option<f64> {
         let v: Vec<f64> = cx
             .scores
             .iter()
-            .filter(|s| s.kind == k)
+            .filter(|s| s.kind == k && relevant(s))
             .filter_map(|s| s.run)
             .collect();
         (!v.is_empty()).then(|| v.iter().sum())
@@ -498,13 +536,26 @@ fn checked(cx: &Context) -> String {
             .reduce(f64::max)
     };
     let mut out = Vec::new();
+    let retransmits = if replicas.is_empty() {
+        "retransmits"
+    } else {
+        "retransmits to the replicas"
+    };
     for (k, what) in [
-        (SignalKind::Retransmits, "retransmits"),
+        (SignalKind::Retransmits, retransmits),
         (SignalKind::QdiscDrops, "qdisc drops"),
         (SignalKind::InterfaceRxDrops, "interface rx drops"),
         (SignalKind::BlockErrors, "IO errors"),
     ] {
-        if let Some(v) = sum(k) {
+        // The agent counts a peer's retransmits from the first one: a replica with RTT
+        // samples and no retransmit series had none.
+        let none_yet = k == SignalKind::Retransmits
+            && !replicas.is_empty()
+            && cx.scores.iter().any(|s| {
+                s.kind == SignalKind::Srtt
+                    && s.peer.as_deref().is_some_and(|p| replicas.contains(&p))
+            });
+        if let Some(v) = sum(k).or(none_yet.then_some(0.0)) {
             out.push(format!("{} {what}", count(v)));
         }
     }

@@ -261,7 +261,7 @@ fn a_healthy_run_is_none_with_full_confidence() {
     assert_eq!(r.verdict.confidence, 1.0);
     let e = evidence(&r);
     assert!(
-        e.contains("no anomalous signal: 0 retransmits, 0 qdisc drops"),
+        e.contains("no anomalous signal: 0 retransmits to the replicas, 0 qdisc drops"),
         "{e}"
     );
 }

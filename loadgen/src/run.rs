@@ -172,7 +172,12 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
         if let Some(rec) = &mut monitor.recorder {
             rec.end_point(r.as_ref().map_or(0, |p| p.timeline.len()));
         }
-        results.push(r?);
+        let r = r?;
+        let failed = r.jobs.iter().any(|j| j.error.is_some());
+        results.push(r);
+        if failed {
+            break;
+        }
         if engine::interrupted() {
             eprintln!("loadgen: interrupted; reporting what ran");
             break;
@@ -190,6 +195,16 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
     };
     if let Some(rec) = monitor.recorder.take() {
         rec.write(&result)?;
+    }
+    // A job that failed (an IO error, a replica) fails the run, with no report; its run
+    // record holds what was measured until then, for `loadgen analyze`.
+    if let Some(e) = result
+        .points
+        .iter()
+        .flat_map(|p| &p.jobs)
+        .find_map(|j| j.error.as_ref())
+    {
+        return Err(Failure::Runtime(anyhow::anyhow!("{e}")));
     }
     let text = report::render(&result, &plan.settings);
     match &plan.settings.output {

@@ -99,6 +99,9 @@ pub struct JobResult {
     /// From the end of the ramp to the last completion.
     pub runtime_ns: u64,
     pub verify: Option<VerifyStats>,
+    /// Why the job stopped early (a failed IO or replica); its IOs until then are above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// All jobs of one sweep point.

@@ -179,3 +179,79 @@ fn an_unreachable_replica_fails_before_the_run() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A replica behind a relay that passes traffic for `healthy`, then swallows it: the
+/// replica goes silent mid-run.
+fn going_silent(to: SocketAddr, healthy: Duration) -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for client in l.incoming() {
+            let Ok(mut client) = client else { continue };
+            let mut server = std::net::TcpStream::connect(to).unwrap();
+            let (mut c2, mut s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            let until = Instant::now() + healthy;
+            std::thread::spawn(move || {
+                let mut buf = vec![0u8; 1 << 16];
+                while let Ok(n) = client.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    if Instant::now() < until {
+                        let _ = server.write_all(&buf[..n]);
+                    }
+                }
+            });
+            std::thread::spawn(move || {
+                let mut buf = vec![0u8; 1 << 16];
+                while let Ok(n) = s2.read(&mut buf) {
+                    if n == 0 || c2.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn a_run_whose_replica_goes_silent_fails_but_keeps_its_record() {
+    let dir = scratch("silent");
+    let served = dir.join("ok");
+    std::fs::create_dir_all(&served).unwrap();
+    let relay = going_silent(serve(served), Duration::from_millis(1500));
+    let record = dir.join("run.json");
+    let (out, _) = loadgen(&[
+        format!("--filename={}", dir.join("local").display()),
+        "--size=4M".into(),
+        "--rw=randwrite".into(),
+        "--iodepth=4".into(),
+        "--time_based".into(),
+        "--runtime=60".into(),
+        "--interval=100ms".into(),
+        format!("--replica={relay}"),
+        "--replica_timeout=500ms".into(),
+        format!("--record={}", record.display()),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let line = stderr.lines().last().unwrap_or_default();
+    assert!(
+        line.starts_with(&format!("loadgen: error: replica {relay} failed: no ack")),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "no report for a failed run");
+    // The record holds what ran until the replica went silent, and why the run stopped.
+    let r: Value = serde_json::from_slice(&std::fs::read(&record).expect("a record")).unwrap();
+    let job = &r["result"]["points"][0]["jobs"][0];
+    assert!(
+        job["error"].as_str().is_some_and(|e| e.contains("no ack")),
+        "{job}"
+    );
+    let writes = job["dirs"][1]["ios"].as_u64().unwrap();
+    assert!(writes > 0, "writes before the replica went silent");
+    let rows = r["points"][0]["run"]["starts"].as_array().unwrap().len();
+    assert!(rows >= 10, "{rows} intervals of 100 ms in the record");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -13,6 +13,7 @@ mod correlate_html;
 mod correlate_record;
 mod correlate_replicated;
 mod dashboards_live;
+mod lab_harness;
 mod lab_netns;
 mod loadgen_counts;
 mod loadgen_metrics;

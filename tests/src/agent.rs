@@ -17,6 +17,8 @@ pub struct AgentProcess {
     pub child: Child,
     pub addr: SocketAddr,
     log: PathBuf,
+    /// The network namespace it runs in (`/run/netns/…`), when not the test's own.
+    netns: Option<String>,
 }
 
 /// A free port on 127.0.0.1 (bound and released; the agent binds it right after).
@@ -69,6 +71,35 @@ impl AgentProcess {
         agent
     }
 
+    /// Starts the agent inside network namespace `ns` with a configuration file holding
+    /// `toml`, listening on that namespace's loopback; waits until it answers /-/healthy.
+    pub fn in_netns(ns: &crate::netns::Netns, toml: &str) -> Result<AgentProcess> {
+        let path = log_path().with_extension("toml");
+        std::fs::write(&path, toml)?;
+        let flag = format!("--config.file={}", path.display());
+        let wrapper = ["ip", "netns", "exec", ns.name.as_str()];
+        let launched = AgentProcess::launch(&Launch {
+            wrapper: &wrapper,
+            args: &[&flag],
+            ..Default::default()
+        });
+        let agent = launched.and_then(|mut a| {
+            a.netns = Some(ns.path());
+            a.wait_healthy()?;
+            Ok(a)
+        });
+        let _ = std::fs::remove_file(&path);
+        agent
+    }
+
+    /// GET `path` from the agent (from inside its namespace).
+    pub fn get(&self, path: &str) -> Result<(u16, String)> {
+        match &self.netns {
+            None => metrics::http_get(self.addr, path),
+            Some(ns) => crate::netns::in_namespace(ns, || metrics::http_get(self.addr, path)),
+        }
+    }
+
     /// Starts the agent on a free loopback port without waiting for it.
     pub fn launch(l: &Launch) -> Result<AgentProcess> {
         wait_after_previous_exit();
@@ -95,12 +126,25 @@ impl AgentProcess {
             .stderr(File::create(&log).context("agent log file")?)
             .spawn()
             .context("starting stornet-agent")?;
-        Ok(AgentProcess { child, addr, log })
+        Ok(AgentProcess {
+            child,
+            addr,
+            log,
+            netns: None,
+        })
     }
 
     pub fn wait_healthy(&mut self) -> Result<()> {
+        let netns = self.netns.clone();
         let addr = self.addr;
-        self.wait_until(|| matches!(metrics::http_get(addr, "/-/healthy"), Ok((200, _))))
+        self.wait_until(|| {
+            let get = || metrics::http_get(addr, "/-/healthy");
+            let r = match &netns {
+                None => get(),
+                Some(ns) => crate::netns::in_namespace(ns, get),
+            };
+            matches!(r, Ok((200, _)))
+        })
     }
 
     /// Waits up to 30 s for `ready` to hold; fails early if the agent exits.
@@ -136,7 +180,7 @@ impl AgentProcess {
     }
 
     pub fn scrape(&self) -> Result<Vec<Sample>> {
-        let (code, body) = metrics::http_get(self.addr, "/metrics")?;
+        let (code, body) = self.get("/metrics")?;
         if code != 200 {
             bail!("/metrics answered {code}: {body}");
         }

@@ -11,7 +11,8 @@ use anyhow::{Context, Result, bail, ensure};
 pub struct LoopDevice {
     pub dev: PathBuf,
     pub name: String,
-    backing: PathBuf,
+    /// The file this device was made on and deletes on drop (none over another device).
+    backing: Option<PathBuf>,
     /// Queue attributes changed, with their first values: restored on drop, since the
     /// kernel keeps them for the next user of this loop device number.
     changed: std::sync::Mutex<Vec<(String, String)>>,
@@ -26,15 +27,29 @@ impl LoopDevice {
     pub fn new_in(dir: &Path, tag: &str, size: u64) -> Result<LoopDevice> {
         let backing = dir.join(format!("stornet-test-{tag}-{}.img", std::process::id()));
         File::create(&backing)?.set_len(size)?;
+        let ld = LoopDevice::attach(&backing, Some(backing.clone()));
+        if ld.is_err() {
+            let _ = std::fs::remove_file(&backing);
+        }
+        ld
+    }
+
+    /// A loop device with direct IO over another block device (e.g. a loop device whose IO
+    /// is throttled: requests then wait in this device's queue).
+    pub fn over(device: &Path) -> Result<LoopDevice> {
+        LoopDevice::attach(device, None)
+    }
+
+    fn attach(target: &Path, backing: Option<PathBuf>) -> Result<LoopDevice> {
         let out = Command::new("losetup")
             .args(["--show", "-f", "--direct-io=on"])
-            .arg(&backing)
+            .arg(target)
             .output()
             .context("running losetup")?;
         if !out.status.success() {
-            let _ = std::fs::remove_file(&backing);
             bail!(
-                "losetup failed: {}",
+                "losetup on {} failed: {}",
+                target.display(),
                 String::from_utf8_lossy(&out.stderr).trim()
             );
         }
@@ -81,7 +96,6 @@ impl LoopDevice {
         )
     }
 
-    /// Sets `queue/<attr>` in sysfs.
     /// Sets `queue/<attr>` in sysfs; the old value comes back on drop.
     pub fn set_queue_attr(&self, attr: &str, value: &str) -> Result<()> {
         let p = format!("/sys/block/{}/queue/{attr}", self.name);
@@ -102,7 +116,9 @@ impl Drop for LoopDevice {
             let _ = std::fs::write(format!("/sys/block/{}/queue/{attr}", self.name), old);
         }
         let _ = Command::new("losetup").arg("-d").arg(&self.dev).status();
-        let _ = std::fs::remove_file(&self.backing);
+        if let Some(b) = &self.backing {
+            let _ = std::fs::remove_file(b);
+        }
     }
 }
 

@@ -32,12 +32,19 @@ impl BlkioCgroup {
 
     /// Caps reads (`read`) or writes of device `maj:min` at `iops`.
     pub fn throttle_iops(&self, devnum: &str, read: bool, iops: u64) -> Result<()> {
-        let file = self.path.join(if read {
-            "blkio.throttle.read_iops_device"
-        } else {
-            "blkio.throttle.write_iops_device"
-        });
-        std::fs::write(&file, format!("{devnum} {iops}"))
+        let op = if read { "read" } else { "write" };
+        self.throttle(&format!("blkio.throttle.{op}_iops_device"), devnum, iops)
+    }
+
+    /// Caps reads (`read`) or writes of device `maj:min` at `bytes` per second.
+    pub fn throttle_bps(&self, devnum: &str, read: bool, bytes: u64) -> Result<()> {
+        let op = if read { "read" } else { "write" };
+        self.throttle(&format!("blkio.throttle.{op}_bps_device"), devnum, bytes)
+    }
+
+    fn throttle(&self, file: &str, devnum: &str, value: u64) -> Result<()> {
+        let file = self.path.join(file);
+        std::fs::write(&file, format!("{devnum} {value}"))
             .with_context(|| format!("writing {}", file.display()))
     }
 

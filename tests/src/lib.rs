@@ -1,4 +1,5 @@
-//! stornet's lab harness: privilege checks, loop devices, the agent and `loadgen serve` as
+//! stornet's lab harness: privilege checks, the lab (hosts as namespaces behind a shaped
+//! switch, loop-device disks, replicated runs), loop devices, the agent and `loadgen serve` as
 //! processes, metric scrapes, BPF object checks, TLS test certificates, a real Prometheus
 //! with stornet's rules and dashboards, and headless Chromium.
 //! Everything it creates is removed on drop, also when a test fails.
@@ -11,6 +12,7 @@ pub mod cgroup;
 pub mod chromium;
 pub mod fs;
 pub mod grafana;
+pub mod lab;
 pub mod loadgen;
 pub mod metric_docs;
 pub mod metrics;

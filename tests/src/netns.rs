@@ -124,18 +124,11 @@ impl Netns {
     /// Runs `f` on a thread that has entered this namespace and waits for it; sockets `f`
     /// opens belong to the namespace and may then be used from any thread.
     pub fn enter<T: Send>(&self, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
-        let path = self.path();
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                enter_current_thread(&path)?;
-                f()
-            })
-            .join()
-            .map_err(|_| anyhow::anyhow!("thread in {} panicked", self.name))?
-        })
+        in_namespace(&self.path(), f)
     }
 
-    fn path(&self) -> String {
+    /// `/run/netns/<name>`.
+    pub fn path(&self) -> String {
         format!("/run/netns/{}", self.name)
     }
 
@@ -248,6 +241,18 @@ pub fn ss_rtts(text: &str) -> Vec<f64> {
         .filter_map(|w| w.strip_prefix("rtt:"))
         .filter_map(|v| v.split('/').next()?.parse().ok())
         .collect()
+}
+
+/// Runs `f` on a thread that has entered the network namespace at `path` and waits for it.
+pub fn in_namespace<T: Send>(path: &str, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            enter_current_thread(path)?;
+            f()
+        })
+        .join()
+        .map_err(|_| anyhow::anyhow!("thread in {path} panicked"))?
+    })
 }
 
 /// Moves the calling thread into the network namespace at `path`.

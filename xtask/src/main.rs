@@ -2,6 +2,8 @@
 
 mod bench;
 mod cmd;
+mod demo;
+mod lab;
 mod setup;
 mod test;
 
@@ -21,6 +23,18 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Task {
+    /// The buffer shootout (root): replicated IO through a shallow- and a deep-buffer
+    /// switch in the lab, side by side, with stornet's verdicts and HTML reports.
+    Demo {
+        /// Do not run setup first.
+        #[arg(long)]
+        skip_setup: bool,
+    },
+    /// The lab on this machine (root).
+    Lab {
+        #[command(subcommand)]
+        action: LabAction,
+    },
     /// Install what the build and tests need (idempotent; skips what is present).
     Setup,
     /// Set up, build and run stornet-agent in the foreground (root).
@@ -45,6 +59,13 @@ enum Task {
     },
 }
 
+#[derive(Subcommand)]
+enum LabAction {
+    /// Remove what killed lab runs and tests left behind (namespaces, loop devices, cgroups,
+    /// files and processes whose creating process is gone), and say what was removed.
+    Clean,
+}
+
 fn run_agent(args: &[String]) -> anyhow::Result<()> {
     setup::setup()?;
     cmd::step("build stornet-agent", || {
@@ -65,6 +86,10 @@ fn run_agent(args: &[String]) -> anyhow::Result<()> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.task {
+        Task::Demo { skip_setup } => demo::demo(skip_setup),
+        Task::Lab {
+            action: LabAction::Clean,
+        } => lab::clean(),
         Task::Setup => setup::setup(),
         Task::Test { tier, skip_setup } => test::test(tier, skip_setup),
         Task::Agent { args } => run_agent(&args),

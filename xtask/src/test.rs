@@ -76,22 +76,24 @@ fn build_binaries() -> Result<()> {
     run(cargo().args(["build", "--release", "--bins"]))
 }
 
-fn root_tier(test: &str) -> Result<()> {
+fn root_tier(test: &str, extra: &[&str]) -> Result<()> {
     if !cmd::is_root() {
         println!(
             "not root: the {test} tests will report themselves skipped (with CI set they fail)"
         );
     }
-    run(cargo().args([
-        "test",
-        "--release",
-        "-p",
-        "stornet-tests",
-        "--test",
-        test,
-        "--",
-        "--test-threads=1",
-    ]))
+    run(cargo()
+        .args([
+            "test",
+            "--release",
+            "-p",
+            "stornet-tests",
+            "--test",
+            test,
+            "--",
+            "--test-threads=1",
+        ])
+        .args(extra))
 }
 
 pub fn test(only: Option<Tier>, skip_setup: bool) -> Result<()> {
@@ -107,10 +109,15 @@ pub fn test(only: Option<Tier>, skip_setup: bool) -> Result<()> {
         cmd::step("build release binaries", build_binaries)?;
     }
     if wants(Tier::Privileged) {
-        cmd::step("privileged integration tests", || root_tier("privileged"))?;
+        cmd::step("privileged integration tests", || {
+            root_tier("privileged", &[])
+        })?;
     }
     if wants(Tier::Scenarios) {
-        cmd::step("end-to-end scenarios", || root_tier("scenarios"))?;
+        // Each scenario prints its verdict and key numbers.
+        cmd::step("end-to-end scenarios", || {
+            root_tier("scenarios", &["--nocapture"])
+        })?;
     }
     println!("all requested test tiers passed");
     Ok(())

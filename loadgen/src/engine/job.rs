@@ -214,9 +214,9 @@ pub fn run(
     if job.writes && job.map.is_some() && job.error.is_none() {
         job.readback()?;
     }
-    if let Some(e) = job.error.take() {
-        return Err(e);
-    }
+    // A failed job still reports what it measured (the run record keeps it); the run
+    // fails once every job has ended.
+    let error = job.error.take().map(|e| format!("{e:#}"));
     Ok(JobResult {
         name: spec.name.clone(),
         group: spec.group,
@@ -230,6 +230,7 @@ pub fn run(
         ramp_ios: job.ramp_ios,
         runtime_ns: end.saturating_sub(job.measure_start),
         verify: spec.verify.then(|| std::mem::take(&mut job.vstats)),
+        error,
     })
 }
 

@@ -194,7 +194,7 @@ pub fn run_point(
                 .name(format!("lg-{}.{}", spec.name, spec.jobnum))
                 .spawn_scoped(scope, move || {
                     let r = job::run(spec, shared, &tx, extra);
-                    if r.is_err() {
+                    if r.as_ref().map_or(true, |j| j.error.is_some()) {
                         shared.stop.store(true, Ordering::Relaxed);
                         shared.gate.abort();
                     }

@@ -100,6 +100,17 @@ pub fn latency(
     Some(lat)
 }
 
+/// The share of the point's IO slots (`slots`: the jobs' queue depths added up) in use in
+/// each row: its mean IOs in flight over the slots; empty when the slots are unknown.
+pub fn slots_in_use(rows: &[TimelineRow], slots: u32) -> Series {
+    if slots == 0 {
+        return Series::new();
+    }
+    rows.iter()
+        .map(|r| Some((r.queue_depth / slots as f64).min(1.0)))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,6 +184,15 @@ mod tests {
         assert_eq!(l.local_device_seconds, vec![Some(0.0005), None]);
         assert_eq!(l.replicas["198.18.0.2"], vec![Some(0.002), None]);
         assert!(latency(&rows, true, &[]).is_none(), "no reads");
+    }
+
+    #[test]
+    fn slots_in_use_are_the_queue_depth_over_the_slots() {
+        let mut rows = vec![TimelineRow::default(), TimelineRow::default()];
+        rows[0].queue_depth = 3.0;
+        rows[1].queue_depth = 4.0;
+        assert_eq!(slots_in_use(&rows, 4), vec![Some(0.75), Some(1.0)]);
+        assert!(slots_in_use(&rows, 0).is_empty());
     }
 
     #[test]

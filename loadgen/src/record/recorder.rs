@@ -215,6 +215,11 @@ impl Recorder {
         me.local_devices = devices.to_vec();
         me.read = latency::latency(&pr.timeline, true, &p.histograms[0]);
         me.write = latency::latency(&pr.timeline, false, &p.histograms[1]);
+        let slots: u32 = pr.jobs.iter().map(|j| j.iodepth).sum();
+        let in_use = latency::slots_in_use(&pr.timeline, slots);
+        for lat in [&mut me.read, &mut me.write].into_iter().flatten() {
+            lat.slots_in_use = in_use.clone();
+        }
         PointRecord {
             index: pr.index,
             jobs: pr.jobs.iter().fold(Vec::<PointJob>::new(), |mut acc, j| {

@@ -1,0 +1,66 @@
+//! Runs recorded in stornet's lab (`tests/scenarios`), trimmed to the series that matter:
+//! host a writes 64 KiB blocks at 100 per second with every write replicated to host b
+//! through a switch whose ports are shaped to 200 Mbit/s.
+
+use analysis::{Cause, Run, analyze};
+
+fn run(json: &str) -> Run {
+    let run: Run = serde_json::from_str(json).expect("a lab record");
+    run.validate().expect("its series line up");
+    run
+}
+
+/// A shallow (16 KiB) buffer: the path drops most of every write and TCP recovers from
+/// timeouts, so the replica cannot keep up with the schedule; every IO slot stays busy and
+/// IOs wait seconds for one. The replica's round trip (hundreds of ms) is a small part of
+/// that latency, yet it is what holds the slots: the wait belongs to it.
+#[test]
+fn waiting_for_slots_held_by_a_congested_replica_is_network_congestion() {
+    let mut r = run(include_str!("lab/shallow-buffer.json"));
+    let report = analyze(&r).unwrap();
+    assert_eq!(
+        report.verdict.cause,
+        Cause::NetworkCongestion,
+        "{}",
+        report.to_text()
+    );
+    assert_eq!(
+        report.verdict.location.as_deref(),
+        Some("path to replica 198.19.1.2")
+    );
+    let e = report.verdict.evidence.join("\n");
+    assert!(e.contains("for a free IO slot"), "{e}");
+    assert!(e.contains("retransmits to 198.19.1.2"), "{e}");
+
+    // Without knowing the slots were full, the wait would count against every part and
+    // the run would pass as healthy, with a p99 of seconds.
+    r.hosts[0].write.as_mut().unwrap().slots_in_use.clear();
+    let blind = analyze(&r).unwrap();
+    assert_eq!(blind.verdict.cause, Cause::None, "{}", blind.to_text());
+}
+
+/// A deep (4 MiB) buffer, healthy, while another pair of namespaces on the same machine
+/// (not on this path, not watched by the agent) pushed a bulk transfer through a 64 KiB
+/// buffer: the kernel counted 170,000 `qdisc_drop` drops, none of them at this path's
+/// qdiscs, which the agent watches and which dropped nothing.
+#[test]
+fn qdisc_drops_elsewhere_on_the_machine_do_not_make_a_path_congested() {
+    let r = run(include_str!("lab/deep-buffer-foreign-drops.json"));
+    let h = &r.hosts[0];
+    let foreign: f64 = h.skb_drops["qdisc_drop"].iter().flatten().sum();
+    let on_path: f64 = h.qdiscs.iter().flat_map(|q| q.drops.iter().flatten()).sum();
+    assert!(foreign > 100_000.0 && on_path == 0.0);
+    let report = analyze(&r).unwrap();
+    assert_eq!(report.verdict.cause, Cause::None, "{}", report.to_text());
+
+    // A host whose qdiscs were not measured still has the drop reason to go by.
+    let mut unwatched = r.clone();
+    unwatched.hosts[0].qdiscs.clear();
+    let report = analyze(&unwatched).unwrap();
+    assert_eq!(
+        report.verdict.cause,
+        Cause::NetworkCongestion,
+        "{}",
+        report.to_text()
+    );
+}

@@ -1,0 +1,119 @@
+//! What every scenario shares: the two-host lab behind a switch, a run directory kept when
+//! a scenario fails (with the run record, for `loadgen analyze`), and printing the numbers.
+
+use std::path::PathBuf;
+
+use stornet_tests::lab::run::Latency;
+use stornet_tests::lab::{Disk, DiskSpec, HostSpec, Lab, Outcome, ReplicatedRun, Workload};
+
+/// The client (loadgen and the agent) and the replica (`loadgen serve`).
+pub const CLIENT: &str = "a";
+pub const REPLICA: &str = "b";
+
+/// Disks are 1 GiB files in /dev/shm; the runs use their first 256 MiB.
+pub const DISK_BYTES: u64 = 1 << 30;
+
+/// A directory for the run records, removed when the scenario passes and kept (and named)
+/// when it fails.
+pub struct RunDir {
+    pub path: PathBuf,
+}
+
+impl RunDir {
+    pub fn new(scenario: &str) -> RunDir {
+        let path = std::env::temp_dir().join(format!(
+            "stornet-scenario-{scenario}-{}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&path).expect("creating the run directory");
+        RunDir { path }
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!(
+                "the run records are kept in {} (loadgen analyze FILE explains each)",
+                self.path.display()
+            );
+        } else {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+/// Two hosts whose switch ports are shaped and sized as given.
+pub fn two_hosts(tag: &str, client: HostSpec, replica: HostSpec) -> Lab {
+    Lab::new(tag, &[client, replica]).expect("building the lab")
+}
+
+pub fn disk(tag: &str, spec: DiskSpec) -> Disk {
+    Disk::new(tag, spec).expect("creating the disk")
+}
+
+/// Runs `w` once on `lab` (agent on the client, replica on the other host) and prints the
+/// key numbers.
+pub fn run(lab: &Lab, disk: &Disk, w: &Workload, dir: &RunDir, name: &str) -> Outcome {
+    let rr = ReplicatedRun::start(lab, CLIENT, REPLICA).expect("starting the agent and replica");
+    let o = rr
+        .run(disk, w, &dir.path, name, None)
+        .unwrap_or_else(|e| panic!("{name}: {e:#}\nagent log:\n{}", rr.agent.log()));
+    print_outcome(name, &o);
+    o
+}
+
+pub fn ms(s: f64) -> String {
+    format!("{:.1} ms", s * 1e3)
+}
+
+pub fn print_outcome(name: &str, o: &Outcome) {
+    let w: Latency = o.latency(0, "write");
+    let writes = match &o.failure {
+        None => format!(
+            "writes {:.0} IOPS, mean {}, p95 {}, p99 {}",
+            w.iops,
+            ms(w.mean_s),
+            ms(w.p95_s),
+            ms(w.p99_s)
+        ),
+        Some(_) => "the run failed (no report; its record is analysed)".into(),
+    };
+    println!(
+        "{name}: verdict {} | {writes} | retransmits {}, switch qdisc drops {}, switch port \
+         rx drops {} | {:.0} s",
+        o.cause(),
+        o.retransmits,
+        o.qdisc_drops,
+        o.port_rx_drops,
+        o.seconds
+    );
+    for e in o.evidence() {
+        println!("    {e}");
+    }
+}
+
+/// The replica's address as the agent labels it.
+pub fn replica_ip(lab: &Lab) -> String {
+    lab.host(REPLICA).addr.to_string()
+}
+
+/// The sum of a series of the client host in the record (`["peers", ip, "retransmits"]`),
+/// as the agent counted it.
+pub fn recorded(o: &Outcome, path: &[&str]) -> f64 {
+    o.record_sum(0, CLIENT, path)
+        .unwrap_or_else(|e| panic!("reading {path:?} from the record: {e:#}"))
+}
+
+/// Names of the candidates whose requirement is met, for messages.
+pub fn confirmed(o: &Outcome) -> Vec<String> {
+    o.analysis["hosts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|h| h["directions"].as_array().into_iter().flatten())
+        .flat_map(|d| d["candidates"].as_array().into_iter().flatten())
+        .filter(|c| c["requirement_met"] == true)
+        .map(|c| format!("{} at {}", c["cause"], c["location"]))
+        .collect()
+}
