@@ -107,6 +107,13 @@ impl SelfMetrics {
             "CPU time the kernel spent in the probe's eBPF program (while BPF statistics are on).",
             Kind::Counter,
         );
+        let mut misses = Family::new(
+            "stornet_agent_probe_misses_total",
+            "Events the kernel skipped the probe's eBPF program for, because the program was \
+             already running on that CPU (e.g. an IO completing in an interrupt while the probe \
+             handled another): what they would have counted is missing.",
+            Kind::Counter,
+        );
         let mut on = Family::new(
             "stornet_agent_bpf_stats_enabled",
             "1 when the kernel keeps BPF program statistics (run counts and times), else 0.",
@@ -116,14 +123,24 @@ impl SelfMetrics {
         on.scalar(&[], if enabled { 1.0 } else { 0.0 });
         if let Some(ebpf) = &probes.ebpf {
             for spec in PROBES.iter().filter(|p| probes.is_up(p.name)) {
-                let Some(info) = ebpf.program(spec.program).and_then(|p| p.info().ok()) else {
+                let Some(program) = ebpf.program(spec.program) else {
                     continue;
                 };
-                runs.scalar(&[("probe", spec.name)], info.run_count() as f64);
-                time.scalar(&[("probe", spec.name)], info.run_time().as_secs_f64());
+                if let Ok(info) = program.info() {
+                    runs.scalar(&[("probe", spec.name)], info.run_count() as f64);
+                    time.scalar(&[("probe", spec.name)], info.run_time().as_secs_f64());
+                }
+                // Counted by the kernel whether or not statistics are on.
+                match program.fd().map(|fd| recursion_misses(fd.as_fd())) {
+                    Ok(Ok(n)) => {
+                        misses.scalar(&[("probe", spec.name)], n as f64);
+                    }
+                    Ok(Err(e)) => debug!(probe = spec.name, error = %e, "reading misses failed"),
+                    Err(e) => debug!(probe = spec.name, error = %e, "no program fd"),
+                }
             }
         }
-        out.extend([on, runs, time]);
+        out.extend([on, runs, time, misses]);
     }
 
     fn map_fill(&self, out: &mut Vec<Family>) {
@@ -186,6 +203,42 @@ struct MapNextKeyAttr {
 }
 
 const BPF_MAP_GET_NEXT_KEY: libc::c_long = 4;
+
+/// `union bpf_attr` as `BPF_OBJ_GET_INFO_BY_FD` reads it.
+#[repr(C)]
+struct InfoByFdAttr {
+    bpf_fd: u32,
+    info_len: u32,
+    info: u64,
+}
+
+const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
+
+/// The program's recursion misses (`bpf_prog_info.recursion_misses`, Linux ≥ 5.12): runs the
+/// kernel skipped because the program was already active on that CPU.
+fn recursion_misses(fd: BorrowedFd<'_>) -> Result<u64> {
+    // SAFETY: bpf_prog_info is plain old data; all-zero is a valid value.
+    let mut info: aya_obj::generated::bpf_prog_info = unsafe { std::mem::zeroed() };
+    let attr = InfoByFdAttr {
+        bpf_fd: fd.as_raw_fd() as u32,
+        info_len: std::mem::size_of_val(&info) as u32,
+        info: &mut info as *mut _ as u64,
+    };
+    // SAFETY: attr points to a bpf_prog_info of the size it states; no pointers inside it
+    // are set, so the kernel fills only the fixed fields.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_OBJ_GET_INFO_BY_FD,
+            &attr as *const InfoByFdAttr,
+            std::mem::size_of::<InfoByFdAttr>() as u32,
+        )
+    };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error()).context("BPF_OBJ_GET_INFO_BY_FD");
+    }
+    Ok(info.recursion_misses)
+}
 
 /// Counts a hash map's keys by walking them with `BPF_MAP_GET_NEXT_KEY`. A walk that races
 /// with deletions may restart; it never counts more than the capacity.

@@ -306,21 +306,33 @@ fn is_length(s: &Signal) -> bool {
     ) || (s.kind == SkbDrops && drop_class(&s.key) == DropClass::Length)
 }
 
-fn network_congestion(cx: &Context, peer: Option<&str>, mtu_explains: bool) -> Candidate {
-    let sigs = net_signals(cx, peer);
-    let picks: Vec<(usize, f64)> = sigs
-        .iter()
+/// The signals among `sigs` that speak for a cause, weighted: those only it explains
+/// (`specific`) count fully, those other causes share (`shared`) count less.
+fn weigh(
+    cx: &Context,
+    sigs: &[usize],
+    specific: impl Fn(&Signal) -> bool,
+    shared: impl Fn(&Signal) -> bool,
+) -> Vec<(usize, f64)> {
+    sigs.iter()
         .filter_map(|&i| {
             let s = &cx.signals[i];
-            if is_congestion(s) {
+            if specific(s) {
                 Some((i, SPECIFIC))
-            } else if matches!(s.kind, SignalKind::Retransmits | SignalKind::Srtt) {
+            } else if shared(s) {
                 Some((i, SHARED))
             } else {
                 None
             }
         })
-        .collect();
+        .collect()
+}
+
+fn network_congestion(cx: &Context, peer: Option<&str>, mtu_explains: bool) -> Candidate {
+    let sigs = net_signals(cx, peer);
+    let picks = weigh(cx, &sigs, is_congestion, |s| {
+        matches!(s.kind, SignalKind::Retransmits | SignalKind::Srtt)
+    });
     let mut c = candidate(
         Cause::NetworkCongestion,
         net_location(cx, peer),
@@ -374,19 +386,7 @@ fn counter_anomaly(cx: &Context, i: usize) -> f64 {
 fn mtu_mismatch(cx: &Context, peer: Option<&str>) -> Candidate {
     let mismatch = mtu::mismatch(cx.run, cx.subject, peer, cx.t);
     let sigs = net_signals(cx, peer);
-    let picks: Vec<(usize, f64)> = sigs
-        .iter()
-        .filter_map(|&i| {
-            let s = &cx.signals[i];
-            if is_length(s) {
-                Some((i, SPECIFIC))
-            } else if s.kind == SignalKind::Retransmits {
-                Some((i, SHARED))
-            } else {
-                None
-            }
-        })
-        .collect();
+    let picks = weigh(cx, &sigs, is_length, |s| s.kind == SignalKind::Retransmits);
     let mut c = candidate(
         Cause::MtuMismatch,
         net_location(cx, peer),

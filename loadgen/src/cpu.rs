@@ -68,7 +68,7 @@ fn io_worker_ns() -> u64 {
 }
 
 /// (busy, total) ticks of all CPUs from the first line of /proc/stat.
-fn system_ticks() -> (u64, u64) {
+pub fn system_ticks() -> (u64, u64) {
     let Ok(text) = std::fs::read_to_string("/proc/stat") else {
         return (0, 0);
     };

@@ -14,7 +14,7 @@ use stornet_tests::agent::AgentProcess;
 use stornet_tests::blockdev::LoopDevice;
 use stornet_tests::netns::{HostPair, tbf};
 use stornet_tests::privilege::{require_root, require_tool};
-use stornet_tests::prometheus::PrometheusServer;
+use stornet_tests::promserver::{PromConfig, PromServer};
 use stornet_tests::traffic::BulkTransfer;
 
 fn unix_now() -> f64 {
@@ -59,17 +59,17 @@ impl Drop for Load {
     }
 }
 
-fn prometheus_for(agent: &AgentProcess, tag: &str) -> PrometheusServer {
-    let p = PrometheusServer::start(
+fn prometheus_for(agent: &AgentProcess, tag: &str) -> PromServer {
+    let p = PromServer::start(&PromConfig::scrape(
         tag,
         &format!(
             "  - job_name: stornet\n    static_configs:\n      - targets: ['{}']\n",
             agent.addr
         ),
-    )
+    ))
     .expect("prometheus starts");
     p.wait_for("up{job=\"stornet\"}", Duration::from_secs(30), |r| {
-        r.len() == 1 && r[0].1 == 1.0
+        r.len() == 1 && r[0].value() == 1.0
     })
     .expect("prometheus scrapes the agent");
     p

@@ -1,5 +1,3 @@
-use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use stornet_tests::agent::free_port;
@@ -68,24 +66,5 @@ fn loadgen_serves_live_metrics() {
     let total = num(&r.json().unwrap(), "jobs/0/read/total_ios");
     assert!(b <= total, "scraped {b} > reported {total}");
 
-    let mut promtool = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    promtool
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(scrapes[1].as_bytes())
-        .unwrap();
-    let check = promtool.wait_with_output().unwrap();
-    assert!(
-        check.status.success(),
-        "promtool: {}{}",
-        String::from_utf8_lossy(&check.stdout),
-        String::from_utf8_lossy(&check.stderr)
-    );
+    stornet_tests::prom_rules::check_metrics(&scrapes[1]).unwrap();
 }

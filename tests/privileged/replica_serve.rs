@@ -508,6 +508,45 @@ fn raw_peer_after_hello(
     })
 }
 
+/// A client writing to `volume` until it fails (with a replica timeout of `timeout_s`),
+/// returned once its writes are flowing (the volume file has grown past 1 MiB).
+fn endless_client(
+    pair: &HostPair,
+    addr: SocketAddr,
+    dir: &ScratchDir,
+    volume: &str,
+    timeout_s: u32,
+) -> std::process::Child {
+    let token = dir.join("token");
+    let client = client_cmd(
+        &pair.a,
+        addr,
+        &[
+            "--token-file",
+            token.to_str().unwrap(),
+            "--volume",
+            volume,
+            "--count",
+            "100000000",
+            "--size",
+            &(16u64 << 20).to_string(),
+            "--timeout",
+            &timeout_s.to_string(),
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("client starts");
+    let file = dir.join("replica").join(volume);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::fs::metadata(&file).map_or(0, |m| m.len()) < (1 << 20) {
+        assert!(Instant::now() < deadline, "no writes reached the replica");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    client
+}
+
 /// kill -9 of the server during a stream of writes: the client exits non-zero, naming the
 /// replica and the writes that failed, instead of hanging.
 #[test]
@@ -519,34 +558,7 @@ fn killed_replica_fails_the_client_naming_it() {
     let dir = ScratchDir::new("repl-kill").unwrap();
     let mut server = start_server(&pair, &dir, &[]);
     let addr = server.addr;
-    let token = dir.join("token");
-    let client = client_cmd(
-        &pair.a,
-        addr,
-        &[
-            "--token-file",
-            token.to_str().unwrap(),
-            "--volume",
-            "stream",
-            "--count",
-            "100000000",
-            "--size",
-            &(16u64 << 20).to_string(),
-            "--timeout",
-            "3",
-        ],
-    )
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("client starts");
-    // Writes are flowing once the volume file has grown.
-    let file = dir.join("replica").join("stream");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::fs::metadata(&file).map_or(0, |m| m.len()) < (1 << 20) {
-        assert!(Instant::now() < deadline, "no writes reached the replica");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let client = endless_client(&pair, addr, &dir, "stream", 3);
     server.signal(libc::SIGKILL);
     let _ = server.child.wait();
     let (out, _) = wait_bounded(client, Duration::from_secs(15))
@@ -571,33 +583,7 @@ fn stalled_replica_times_out_naming_it() {
     let dir = ScratchDir::new("repl-stall").unwrap();
     let server = start_server(&pair, &dir, &[]);
     let addr = server.addr;
-    let token = dir.join("token");
-    let client = client_cmd(
-        &pair.a,
-        addr,
-        &[
-            "--token-file",
-            token.to_str().unwrap(),
-            "--volume",
-            "stall",
-            "--count",
-            "100000000",
-            "--size",
-            &(16u64 << 20).to_string(),
-            "--timeout",
-            "2",
-        ],
-    )
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("client starts");
-    let file = dir.join("replica").join("stall");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::fs::metadata(&file).map_or(0, |m| m.len()) < (1 << 20) {
-        assert!(Instant::now() < deadline, "no writes reached the replica");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let client = endless_client(&pair, addr, &dir, "stall", 2);
     server.signal(libc::SIGSTOP);
     let result = wait_bounded(client, Duration::from_secs(15));
     server.signal(libc::SIGCONT);

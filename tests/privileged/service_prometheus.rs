@@ -2,15 +2,13 @@
 //! Prometheus server scrapes it, over plain HTTP and over TLS with basic auth configured the
 //! way any exporter's scrape job is.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use stornet_tests::agent::{AgentProcess, Launch};
 use stornet_tests::blockdev::{LoopDevice, direct_writes};
 use stornet_tests::metrics::http_get;
 use stornet_tests::privilege::{require_root, require_tool};
-use stornet_tests::prometheus::PrometheusServer;
+use stornet_tests::promserver::{PromConfig, PromServer};
 use stornet_tests::tls::{TestPki, https_get};
 
 #[test]
@@ -31,26 +29,7 @@ fn service_promtool_accepts_a_real_scrape() {
         body.contains(&format!("device=\"{}\"", disk.name)),
         "{body}"
     );
-    let mut promtool = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    promtool
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(body.as_bytes())
-        .unwrap();
-    let out = promtool.wait_with_output().unwrap();
-    let report = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "promtool: {report}");
+    let report = stornet_tests::prom_rules::check_metrics(&body).unwrap();
     assert!(
         report.trim().is_empty(),
         "promtool found problems: {report}"
@@ -91,7 +70,7 @@ fn service_prometheus_scrapes_plain_and_tls_with_basic_auth() {
     let disk = LoopDevice::new("prom", 16 << 20).unwrap();
     direct_writes(&disk.dev, 200, 4096).unwrap();
 
-    let prom = PrometheusServer::start(
+    let prom = PromServer::start(&PromConfig::scrape(
         "scrape",
         &format!(
             "  - job_name: stornet\n    static_configs:\n      - targets: ['{}']\n\
@@ -102,22 +81,22 @@ fn service_prometheus_scrapes_plain_and_tls_with_basic_auth() {
             pki.ca_file.display(),
             tls.addr
         ),
-    )
+    ))
     .unwrap();
     let timeout = Duration::from_secs(30);
     for job in ["stornet", "stornet-tls"] {
         prom.wait_for(&format!("up{{job=\"{job}\"}}"), timeout, |r| {
-            r.len() == 1 && r[0].1 == 1.0
+            r.len() == 1 && r[0].value() == 1.0
         })
         .unwrap();
         let r = prom
             .wait_for(
                 &format!("count({{__name__=~\"stornet_block_.+\",job=\"{job}\"}})"),
                 timeout,
-                |r| r.first().is_some_and(|(_, v)| *v >= 1.0),
+                |r| r.first().is_some_and(|s| s.value() >= 1.0),
             )
             .unwrap();
-        println!("{job}: up == 1, {} stornet_block_* series", r[0].1);
+        println!("{job}: up == 1, {} stornet_block_* series", r[0].value());
         let r = prom
             .wait_for(
                 &format!(
@@ -128,6 +107,6 @@ fn service_prometheus_scrapes_plain_and_tls_with_basic_auth() {
                 |r| r.len() == 1,
             )
             .unwrap();
-        assert!(r[0].1 >= 200.0, "{job}: {r:?}");
+        assert!(r[0].value() >= 200.0, "{job}: {r:?}");
     }
 }

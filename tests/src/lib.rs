@@ -19,7 +19,6 @@ pub mod metrics;
 pub mod netns;
 pub mod privilege;
 pub mod prom_rules;
-pub mod prometheus;
 pub mod promql;
 pub mod promserver;
 pub mod replica;

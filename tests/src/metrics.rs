@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 /// GET `path` from `addr`; returns (status code, body).
 pub fn http_get(addr: SocketAddr, path: &str) -> Result<(u16, String)> {
@@ -92,82 +92,12 @@ fn dechunk(mut body: &str) -> Result<String> {
     }
 }
 
-/// One sample of the text format.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Sample {
-    pub name: String,
-    pub labels: Vec<(String, String)>,
-    pub value: f64,
-}
+/// One sample of the text format (loadgen's reader, which parses the agent's scrapes too).
+pub use loadgen::promtext::Sample;
 
-impl Sample {
-    pub fn label(&self, k: &str) -> Option<&str> {
-        self.labels
-            .iter()
-            .find(|(n, _)| n == k)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// Parses the Prometheus text format (the subset stornet emits: no timestamps, no escapes
-/// beyond `\"`, `\\` and `\n` in label values).
+/// Parses the Prometheus text format.
 pub fn parse(text: &str) -> Result<Vec<Sample>> {
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let (series, value) = line
-            .rsplit_once(' ')
-            .with_context(|| format!("bad line {line:?}"))?;
-        let value: f64 = match value {
-            "+Inf" => f64::INFINITY,
-            "-Inf" => f64::NEG_INFINITY,
-            v => v
-                .parse()
-                .with_context(|| format!("bad value in {line:?}"))?,
-        };
-        let (name, labels) = match series.split_once('{') {
-            None => (series.to_string(), Vec::new()),
-            Some((name, rest)) => {
-                let inner = rest
-                    .strip_suffix('}')
-                    .with_context(|| format!("bad labels {line:?}"))?;
-                (name.to_string(), parse_labels(inner)?)
-            }
-        };
-        out.push(Sample {
-            name,
-            labels,
-            value,
-        });
-    }
-    Ok(out)
-}
-
-fn parse_labels(mut s: &str) -> Result<Vec<(String, String)>> {
-    let mut out = Vec::new();
-    while !s.is_empty() {
-        let (k, rest) = s.split_once("=\"").context("bad label")?;
-        let mut v = String::new();
-        let mut chars = rest.char_indices();
-        let end = loop {
-            match chars.next() {
-                Some((_, '\\')) => match chars.next() {
-                    Some((_, 'n')) => v.push('\n'),
-                    Some((_, c)) => v.push(c),
-                    None => bail!("bad escape"),
-                },
-                Some((i, '"')) => break i,
-                Some((_, c)) => v.push(c),
-                None => bail!("unterminated label value"),
-            }
-        };
-        out.push((k.trim_start_matches(',').to_string(), v));
-        s = rest[end + 1..].trim_start_matches(',');
-    }
-    Ok(out)
+    loadgen::promtext::parse(text).map_err(anyhow::Error::msg)
 }
 
 /// Sum of the samples named `name` whose labels include all of `labels`.

@@ -114,6 +114,35 @@ pub fn promtool(dir: &Path, args: &[&str]) -> Result<String> {
     Ok(text)
 }
 
+/// `promtool check metrics` on an exposition `text`; returns promtool's lint report (empty
+/// when it found nothing), or an error with it when promtool rejects the text.
+pub fn check_metrics(text: &str) -> Result<String> {
+    use std::io::Write;
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .context("running promtool")?;
+    // promtool reads all of stdin before it writes, so writing first cannot deadlock.
+    child
+        .stdin
+        .take()
+        .context("promtool stdin")?
+        .write_all(text.as_bytes())?;
+    let out = child.wait_with_output()?;
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if !out.status.success() {
+        bail!("promtool check metrics failed:\n{report}");
+    }
+    Ok(report)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

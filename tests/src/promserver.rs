@@ -45,6 +45,23 @@ impl Series {
     pub fn label(&self, k: &str) -> Option<&str> {
         self.labels.get(k).and_then(|v| v.as_str())
     }
+
+    /// The last sample's value (the only one of an instant query).
+    pub fn value(&self) -> f64 {
+        self.samples.last().map_or(f64::NAN, |s| s.1)
+    }
+}
+
+impl PromConfig {
+    /// Scrapes every second, no rules.
+    pub fn scrape(tag: &str, scrape_configs: &str) -> PromConfig {
+        PromConfig {
+            tag: tag.to_string(),
+            interval_s: 1,
+            scrape_configs: scrape_configs.to_string(),
+            rule_files: Vec::new(),
+        }
+    }
 }
 
 /// Seconds since the Unix epoch.
@@ -233,7 +250,10 @@ impl PromServer {
                 return Ok(r);
             }
             if Instant::now() > deadline {
-                bail!("{expr:?} still {r:?} after {timeout:?}");
+                bail!(
+                    "{expr:?} still {r:?} after {timeout:?}; prometheus log:\n{}",
+                    self.log()
+                );
             }
             std::thread::sleep(Duration::from_millis(500));
         }

@@ -56,28 +56,6 @@ fn children_cpu_s() -> f64 {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
-fn system_ticks() -> (u64, u64) {
-    let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let f: Vec<u64> = text
-        .lines()
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    let total: u64 = f.iter().take(8).sum();
-    let idle = f.get(3).copied().unwrap_or(0) + f.get(4).copied().unwrap_or(0);
-    (total - idle, total)
-}
-
-fn num(v: &Value, path: &[&str]) -> f64 {
-    path.iter()
-        .try_fold(v, |v, k| v.get(k))
-        .and_then(Value::as_f64)
-        .unwrap_or(0.0)
-}
-
 fn run_one(tool: &str, disk: &LoopDevice, case: &Case) -> Result<Sample> {
     let loadgen = cmd::workspace_root().join("target/release/loadgen");
     let mut c = if tool == "fio" {
@@ -109,11 +87,11 @@ fn run_one(tool: &str, disk: &LoopDevice, case: &Case) -> Result<Sample> {
         c.arg("--force-destroy-data");
     }
     let before = disk.stat()?;
-    let (busy0, total0) = system_ticks();
+    let (busy0, total0) = loadgen::cpu::system_ticks();
     let cpu0 = children_cpu_s();
     let out = c.output().with_context(|| format!("running {tool}"))?;
     let cpu = children_cpu_s() - cpu0;
-    let (busy1, total1) = system_ticks();
+    let (busy1, total1) = loadgen::cpu::system_ticks();
     let after = disk.stat()?;
     if !out.status.success() {
         bail!("{tool} failed ({})", out.status);
@@ -128,10 +106,10 @@ fn run_one(tool: &str, disk: &LoopDevice, case: &Case) -> Result<Sample> {
     };
     let requests = (after.read_ios - before.read_ios) + (after.write_ios - before.write_ios);
     Ok(Sample {
-        iops: num(job, &[dir, "iops"]),
+        iops: super::json_num(job, &[dir, "iops"]),
         cpu_per_io_us: cpu * 1e6 / requests.max(1) as f64,
-        p50_us: num(job, &[dir, "clat_ns", "percentile", "50.000000"]) / 1e3,
-        p99_us: num(job, &[dir, "clat_ns", "percentile", "99.000000"]) / 1e3,
+        p50_us: super::json_num(job, &[dir, "clat_ns", "percentile", "50.000000"]) / 1e3,
+        p99_us: super::json_num(job, &[dir, "clat_ns", "percentile", "99.000000"]) / 1e3,
         system_pct: 100.0 * (busy1 - busy0) as f64 / (total1 - total0).max(1) as f64,
     })
 }

@@ -50,6 +50,14 @@ pub fn median(xs: &[f64]) -> f64 {
     }
 }
 
+/// The number at `path` in a JSON document (fio's or loadgen's output); NaN where absent.
+pub fn json_num(v: &serde_json::Value, path: &[&str]) -> f64 {
+    path.iter()
+        .try_fold(v, |v, k| v.get(k))
+        .and_then(serde_json::Value::as_f64)
+        .unwrap_or(f64::NAN)
+}
+
 #[cfg(test)]
 mod tests {
     use super::median;

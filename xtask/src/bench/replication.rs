@@ -41,28 +41,6 @@ struct Sample {
     system_pct: f64,
 }
 
-fn system_ticks() -> (u64, u64) {
-    let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let f: Vec<u64> = text
-        .lines()
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    let total: u64 = f.iter().take(8).sum();
-    let idle = f.get(3).copied().unwrap_or(0) + f.get(4).copied().unwrap_or(0);
-    (total - idle, total)
-}
-
-fn num(v: &Value, path: &[&str]) -> f64 {
-    path.iter()
-        .try_fold(v, |v, k| v.get(k))
-        .and_then(Value::as_f64)
-        .unwrap_or(f64::NAN)
-}
-
 /// One `loadgen run` in host a, writing `local` and replicating to `replicas`.
 fn loadgen(pair: &HostPair, local: &Path, replicas: &[SocketAddr], args: &[&str]) -> Result<Value> {
     let bin = stornet_tests::bins::path("loadgen");
@@ -87,7 +65,7 @@ fn loadgen(pair: &HostPair, local: &Path, replicas: &[SocketAddr], args: &[&str]
 }
 
 fn measure(pair: &HostPair, local: &Path, replicas: &[SocketAddr]) -> Result<Sample> {
-    let (busy0, total0) = system_ticks();
+    let (busy0, total0) = loadgen::cpu::system_ticks();
     let j = loadgen(
         pair,
         local,
@@ -100,13 +78,13 @@ fn measure(pair: &HostPair, local: &Path, replicas: &[SocketAddr]) -> Result<Sam
             "--ramp_time=1",
         ],
     )?;
-    let (busy1, total1) = system_ticks();
+    let (busy1, total1) = loadgen::cpu::system_ticks();
     let w = &j["jobs"][0]["write"];
-    let p = |path: &[&str]| num(w, path) / 1e3;
+    let p = |path: &[&str]| super::json_num(w, path) / 1e3;
     let legs = w["legs"].as_array().cloned().unwrap_or_default();
-    let leg_p50 = |l: &Value| num(l, &["lat_ns", "percentile", "50.000000"]) / 1e3;
+    let leg_p50 = |l: &Value| super::json_num(l, &["lat_ns", "percentile", "50.000000"]) / 1e3;
     Ok(Sample {
-        iops: num(w, &["iops"]),
+        iops: super::json_num(w, &["iops"]),
         p50_us: p(&["intended_lat_ns", "percentile", "50.000000"]),
         p99_us: p(&["intended_lat_ns", "percentile", "99.000000"]),
         // Without replicas an IO has one leg, the local one: its completion latency.
@@ -114,7 +92,7 @@ fn measure(pair: &HostPair, local: &Path, replicas: &[SocketAddr]) -> Result<Sam
             .first()
             .map_or(p(&["clat_ns", "percentile", "50.000000"]), leg_p50),
         replica_p50_us: legs.iter().skip(1).map(leg_p50).fold(f64::NAN, f64::max),
-        cpu_per_io_us: num(&j["loadgen"]["points"][0], &["cpu", "per_io_us"]),
+        cpu_per_io_us: super::json_num(&j["loadgen"]["points"][0], &["cpu", "per_io_us"]),
         system_pct: 100.0 * (busy1 - busy0) as f64 / (total1 - total0).max(1) as f64,
     })
 }
