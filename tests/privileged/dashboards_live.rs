@@ -191,6 +191,9 @@ impl Lab {
                         Err(e)
                             if e.kind() == std::io::ErrorKind::WouldBlock
                                 || e.kind() == std::io::ErrorKind::TimedOut => {}
+                        // The receiver closes once it sees the stop: a write in flight then
+                        // fails, and that is the end of the run, not an error.
+                        Err(_) if stop.load(Ordering::Relaxed) => break,
                         Err(e) => return Err(e.into()),
                     }
                 }
