@@ -55,10 +55,19 @@ pub fn baseline(p99: &Series, t: &Thresholds) -> Option<Baseline> {
     })
 }
 
-/// Intervals whose p99 is above the threshold.
-pub fn raised(p99: &Series, b: &Baseline) -> Vec<usize> {
+/// Intervals whose p99 is above the threshold. Where the interval's histogram is known, at
+/// least `min_slow_ios` of its IOs must lie above the threshold too: in an interval of a
+/// hundred-odd IOs the p99 is its slowest one or two, and one straggler (a descheduled
+/// thread) is not a rise.
+pub fn raised(p99: &Series, b: &Baseline, lat: &Latency, t: &Thresholds) -> Vec<usize> {
     (0..p99.len())
         .filter(|&i| at(p99, i).is_some_and(|v| v > b.threshold_seconds))
+        .filter(|&i| {
+            lat.histograms
+                .get(i)
+                .and_then(Option::as_ref)
+                .is_none_or(|h| h.above(b.threshold_seconds) >= t.min_slow_ios)
+        })
         .collect()
 }
 
@@ -77,7 +86,8 @@ mod tests {
         let t = Thresholds::default();
         let b = baseline(&s(&v), &t).unwrap();
         assert!((b.p99_seconds - 0.002).abs() < 1e-12);
-        assert_eq!(raised(&s(&v), &b), (16..30).collect::<Vec<_>>());
+        let none = Latency::default();
+        assert_eq!(raised(&s(&v), &b, &none, &t), (16..30).collect::<Vec<_>>());
     }
 
     #[test]
@@ -86,16 +96,44 @@ mod tests {
         let v: Vec<f64> = (0..60)
             .map(|i| 0.002 * (1.0 + 0.35 * ((i * 37 % 17) as f64 / 8.0 - 1.0)))
             .collect();
-        let b = baseline(&s(&v), &Thresholds::default()).unwrap();
-        assert!(raised(&s(&v), &b).is_empty());
+        let t = Thresholds::default();
+        let b = baseline(&s(&v), &t).unwrap();
+        assert!(raised(&s(&v), &b, &Latency::default(), &t).is_empty());
     }
 
     #[test]
     fn a_rise_smaller_than_the_minimum_is_not_raised() {
         let mut v = vec![0.002; 20];
         v.extend([0.0035; 10]); // +75%, far outside a zero-spread baseline
-        let b = baseline(&s(&v), &Thresholds::default()).unwrap();
-        assert!(raised(&s(&v), &b).is_empty());
+        let t = Thresholds::default();
+        let b = baseline(&s(&v), &t).unwrap();
+        assert!(raised(&s(&v), &b, &Latency::default(), &t).is_empty());
+    }
+
+    #[test]
+    fn a_lone_straggler_is_not_a_rise() {
+        use crate::histogram::Histogram;
+        // Ten intervals of 140 IOs around 1 ms; in two of them the p99 is pushed to 4.5 ms
+        // by stragglers: two IOs in one (noise), twenty in the other (a rise).
+        let bounds = vec![0.001, 0.002, 0.004, 0.008];
+        let h = |slow: u64| {
+            Some(Histogram {
+                bounds_seconds: bounds.clone(),
+                counts: vec![140 - slow, 0, 0, slow, 0],
+            })
+        };
+        let mut histograms = vec![h(0); 10];
+        histograms[3] = h(2);
+        histograms[7] = h(20);
+        let lat = Latency {
+            histograms,
+            ..Latency::default()
+        };
+        let p99 = p99_series(&lat, 10);
+        let t = Thresholds::default();
+        let b = baseline(&p99, &t).unwrap();
+        assert!(at(&p99, 3).unwrap() > b.threshold_seconds);
+        assert_eq!(raised(&p99, &b, &lat, &t), vec![7]);
     }
 
     #[test]

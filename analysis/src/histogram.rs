@@ -54,6 +54,20 @@ impl Histogram {
         true
     }
 
+    /// How many values lie above `seconds` for certain: those in buckets whose lower bound
+    /// is at or above it (the bucket holding `seconds` is not counted).
+    pub fn above(&self, seconds: f64) -> u64 {
+        if !self.is_well_formed() {
+            return 0;
+        }
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i > 0 && self.bounds_seconds[i - 1] >= seconds)
+            .map(|(_, c)| c)
+            .sum()
+    }
+
     /// The q-quantile (0..=1), interpolated linearly inside its bucket. Values above the
     /// last bound report the last bound (a lower limit). `None` when empty or malformed.
     pub fn quantile(&self, q: f64) -> Option<f64> {

@@ -17,6 +17,9 @@ pub struct Thresholds {
     pub min_relative_rise: f64,
     /// Fewer raised intervals than this is noise: the run is judged as a whole.
     pub min_raised_intervals: usize,
+    /// A raised interval needs at least this many IOs above the threshold (where its
+    /// histogram is known).
+    pub min_slow_ios: u64,
     /// A signal rose when its mean in the raised intervals exceeds this multiple of its
     /// mean in the others.
     pub rise_factor: f64,
@@ -65,6 +68,7 @@ impl Default for Thresholds {
             mad_factor: 5.0,
             min_relative_rise: 1.0,
             min_raised_intervals: 2,
+            min_slow_ios: 3,
             rise_factor: 1.2,
             min_events: 5.0,
             inflight_at_limit: 0.9,

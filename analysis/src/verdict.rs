@@ -209,7 +209,7 @@ fn direction(run: &Run, h: &Host, d: Direction, lat: &Latency, t: &Thresholds) -
     let Some(base) = baseline(&p99, t).filter(|_| present.len() >= t.min_intervals) else {
         return insufficient(d, present.len(), n, t);
     };
-    let raised_idx = raised(&p99, &base);
+    let raised_idx = raised(&p99, &base, lat, t);
     let is_raised = raised_idx.len() >= t.min_raised_intervals;
     let others: Vec<usize> = (0..n).filter(|i| !raised_idx.contains(i)).collect();
     let parts = Parts::build_with(h, d, n, t);
