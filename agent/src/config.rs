@@ -15,11 +15,23 @@ pub struct Config {
     pub net: NetConfig,
 }
 
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct ProbesConfig {
     /// Probe names (as in `stornet_probe_up{probe}`) not to attach.
     pub disable: Vec<String>,
+    /// Keep the kernel's BPF run-time statistics on while the agent runs, for the probe run
+    /// counts and times; they cost two clock reads per run of every BPF program on the host.
+    pub run_statistics: bool,
+}
+
+impl Default for ProbesConfig {
+    fn default() -> Self {
+        ProbesConfig {
+            disable: Vec::new(),
+            run_statistics: true,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]

@@ -34,8 +34,9 @@ pub struct SelfMetrics {
 
 impl SelfMetrics {
     /// Call right after the probes are loaded, before collectors take maps out of the object.
-    pub fn new(probes: &Probes) -> SelfMetrics {
-        let stats_fd = if probes.ebpf.is_some() {
+    /// `run_statistics`: turn on the kernel's BPF run-time statistics while the agent runs.
+    pub fn new(probes: &Probes, run_statistics: bool) -> SelfMetrics {
+        let stats_fd = if probes.ebpf.is_some() && run_statistics {
             match aya::sys::enable_stats(aya::sys::Stats::RunTime) {
                 Ok(fd) => Some(fd),
                 Err(e) => {

@@ -123,3 +123,27 @@ fn service_self_metrics_match_independent_counts() {
     );
     assert!(total(&third, "stornet_agent_scrape_duration_seconds_sum") > 0.0);
 }
+
+/// With `run_statistics = false` the agent leaves the kernel's BPF statistics alone (the
+/// gauge then follows the sysctl), and the probes still count every IO.
+#[test]
+fn service_run_statistics_can_be_left_off() {
+    if !require_root("service_run_statistics_can_be_left_off") {
+        return;
+    }
+    let sysctl = std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").unwrap();
+    let agent = AgentProcess::with_config("[probes]\nrun_statistics = false\n", &[]).unwrap();
+    let disk = LoopDevice::new("nostats", 16 << 20).unwrap();
+    let labels = [("device", disk.name.as_str()), ("op", "write")];
+    let expected = if sysctl.trim() == "1" { 1.0 } else { 0.0 };
+    up_to_three_times("probes count without run statistics", || {
+        let before = agent.scrape()?;
+        direct_writes(&disk.dev, 100, 4096)?;
+        let after = agent.scrape()?;
+        let ios = sum(&after, "stornet_block_io_size_bytes_count", &labels)
+            - sum(&before, "stornet_block_io_size_bytes_count", &labels);
+        ensure!(ios == 100.0, "{ios} writes counted of 100");
+        ensure!(total(&after, "stornet_agent_bpf_stats_enabled") == expected);
+        Ok(())
+    });
+}

@@ -31,6 +31,7 @@ delete(@start[args->dev, args->sector]); }";
 enum Mode {
     None,
     Agent,
+    AgentNoStats,
     Bpftrace,
 }
 
@@ -39,6 +40,7 @@ impl Mode {
         match self {
             Mode::None => "no tracing",
             Mode::Agent => "stornet-agent",
+            Mode::AgentNoStats => "agent, no BPF stats",
             Mode::Bpftrace => "bpftrace biolatency",
         }
     }
@@ -156,12 +158,22 @@ struct Agent {
 }
 
 impl Agent {
-    fn start() -> Result<Agent> {
+    /// The agent with its default configuration, BPF run-time statistics on or off.
+    fn start(run_statistics: bool) -> Result<Agent> {
         let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse()?;
         let bin = cmd::workspace_root().join("target/release/stornet-agent");
+        let config = std::env::temp_dir().join(format!(
+            "stornet-bench-agent-{}-{run_statistics}.toml",
+            std::process::id()
+        ));
+        std::fs::write(
+            &config,
+            format!("[probes]\nrun_statistics = {run_statistics}\n"),
+        )?;
         let child = Command::new(bin)
             .arg(format!("--web.listen-address={addr}"))
+            .arg(format!("--config.file={}", config.display()))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -249,7 +261,8 @@ fn bpftrace() -> Result<Running> {
 fn measure(mode: Mode, disk: &Loop, seconds: u64) -> Result<f64> {
     let _tracer: Option<Box<dyn std::any::Any>> = match mode {
         Mode::None => None,
-        Mode::Agent => Some(Box::new(Agent::start()?)),
+        Mode::Agent => Some(Box::new(Agent::start(true)?)),
+        Mode::AgentNoStats => Some(Box::new(Agent::start(false)?)),
         Mode::Bpftrace => Some(Box::new(bpftrace()?)),
     };
     fio(&disk.dev, seconds)
@@ -356,7 +369,7 @@ fn program_costs(
 /// The agent and bpftrace once more each, with BPF run-time statistics on (they cost time
 /// themselves, so not during the IOPS rounds): time per run, and the agent's RSS.
 fn costs(disk: &Loop, seconds: u64) -> Result<()> {
-    let agent = Agent::start()?;
+    let agent = Agent::start(true)?;
     let ids = program_ids(agent.pid())?;
     program_costs("stornet-agent", &ids, disk, seconds, &|| {
         agent.reads(disk.name())
@@ -405,7 +418,7 @@ pub fn run() -> Result<()> {
         loadavg()
     );
     fio(&disk.dev, 2)?; // warm-up
-    let modes = [Mode::None, Mode::Agent, Mode::Bpftrace];
+    let modes = [Mode::None, Mode::Agent, Mode::AgentNoStats, Mode::Bpftrace];
     let mut iops: BTreeMap<Mode, Vec<f64>> = BTreeMap::new();
     for round in 0..rounds as usize {
         let mut line = format!("round {}:", round + 1);
