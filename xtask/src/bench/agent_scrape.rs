@@ -54,7 +54,12 @@ pub fn run() -> Result<()> {
     let sent = Arc::new(AtomicU64::new(0));
     workers.extend(tcp_peers(&pair, &peers, stop.clone(), sent.clone())?);
 
-    let agent = AgentProcess::start(&[])?;
+    // The peers' sockets live in namespace a: the agent reads them there, as it would a
+    // storage daemon's in a container.
+    let agent = AgentProcess::with_config(
+        &format!("[net]\nnamespaces = [\"{}\"]\n", pair.a.name),
+        &[],
+    )?;
     let result = measure(&agent, &ios, &sent);
     stop.store(true, Ordering::Relaxed);
     for w in workers {
