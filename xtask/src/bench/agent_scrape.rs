@@ -56,10 +56,8 @@ pub fn run() -> Result<()> {
 
     // The peers' sockets live in namespace a: the agent reads them there, as it would a
     // storage daemon's in a container.
-    let agent = AgentProcess::with_config(
-        &format!("[net]\nnamespaces = [\"{}\"]\n", pair.a.name),
-        &[],
-    )?;
+    let agent =
+        AgentProcess::with_config(&format!("[net]\nnamespaces = [\"{}\"]\n", pair.a.name), &[])?;
     let result = measure(&agent, &ios, &sent);
     stop.store(true, Ordering::Relaxed);
     for w in workers {
