@@ -504,6 +504,15 @@ impl Target<'_> {
         }
     }
 
+    /// This target's signals of `kinds`, in that order, each weighted as specific to the cause.
+    fn specific(&self, cx: &Context, kinds: &[SignalKind]) -> Vec<(usize, f64)> {
+        kinds
+            .iter()
+            .flat_map(|&k| self.signals(cx, k))
+            .map(|i| (i, SPECIFIC))
+            .collect()
+    }
+
     fn signals<'s>(&self, cx: &'s Context, kind: SignalKind) -> impl Iterator<Item = usize> + 's {
         let host = self.host.name.clone();
         let devices = self.devices.clone();
@@ -658,22 +667,16 @@ fn device_saturation(cx: &Context, target: &Target) -> Candidate {
     let queue_dominant = v
         .queue
         .is_some_and(|q| q > 0.0 && q >= v.service.unwrap_or(0.0) && q >= v.above.unwrap_or(0.0));
-    let mut picks: Vec<(usize, f64)> = target
-        .signals(cx, SignalKind::InflightRatio)
-        .map(|i| (i, SPECIFIC))
-        .collect();
-    picks.extend(
-        target
-            .signals(cx, SignalKind::QueueTime)
-            .map(|i| (i, SPECIFIC)),
-    );
-    if at {
-        picks.extend(
-            target
-                .signals(cx, SignalKind::AboveBlock)
-                .map(|i| (i, SPECIFIC)),
-        );
-    }
+    let kinds: &[SignalKind] = if at {
+        &[
+            SignalKind::InflightRatio,
+            SignalKind::QueueTime,
+            SignalKind::AboveBlock,
+        ]
+    } else {
+        &[SignalKind::InflightRatio, SignalKind::QueueTime]
+    };
+    let picks = target.specific(cx, kinds);
     if cx.raised() {
         let (assoc, risen) = association(cx, &picks);
         c.association = assoc;
@@ -732,22 +735,16 @@ fn slow_device(cx: &Context, target: &Target) -> Candidate {
         .unwrap_or(0.0)
         .max(if at { 0.0 } else { v.above.unwrap_or(0.0) });
     let not_queueing = slow_part > 0.0 && slow_part > v.queue.unwrap_or(0.0);
-    let mut picks: Vec<(usize, f64)> = target
-        .signals(cx, SignalKind::ServiceTime)
-        .map(|i| (i, SPECIFIC))
-        .collect();
-    picks.extend(
-        target
-            .signals(cx, SignalKind::BlockErrors)
-            .map(|i| (i, SPECIFIC)),
-    );
-    if !at {
-        picks.extend(
-            target
-                .signals(cx, SignalKind::AboveBlock)
-                .map(|i| (i, SPECIFIC)),
-        );
-    }
+    let kinds: &[SignalKind] = if at {
+        &[SignalKind::ServiceTime, SignalKind::BlockErrors]
+    } else {
+        &[
+            SignalKind::ServiceTime,
+            SignalKind::BlockErrors,
+            SignalKind::AboveBlock,
+        ]
+    };
+    let picks = target.specific(cx, kinds);
     if cx.raised() {
         let (assoc, risen) = association(cx, &picks);
         let errors = risen

@@ -115,8 +115,10 @@ impl SnapshotCollector {
 }
 
 /// A metric family and how to read its value from a link's or qdisc's statistics.
-type LinkCounter = (Family, fn(&links::LinkStats) -> u64);
-type QdiscStat = (Family, fn(&Qdisc) -> u64);
+type LinkValue = fn(&links::LinkStats) -> u64;
+type QdiscValue = fn(&Qdisc) -> u64;
+type LinkCounter = (Family, LinkValue);
+type QdiscStat = (Family, QdiscValue);
 
 struct Families {
     up: Family,
@@ -135,10 +137,91 @@ fn gauge(name: &str, help: &str) -> Family {
     Family::new(name, help, Kind::Gauge)
 }
 
+/// Interface counters: metric name, help, and where the value is in the link's statistics.
+const LINK_COUNTERS: &[(&str, &str, LinkValue)] = &[
+    (
+        "stornet_interface_receive_bytes_total",
+        "Bytes received.",
+        |s| s.rx_bytes,
+    ),
+    (
+        "stornet_interface_transmit_bytes_total",
+        "Bytes sent.",
+        |s| s.tx_bytes,
+    ),
+    (
+        "stornet_interface_receive_packets_total",
+        "Packets received.",
+        |s| s.rx_packets,
+    ),
+    (
+        "stornet_interface_transmit_packets_total",
+        "Packets sent.",
+        |s| s.tx_packets,
+    ),
+    (
+        "stornet_interface_receive_errors_total",
+        "Receive errors the driver counted.",
+        |s| s.rx_errors,
+    ),
+    (
+        "stornet_interface_transmit_errors_total",
+        "Transmit errors the driver counted.",
+        |s| s.tx_errors,
+    ),
+    (
+        "stornet_interface_receive_dropped_total",
+        "Received packets dropped by the interface (e.g. larger than its MTU).",
+        |s| s.rx_dropped,
+    ),
+    (
+        "stornet_interface_transmit_dropped_total",
+        "Packets dropped on the way out of the interface.",
+        |s| s.tx_dropped,
+    ),
+    (
+        "stornet_interface_receive_missed_total",
+        "Packets lost because the NIC's receive ring was full.",
+        |s| s.rx_missed,
+    ),
+];
+
+/// qdisc statistics: kind, metric name, help, and where the value is.
+const QDISC_STATS: &[(Kind, &str, &str, QdiscValue)] = &[
+    (
+        Kind::Counter,
+        "stornet_qdisc_drops_total",
+        "Packets the qdisc dropped (tc -s qdisc: dropped).",
+        |q| q.drops,
+    ),
+    (
+        Kind::Counter,
+        "stornet_qdisc_overlimits_total",
+        "Times the qdisc held packets back over its rate or limit (overlimits).",
+        |q| q.overlimits,
+    ),
+    (
+        Kind::Counter,
+        "stornet_qdisc_requeues_total",
+        "Packets the qdisc had to queue again (requeues).",
+        |q| q.requeues,
+    ),
+    (
+        Kind::Gauge,
+        "stornet_qdisc_backlog_bytes",
+        "Bytes queued in the qdisc at scrape time.",
+        |q| q.backlog_bytes,
+    ),
+    (
+        Kind::Gauge,
+        "stornet_qdisc_backlog_packets",
+        "Packets queued in the qdisc at scrape time.",
+        |q| q.backlog_packets,
+    ),
+];
+
 impl Families {
     fn new() -> Families {
-        type S = links::LinkStats;
-        type Q = Qdisc;
         Families {
             up: gauge(
                 "stornet_net_namespace_up",
@@ -149,104 +232,19 @@ impl Families {
                 "stornet_interface_speed_bytes_per_second",
                 "Link speed the driver reports (ethtool), bytes per second.",
             ),
-            counters: vec![
-                (
-                    counter("stornet_interface_receive_bytes_total", "Bytes received."),
-                    |s: &S| s.rx_bytes,
-                ),
-                (
-                    counter("stornet_interface_transmit_bytes_total", "Bytes sent."),
-                    |s: &S| s.tx_bytes,
-                ),
-                (
-                    counter(
-                        "stornet_interface_receive_packets_total",
-                        "Packets received.",
-                    ),
-                    |s: &S| s.rx_packets,
-                ),
-                (
-                    counter("stornet_interface_transmit_packets_total", "Packets sent."),
-                    |s: &S| s.tx_packets,
-                ),
-                (
-                    counter(
-                        "stornet_interface_receive_errors_total",
-                        "Receive errors the driver counted.",
-                    ),
-                    |s: &S| s.rx_errors,
-                ),
-                (
-                    counter(
-                        "stornet_interface_transmit_errors_total",
-                        "Transmit errors the driver counted.",
-                    ),
-                    |s: &S| s.tx_errors,
-                ),
-                (
-                    counter(
-                        "stornet_interface_receive_dropped_total",
-                        "Received packets dropped by the interface (e.g. larger than its MTU).",
-                    ),
-                    |s: &S| s.rx_dropped,
-                ),
-                (
-                    counter(
-                        "stornet_interface_transmit_dropped_total",
-                        "Packets dropped on the way out of the interface.",
-                    ),
-                    |s: &S| s.tx_dropped,
-                ),
-                (
-                    counter(
-                        "stornet_interface_receive_missed_total",
-                        "Packets lost because the NIC's receive ring was full.",
-                    ),
-                    |s: &S| s.rx_missed,
-                ),
-            ],
+            counters: LINK_COUNTERS
+                .iter()
+                .map(|&(name, help, value)| (counter(name, help), value))
+                .collect(),
             pause: counter(
                 "stornet_interface_pause_frames_total",
                 "Pause (flow control) frame counters of the driver's statistics (ethtool -S), \
                  by the driver's counter name.",
             ),
-            qdisc: vec![
-                (
-                    counter(
-                        "stornet_qdisc_drops_total",
-                        "Packets the qdisc dropped (tc -s qdisc: dropped).",
-                    ),
-                    |q: &Q| q.drops,
-                ),
-                (
-                    counter(
-                        "stornet_qdisc_overlimits_total",
-                        "Times the qdisc held packets back over its rate or limit (overlimits).",
-                    ),
-                    |q: &Q| q.overlimits,
-                ),
-                (
-                    counter(
-                        "stornet_qdisc_requeues_total",
-                        "Packets the qdisc had to queue again (requeues).",
-                    ),
-                    |q: &Q| q.requeues,
-                ),
-                (
-                    gauge(
-                        "stornet_qdisc_backlog_bytes",
-                        "Bytes queued in the qdisc at scrape time.",
-                    ),
-                    |q: &Q| q.backlog_bytes,
-                ),
-                (
-                    gauge(
-                        "stornet_qdisc_backlog_packets",
-                        "Packets queued in the qdisc at scrape time.",
-                    ),
-                    |q: &Q| q.backlog_packets,
-                ),
-            ],
+            qdisc: QDISC_STATS
+                .iter()
+                .map(|&(kind, name, help, value)| (Family::new(name, help, kind), value))
+                .collect(),
         }
     }
 
