@@ -127,17 +127,20 @@ impl SelfMetrics {
                 let Some(program) = ebpf.program(spec.program) else {
                     continue;
                 };
-                if let Ok(info) = program.info() {
-                    runs.scalar(&[("probe", spec.name)], info.run_count() as f64);
-                    time.scalar(&[("probe", spec.name)], info.run_time().as_secs_f64());
-                }
-                // Counted by the kernel whether or not statistics are on.
-                match program.fd().map(|fd| recursion_misses(fd.as_fd())) {
-                    Ok(Ok(n)) => {
-                        misses.scalar(&[("probe", spec.name)], n as f64);
+                // One read of the kernel's program info gives all three.
+                let info = program
+                    .fd()
+                    .map_err(anyhow::Error::from)
+                    .and_then(|fd| prog_info(fd.as_fd()));
+                match info {
+                    Ok(info) => {
+                        let l = [("probe", spec.name)];
+                        runs.scalar(&l, info.run_cnt as f64);
+                        time.scalar(&l, info.run_time_ns as f64 / 1e9);
+                        // Counted by the kernel whether or not statistics are on.
+                        misses.scalar(&l, info.recursion_misses as f64);
                     }
-                    Ok(Err(e)) => debug!(probe = spec.name, error = %e, "reading misses failed"),
-                    Err(e) => debug!(probe = spec.name, error = %e, "no program fd"),
+                    Err(e) => debug!(probe = spec.name, error = %e, "reading program info failed"),
                 }
             }
         }
@@ -215,9 +218,10 @@ struct InfoByFdAttr {
 
 const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
 
-/// The program's recursion misses (`bpf_prog_info.recursion_misses`, Linux ≥ 5.12): runs the
-/// kernel skipped because the program was already active on that CPU.
-fn recursion_misses(fd: BorrowedFd<'_>) -> Result<u64> {
+/// The kernel's `bpf_prog_info` of a program: run count and time (while statistics are on)
+/// and recursion misses (Linux ≥ 5.12: runs skipped because the program was already active
+/// on that CPU), which aya's `ProgramInfo` does not expose.
+fn prog_info(fd: BorrowedFd<'_>) -> Result<aya_obj::generated::bpf_prog_info> {
     // SAFETY: bpf_prog_info is plain old data; all-zero is a valid value.
     let mut info: aya_obj::generated::bpf_prog_info = unsafe { std::mem::zeroed() };
     let attr = InfoByFdAttr {
@@ -238,7 +242,7 @@ fn recursion_misses(fd: BorrowedFd<'_>) -> Result<u64> {
     if r < 0 {
         return Err(std::io::Error::last_os_error()).context("BPF_OBJ_GET_INFO_BY_FD");
     }
-    Ok(info.recursion_misses)
+    Ok(info)
 }
 
 /// Counts a hash map's keys by walking them with `BPF_MAP_GET_NEXT_KEY`. A walk that races

@@ -277,23 +277,10 @@ fn timeline_chart(run: &Run, raised: Option<&Vec<usize>>) -> Chart {
         .filter(|l| l.0 || !any_nonzero)
         .map(|(_, label, s)| Line::new(label, colors.next().unwrap_or("#333"), line(run, &s)))
         .collect();
-    let shade = raised
-        .map(|r| {
-            let x = xs(run);
-            r.iter()
-                .filter_map(|&i| Some((*x.get(i)?, x.get(i)? + run.interval_seconds)))
-                .collect()
-        })
-        .unwrap_or_default();
-    Chart {
-        width: 1260.0,
-        x_label: "seconds since the start".into(),
-        x_scale: Scale::Linear,
-        x_unit: Unit::Plain,
-        x_ticks: None,
-        shade,
-        shade_label: "raised intervals".into(),
-        panels: vec![
+    timeline(
+        run,
+        raised.map_or(&[], Vec::as_slice),
+        vec![
             Panel {
                 title: "latency per interval (p99 solid, p50 dashed)".into(),
                 height: 260.0,
@@ -309,7 +296,7 @@ fn timeline_chart(run: &Run, raised: Option<&Vec<usize>>) -> Chart {
                 lines: net,
             },
         ],
-    }
+    )
 }
 
 fn breakdown_chart(run: &Run, h: &Host, d: Direction, raised: &[usize]) -> Chart {
@@ -353,6 +340,21 @@ fn breakdown_chart(run: &Run, h: &Host, d: Direction, raised: &[usize]) -> Chart
             );
         }
     }
+    timeline(
+        run,
+        raised,
+        vec![Panel {
+            title: "mean time per IO in each part".into(),
+            height: 240.0,
+            scale: Scale::Log,
+            unit: Unit::Seconds,
+            lines,
+        }],
+    )
+}
+
+/// A chart over the run's seconds, the `raised` intervals shaded.
+fn timeline(run: &Run, raised: &[usize], panels: Vec<Panel>) -> Chart {
     let x = xs(run);
     Chart {
         width: 1260.0,
@@ -365,13 +367,7 @@ fn breakdown_chart(run: &Run, h: &Host, d: Direction, raised: &[usize]) -> Chart
             .filter_map(|&i| Some((*x.get(i)?, x.get(i)? + run.interval_seconds)))
             .collect(),
         shade_label: "raised intervals".into(),
-        panels: vec![Panel {
-            title: "mean time per IO in each part".into(),
-            height: 240.0,
-            scale: Scale::Log,
-            unit: Unit::Seconds,
-            lines,
-        }],
+        panels,
     }
 }
 
