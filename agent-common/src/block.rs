@@ -30,14 +30,16 @@ pub struct BlockLayout {
     pub rq_mq_hctx: u32,
     /// `struct blk_mq_hw_ctx`: `queue_num`.
     pub hctx_queue_num: u32,
-    /// `struct request_queue`: `disk`, `id`, `queue_flags`.
-    pub q_disk: u32,
+    /// `struct request_queue`: `id`, `queue_flags`.
     pub q_id: u32,
     pub q_queue_flags: u32,
-    /// `struct gendisk`: `part0`.
-    pub disk_part0: u32,
-    /// `struct block_device`: `bd_dev`.
-    pub bdev_dev: u32,
+    /// Where the request's disk pointer lies: `request_queue.disk` (`disk_in_rq` 0), or
+    /// `request.rq_disk` on kernels whose queue has no disk pointer (`disk_in_rq` 1).
+    pub disk: u32,
+    pub disk_in_rq: u32,
+    /// `struct gendisk`: `major` and `first_minor`, the whole disk's `dev_t`.
+    pub disk_major: u32,
+    pub disk_first_minor: u32,
     /// `cmd_flags & op_mask` is the `enum req_op` value.
     pub op_mask: u32,
     /// `enum req_op` values of read, write, flush, discard and the two passthrough ops.
@@ -50,13 +52,16 @@ pub struct BlockLayout {
     /// Bit number of `QUEUE_FLAG_STATS` in `queue_flags`: set when the kernel stamps
     /// `io_start_time_ns` at dispatch.
     pub queue_flag_stats: u32,
+    /// Non-zero where `block_rq_complete` passes a negative errno (`int error`, before
+    /// `blk_status_t`); the probe then records `ERRNO_STATUS | errno`.
+    pub error_is_errno: u32,
     /// `enum mq_rq_state` value `MQ_RQ_IDLE`: a request in this state was never dispatched
     /// (or was requeued).
     pub mq_rq_idle: u32,
     /// Non-zero once user space has filled the layout; the probes do nothing before that.
     pub ready: u32,
 }
-assert_size!(BlockLayout, 96);
+assert_size!(BlockLayout, 104);
 
 /// Map key: a device (kernel `dev_t` of the whole disk, `MAJOR << 20 | MINOR`) and an op.
 #[repr(C)]
@@ -162,6 +167,10 @@ pub type MarkWords = [u64; MARK_TAGS as usize / 64];
 pub const MARK_QUEUES: u32 = 256;
 pub const MARK_HCTX: u32 = 64;
 pub const MARK_TAGS: u32 = 1024;
+
+/// Set in `ErrorKey::status` when the value is a kernel errno rather than a `blk_status_t`
+/// (kernels whose `block_rq_complete` passes `int error`).
+pub const ERRNO_STATUS: u32 = 1 << 31;
 
 /// Key of the error counters: a device, an op and the kernel's `blk_status_t`.
 #[repr(C)]

@@ -3,8 +3,6 @@
 
 use crate::{assert_size, user_pod};
 
-/// An argument index that the running kernel's tracepoint does not have.
-pub const ARG_NONE: u32 = u32::MAX;
 /// An offset the running kernel does not have (e.g. IPv6 addresses without CONFIG_IPV6).
 pub const OFFSET_NONE: u32 = u32::MAX;
 
@@ -15,8 +13,27 @@ pub const READY_DROP: u32 = 1 << 2;
 pub const READY_SOCK_EXCEED: u32 = 1 << 3;
 pub const READY_SOCK_RCVQUEUE: u32 = 1 << 4;
 
-/// Kernel struct offsets and tracepoint argument positions the network probes need. User
-/// space fills this from the running kernel's BTF and passes it as a load-time global.
+/// Tracepoint argument positions, the same on every kernel since 5.4 (user space checks each
+/// one's type in kernel BTF): `tcp_retransmit_skb(sk, skb[, err])`,
+/// `tcp_retransmit_synack(sk, req)`, `kfree_skb(skb, location[, reason[, rx_sk]])`,
+/// `sock_exceed_buf_limit(sk, prot, allocated, kind)`. The programs read them as typed
+/// arguments at constant positions, so they need no helper to read kernel memory (which
+/// `lockdown=confidentiality` forbids).
+pub const RT_SK_ARG: usize = 0;
+pub const RT_SKB_ARG: usize = 1;
+pub const RT_ERR_ARG: usize = 2;
+pub const SYNACK_REQ_ARG: usize = 1;
+pub const DROP_LOCATION_ARG: usize = 1;
+pub const DROP_REASON_ARG: usize = 2;
+pub const EXCEED_KIND_ARG: usize = 3;
+
+/// The reason value counted for every drop on kernels whose `kfree_skb` carries no reason
+/// (before 5.17); user space names it `not_specified`.
+pub const REASON_NONE_SLOT: u32 = 2;
+
+/// Kernel struct offsets and what the running kernel's tracepoints pass, for the network
+/// probes. User space fills this from the running kernel's BTF and passes it as a load-time
+/// global.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NetLayout {
@@ -30,24 +47,18 @@ pub struct NetLayout {
     pub sk_v6_daddr: u32,
     /// `sk_buff.cb` + `tcp_skb_cb.tcp_gso_segs`: segments in a TCP skb.
     pub skb_gso_segs: u32,
-    /// `tcp_retransmit_skb(sk, skb[, err])`: argument positions; err is ARG_NONE on kernels
-    /// whose tracepoint fires only for successful retransmits.
-    pub rt_sk_arg: u32,
-    pub rt_skb_arg: u32,
-    pub rt_err_arg: u32,
-    /// `tcp_retransmit_synack(sk, req)`: the request socket, whose peer is the client.
-    pub synack_req_arg: u32,
-    /// `kfree_skb(skb, location, reason[, rx_sk])`.
-    pub drop_reason_arg: u32,
-    pub drop_location_arg: u32,
-    /// The value of `SKB_DROP_REASON_NOT_SPECIFIED` on this kernel.
+    /// Non-zero where `tcp_retransmit_skb` passes `err` (newer kernels fire it also for
+    /// failed retransmits).
+    pub rt_has_err: u32,
+    /// Non-zero where `kfree_skb` passes the drop reason (5.17 and later).
+    pub drop_has_reason: u32,
+    /// The value of `SKB_DROP_REASON_NOT_SPECIFIED` on this kernel (`REASON_NONE_SLOT`
+    /// where drops carry no reason).
     pub reason_not_specified: u32,
-    /// `sock_exceed_buf_limit(sk, prot, allocated, kind)`: position of `kind`.
-    pub exceed_kind_arg: u32,
     /// READY_* bits; a probe does nothing until its bit is set.
     pub ready: u32,
 }
-assert_size!(NetLayout, 60);
+assert_size!(NetLayout, 40);
 
 impl NetLayout {
     /// Nothing resolved: every probe stays idle.
@@ -58,14 +69,9 @@ impl NetLayout {
         sk_daddr: OFFSET_NONE,
         sk_v6_daddr: OFFSET_NONE,
         skb_gso_segs: OFFSET_NONE,
-        rt_sk_arg: ARG_NONE,
-        rt_skb_arg: ARG_NONE,
-        rt_err_arg: ARG_NONE,
-        synack_req_arg: ARG_NONE,
-        drop_reason_arg: ARG_NONE,
-        drop_location_arg: ARG_NONE,
+        rt_has_err: 0,
+        drop_has_reason: 0,
         reason_not_specified: u32::MAX,
-        exceed_kind_arg: ARG_NONE,
         ready: 0,
     };
 }

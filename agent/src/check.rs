@@ -123,10 +123,8 @@ pub fn table(rows: &[Row]) -> String {
 }
 
 fn kernel() -> Row {
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default();
-    match kernel_version(&release) {
+    let release = crate::kernel::release();
+    match crate::kernel::parse_version(&release) {
         Some(v) if v >= (5, 15) => row("kernel", Status::Ok, release),
         Some(_) => row(
             "kernel",
@@ -139,12 +137,6 @@ fn kernel() -> Row {
             format!("unknown version {release:?}"),
         ),
     }
-}
-
-/// (major, minor) of a kernel release string such as `6.1.0-18-amd64`.
-pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
-    let mut it = release.split(|c: char| !c.is_ascii_digit());
-    Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
 }
 
 fn btf() -> Row {
@@ -231,13 +223,6 @@ pub fn parse_cap_eff(status: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn kernel_versions() {
-        assert_eq!(kernel_version("6.18.44-fc-v595"), Some((6, 18)));
-        assert_eq!(kernel_version("5.15.0-91-generic"), Some((5, 15)));
-        assert_eq!(kernel_version("x"), None);
-    }
 
     #[test]
     fn capabilities_from_proc_status() {

@@ -4,7 +4,7 @@
 use anyhow::{Context, Result};
 use aya::programs::{BtfTracePoint, RawTracePoint, TracePoint};
 use aya::{Btf as AyaBtf, Ebpf, EbpfLoader};
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::btf::Btf;
 use crate::model::{Collector, Family, Kind};
@@ -98,7 +98,7 @@ pub struct Globals {
 impl Globals {
     pub fn resolve(btf: &Result<Btf>) -> Globals {
         let block = match btf {
-            Ok(btf) => crate::block::layout(btf),
+            Ok(btf) => crate::block::layout(btf, crate::kernel::version()),
             Err(e) => Err(anyhow::anyhow!("{e:#}")),
         };
         Globals {
@@ -161,11 +161,16 @@ impl Probes {
                     }
                 }
                 Err(e) => {
-                    warn!(probe = spec.name, reason = %format!("{e:#}"), "probe down");
+                    let full = format!("{e:#}");
+                    let reason = concise(&full);
+                    warn!(probe = spec.name, %reason, "probe down");
+                    if reason != full {
+                        debug!(probe = spec.name, error = %full, "probe down: the whole error");
+                    }
                     ProbeStatus {
                         name: spec.name.into(),
                         up: false,
-                        detail: format!("{e:#}"),
+                        detail: reason,
                     }
                 }
             };
@@ -219,6 +224,27 @@ impl Probes {
     }
 }
 
+/// A reason short enough for a log line and a table cell: a verifier log is cut to its error
+/// line (the whole error goes to the debug log).
+pub fn concise(full: &str) -> String {
+    let Some((head, log)) = full.split_once("Verifier output:") else {
+        return full.to_string();
+    };
+    let noise = |l: &str| {
+        l.is_empty()
+            || l.starts_with(':')
+            || ["verification time", "stack depth", "processed "]
+                .iter()
+                .any(|p| l.starts_with(p))
+    };
+    let error = log
+        .lines()
+        .map(str::trim)
+        .rfind(|l| !noise(l))
+        .unwrap_or("(no log)");
+    format!("{} verifier: {error}", head.trim_end())
+}
+
 fn load_object(globals: &Globals) -> Result<Ebpf> {
     let mut loader = EbpfLoader::new();
     // Probes whose layout did not resolve keep `ready == 0` and do nothing if run.
@@ -243,5 +269,25 @@ impl Collector for StatusCollector {
         }
         out.push(f);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_verifier_log_is_cut_to_its_error() {
+        let full = "loading tp_btf/block_rq_complete: the BPF_PROG_LOAD syscall returned \
+                    Permission denied (os error 13). Verifier output: arg#0 type is not a \
+                    struct\n0: (18) r3 = 0x1\n201: (79) r3 = *(u64 *)(r10 -120)\ninvalid read \
+                    from stack R10 off=-120 size=8\nverification time 49849 usec\nstack depth \
+                    120\nprocessed 1284 insns\n: Permission denied (os error 13)";
+        assert_eq!(
+            concise(full),
+            "loading tp_btf/block_rq_complete: the BPF_PROG_LOAD syscall returned Permission \
+             denied (os error 13). verifier: invalid read from stack R10 off=-120 size=8"
+        );
+        assert_eq!(concise("no such hook"), "no such hook");
     }
 }

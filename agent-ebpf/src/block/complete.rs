@@ -2,15 +2,16 @@
 //! driver completed `nr_bytes` of a request.
 
 use agent_common::block::{
-    DevOp, ErrorKey, OP_READ, OP_WRITE, STAMP_KERNEL, STAMP_PROBE, UNREC_NO_DISPATCH_STAMP,
-    UNREC_NO_START_STAMP,
+    DevOp, ERRNO_STATUS, ErrorKey, OP_READ, OP_WRITE, STAMP_KERNEL, STAMP_PROBE,
+    UNREC_NO_DISPATCH_STAMP, UNREC_NO_START_STAMP,
 };
 use agent_common::hist::{latency_slot, size_slot};
 use aya_ebpf::helpers::bpf_ktime_get_ns;
 use aya_ebpf::programs::BtfTracePointContext;
 
 use super::{
-    Request, control, count, count_error, kernel_path, lay, leave, load, ready, stamps, stats,
+    Request, control, count, count_error, kernel_path, lay, leave_request, load, ready, stamps,
+    stats,
 };
 
 pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
@@ -18,7 +19,16 @@ pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
         return Ok(());
     }
     let rq: *const u8 = ctx.arg(0);
-    let status = ctx.arg::<u64>(1) as u8;
+    // `blk_status_t` (a u8), or a negative errno on kernels that pass `int error`.
+    let raw = ctx.arg::<u64>(1);
+    let status = if lay!(error_is_errno) != 0 {
+        match (raw as i32).unsigned_abs() {
+            0 => 0,
+            errno => ERRNO_STATUS | errno,
+        }
+    } else {
+        raw as u8 as u32
+    };
     let nr_bytes: u32 = ctx.arg(2);
     // A partial completion: the request goes on; it is counted when its last part completes.
     let remaining: u32 = load(rq, lay!(rq_data_len));
@@ -53,15 +63,13 @@ pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
             None => (0, STAMP_PROBE),
         }
     };
-    if let (Some(mark), Some(slot)) = (req.mark(), req.queue_slot()) {
-        leave(&mark, slot);
-    }
+    leave_request(&req);
     let dev = req.dev();
     if status != 0 && dev != 0 {
         count_error(&ErrorKey {
             dev,
             op: req.op,
-            status: status as u32,
+            status,
             _pad: 0,
         });
     }

@@ -21,7 +21,13 @@ pub fn try_issue(ctx: &BtfTracePointContext) -> Result<(), i32> {
             count(UNREC_STAMPS_FULL);
         }
     }
-    let (Some(mark), Some(slot)) = (req.mark(), req.queue_slot()) else {
+    // One at a time: a tuple of both would make the compiler read an unset stack slot on
+    // the path where the first is None, which verifiers before 5.11 refuse.
+    let Some(slot) = req.queue_slot() else {
+        count(UNREC_UNTRACKED);
+        return Ok(());
+    };
+    let Some(mark) = req.mark() else {
         count(UNREC_UNTRACKED);
         return Ok(());
     };

@@ -80,15 +80,7 @@ macro_rules! lay {
 }
 pub(crate) use lay;
 
-/// Loads a `T` at `base + off` straight from kernel memory. `base` is a typed (BTF) pointer:
-/// the tracepoint's request or a pointer read from it, so the verifier checks the access
-/// against the kernel's own types, and the JIT turns a fault into a zero read. This is much
-/// cheaper than a `bpf_probe_read_kernel` call per field.
-#[inline(always)]
-pub fn load<T: Copy>(base: *const u8, off: u32) -> T {
-    // SAFETY: see above; the access is checked by the verifier and guarded by the JIT.
-    unsafe { core::ptr::read_volatile(base.wrapping_add(off as usize) as *const T) }
-}
+pub use crate::read::field as load;
 
 pub fn ready() -> bool {
     lay!(ready) != 0
@@ -135,12 +127,19 @@ impl Request {
         }
     }
 
-    /// `dev_t` of the whole disk (partitions count towards their disk).
+    /// `dev_t` of the whole disk (partitions count towards their disk), from the disk's own
+    /// major and first minor, which every kernel keeps in the same form.
     #[inline(always)]
     pub fn dev(&self) -> u32 {
-        let disk: *const u8 = load(self.q, lay!(q_disk));
-        let part0: *const u8 = load(disk, lay!(disk_part0));
-        load(part0, lay!(bdev_dev))
+        // The verifier sees `disk_in_rq` as a constant and drops the other branch.
+        let disk: *const u8 = if lay!(disk_in_rq) != 0 {
+            load(self.rq, lay!(disk))
+        } else {
+            load(self.q, lay!(disk))
+        };
+        let major: i32 = load(disk, lay!(disk_major));
+        let minor: i32 = load(disk, lay!(disk_first_minor));
+        ((major as u32) << 20) | (minor as u32 & ((1 << 20) - 1))
     }
 
     #[inline(always)]
@@ -246,6 +245,17 @@ pub fn leave(mark: &Mark, slot: *mut QueueSlot) {
             atomic_add(mark.word, mark.bit.wrapping_neg());
             atomic_add(&raw mut (*slot).inflight, -1);
         }
+    }
+}
+
+/// Counts a completed or requeued request out of its queue, if it is tracked. (The checks
+/// are nested rather than a tuple of both: see `issue::try_issue`.)
+#[inline(always)]
+pub fn leave_request(req: &Request) {
+    if let Some(slot) = req.queue_slot()
+        && let Some(mark) = req.mark()
+    {
+        leave(&mark, slot);
     }
 }
 

@@ -2,8 +2,8 @@
 //! drops that carry no reason (`not_specified`).
 
 use agent_common::net::{
-    COUNTER_UNSPECIFIED_OVERFLOW, DROP_REASON_SLOTS, DROP_REASON_SUBSYSTEM_SLOT,
-    MAX_DROP_LOCATIONS, READY_DROP,
+    COUNTER_UNSPECIFIED_OVERFLOW, DROP_LOCATION_ARG, DROP_REASON_ARG, DROP_REASON_SLOTS,
+    DROP_REASON_SUBSYSTEM_SLOT, MAX_DROP_LOCATIONS, READY_DROP,
 };
 use aya_ebpf::{
     bindings::{BPF_F_NO_PREALLOC, BPF_NOEXIST},
@@ -12,7 +12,7 @@ use aya_ebpf::{
     programs::BtfTracePointContext,
 };
 
-use super::{arg, count, layout, ready};
+use super::{count, layout, ready};
 
 /// Drops per `enum skb_drop_reason` value.
 #[map]
@@ -46,19 +46,24 @@ fn add_location(location: u64) {
     }
 }
 
-/// `kfree_skb(skb, location, reason[, rx_sk])`.
+/// `kfree_skb(skb, location[, reason[, rx_sk]])`: kernels before 5.17 pass no reason, and
+/// every drop counts as not specified (with its location).
 pub fn try_kfree_skb(ctx: &BtfTracePointContext) -> Result<(), i32> {
     if !ready(READY_DROP) {
         return Ok(());
     }
-    let reason = arg(ctx, layout!(drop_reason_arg)) as u32;
+    let reason = if layout!(drop_has_reason) != 0 {
+        ctx.arg::<u64>(DROP_REASON_ARG) as u32
+    } else {
+        layout!(reason_not_specified)
+    };
     let slot = reason.min(DROP_REASON_SUBSYSTEM_SLOT);
     if let Some(p) = NET_DROP_REASONS.get_ptr_mut(slot) {
         // SAFETY: per-CPU value, only this CPU writes it.
         unsafe { *p += 1 };
     }
     if reason == layout!(reason_not_specified) {
-        add_location(arg(ctx, layout!(drop_location_arg)));
+        add_location(ctx.arg::<u64>(DROP_LOCATION_ARG));
     }
     Ok(())
 }

@@ -3,18 +3,18 @@
 
 use agent_common::net::{
     COUNTER_EXCEED_OTHER, COUNTER_EXCEED_RECV, COUNTER_EXCEED_SEND, COUNTER_RCVQUEUE_FULL,
-    READY_SOCK_EXCEED, READY_SOCK_RCVQUEUE, SK_MEM_RECV, SK_MEM_SEND,
+    EXCEED_KIND_ARG, READY_SOCK_EXCEED, READY_SOCK_RCVQUEUE, SK_MEM_RECV, SK_MEM_SEND,
 };
 use aya_ebpf::programs::BtfTracePointContext;
 
-use super::{arg, count, layout, ready};
+use super::{count, ready};
 
 /// `sock_exceed_buf_limit(sk, prot, allocated, kind)`.
 pub fn try_exceed_buf_limit(ctx: &BtfTracePointContext) -> Result<(), i32> {
     if !ready(READY_SOCK_EXCEED) {
         return Ok(());
     }
-    let slot = match arg(ctx, layout!(exceed_kind_arg)) as u32 {
+    let slot = match ctx.arg::<u64>(EXCEED_KIND_ARG) as u32 {
         SK_MEM_SEND => COUNTER_EXCEED_SEND,
         SK_MEM_RECV => COUNTER_EXCEED_RECV,
         _ => COUNTER_EXCEED_OTHER,

@@ -2,8 +2,8 @@
 //! together what the kernel counts as `RetransSegs` in /proc/net/snmp, in every namespace.
 
 use agent_common::net::{
-    AF_INET, AF_INET6, ARG_NONE, COUNTER_RETRANS_OVERFLOW, MAX_PEER_ENTRIES, OFFSET_NONE, PeerKey,
-    READY_RETRANSMIT, READY_RETRANSMIT_SYNACK,
+    AF_INET, AF_INET6, COUNTER_RETRANS_OVERFLOW, MAX_PEER_ENTRIES, OFFSET_NONE, PeerKey,
+    READY_RETRANSMIT, READY_RETRANSMIT_SYNACK, RT_ERR_ARG, RT_SK_ARG, RT_SKB_ARG, SYNACK_REQ_ARG,
 };
 use aya_ebpf::{
     bindings::{BPF_F_NO_PREALLOC, BPF_NOEXIST},
@@ -12,8 +12,8 @@ use aya_ebpf::{
     programs::BtfTracePointContext,
 };
 
-use super::{arg, count, layout, ready};
-use crate::read;
+use super::{count, layout, ready};
+use crate::read::field;
 
 /// Retransmitted segments per peer and CPU. Entries are allocated when first used
 /// (`BPF_F_NO_PREALLOC`), so the worst-case size costs nothing on hosts with many CPUs.
@@ -21,25 +21,29 @@ use crate::read;
 static NET_RETRANSMITS: PerCpuHashMap<PeerKey, u64> =
     PerCpuHashMap::with_max_entries(MAX_PEER_ENTRIES, BPF_F_NO_PREALLOC);
 
-/// The remote address of a socket whose `struct sock_common` is at `common`.
+/// The remote address of a socket whose `struct sock_common` is at `common` (inside a typed
+/// pointer).
 #[inline(always)]
-fn peer(common: *const u8) -> Result<PeerKey, i32> {
-    let family: u16 = read::at(common, layout!(sk_family))?;
+fn peer(common: *const u8) -> PeerKey {
+    let family: u16 = field(common, layout!(sk_family));
     let mut key = PeerKey {
         family,
         _pad: 0,
         addr: [0; 16],
     };
     if family == AF_INET {
-        let a: [u8; 4] = read::at(common, layout!(sk_daddr))?;
-        key.addr[..4].copy_from_slice(&a);
+        let a: u32 = field(common, layout!(sk_daddr));
+        key.addr[..4].copy_from_slice(&a.to_ne_bytes());
     } else if family == AF_INET6 {
         let off = layout!(sk_v6_daddr);
         if off != OFFSET_NONE {
-            key.addr = read::at(common, off)?;
+            let hi: u64 = field(common, off);
+            let lo: u64 = field(common, off + 8);
+            key.addr[..8].copy_from_slice(&hi.to_ne_bytes());
+            key.addr[8..].copy_from_slice(&lo.to_ne_bytes());
         }
     }
-    Ok(key)
+    key
 }
 
 #[inline(always)]
@@ -69,14 +73,13 @@ pub fn try_retransmit(ctx: &BtfTracePointContext) -> Result<(), i32> {
     if !ready(READY_RETRANSMIT) {
         return Ok(());
     }
-    let err_arg = layout!(rt_err_arg);
-    if err_arg != ARG_NONE && (arg(ctx, err_arg) as i32) < 0 {
+    if layout!(rt_has_err) != 0 && (ctx.arg::<u64>(RT_ERR_ARG) as i32) < 0 {
         return Ok(());
     }
-    let sk = arg(ctx, layout!(rt_sk_arg)) as *const u8;
-    let skb = arg(ctx, layout!(rt_skb_arg)) as *const u8;
-    let segs: u16 = read::at(skb, layout!(skb_gso_segs))?;
-    let key = peer(sk.wrapping_add(layout!(sock_common) as usize))?;
+    let sk: *const u8 = ctx.arg(RT_SK_ARG);
+    let skb: *const u8 = ctx.arg(RT_SKB_ARG);
+    let segs: u16 = field(skb, layout!(skb_gso_segs));
+    let key = peer(sk.wrapping_add(layout!(sock_common) as usize));
     add(&key, segs.max(1) as u64);
     Ok(())
 }
@@ -86,8 +89,8 @@ pub fn try_retransmit_synack(ctx: &BtfTracePointContext) -> Result<(), i32> {
     if !ready(READY_RETRANSMIT_SYNACK) {
         return Ok(());
     }
-    let req = arg(ctx, layout!(synack_req_arg)) as *const u8;
-    let key = peer(req.wrapping_add(layout!(req_common) as usize))?;
+    let req: *const u8 = ctx.arg(SYNACK_REQ_ARG);
+    let key = peer(req.wrapping_add(layout!(req_common) as usize));
     add(&key, 1);
     Ok(())
 }

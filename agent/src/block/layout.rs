@@ -1,25 +1,103 @@
 //! The request layout the block probes read, resolved from the running kernel's BTF.
+//!
+//! Everything comes from BTF except the one fact older kernels keep only in a preprocessor
+//! macro: the bit of `QUEUE_FLAG_STATS`. Its value is in [`MACROS`], by kernel version.
 
 use agent_common::block::BlockLayout;
-use anyhow::{Result, ensure};
+use anyhow::{Context, Result, bail, ensure};
 
-use crate::btf::Btf;
+use crate::btf::{ArgType, Btf};
+
+/// A kernel macro that BTF cannot carry, with the value it has on a range of kernel versions
+/// (inclusive). Kernels after the range define it as an enumerator, which BTF carries.
+pub struct MacroValue {
+    pub name: &'static str,
+    pub first: (u32, u32),
+    pub last: (u32, u32),
+    pub value: i64,
+}
+
+/// `QUEUE_FLAG_STATS` was `#define QUEUE_FLAG_STATS 20` in include/linux/blkdev.h until the
+/// queue flags became an enum in 6.11 (renumbered; 7 there). Checked on 5.10 and 6.1 by the
+/// `vm` test tier: with the bit right, every request the kernel stamps is timed from the
+/// kernel's stamp and no probe stamp is left behind.
+pub const MACROS: &[MacroValue] = &[MacroValue {
+    name: "QUEUE_FLAG_STATS",
+    first: (5, 4),
+    last: (6, 10),
+    value: 20,
+}];
+
+/// The value of `name`: the enumerator where BTF has it, else the macro's value for this
+/// kernel version.
+pub fn enumerator_or_macro(btf: &Btf, name: &str, version: Option<(u32, u32)>) -> Result<i64> {
+    if let Ok(v) = btf.enumerator(name) {
+        return Ok(v);
+    }
+    let m = MACROS
+        .iter()
+        .find(|m| m.name == name)
+        .with_context(|| format!("kernel BTF has no enumerator {name}"))?;
+    match version {
+        Some(v) if (m.first..=m.last).contains(&v) => Ok(m.value),
+        Some((major, minor)) => bail!(
+            "kernel BTF has no enumerator {name}, and its macro value is known only for kernels {}.{} to {}.{} (this is {major}.{minor})",
+            m.first.0,
+            m.first.1,
+            m.last.0,
+            m.last.1
+        ),
+        None => bail!("kernel BTF has no enumerator {name}, and the kernel version is unknown"),
+    }
+}
+
+/// The `enum req_op` value `name` (the enum is `req_opf` before 5.19).
+fn req_op(btf: &Btf, name: &str) -> Result<u32> {
+    btf.enum_value("req_op", name)
+        .or_else(|_| btf.enum_value("req_opf", name))
+        .map(|v| v as u32)
+}
+
+/// Checks that the block tracepoints pass the request first, and tells how
+/// `block_rq_complete` passes its error: `blk_status_t` (1 byte) or `int` (an errno).
+fn tracepoints(btf: &Btf) -> Result<bool> {
+    let request = ArgType::Ptr("request".into());
+    for event in ["block_rq_issue", "block_rq_requeue", "block_rq_complete"] {
+        let args = btf.tracepoint_args(event)?;
+        ensure!(
+            args.first() == Some(&request),
+            "tracepoint {event}: the first argument is {:?}, not the request",
+            args.first()
+        );
+    }
+    let args = btf.tracepoint_args("block_rq_complete")?;
+    match args.get(1) {
+        Some(ArgType::Int { size: 1 }) => Ok(false),
+        Some(ArgType::Int { size: 4 }) => Ok(true),
+        other => bail!("tracepoint block_rq_complete: unexpected error argument {other:?}"),
+    }
+}
 
 /// Resolves the offsets and enum values the block probes read. Each field is checked for the
 /// size the probes load, so a kernel that changed a type fails here, not in the probe.
-pub fn layout(btf: &Btf) -> Result<BlockLayout> {
-    let req_op = |name: &str| -> Result<u32> { Ok(btf.enum_value("req_op", name)? as u32) };
+pub fn layout(btf: &Btf, version: Option<(u32, u32)>) -> Result<BlockLayout> {
     // REQ_OP_BITS is a macro, but the first request flag bit is defined as equal to it.
     let op_bits = btf.enum_value("req_flag_bits", "__REQ_FAILFAST_DEV")?;
     ensure!(
         (1..32).contains(&op_bits),
         "kernel BTF: unexpected REQ_OP_BITS {op_bits}"
     );
-    let stats_bit = btf.enumerator("QUEUE_FLAG_STATS")?;
+    let stats_bit = enumerator_or_macro(btf, "QUEUE_FLAG_STATS", version)?;
     ensure!(
         (0..64).contains(&stats_bit),
         "kernel BTF: unexpected QUEUE_FLAG_STATS {stats_bit}"
     );
+    let error_is_errno = tracepoints(btf)?;
+    // The queue points to its disk since 5.15; before, each request does.
+    let (disk, disk_in_rq) = match btf.offset_of_sized("request_queue", "disk", 8) {
+        Ok(off) => (off, 0),
+        Err(_) => (btf.offset_of_sized("request", "rq_disk", 8)?, 1),
+    };
     Ok(BlockLayout {
         rq_q: btf.offset_of_sized("request", "q", 8)?,
         rq_cmd_flags: btf.offset_of_sized("request", "cmd_flags", 4)?,
@@ -30,19 +108,21 @@ pub fn layout(btf: &Btf) -> Result<BlockLayout> {
         rq_tag: btf.offset_of_sized("request", "tag", 4)?,
         rq_mq_hctx: btf.offset_of_sized("request", "mq_hctx", 8)?,
         hctx_queue_num: btf.offset_of_sized("blk_mq_hw_ctx", "queue_num", 4)?,
-        q_disk: btf.offset_of_sized("request_queue", "disk", 8)?,
         q_id: btf.offset_of_sized("request_queue", "id", 4)?,
         q_queue_flags: btf.offset_of_sized("request_queue", "queue_flags", 8)?,
-        disk_part0: btf.offset_of_sized("gendisk", "part0", 8)?,
-        bdev_dev: btf.offset_of_sized("block_device", "bd_dev", 4)?,
+        disk,
+        disk_in_rq,
+        disk_major: btf.offset_of_sized("gendisk", "major", 4)?,
+        disk_first_minor: btf.offset_of_sized("gendisk", "first_minor", 4)?,
         op_mask: (1u32 << op_bits) - 1,
-        req_op_read: req_op("REQ_OP_READ")?,
-        req_op_write: req_op("REQ_OP_WRITE")?,
-        req_op_flush: req_op("REQ_OP_FLUSH")?,
-        req_op_discard: req_op("REQ_OP_DISCARD")?,
-        req_op_drv_in: req_op("REQ_OP_DRV_IN")?,
-        req_op_drv_out: req_op("REQ_OP_DRV_OUT")?,
+        req_op_read: req_op(btf, "REQ_OP_READ")?,
+        req_op_write: req_op(btf, "REQ_OP_WRITE")?,
+        req_op_flush: req_op(btf, "REQ_OP_FLUSH")?,
+        req_op_discard: req_op(btf, "REQ_OP_DISCARD")?,
+        req_op_drv_in: req_op(btf, "REQ_OP_DRV_IN")?,
+        req_op_drv_out: req_op(btf, "REQ_OP_DRV_OUT")?,
         queue_flag_stats: stats_bit as u32,
+        error_is_errno: error_is_errno as u32,
         mq_rq_idle: btf.enum_value("mq_rq_state", "MQ_RQ_IDLE")? as u32,
         ready: 1,
     })
@@ -53,8 +133,35 @@ mod tests {
     use super::*;
     use crate::btf::testing::Builder;
 
-    fn kernel_like(with_stats_flag: bool) -> Vec<u8> {
+    /// How a kernel generation lays out what the block probes read.
+    #[derive(Clone, Copy)]
+    struct Kernel {
+        /// 6.11 and later: `QUEUE_FLAG_STATS` is an enumerator.
+        stats_enumerator: bool,
+        /// 5.15 and later: `request_queue.disk`; before, `request.rq_disk`.
+        queue_disk: bool,
+        /// 5.17 and later: `block_rq_complete` passes a `blk_status_t`; before, an `int`.
+        status_arg: bool,
+        /// 5.19 and later: `enum req_op`; before, `enum req_opf`.
+        req_op: bool,
+    }
+
+    const NEW: Kernel = Kernel {
+        stats_enumerator: true,
+        queue_disk: true,
+        status_arg: true,
+        req_op: true,
+    };
+    const OLD: Kernel = Kernel {
+        stats_enumerator: false,
+        queue_disk: false,
+        status_arg: false,
+        req_op: false,
+    };
+
+    fn kernel_like(k: Kernel) -> Vec<u8> {
         let mut b = Builder::new();
+        let u8_t = b.int("unsigned char", 1);
         let u32_t = b.int("unsigned int", 4);
         let u64_t = b.int("long long unsigned int", 8);
         let int_t = b.int("int", 4);
@@ -66,35 +173,33 @@ mod tests {
             16,
             &[("start_time_ns", u64_t, 0), ("io_start_time_ns", u64_t, 64)],
         );
-        b.composite(
-            false,
-            "request",
-            64,
-            &[
-                ("q", ptr, 0),
-                ("cmd_flags", u32_t, 64),
-                ("__data_len", u32_t, 96),
-                ("", times, 128),
-                ("state", state, 256),
-                ("tag", int_t, 288),
-                ("mq_hctx", ptr, 320),
-            ],
-        );
+        let mut request = vec![
+            ("q", ptr, 0),
+            ("cmd_flags", u32_t, 64),
+            ("__data_len", u32_t, 96),
+            ("", times, 128),
+            ("state", state, 256),
+            ("tag", int_t, 288),
+            ("mq_hctx", ptr, 320),
+        ];
+        if !k.queue_disk {
+            request.push(("rq_disk", ptr, 384));
+        }
+        let rq = b.composite(false, "request", 64, &request);
         b.composite(false, "blk_mq_hw_ctx", 16, &[("queue_num", u32_t, 64)]);
+        let mut queue = vec![("queue_flags", u64_t, 0), ("id", int_t, 128)];
+        if k.queue_disk {
+            queue.push(("disk", ptr, 64));
+        }
+        b.composite(false, "request_queue", 32, &queue);
         b.composite(
             false,
-            "request_queue",
-            32,
-            &[
-                ("queue_flags", u64_t, 0),
-                ("disk", ptr, 64),
-                ("id", int_t, 128),
-            ],
+            "gendisk",
+            16,
+            &[("major", int_t, 0), ("first_minor", int_t, 32)],
         );
-        b.composite(false, "gendisk", 16, &[("part0", ptr, 64)]);
-        b.composite(false, "block_device", 16, &[("bd_dev", u32_t, 32)]);
         b.enumeration(
-            "req_op",
+            if k.req_op { "req_op" } else { "req_opf" },
             &[
                 ("REQ_OP_READ", 0),
                 ("REQ_OP_WRITE", 1),
@@ -105,41 +210,88 @@ mod tests {
             ],
         );
         b.enumeration("req_flag_bits", &[("__REQ_FAILFAST_DEV", 8)]);
-        if with_stats_flag {
-            b.enumeration("", &[("QUEUE_FLAG_DYING", 0), ("QUEUE_FLAG_STATS", 9)]);
+        if k.stats_enumerator {
+            b.enumeration("", &[("QUEUE_FLAG_DYING", 0), ("QUEUE_FLAG_STATS", 7)]);
+        }
+        let void_ptr = b.ptr(0);
+        let rq_ptr = b.ptr(rq);
+        let status = b.typedef("blk_status_t", u8_t);
+        let error = if k.status_arg { status } else { int_t };
+        for (event, args) in [
+            ("block_rq_issue", vec![rq_ptr]),
+            ("block_rq_requeue", vec![rq_ptr]),
+            ("block_rq_complete", vec![rq_ptr, error, u32_t]),
+        ] {
+            let mut params = vec![void_ptr];
+            params.extend(args);
+            let fp = b.func_proto(&params);
+            let p = b.ptr(fp);
+            b.typedef(&format!("btf_trace_{event}"), p);
         }
         b.build()
     }
 
     #[test]
     fn resolves_offsets_and_values() {
-        let btf = Btf::parse(&kernel_like(true)).unwrap();
-        let l = layout(&btf).unwrap();
+        let btf = Btf::parse(&kernel_like(NEW)).unwrap();
+        let l = layout(&btf, Some((6, 18))).unwrap();
         assert_eq!((l.rq_q, l.rq_cmd_flags, l.rq_data_len), (0, 8, 12), "{l:?}");
         assert_eq!(
             (l.rq_start_time_ns, l.rq_io_start_time_ns, l.rq_state),
             (16, 24, 32)
         );
         assert_eq!((l.rq_tag, l.rq_mq_hctx, l.hctx_queue_num), (36, 40, 8));
-        assert_eq!((l.q_queue_flags, l.q_disk, l.q_id), (0, 8, 16));
-        assert_eq!((l.disk_part0, l.bdev_dev), (8, 4));
+        assert_eq!((l.q_queue_flags, l.q_id), (0, 16));
+        assert_eq!((l.disk, l.disk_in_rq), (8, 0));
+        assert_eq!((l.disk_major, l.disk_first_minor), (0, 4));
         assert_eq!(l.op_mask, 0xff);
         assert_eq!((l.req_op_drv_in, l.req_op_drv_out), (34, 35));
-        assert_eq!((l.queue_flag_stats, l.mq_rq_idle, l.ready), (9, 0, 1));
+        assert_eq!((l.queue_flag_stats, l.mq_rq_idle, l.ready), (7, 0, 1));
+        assert_eq!(l.error_is_errno, 0);
     }
 
+    /// 5.10 and 6.1: the stats bit from the macro table, the disk from the request, the
+    /// error as an errno, `enum req_opf`.
     #[test]
-    fn a_missing_enumerator_is_an_error() {
-        let btf = Btf::parse(&kernel_like(false)).unwrap();
-        let err = layout(&btf).unwrap_err().to_string();
-        assert!(err.contains("QUEUE_FLAG_STATS"), "{err}");
+    fn older_kernels_resolve_with_the_macro_table() {
+        let btf = Btf::parse(&kernel_like(OLD)).unwrap();
+        let l = layout(&btf, Some((5, 10))).unwrap();
+        assert_eq!(l.queue_flag_stats, 20);
+        assert_eq!((l.disk, l.disk_in_rq), (48, 1));
+        assert_eq!(l.error_is_errno, 1);
+        assert_eq!((l.req_op_read, l.req_op_write, l.req_op_flush), (0, 1, 2));
+        let mixed = Kernel {
+            queue_disk: true,
+            status_arg: true,
+            req_op: true,
+            ..OLD
+        };
+        let btf = Btf::parse(&kernel_like(mixed)).unwrap();
+        let l = layout(&btf, Some((6, 1))).unwrap();
+        assert_eq!(
+            (l.queue_flag_stats, l.disk_in_rq, l.error_is_errno),
+            (20, 0, 0)
+        );
+    }
+
+    /// Outside the range the macro's value is known for, the probes stay down with a reason.
+    #[test]
+    fn a_missing_enumerator_outside_the_table_is_an_error() {
+        let btf = Btf::parse(&kernel_like(OLD)).unwrap();
+        for version in [Some((6, 11)), Some((4, 19)), None] {
+            let err = format!("{:#}", layout(&btf, version).unwrap_err());
+            assert!(err.contains("QUEUE_FLAG_STATS"), "{err}");
+        }
+        // An enumerator in BTF wins over the table.
+        let btf = Btf::parse(&kernel_like(NEW)).unwrap();
+        assert_eq!(layout(&btf, Some((6, 1))).unwrap().queue_flag_stats, 7);
     }
 
     #[test]
     fn the_running_kernel_resolves() {
         // Only where the kernel exposes BTF (every supported kernel does).
         if let Ok(btf) = Btf::from_kernel() {
-            let l = layout(&btf).unwrap();
+            let l = layout(&btf, crate::kernel::version()).unwrap();
             assert_eq!(l.ready, 1);
             assert_ne!(l.rq_io_start_time_ns, l.rq_start_time_ns);
         }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use agent_common::net::{
-    COUNTER_UNSPECIFIED_OVERFLOW, DROP_REASON_SUBSYSTEM_SLOT, MAX_DROP_LOCATIONS,
+    COUNTER_UNSPECIFIED_OVERFLOW, DROP_REASON_SUBSYSTEM_SLOT, MAX_DROP_LOCATIONS, REASON_NONE_SLOT,
 };
 use anyhow::{Context, Result};
 use aya::maps::{MapData, PerCpuArray, PerCpuHashMap};
@@ -28,9 +28,16 @@ pub fn reason_label(enumerator: &str) -> String {
 }
 
 /// Reason names indexed by value, for the values the kernel's drop-reason array has slots for.
+/// A kernel without `enum skb_drop_reason` (before 5.17) passes no reason: the probe counts
+/// every drop in `REASON_NONE_SLOT`, named `not_specified`.
 pub fn reason_names(btf: &Btf) -> Result<Vec<Option<String>>> {
     let mut names: Vec<Option<String>> = Vec::new();
-    for (name, value) in btf.enum_values(ENUM)? {
+    let Ok(values) = btf.enum_values(ENUM) else {
+        names.resize(REASON_NONE_SLOT as usize + 1, None);
+        names[REASON_NONE_SLOT as usize] = Some("not_specified".into());
+        return Ok(names);
+    };
+    for (name, value) in values {
         // SKB_DROP_REASON_MAX is a bound, not a reason.
         if name == "SKB_DROP_REASON_MAX" || *value < 0 {
             continue;
@@ -123,7 +130,8 @@ impl Collector for DropCollector {
         let mut f = Family::new(
             "stornet_skb_drops_total",
             "Packets the kernel dropped, by its drop reason (kfree_skb; enum skb_drop_reason \
-             of the running kernel), in any network namespace.",
+             of the running kernel; not_specified for all on kernels before 5.17), in any \
+             network namespace.",
             Kind::Counter,
         );
         for (reason, n) in self.reasons()? {
@@ -188,6 +196,12 @@ mod tests {
         assert_eq!(a[3], None);
         assert_eq!(b.len(), 36);
         assert_eq!(b[35].as_deref(), Some("qdisc_drop"));
-        assert!(reason_names(&blob(&[])).is_err());
+        // No enum (before 5.17): every drop is counted in one slot, named not_specified.
+        let none = reason_names(&blob(&[])).unwrap();
+        assert_eq!(none.len(), REASON_NONE_SLOT as usize + 1);
+        assert_eq!(
+            none[REASON_NONE_SLOT as usize].as_deref(),
+            Some("not_specified")
+        );
     }
 }

@@ -1,12 +1,14 @@
-//! The network probes' view of the running kernel: struct offsets and tracepoint argument
-//! positions, all read from kernel BTF at load time. Each probe resolves on its own, so a
-//! kernel lacking one hook or field takes only that probe down.
+//! The network probes' view of the running kernel: struct offsets, and which arguments its
+//! tracepoints pass (checked by type at the positions the probes read), all from kernel BTF
+//! at load time. Each probe resolves on its own, so a kernel lacking one hook or field takes
+//! only that probe down.
 
 use agent_common::net::{
-    ARG_NONE, NetLayout, OFFSET_NONE, READY_DROP, READY_RETRANSMIT, READY_RETRANSMIT_SYNACK,
-    READY_SOCK_EXCEED, READY_SOCK_RCVQUEUE,
+    DROP_LOCATION_ARG, DROP_REASON_ARG, EXCEED_KIND_ARG, NetLayout, OFFSET_NONE, READY_DROP,
+    READY_RETRANSMIT, READY_RETRANSMIT_SYNACK, READY_SOCK_EXCEED, READY_SOCK_RCVQUEUE,
+    REASON_NONE_SLOT, RT_ERR_ARG, RT_SK_ARG, RT_SKB_ARG, SYNACK_REQ_ARG,
 };
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 
 use crate::btf::{ArgType, Btf};
 
@@ -16,9 +18,6 @@ pub const PROBE_RETRANSMIT_SYNACK: &str = "tcp_retransmit_synack";
 pub const PROBE_DROP: &str = "skb_drop";
 pub const PROBE_SOCK_EXCEED: &str = "sock_exceed_buf_limit";
 pub const PROBE_SOCK_RCVQUEUE: &str = "sock_rcvqueue_full";
-
-/// Arguments the eBPF side can read (`arg()` in agent-ebpf's net module).
-const MAX_ARGS: usize = 5;
 
 /// The layout global and, per probe, why it cannot run on this kernel.
 #[derive(Debug)]
@@ -88,16 +87,13 @@ impl NetGlobals {
     }
 }
 
-/// Position of the first argument of type `t`.
-fn position(args: &[ArgType], t: &ArgType, event: &str) -> Result<u32> {
-    let i = args
-        .iter()
-        .position(|a| a == t)
-        .with_context(|| format!("tracepoint {event} has no {t:?} argument"))?;
-    if i >= MAX_ARGS {
-        bail!("tracepoint {event}: argument {i} is beyond what the probe reads");
+/// Checks that argument `i` of tracepoint `event` has type `t`.
+fn expect(args: &[ArgType], i: usize, t: &ArgType, event: &str) -> Result<()> {
+    match args.get(i) {
+        Some(a) if a == t => Ok(()),
+        Some(a) => bail!("tracepoint {event}: argument {i} is {a:?}, not {t:?}"),
+        None => bail!("tracepoint {event} has no argument {i} ({t:?})"),
     }
-    Ok(i as u32)
 }
 
 fn ptr(name: &str) -> ArgType {
@@ -118,10 +114,14 @@ fn sock_common(btf: &Btf, l: &mut NetLayout) -> Result<()> {
 fn retransmit(btf: &Btf, l: &mut NetLayout) -> Result<()> {
     const EVENT: &str = "tcp_retransmit_skb";
     let args = btf.tracepoint_args(EVENT)?;
-    l.rt_sk_arg = position(&args, &ptr("sock"), EVENT)?;
-    l.rt_skb_arg = position(&args, &ptr("sk_buff"), EVENT)?;
+    expect(&args, RT_SK_ARG, &ptr("sock"), EVENT)?;
+    expect(&args, RT_SKB_ARG, &ptr("sk_buff"), EVENT)?;
     // Newer kernels also fire it for failed retransmits and pass the error.
-    l.rt_err_arg = position(&args, &ArgType::Int { size: 4 }, EVENT).unwrap_or(ARG_NONE);
+    l.rt_has_err = match args.get(RT_ERR_ARG) {
+        None => 0,
+        Some(ArgType::Int { size: 4 }) => 1,
+        Some(a) => bail!("tracepoint {EVENT}: argument {RT_ERR_ARG} is {a:?}, not the error"),
+    };
     let cb = btf.member("sk_buff", "cb")?;
     let cb_size = btf.type_size(cb.type_id)?;
     let segs = btf.offset_of_sized("tcp_skb_cb", "tcp_gso_segs", 2)?;
@@ -135,7 +135,7 @@ fn retransmit(btf: &Btf, l: &mut NetLayout) -> Result<()> {
 fn synack(btf: &Btf, l: &mut NetLayout) -> Result<()> {
     const EVENT: &str = "tcp_retransmit_synack";
     let args = btf.tracepoint_args(EVENT)?;
-    l.synack_req_arg = position(&args, &ptr("request_sock"), EVENT)?;
+    expect(&args, SYNACK_REQ_ARG, &ptr("request_sock"), EVENT)?;
     l.req_common = btf.offset_of("request_sock", "__req_common")?;
     Ok(())
 }
@@ -143,27 +143,29 @@ fn synack(btf: &Btf, l: &mut NetLayout) -> Result<()> {
 fn kfree_skb(btf: &Btf, l: &mut NetLayout) -> Result<()> {
     const EVENT: &str = "kfree_skb";
     let args = btf.tracepoint_args(EVENT)?;
-    l.drop_reason_arg = position(&args, &ArgType::Enum("skb_drop_reason".into()), EVENT)
-        .context("this kernel's kfree_skb carries no drop reason")?;
-    l.drop_location_arg = position(&args, &ptr("void"), EVENT)?;
-    l.reason_not_specified =
-        btf.enum_value("skb_drop_reason", "SKB_DROP_REASON_NOT_SPECIFIED")? as u32;
+    expect(&args, 0, &ptr("sk_buff"), EVENT)?;
+    expect(&args, DROP_LOCATION_ARG, &ptr("void"), EVENT)?;
+    match args.get(DROP_REASON_ARG) {
+        // Before 5.17: no reason; every drop is counted as not specified, by location.
+        None => {
+            l.drop_has_reason = 0;
+            l.reason_not_specified = REASON_NONE_SLOT;
+        }
+        Some(ArgType::Enum(e)) if e == "skb_drop_reason" => {
+            l.drop_has_reason = 1;
+            l.reason_not_specified =
+                btf.enum_value("skb_drop_reason", "SKB_DROP_REASON_NOT_SPECIFIED")? as u32;
+        }
+        Some(a) => bail!("tracepoint {EVENT}: argument {DROP_REASON_ARG} is {a:?}, not the reason"),
+    }
     Ok(())
 }
 
-fn exceed(btf: &Btf, l: &mut NetLayout) -> Result<()> {
+fn exceed(btf: &Btf, _l: &mut NetLayout) -> Result<()> {
     const EVENT: &str = "sock_exceed_buf_limit";
     let args = btf.tracepoint_args(EVENT)?;
-    // (sk, prot, long allocated, int kind): `kind` is the last 4-byte integer.
-    let i = args
-        .iter()
-        .rposition(|a| *a == ArgType::Int { size: 4 })
-        .with_context(|| format!("tracepoint {EVENT} has no `kind` argument"))?;
-    if i >= MAX_ARGS {
-        bail!("tracepoint {EVENT}: argument {i} is beyond what the probe reads");
-    }
-    l.exceed_kind_arg = i as u32;
-    Ok(())
+    // (sk, prot, long allocated, int kind)
+    expect(&args, EXCEED_KIND_ARG, &ArgType::Int { size: 4 }, EVENT)
 }
 
 #[cfg(test)]
@@ -262,11 +264,8 @@ mod tests {
         assert_eq!((l.sock_common, l.sk_daddr, l.sk_family), (0, 0, 16));
         assert_eq!(l.sk_v6_daddr, 56);
         assert_eq!(l.skb_gso_segs, 40 + 8);
-        assert_eq!((l.rt_sk_arg, l.rt_skb_arg, l.rt_err_arg), (0, 1, 2));
-        assert_eq!(l.synack_req_arg, 1);
-        assert_eq!((l.drop_reason_arg, l.drop_location_arg), (2, 1));
+        assert_eq!((l.rt_has_err, l.drop_has_reason), (1, 1));
         assert_eq!(l.reason_not_specified, 2);
-        assert_eq!(l.exceed_kind_arg, 3);
         // No sock_rcvqueue_full in this BTF: only that probe is down.
         assert_eq!(
             l.ready,
@@ -280,11 +279,12 @@ mod tests {
     #[test]
     fn older_kernels_without_error_or_reason_arguments() {
         let g = NetGlobals::resolve(&Ok(kernel(false, false)));
-        assert_eq!(g.layout.rt_err_arg, ARG_NONE);
+        assert_eq!(g.layout.rt_has_err, 0);
         assert!(g.layout.ready & READY_RETRANSMIT != 0);
-        assert!(g.layout.ready & READY_DROP == 0);
-        let why = g.missing_for(PROBE_DROP).unwrap();
-        assert!(why.contains("no drop reason"), "{why}");
+        // 5.10: drops carry no reason; they are all counted as not specified, by location.
+        assert!(g.layout.ready & READY_DROP != 0, "{g:?}");
+        assert_eq!(g.layout.drop_has_reason, 0);
+        assert_eq!(g.layout.reason_not_specified, REASON_NONE_SLOT);
     }
 
     #[test]
