@@ -56,7 +56,7 @@ const CAPS: &[(u32, &str, &str)] = &[
 ];
 
 pub fn run(config: &Config) -> ExitCode {
-    let mut rows = vec![kernel(), btf(), tracefs()];
+    let mut rows = vec![kernel(), lockdown(), btf(), tracefs()];
     let caps = effective_caps();
     for &(bit, name, why) in CAPS {
         let have = caps.is_some_and(|c| c & (1 << bit) != 0);
@@ -66,6 +66,7 @@ pub fn run(config: &Config) -> ExitCode {
             format!("{} ({why})", if have { "present" } else { "missing" }),
         ));
     }
+    rows.extend(layouts());
     let aya_btf = aya::Btf::from_sys_fs().ok();
     for spec in PROBES {
         let (status, detail) = hook_available(spec.hook, aya_btf.as_ref());
@@ -125,11 +126,11 @@ pub fn table(rows: &[Row]) -> String {
 fn kernel() -> Row {
     let release = crate::kernel::release();
     match crate::kernel::parse_version(&release) {
-        Some(v) if v >= (5, 15) => row("kernel", Status::Ok, release),
+        Some(v) if v >= (5, 10) => row("kernel", Status::Ok, release),
         Some(_) => row(
             "kernel",
             Status::Warn,
-            format!("{release} (5.15 or newer is supported)"),
+            format!("{release} (5.10 or newer is supported)"),
         ),
         None => row(
             "kernel",
@@ -137,6 +138,69 @@ fn kernel() -> Row {
             format!("unknown version {release:?}"),
         ),
     }
+}
+
+/// How the probes read this kernel: the facts that differ between kernel versions.
+fn layouts() -> Vec<Row> {
+    let Ok(btf) = crate::btf::Btf::from_kernel() else {
+        return Vec::new();
+    };
+    let mut rows = Vec::new();
+    match crate::block::layout(&btf, crate::kernel::version()) {
+        Ok(l) => {
+            let stats = if btf.enumerator("QUEUE_FLAG_STATS").is_ok() {
+                "kernel BTF"
+            } else {
+                "the macro table"
+            };
+            rows.push(row(
+                "block layout",
+                Status::Ok,
+                format!(
+                    "QUEUE_FLAG_STATS bit {} from {stats}; disk from {}; errors as {}",
+                    l.queue_flag_stats,
+                    if l.disk_in_rq != 0 {
+                        "request.rq_disk"
+                    } else {
+                        "request_queue.disk"
+                    },
+                    if l.error_is_errno != 0 {
+                        "errno"
+                    } else {
+                        "blk_status_t"
+                    }
+                ),
+            ));
+        }
+        Err(e) => rows.push(row("block layout", Status::Fail, format!("{e:#}"))),
+    }
+    let net = crate::net::layout::NetGlobals::resolve(&Ok(btf));
+    let reasons = if net.layout.drop_has_reason != 0 {
+        "the kernel's drop reasons"
+    } else {
+        "none passed by this kernel: every drop counts as not_specified, by function"
+    };
+    rows.push(row("drop reasons", Status::Ok, reasons));
+    rows
+}
+
+fn lockdown() -> Row {
+    use crate::kernel::Lockdown;
+    let mode = crate::kernel::lockdown();
+    let (status, detail) = match mode {
+        Lockdown::None | Lockdown::Integrity => (Status::Ok, mode.as_str().to_string()),
+        Lockdown::Confidentiality => (
+            Status::Ok,
+            "confidentiality (the probes read kernel memory only through typed arguments, \
+             which this mode allows)"
+                .to_string(),
+        ),
+        Lockdown::Unknown => (
+            Status::Warn,
+            format!("unknown ({} unreadable: no lockdown LSM, or securityfs not mounted)", crate::kernel::LOCKDOWN_FILE),
+        ),
+    };
+    row("kernel lockdown", status, detail)
 }
 
 fn btf() -> Row {

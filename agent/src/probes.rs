@@ -120,6 +120,12 @@ impl Globals {
 impl Probes {
     /// Loads the object and attaches every probe in `wanted` (by name).
     pub fn load(wanted: &[&str]) -> Probes {
+        let lockdown = crate::kernel::lockdown();
+        info!(
+            kernel = %crate::kernel::release(),
+            lockdown = lockdown.as_str(),
+            "loading probes"
+        );
         let btf = Btf::from_kernel();
         let globals = Globals::resolve(&btf);
         let specs: Vec<&ProbeSpec> = PROBES.iter().filter(|p| wanted.contains(&p.name)).collect();
@@ -162,7 +168,10 @@ impl Probes {
                 }
                 Err(e) => {
                     let full = format!("{e:#}");
-                    let reason = concise(&full);
+                    let mut reason = concise(&full);
+                    if lockdown == crate::kernel::Lockdown::Confidentiality {
+                        reason = format!("under lockdown=confidentiality: {reason}");
+                    }
                     warn!(probe = spec.name, %reason, "probe down");
                     if reason != full {
                         debug!(probe = spec.name, error = %full, "probe down: the whole error");

@@ -30,6 +30,8 @@ pub struct SelfMetrics {
     maps: Vec<WatchedMap>,
     start_time: f64,
     scrapes: Mutex<Histogram>,
+    /// The kernel's release and lockdown mode, read at start.
+    kernel: (String, crate::kernel::Lockdown),
 }
 
 impl SelfMetrics {
@@ -68,6 +70,7 @@ impl SelfMetrics {
                 count: 0,
                 sum: 0.0,
             }),
+            kernel: (crate::kernel::release(), crate::kernel::lockdown()),
         }
     }
 
@@ -95,6 +98,17 @@ impl SelfMetrics {
         );
         f.histogram(&[], self.scrapes.lock().expect("scrape histogram").clone());
         out.push(f);
+        let mut k = Family::new(
+            "stornet_kernel_info",
+            "Always 1; the running kernel's release and lockdown mode (none, integrity, \
+             confidentiality; unknown without securityfs), which decide what the probes can do.",
+            Kind::Gauge,
+        );
+        k.scalar(
+            &[("release", &self.kernel.0), ("lockdown", self.kernel.1.as_str())],
+            1.0,
+        );
+        out.push(k);
     }
 
     fn probe_stats(&self, probes: &Probes, out: &mut Vec<Family>) {

@@ -1,4 +1,5 @@
-//! Loop devices on temporary files, `/sys/block/*/stat`, and direct IO from tests.
+//! Loop devices on temporary files, whole disks handed to a test (in the `vm` tier's guests),
+//! `/sys/block/*/stat`, and direct IO from tests.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -7,15 +8,121 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail, ensure};
 
+/// A block device a test counts IOs on, by its kernel name.
+pub trait Counted {
+    fn name(&self) -> &str;
+
+    fn stat(&self) -> Result<DiskStat> {
+        DiskStat::read(self.name())
+    }
+
+    /// Waits until the device's IO counters stop moving (at most about 2 s).
+    fn settle(&self) {
+        let mut last = self.stat().ok();
+        for _ in 0..20 {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            let now = self.stat().ok();
+            if now == last {
+                return;
+            }
+            last = now;
+        }
+    }
+}
+
+/// Queue attributes (`/sys/block/<dev>/queue/*`) a test changed, with their first values:
+/// restored on drop, since the kernel keeps them for the device's next user.
+#[derive(Default)]
+struct QueueAttrs {
+    changed: std::sync::Mutex<Vec<(String, String)>>,
+}
+
+impl QueueAttrs {
+    fn set(&self, dev: &str, attr: &str, value: &str) -> Result<()> {
+        let p = format!("/sys/block/{dev}/queue/{attr}");
+        let old = std::fs::read_to_string(&p).with_context(|| format!("reading {p}"))?;
+        std::fs::write(&p, value).with_context(|| format!("writing {value} to {p}"))?;
+        let mut changed = self.changed.lock().unwrap_or_else(|e| e.into_inner());
+        if !changed.iter().any(|(a, _)| a == attr) {
+            // `scheduler` reads as `[none] mq-deadline`: the bracketed one is in use.
+            let old = old
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix('[')?.strip_suffix(']'))
+                .unwrap_or(old.trim());
+            changed.push((attr.to_string(), old.to_string()));
+        }
+        Ok(())
+    }
+
+    fn restore(&self, dev: &str) {
+        let changed = self.changed.lock().map(|c| c.clone()).unwrap_or_default();
+        for (attr, old) in changed.iter().rev() {
+            let _ = std::fs::write(format!("/sys/block/{dev}/queue/{attr}"), old);
+        }
+    }
+}
+
+/// A whole disk that belongs to the test (a guest's NVMe, virtio-blk, SATA or null_blk disk):
+/// used as it is, never partitioned or formatted; changed queue attributes are restored on
+/// drop.
+pub struct Disk {
+    pub dev: PathBuf,
+    pub name: String,
+    attrs: QueueAttrs,
+}
+
+impl Disk {
+    /// The disk `/dev/<name>`; fails if it is not a whole disk in /sys/block.
+    pub fn existing(name: &str) -> Result<Disk> {
+        ensure!(
+            Path::new("/sys/block").join(name).is_dir(),
+            "{name} is not a disk in /sys/block"
+        );
+        Ok(Disk {
+            dev: PathBuf::from("/dev").join(name),
+            name: name.to_string(),
+            attrs: QueueAttrs::default(),
+        })
+    }
+
+    pub fn set_queue_attr(&self, attr: &str, value: &str) -> Result<()> {
+        self.attrs.set(&self.name, attr, value)
+    }
+
+    /// A sysfs attribute of the disk (`queue/nr_requests`, `device/queue_depth`, …).
+    pub fn attr(&self, rel: &str) -> Result<String> {
+        let p = format!("/sys/block/{}/{rel}", self.name);
+        Ok(std::fs::read_to_string(&p)
+            .with_context(|| format!("reading {p}"))?
+            .trim()
+            .to_string())
+    }
+
+    /// Hardware queues of a blk-mq disk (`/sys/block/<dev>/mq/*`).
+    pub fn hw_queues(&self) -> Result<usize> {
+        Ok(std::fs::read_dir(format!("/sys/block/{}/mq", self.name))?.count())
+    }
+}
+
+impl Counted for Disk {
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Drop for Disk {
+    fn drop(&mut self) {
+        self.attrs.restore(&self.name);
+    }
+}
+
 /// A loop device with direct IO on a file in /dev/shm; detached and deleted on drop.
 pub struct LoopDevice {
     pub dev: PathBuf,
     pub name: String,
     /// The file this device was made on and deletes on drop (none over another device).
     backing: Option<PathBuf>,
-    /// Queue attributes changed, with their first values: restored on drop, since the
-    /// kernel keeps them for the next user of this loop device number.
-    changed: std::sync::Mutex<Vec<(String, String)>>,
+    attrs: QueueAttrs,
 }
 
 impl LoopDevice {
@@ -41,11 +148,21 @@ impl LoopDevice {
     }
 
     fn attach(target: &Path, backing: Option<PathBuf>) -> Result<LoopDevice> {
-        let out = Command::new("losetup")
-            .args(["--show", "-f", "--direct-io=on"])
-            .arg(target)
-            .output()
-            .context("running losetup")?;
+        let losetup = |direct: &str| {
+            Command::new("losetup")
+                .args(["--show", "-f", &format!("--direct-io={direct}")])
+                .arg(target)
+                .output()
+                .context("running losetup")
+        };
+        let mut out = losetup("on")?;
+        // tmpfs takes O_DIRECT only since Linux 6.6: on older kernels the loop device reads
+        // its file through the page cache, which changes nothing the tests count (the IO
+        // on the loop device itself).
+        if !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("Invalid argument")
+        {
+            out = losetup("off")?;
+        }
         if !out.status.success() {
             bail!(
                 "losetup on {} failed: {}",
@@ -63,28 +180,19 @@ impl LoopDevice {
             dev,
             name,
             backing,
-            changed: Default::default(),
+            attrs: QueueAttrs::default(),
         };
         // udev and the kernel may read the new device once; let that settle before counting.
         ld.settle();
         Ok(ld)
     }
 
-    /// Waits until the device's IO counters stop moving (at most about 2 s).
     pub fn settle(&self) {
-        let mut last = self.stat().ok();
-        for _ in 0..20 {
-            std::thread::sleep(std::time::Duration::from_millis(100));
-            let now = self.stat().ok();
-            if now == last {
-                return;
-            }
-            last = now;
-        }
+        Counted::settle(self)
     }
 
     pub fn stat(&self) -> Result<DiskStat> {
-        DiskStat::read(&self.name)
+        Counted::stat(self)
     }
 
     /// `maj:min` of the device.
@@ -98,23 +206,19 @@ impl LoopDevice {
 
     /// Sets `queue/<attr>` in sysfs; the old value comes back on drop.
     pub fn set_queue_attr(&self, attr: &str, value: &str) -> Result<()> {
-        let p = format!("/sys/block/{}/queue/{attr}", self.name);
-        let old = std::fs::read_to_string(&p).with_context(|| format!("reading {p}"))?;
-        std::fs::write(&p, value).with_context(|| format!("writing {value} to {p}"))?;
-        let mut changed = self.changed.lock().unwrap_or_else(|e| e.into_inner());
-        if !changed.iter().any(|(a, _)| a == attr) {
-            changed.push((attr.to_string(), old.trim().to_string()));
-        }
-        Ok(())
+        self.attrs.set(&self.name, attr, value)
+    }
+}
+
+impl Counted for LoopDevice {
+    fn name(&self) -> &str {
+        &self.name
     }
 }
 
 impl Drop for LoopDevice {
     fn drop(&mut self) {
-        let changed = self.changed.lock().map(|c| c.clone()).unwrap_or_default();
-        for (attr, old) in changed.iter().rev() {
-            let _ = std::fs::write(format!("/sys/block/{}/queue/{attr}", self.name), old);
-        }
+        self.attrs.restore(&self.name);
         let _ = Command::new("losetup").arg("-d").arg(&self.dev).status();
         if let Some(b) = &self.backing {
             let _ = std::fs::remove_file(b);
@@ -152,6 +256,24 @@ impl DiskStat {
             flush_ios: f.get(15).copied().unwrap_or(0),
         })
     }
+}
+
+/// A scrape and the device's sysfs counters, taken while the device was quiet: retried until
+/// sysfs reads the same before and after the scrape.
+pub fn settled<T>(
+    scrape: &dyn Fn() -> Result<T>,
+    disk: &dyn Counted,
+) -> (T, DiskStat) {
+    disk.settle();
+    for _ in 0..50 {
+        let before = disk.stat().expect("sysfs stat");
+        let samples = scrape().expect("scrape");
+        if disk.stat().expect("sysfs stat") == before && before.in_flight == 0 {
+            return (samples, before);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("{} did not go quiet", disk.name());
 }
 
 /// A 4 KiB-aligned buffer for O_DIRECT.

@@ -35,6 +35,16 @@ pub fn held_by(pid: u32) -> Result<(BTreeSet<u32>, BTreeSet<u32>)> {
     Ok((progs, links))
 }
 
+/// Whether the running kernel passes a drop reason to `kfree_skb` (5.17 and later): its BTF
+/// has `enum skb_drop_reason`. Before, the agent counts every drop as `not_specified`, by the
+/// kernel function that dropped it.
+pub fn kernel_has_drop_reasons() -> bool {
+    aya::Btf::from_sys_fs().is_ok_and(|b| {
+        b.id_by_type_name_kind("skb_drop_reason", aya_obj::btf::BtfKind::Enum)
+            .is_ok()
+    })
+}
+
 /// Every loaded program: (id, name).
 pub fn loaded_programs() -> Vec<(u32, String)> {
     aya::programs::loaded_programs()

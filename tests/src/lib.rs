@@ -1,7 +1,8 @@
 //! stornet's lab harness: privilege checks, the lab (hosts as namespaces behind a shaped
 //! switch, loop-device disks, replicated runs), loop devices, the agent and `loadgen serve` as
 //! processes, metric scrapes, BPF object checks, TLS test certificates, a real Prometheus
-//! with stornet's rules and dashboards, and headless Chromium.
+//! with stornet's rules and dashboards, headless Chromium, and what a `vm` tier guest tells
+//! the tests that run in it.
 //! Everything it creates is removed on drop, also when a test fails.
 
 pub mod agent;
@@ -12,6 +13,7 @@ pub mod cgroup;
 pub mod chromium;
 pub mod fs;
 pub mod grafana;
+pub mod guest;
 pub mod lab;
 pub mod loadgen;
 pub mod metric_docs;

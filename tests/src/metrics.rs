@@ -109,6 +109,41 @@ pub fn sum(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> f64 {
         .sum()
 }
 
+/// `<metric>_count` of a histogram series.
+pub fn count(s: &[Sample], metric: &str, labels: &[(&str, &str)]) -> f64 {
+    sum(s, &format!("{metric}_count"), labels)
+}
+
+/// `<metric>_sum` of a histogram series.
+pub fn total(s: &[Sample], metric: &str, labels: &[(&str, &str)]) -> f64 {
+    sum(s, &format!("{metric}_sum"), labels)
+}
+
+/// The cumulative count of bucket `le` (a bound of the exported set) of a histogram series;
+/// 0 where the series does not exist (yet).
+pub fn bucket(s: &[Sample], metric: &str, labels: &[(&str, &str)], le: &str) -> f64 {
+    let name = format!("{metric}_bucket");
+    let series = s
+        .iter()
+        .any(|x| x.name == name && labels.iter().all(|(k, v)| x.label(k) == Some(*v)));
+    if !series {
+        return 0.0;
+    }
+    let found: Vec<&Sample> = s
+        .iter()
+        .filter(|x| {
+            x.name == name
+                && x.label("le") == Some(le)
+                && labels.iter().all(|(k, v)| x.label(k) == Some(*v))
+        })
+        .collect();
+    assert!(
+        !found.is_empty(),
+        "no bucket le={le} of {metric} {labels:?}"
+    );
+    found.iter().map(|x| x.value).sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

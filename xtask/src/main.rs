@@ -6,6 +6,7 @@ mod demo;
 mod lab;
 mod setup;
 mod test;
+mod vm;
 
 use std::process::ExitCode;
 
@@ -48,7 +49,19 @@ enum Task {
         #[arg(value_enum)]
         name: bench::Bench,
     },
-    /// Run setup, lint, unit tests, privileged integration tests and scenarios.
+    /// The vm tier alone, or a part of it: the agent's tests in qemu guests of each kernel.
+    Vm {
+        /// Only these kernel series (`5.10`, `6.1`, `6.12`, `7.3`); repeatable.
+        #[arg(long = "kernel")]
+        kernels: Vec<String>,
+        /// Only these boots (`drivers`, `lockdown`); repeatable.
+        #[arg(long = "boot")]
+        boots: Vec<String>,
+        /// Write the kernel support table of docs/agent.md from this run.
+        #[arg(long)]
+        bless: bool,
+    },
+    /// Run setup, lint, unit tests, privileged integration tests, scenarios and the vm tier.
     Test {
         /// Run only this tier.
         #[arg(long, value_enum)]
@@ -94,6 +107,15 @@ fn main() -> ExitCode {
         Task::Test { tier, skip_setup } => test::test(tier, skip_setup),
         Task::Agent { args } => run_agent(&args),
         Task::Bench { name } => bench::run(name),
+        Task::Vm {
+            kernels,
+            boots,
+            bless,
+        } => vm::run(&vm::Options {
+            kernels,
+            boots,
+            bless,
+        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

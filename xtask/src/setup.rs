@@ -23,6 +23,10 @@ const PACKAGES: &[(&str, &str)] = &[
     ("util-linux", "losetup in tests"),
     ("iputils-ping", "reachability checks in the lab"),
     ("systemd", "systemd-analyze checks the packaged unit"),
+    ("qemu-system-x86", "the vm tier boots Debian's kernels in qemu"),
+    ("busybox-static", "the vm tier's guests: shell and tools"),
+    ("xz-utils", "the vm tier: compressed kernel modules"),
+    ("bpftool", "inspecting probes and maps"),
 ];
 
 const BPF_LINKER_VERSION: &str = "0.13.0";
@@ -131,10 +135,28 @@ fn tracefs() -> Result<()> {
     run(Command::new("mount").args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"]))
 }
 
+/// Mounts securityfs (the kernel's lockdown mode is read from it) where nothing is mounted.
+fn securityfs() -> Result<()> {
+    let mounted = std::fs::read_to_string("/proc/mounts")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.split_whitespace().nth(2) == Some("securityfs"));
+    if mounted {
+        println!("securityfs: mounted, skipping");
+        return Ok(());
+    }
+    if !cmd::is_root() {
+        println!("securityfs: not mounted and not root; skipping");
+        return Ok(());
+    }
+    run(Command::new("mount").args(["-t", "securityfs", "none", "/sys/kernel/security"]))
+}
+
 pub fn setup() -> Result<()> {
     cmd::step("setup: apt packages", apt_packages)?;
     cmd::step("setup: nightly rust-src", nightly_rust_src)?;
     cmd::step("setup: bpf-linker", bpf_linker)?;
     cmd::step("setup: tracefs", tracefs)?;
+    cmd::step("setup: securityfs", securityfs)?;
     Ok(())
 }

@@ -16,6 +16,8 @@ pub enum Tier {
     Privileged,
     /// Root: end-to-end lab scenarios.
     Scenarios,
+    /// The probe tests in qemu guests of Debian's kernels, on real block drivers.
+    Vm,
 }
 
 fn ebpf_cargo() -> Command {
@@ -117,6 +119,11 @@ pub fn test(only: Option<Tier>, skip_setup: bool) -> Result<()> {
         // Each scenario prints its verdict and key numbers.
         cmd::step("end-to-end scenarios", || {
             root_tier("scenarios", &["--nocapture"])
+        })?;
+    }
+    if wants(Tier::Vm) {
+        cmd::step("vm tier: kernels and block drivers in qemu", || {
+            crate::vm::run(&crate::vm::Options::default())
         })?;
     }
     println!("all requested test tiers passed");

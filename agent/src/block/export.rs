@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use agent_common::block::{DevOp, OP_NAMES, OpStats, STAMP_KERNEL, STAMP_PROBE, UNREC_NAMES};
+use agent_common::block::{
+    DevOp, ERRNO_STATUS, OP_NAMES, OpStats, STAMP_KERNEL, STAMP_PROBE, UNREC_NAMES,
+};
 use agent_common::hist::{
     DEPTH_FINITE, LAT_FINITE, SIZE_FINITE, depth_bound, latency_bound_ns, size_bound,
 };
@@ -48,7 +50,39 @@ const STATUS_NAMES: [&str; 20] = [
     "inval",
 ];
 
+/// The errno each `blk_status_t` becomes (`blk_status_to_errno`), for kernels whose
+/// `block_rq_complete` passes the errno (before 5.17): mapped back to the same names.
+const ERRNO_STATUS_NAMES: [(u32, &str); 17] = [
+    (95, "notsupp"),
+    (110, "timeout"),
+    (28, "nospc"),
+    (67, "transport"),
+    (121, "target"),
+    (52, "resv_conflict"),
+    (61, "medium"),
+    (84, "protection"),
+    (12, "resource"),
+    (5, "ioerr"),
+    (78, "dm_requeue"),
+    (11, "again"),
+    (16, "dev_resource"),
+    (109, "zone_open_resource"),
+    (75, "zone_active_resource"),
+    (19, "offline"),
+    (22, "inval"),
+];
+
+/// The `error` label of a recorded status: a `blk_status_t`, or (with `ERRNO_STATUS`) an
+/// errno from an older kernel.
 pub fn status_name(status: u32) -> String {
+    if status & ERRNO_STATUS != 0 {
+        let errno = status & !ERRNO_STATUS;
+        return ERRNO_STATUS_NAMES
+            .iter()
+            .find(|(e, _)| *e == errno)
+            .map(|(_, n)| n.to_string())
+            .unwrap_or_else(|| format!("errno_{errno}"));
+    }
     STATUS_NAMES
         .get(status as usize)
         .map(|s| s.to_string())
@@ -504,5 +538,9 @@ mod tests {
         assert_eq!(status_name(3), "nospc");
         assert_eq!(status_name(19), "inval");
         assert_eq!(status_name(77), "status_77");
+        // Kernels before 5.17 pass errnos: the same names.
+        assert_eq!(status_name(ERRNO_STATUS | 5), "ioerr");
+        assert_eq!(status_name(ERRNO_STATUS | 28), "nospc");
+        assert_eq!(status_name(ERRNO_STATUS | 999), "errno_999");
     }
 }

@@ -2,7 +2,7 @@
 //! pause-frame counters, qdisc statistics (rtnetlink, ethtool) and TCP sockets (sock_diag).
 //! Per-packet signals come from here, never from packet hooks.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
@@ -24,34 +24,62 @@ pub struct Snapshot {
     pub pause: HashMap<i32, Vec<(String, u64)>>,
     pub qdiscs: Vec<Qdisc>,
     pub sockets: Vec<TcpSocket>,
+    /// Parts that could not be read (`PART_*`), with why: a kernel without one netlink
+    /// family or ioctl loses that part only.
+    pub failed: Vec<(&'static str, String)>,
 }
 
-/// Reads a snapshot of the calling thread's network namespace.
+/// The parts of a snapshot besides the links, by the `snapshot` label of
+/// `stornet_net_snapshot_errors_total`.
+pub const PART_QDISC: &str = "qdisc";
+pub const PART_SOCK_DIAG: &str = "sock_diag";
+pub const PART_ETHTOOL: &str = "ethtool";
+
+/// Reads a snapshot of the calling thread's network namespace. Only the links are required
+/// (without them the namespace cannot be read at all); the other parts fail on their own.
 pub fn snapshot() -> Result<Snapshot> {
     let mut rt = Netlink::open(libc::NETLINK_ROUTE)?;
     let links = links::dump(&mut rt)?;
-    let qdiscs = qdisc::dump(&mut rt)?;
-    let sockets = sockdiag::dump(&mut sockdiag::open()?)?;
-    let eth = Ethtool::open()?;
+    let mut failed = Vec::new();
+    let mut part = |name: &'static str, r: Result<()>| {
+        if let Err(e) = r {
+            failed.push((name, format!("{e:#}")));
+        }
+    };
+    let mut qdiscs = Vec::new();
+    part(PART_QDISC, qdisc::dump(&mut rt).map(|q| qdiscs = q));
+    let mut sockets = Vec::new();
+    part(
+        PART_SOCK_DIAG,
+        sockdiag::open()
+            .and_then(|mut s| sockdiag::dump(&mut s))
+            .map(|s| sockets = s),
+    );
     let mut speeds = HashMap::new();
     let mut pause = HashMap::new();
-    for l in links.iter().filter(|l| !l.loopback) {
-        if let Some(s) = eth.speed_bps(&l.name) {
-            speeds.insert(l.index, s);
-        }
-        // Drivers without statistics answer EOPNOTSUPP: no pause counters there.
-        if let Ok(p) = eth.pause_counters(&l.name)
-            && !p.is_empty()
-        {
-            pause.insert(l.index, p);
-        }
-    }
+    part(
+        PART_ETHTOOL,
+        Ethtool::open().map(|eth| {
+            for l in links.iter().filter(|l| !l.loopback) {
+                if let Some(s) = eth.speed_bps(&l.name) {
+                    speeds.insert(l.index, s);
+                }
+                // Drivers without statistics answer EOPNOTSUPP: no pause counters there.
+                if let Ok(p) = eth.pause_counters(&l.name)
+                    && !p.is_empty()
+                {
+                    pause.insert(l.index, p);
+                }
+            }
+        }),
+    );
     Ok(Snapshot {
         links,
         speeds,
         pause,
         qdiscs,
         sockets,
+        failed,
     })
 }
 
@@ -99,10 +127,15 @@ impl PeerSockets {
 pub struct SnapshotCollector {
     namespaces: Vec<Namespace>,
     peers: Arc<PeerLabels>,
-    /// Namespaces that failed at the last scrape: logged when they fail and when they
-    /// recover, not at every scrape.
-    failing: Mutex<HashSet<String>>,
+    /// Namespaces, and (namespace, part) pairs, that failed at the last scrape: logged when
+    /// they fail and when they recover, not at every scrape.
+    failing: Mutex<HashSet<(String, &'static str)>>,
+    /// Failed reads per (namespace, part) since start.
+    errors: Mutex<BTreeMap<(String, &'static str), u64>>,
 }
+
+/// The `snapshot` label for a namespace that could not be read at all.
+const WHOLE: &str = "namespace";
 
 impl SnapshotCollector {
     pub fn new(namespaces: Vec<Namespace>, peers: Arc<PeerLabels>) -> SnapshotCollector {
@@ -110,7 +143,49 @@ impl SnapshotCollector {
             namespaces,
             peers,
             failing: Mutex::new(HashSet::new()),
+            errors: Mutex::new(BTreeMap::new()),
         }
+    }
+
+    /// Records which parts of a namespace failed this time: counted, and logged once per
+    /// failure and once on recovery.
+    fn record(&self, ns: &str, failed: &[(&'static str, String)], parts: &[&'static str]) {
+        let mut failing = self.failing.lock().expect("failing snapshots");
+        let mut errors = self.errors.lock().expect("snapshot errors");
+        for &part in parts {
+            let key = (ns.to_string(), part);
+            match failed.iter().find(|(p, _)| *p == part) {
+                Some((_, e)) => {
+                    *errors.entry(key.clone()).or_default() += 1;
+                    if failing.insert(key) {
+                        if part == WHOLE {
+                            warn!(namespace = %ns, error = %e, "network namespace unreadable");
+                        } else {
+                            warn!(namespace = %ns, snapshot = part, error = %e, "network snapshot unreadable; the rest of the namespace is read");
+                        }
+                    }
+                }
+                None => {
+                    if failing.remove(&key) {
+                        info!(namespace = %ns, snapshot = part, "network snapshot readable again");
+                    }
+                }
+            }
+        }
+    }
+
+    fn errors_family(&self) -> Family {
+        let mut f = Family::new(
+            "stornet_net_snapshot_errors_total",
+            "Scrape-time network snapshots that could not be read, by namespace and part \
+             (namespace: the whole namespace; qdisc, sock_diag, ethtool: that part only, e.g. \
+             a kernel without the sock_diag module).",
+            Kind::Counter,
+        );
+        for ((ns, part), n) in self.errors.lock().expect("snapshot errors").iter() {
+            f.scalar(&[("namespace", ns), ("snapshot", part)], *n as f64);
+        }
+        f
     }
 }
 
@@ -321,26 +396,22 @@ impl Collector for SnapshotCollector {
                 }
                 run_in(ns, &file, snapshot).map(Some)
             });
-            let mut failing = self.failing.lock().expect("failing namespaces");
             match snap {
                 Ok(None) => continue,
                 Ok(Some(s)) => {
-                    if failing.remove(&label) {
-                        info!(namespace = %label, "network namespace readable again");
-                    }
+                    self.record(&label, &s.failed, &[WHOLE, PART_QDISC, PART_SOCK_DIAG, PART_ETHTOOL]);
                     fams.up.scalar(&[("namespace", &label)], 1.0);
                     fams.add(&label, &s);
                     sockets.extend(s.sockets);
                 }
                 Err(e) => {
-                    if failing.insert(label.clone()) {
-                        warn!(namespace = %label, error = %format!("{e:#}"), "network namespace unreadable");
-                    }
+                    self.record(&label, &[(WHOLE, format!("{e:#}"))], &[WHOLE]);
                     fams.up.scalar(&[("namespace", &label)], 0.0);
                 }
             }
         }
         out.extend(fams.into_vec());
+        out.push(self.errors_family());
         out.extend(socket_families(&self.peers, sockets));
         Ok(())
     }

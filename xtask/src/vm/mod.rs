@@ -1,0 +1,259 @@
+//! The `vm` test tier: the agent on the kernels storage hosts run. For each kernel of the
+//! matrix (Debian's 5.10, 6.1, 6.12 and the newest backport), qemu boots the kernel with an
+//! initramfs that carries the agent, the probe tests and the tools they use, on real block
+//! drivers (NVMe, virtio-blk, AHCI, null_blk); the guest reports each test through its
+//! console. Every kernel is booted twice: with every driver, and under
+//! `lockdown=confidentiality` without the sock_diag module.
+
+pub mod guest;
+pub mod initramfs;
+pub mod kernels;
+pub mod modules;
+pub mod qemu;
+pub mod support;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use crate::cmd;
+use guest::{BOOTS, Binaries, Boot, Outcome};
+use kernels::Kernel;
+use qemu::Accel;
+
+/// Which part of the matrix to run (all of it by default).
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Kernel series to boot (`5.10`, …); all when empty.
+    pub kernels: Vec<String>,
+    /// Boots (`drivers`, `lockdown`); all when empty.
+    pub boots: Vec<String>,
+    /// Write the kernel support table into docs/agent.md instead of checking it.
+    pub bless: bool,
+}
+
+/// One boot's result.
+pub struct Run {
+    pub kernel: Kernel,
+    pub boot: Boot,
+    pub drivers: Vec<&'static str>,
+    pub outcome: Outcome,
+    pub seconds: f64,
+}
+
+pub fn run(opts: &Options) -> Result<()> {
+    if let Err(e) = guest::host_requirements() {
+        if std::env::var_os("CI").is_some() {
+            return Err(e.context("the vm tier cannot run, and CI is set"));
+        }
+        println!("SKIPPED the vm tier: {e:#} (with CI set this fails)");
+        return Ok(());
+    }
+    let started = Instant::now();
+    let bins = cmd::step("vm: build the agent and the test binaries", build)?;
+    let kernels: Vec<Kernel> = cmd::step("vm: kernels", kernels::fetch_all)?
+        .into_iter()
+        .filter(|k| opts.kernels.is_empty() || opts.kernels.iter().any(|s| s == k.series.series))
+        .collect();
+    if kernels.is_empty() {
+        bail!("no kernel of the matrix matches {:?}", opts.kernels);
+    }
+    let boots: Vec<&Boot> = BOOTS
+        .iter()
+        .filter(|b| opts.boots.is_empty() || opts.boots.iter().any(|n| n == b.name))
+        .collect();
+    let work = cmd::workspace_root().join("target/vm");
+    std::fs::create_dir_all(&work)?;
+    let accel = choose_accel(&kernels[0], &work)?;
+    println!("vm: guests run under {}", accel.name());
+    let mut runs = Vec::new();
+    for k in &kernels {
+        for b in &boots {
+            let name = format!("vm: {} ({}) {}", k.series.series, k.release, b.name);
+            let r = cmd::step(&name, || boot(k, b, &bins, &work, accel))?;
+            runs.push(r);
+        }
+    }
+    println!("{}", support::summary(&runs));
+    let failed: Vec<String> = runs
+        .iter()
+        .filter(|r| !r.outcome.passed())
+        .map(|r| format!("{} {}", r.kernel.series.series, r.boot.name))
+        .collect();
+    println!(
+        "vm tier: {} boots under {} in {:.0} s",
+        runs.len(),
+        accel.name(),
+        started.elapsed().as_secs_f64()
+    );
+    if !failed.is_empty() {
+        bail!("vm tier failed on: {}", failed.join(", "));
+    }
+    // The support table is checked on the whole matrix only.
+    if opts.kernels.is_empty() && opts.boots.is_empty() {
+        support::check_docs(&runs, opts.bless)?;
+    }
+    Ok(())
+}
+
+/// Boots one guest and reports its tests.
+fn boot(k: &Kernel, b: &Boot, bins: &Binaries, work: &std::path::Path, accel: Accel) -> Result<Run> {
+    let dir = work.join(format!("{}-{}", k.series.series, b.name));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    let plan = guest::plan(k, b, bins, &dir)?;
+    let expected = plan.expected();
+    let log = dir.join("console.log");
+    let start = Instant::now();
+    let console = qemu::run(
+        &qemu::Guest {
+            vmlinuz: &k.vmlinuz,
+            initrd: &plan.initrd,
+            append: plan.append.clone(),
+            disks: plan.disks.clone(),
+            accel,
+            timeout: Duration::from_secs(b.timeout_s),
+            log: log.clone(),
+        },
+        |line| {
+            if let Some(r) = line.strip_prefix("STORNET result ") {
+                println!("  {} {}: {r}", k.series.series, b.name);
+            }
+        },
+    )?;
+    let seconds = start.elapsed().as_secs_f64();
+    let outcome = guest::parse(&console.lines, &expected);
+    for r in outcome.results.iter().filter(|r| !r.ok) {
+        println!(
+            "FAILED on {} ({}), {} boot: {}\n{}",
+            k.series.series,
+            k.release,
+            b.name,
+            r.name,
+            guest::failure_output(&console.lines, &r.name)
+        );
+    }
+    if !console.done {
+        let how = if console.timed_out {
+            format!("did not finish within {} s and was killed", b.timeout_s)
+        } else {
+            "stopped before its tests ended (panic or crash)".to_string()
+        };
+        let running = guest::running_when_stopped(&console.lines)
+            .map(|t| format!(", while running {t}"))
+            .unwrap_or_default();
+        println!(
+            "FAILED: the {} guest of kernel {} {how}{running}; its console ({}) ended with:\n{}",
+            b.name,
+            k.release,
+            log.display(),
+            console.tail(25)
+        );
+    }
+    if !outcome.modules_failed.is_empty() {
+        println!("FAILED: modules that did not load: {:?}", outcome.modules_failed);
+    }
+    if outcome.check_exit != Some(0) {
+        println!(
+            "FAILED: stornet-agent check exited {:?}:\n{}",
+            outcome.check_exit,
+            outcome.check.join("\n")
+        );
+    }
+    if !outcome.missing.is_empty() {
+        println!("FAILED: no result for {:?}", outcome.missing);
+    }
+    let passed = outcome.results.iter().filter(|r| r.ok).count();
+    println!(
+        "{} {} {}: {passed} of {} tests passed in {seconds:.0} s (console: {})",
+        k.series.series,
+        k.release,
+        b.name,
+        expected.len(),
+        log.display()
+    );
+    Ok(Run {
+        kernel: k.clone(),
+        boot: *b,
+        drivers: plan.drivers,
+        outcome,
+        seconds,
+    })
+}
+
+/// KVM where it boots a stock kernel here, else TCG.
+fn choose_accel(k: &Kernel, work: &std::path::Path) -> Result<Accel> {
+    if let Some(why) = qemu::kvm_unusable() {
+        println!("vm: not using KVM: {why}");
+        return Ok(Accel::Tcg);
+    }
+    // A guest that only says it is done: does KVM get that far?
+    let mut root = initramfs::Root::default();
+    root.program("/bin/busybox", std::path::Path::new("/bin/busybox"))?;
+    root.symlink("/bin/sh", "busybox");
+    root.bytes(
+        "/init",
+        format!("#!/bin/sh\n/bin/busybox echo '{}'\n/bin/busybox poweroff -f\n", qemu::DONE),
+        0o755,
+    );
+    let initrd = work.join("kvm-probe.cpio");
+    root.write(&initrd)?;
+    let console = qemu::run(
+        &qemu::Guest {
+            vmlinuz: &k.vmlinuz,
+            initrd: &initrd,
+            append: "console=ttyS0 quiet panic=-1".into(),
+            disks: Vec::new(),
+            accel: Accel::Kvm,
+            timeout: Duration::from_secs(30),
+            log: work.join("kvm-probe.log"),
+        },
+        |_| {},
+    )?;
+    if console.done {
+        Ok(Accel::Kvm)
+    } else {
+        println!("vm: not using KVM: a KVM guest did not reach /init within 30 s");
+        Ok(Accel::Tcg)
+    }
+}
+
+/// Builds the agent and the test binaries the guests run.
+fn build() -> Result<Binaries> {
+    cmd::run(cmd::cargo().args(["build", "--release", "--bins"]))?;
+    let out = cmd::cargo()
+        .args(["test", "--release", "-p", "stornet-tests"])
+        .args(["--test", "privileged", "--test", "kernels", "--no-run"])
+        .args(["--message-format", "json-render-diagnostics"])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .context("building the test binaries")?;
+    if !out.status.success() {
+        bail!("building the test binaries failed");
+    }
+    let mut tests = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if v["reason"] == "compiler-artifact"
+            && let (Some(name), Some(exe)) = (v["target"]["name"].as_str(), v["executable"].as_str())
+        {
+            tests.push((name.to_string(), PathBuf::from(exe)));
+        }
+    }
+    for wanted in ["privileged", "kernels"] {
+        if !tests.iter().any(|(n, _)| n == wanted) {
+            bail!("cargo did not report the {wanted} test binary");
+        }
+    }
+    let agent = cmd::workspace_root().join("target/release/stornet-agent");
+    // The guests have no nightly toolchain: check that the agent binary is there.
+    Command::new(&agent)
+        .arg("--version")
+        .output()
+        .with_context(|| format!("{} does not run", agent.display()))?;
+    Ok(Binaries { agent, tests })
+}
