@@ -4,5 +4,6 @@
 //! guest these tests fail, and nothing else runs them.
 
 mod drivers;
+mod net;
 mod probes;
 mod snapshots;
