@@ -114,7 +114,7 @@ bs=64k
             .collect();
         assert_eq!(jobs[0].name, "reads");
         assert_eq!(
-            (jobs[0].rw, jobs[0].bs[0], jobs[0].iodepth[0]),
+            (jobs[0].rw, jobs[0].bs[0], jobs[0].iodepth),
             (Rw::RandRead, 4096, 32)
         );
         assert_eq!((jobs[1].rw, jobs[1].bs[0]), (Rw::RandWrite, 65536));

@@ -8,7 +8,7 @@ use crate::error::Failure;
 use crate::live_metrics::LiveMetrics;
 use crate::options::parse::{Parsed, parse_args};
 use crate::options::sweep::{self, Point};
-use crate::options::{Plan, table, validate::validate};
+use crate::options::{Plan, RateProcess, table, validate::validate};
 use crate::progress::Progress;
 use crate::record::Recorder;
 use crate::report;
@@ -61,7 +61,18 @@ fn specs(plan: &Plan, layout: &Layout, point: &Point, run_id: u32, entropy: u64)
         .enumerate()
         .map(|(index, t)| {
             let job = &plan.jobs[t.group];
-            let (bs, iodepth) = point.per_job[t.group];
+            let shape = &point.per_job[t.group];
+            let used = job.directions();
+            let bs = (0..2)
+                .filter(|&d| used[d])
+                .map(|d| shape.sizes[d].min())
+                .min()
+                .unwrap_or(4096);
+            let rates = [0, 1].map(|d| {
+                job.rate[d]
+                    .or_else(|| job.rate_iops[d].map(|n| n * shape.sizes[d].min()))
+                    .filter(|_| used[d])
+            });
             let base = fnv(&job.name) ^ (t.jobnum as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
             JobSpec {
                 index,
@@ -71,13 +82,16 @@ fn specs(plan: &Plan, layout: &Layout, point: &Point, run_id: u32, entropy: u64)
                 path: layout.targets[t.target].path.clone(),
                 region: t.region,
                 bs,
-                iodepth,
+                sizes: shape.sizes.clone(),
+                iodepth: shape.iodepth,
                 rw: job.rw,
                 read_pct: job.rw.read_pct(job.rwmixread),
                 time_based: job.time_based,
                 runtime_ns: job.runtime_ns,
                 ramp_ns,
                 rate_iops: job.rate_iops,
+                rates,
+                poisson: job.rate_process == RateProcess::Poisson,
                 direct: job.direct,
                 verify: job.verify,
                 seed: if job.randrepeat { base } else { base ^ entropy },

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cpu::CpuUsage;
 use crate::histogram::Histogram;
+use crate::options::sizes::SizeDist;
 use crate::options::{Plan, Rw};
 use crate::timeline::TimelineRow;
 use crate::verify::Corruption;
@@ -89,9 +90,15 @@ pub struct JobResult {
     pub jobnum: u32,
     pub filename: String,
     pub rw: Rw,
+    /// The smallest IO size (the one size when all IOs have it).
     pub bs: u64,
+    /// IO sizes of reads and writes.
+    #[serde(default)]
+    pub sizes: [SizeDist; 2],
     pub iodepth: u32,
-    pub rate_iops: Option<u64>,
+    /// `rate_iops` of reads and writes (records before per-direction rates hold one number).
+    #[serde(deserialize_with = "per_direction")]
+    pub rate_iops: [Option<u64>; 2],
     /// Measured IOs by direction (after the ramp); `[read, write]`.
     pub dirs: [DirStats; 2],
     /// IOs completed during the ramp, not in `dirs`.
@@ -102,6 +109,20 @@ pub struct JobResult {
     /// Why the job stopped early (a failed IO or replica); its IOs until then are above.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// Reads `[r, w]`, or one value (or null) for both, as older run records have it.
+fn per_direction<'de, D: serde::Deserializer<'de>>(d: D) -> Result<[Option<u64>; 2], D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Either {
+        Both([Option<u64>; 2]),
+        One(Option<u64>),
+    }
+    Ok(match Either::deserialize(d)? {
+        Either::Both(v) => v,
+        Either::One(v) => [v, v],
+    })
 }
 
 /// All jobs of one sweep point.

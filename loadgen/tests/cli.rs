@@ -53,6 +53,12 @@ fn bad_values_exit_2_with_one_line() {
     assert_usage_error(&[&file], "give --size");
     assert_usage_error(&[&file, "--size=2k", "--bs=4k"], "smaller than --bs");
     assert_usage_error(&[&file, "--size=1M", "--bogus=1"], "unknown option --bogus");
+    assert_usage_error(
+        &[&file, "--size=1M", "--iodepth=1,4"],
+        "--iodepth_sweep=1,4",
+    );
+    assert_usage_error(&[&file, "--size=1M", "--bssplit=4k/50:8k/40"], "not 100%");
+    assert_usage_error(&[&file, "--size=1M", "--rate_process=bursty"], "poisson");
     assert_usage_error(&[&file, "--size=1M", "--time_based"], "needs --runtime");
     assert_usage_error(&[&file, "--size=1M", "--runtime=soon"], "--runtime");
     assert_usage_error(
@@ -96,7 +102,9 @@ fn help_lists_the_fio_options() {
         "--rw=RW",
         "--bs=",
         "--iodepth=",
-        "--rate_iops=N",
+        "--rate_iops=R[,W]",
+        "--bs_sweep=",
+        "--iodepth_sweep=",
         "--verify",
         "--profile=",
     ] {
@@ -114,8 +122,8 @@ fn json_on_stdout_has_fio_paths_and_a_result_per_sweep_point() {
         "--direct=0",
         "--size=1M",
         "--rw=randread",
-        "--bs=4k,8k",
-        "--iodepth=1,4",
+        "--bs_sweep=4k,8k",
+        "--iodepth_sweep=1,4",
         "--output-format=json",
     ]);
     assert_eq!(
@@ -201,4 +209,67 @@ fn job_files_and_text_reports() {
     assert!(text.contains("per IO"), "{text}");
     let _ = std::fs::remove_file(&f);
     let _ = std::fs::remove_file(&jf);
+}
+
+fn run_json(args: &[&str]) -> Value {
+    let o = loadgen(args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).expect("stdout is only JSON")
+}
+
+/// `--bs=4k,64k` means what it means to fio: reads of 4k and writes of 64k, in one run.
+#[test]
+fn bs_with_two_values_sizes_reads_and_writes() {
+    let f = scratch("rwsizes");
+    let file = format!("--filename={}", f.display());
+    let j = run_json(&[
+        "--name=rw",
+        &file,
+        "--direct=0",
+        "--size=4M",
+        "--rw=randrw",
+        "--bs=4k,64k",
+        "--iodepth=4",
+        "--output-format=json",
+    ]);
+    let jobs = j["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 1, "one job, not a sweep");
+    for (dir, bs) in [("read", 4096), ("write", 65536)] {
+        let d = &jobs[0][dir];
+        let ios = d["total_ios"].as_u64().unwrap();
+        assert!(ios > 0, "{dir}: no IOs");
+        assert_eq!(d["io_bytes"].as_u64().unwrap(), ios * bs, "{dir} IO size");
+    }
+    assert_eq!(jobs[0]["job options"]["bs"], "4k,64k");
+    let _ = std::fs::remove_file(&f);
+}
+
+/// `--rate_iops=R,W` limits reads and writes separately. The schedule never issues an IO
+/// before it is due, so in 1 s at most 201 reads and 101 writes start.
+#[test]
+fn rate_iops_with_two_values_limits_each_direction() {
+    let f = scratch("rwrate");
+    let file = format!("--filename={}", f.display());
+    let j = run_json(&[
+        "--name=rate",
+        &file,
+        "--direct=0",
+        "--size=1M",
+        "--rw=randrw",
+        "--rate_iops=200,100",
+        "--iodepth=4",
+        "--time_based",
+        "--runtime=1",
+        "--output-format=json",
+    ]);
+    let ios = |d: &str| j["jobs"][0][d]["total_ios"].as_u64().unwrap();
+    let (r, w) = (ios("read"), ios("write"));
+    assert!((100..=201).contains(&r), "reads {r}");
+    assert!((50..=101).contains(&w), "writes {w}");
+    let _ = std::fs::remove_file(&f);
 }

@@ -13,8 +13,9 @@ use anyhow::{Context, Result, anyhow};
 
 use super::buffers::Buffers;
 use super::legs::{ExtraLegs, IoDesc, MAX_LEGS, decode, user_data};
+use super::pacing::Pacer;
 use super::ring::Ring;
-use super::workload::{Pacer, Workload};
+use super::workload::Workload;
 use super::{JobSpec, Msg, Shared};
 use crate::clock;
 use crate::histogram::Histogram;
@@ -48,7 +49,9 @@ enum Check {
 struct Slot {
     dir: Dir,
     phase: Phase,
-    block: u64,
+    /// Offset in the target and length of the IO.
+    offset: u64,
+    len: u32,
     intended: u64,
     prep: u64,
     submit: u64,
@@ -62,7 +65,8 @@ struct Slot {
 const IDLE: Slot = Slot {
     dir: Dir::Read,
     phase: Phase::Workload,
-    block: 0,
+    offset: 0,
+    len: 0,
     intended: 0,
     prep: 0,
     submit: 0,
@@ -92,6 +96,13 @@ struct Job<'a> {
     legs_done: Vec<(u32, u8)>,
     inflight: u32,
     work: Workload,
+    pacer: Option<Pacer>,
+    /// The direction the mix picked for the next IO, kept while its schedule makes it wait.
+    next_dir: Option<Dir>,
+    /// When the next IO is due, if the schedule holds it back.
+    next_due: Option<u64>,
+    /// With --verify: the one IO size, and blocks are offsets divided by it.
+    block_size: u64,
     map: Option<BlockMap>,
     writes: bool,
     counter: u32,
@@ -104,6 +115,7 @@ struct Job<'a> {
     dirs: [DirStats; 2],
     ivl: IntervalSample,
     ramp_ios: [u64; 2],
+    ramp_bytes: [u64; 2],
     vstats: VerifyStats,
     error: Option<anyhow::Error>,
 }
@@ -147,7 +159,8 @@ pub fn run(
                 }
             )
         })?;
-    let bufs = Buffers::new(spec.iodepth as usize, spec.bs as usize)?;
+    let max_bs = spec.sizes.iter().map(|s| s.max()).max().unwrap_or(4096);
+    let bufs = Buffers::new(spec.iodepth as usize, max_bs as usize)?;
     let extra_sqes = legs.as_ref().map_or(0, |l| l.sqes_per_io());
     let ring = Ring::new(spec.iodepth * (1 + extra_sqes), file.as_raw_fd(), &bufs)?;
     let leg_names: Vec<String> = match &legs {
@@ -156,7 +169,8 @@ pub fn run(
             .collect(),
         None => Vec::new(),
     };
-    let blocks = spec.region / spec.bs;
+    let block_size = spec.sizes[0].min();
+    let blocks = spec.region / block_size.max(1);
     let mut job = Job {
         spec,
         shared,
@@ -172,7 +186,17 @@ pub fn run(
         cqes: Vec::with_capacity(spec.iodepth as usize * 2),
         legs_done: Vec::new(),
         inflight: 0,
-        work: Workload::new(blocks, spec.rw.random(), spec.read_pct, spec.seed),
+        work: Workload::new(
+            spec.region,
+            spec.rw.random(),
+            spec.read_pct,
+            &spec.sizes,
+            spec.seed,
+        ),
+        pacer: None,
+        next_dir: None,
+        next_due: None,
+        block_size,
         map: spec.verify.then(|| BlockMap::new(blocks)),
         writes,
         counter: 0,
@@ -185,6 +209,7 @@ pub fn run(
         dirs: Default::default(),
         ivl: new_interval(0, leg_names.len()),
         ramp_ios: [0; 2],
+        ramp_bytes: [0; 2],
         vstats: VerifyStats::default(),
         error: None,
         leg_names,
@@ -224,6 +249,7 @@ pub fn run(
         filename: spec.path.display().to_string(),
         rw: spec.rw,
         bs: spec.bs,
+        sizes: spec.sizes.clone(),
         iodepth: spec.iodepth,
         rate_iops: spec.rate_iops,
         dirs: std::mem::take(&mut job.dirs),
@@ -243,9 +269,15 @@ impl Job<'_> {
         self.qd_last = t0;
         let deadline = spec.runtime_ns.map(|r| self.measure_start + r);
         self.deadline = deadline;
-        let budget = (!spec.time_based).then_some(self.work.blocks);
-        let pacer = spec.rate_iops.map(|r| Pacer::new(t0, r));
-        let mut io_index: u64 = 0;
+        let budget = (!spec.time_based).then_some(spec.region);
+        self.pacer = Pacer::new(
+            t0,
+            spec.rates,
+            [spec.sizes[0].min(), spec.sizes[1].min()],
+            spec.poisson,
+            spec.seed,
+        );
+        let mut issued_bytes: u64 = 0;
         let mut now = clock::now_ns();
         let mut stopping = false;
         loop {
@@ -253,12 +285,12 @@ impl Job<'_> {
                 && (self.error.is_some()
                     || self.shared.stopped()
                     || deadline.is_some_and(|d| now >= d)
-                    || budget.is_some_and(|b| io_index >= b))
+                    || budget.is_some_and(|b| issued_bytes >= b))
             {
                 stopping = true;
             }
             if !stopping {
-                self.issue(now, &mut io_index, budget, pacer.as_ref())?;
+                self.issue(now, &mut issued_bytes, budget)?;
             }
             if self.inflight == 0 && stopping {
                 break;
@@ -276,8 +308,8 @@ impl Job<'_> {
                 consider(self.next_boundary);
             }
             if !stopping {
-                if let Some(p) = pacer.as_ref().filter(|_| !self.free.is_empty()) {
-                    consider(p.due(io_index));
+                if let Some(t) = self.next_due.filter(|_| !self.free.is_empty()) {
+                    consider(t);
                 }
                 if let Some(d) = deadline {
                     consider(d);
@@ -307,51 +339,62 @@ impl Job<'_> {
     }
 
     /// Prepares IOs while slots are free and the schedule allows.
-    fn issue(
-        &mut self,
-        now: u64,
-        io_index: &mut u64,
-        budget: Option<u64>,
-        pacer: Option<&Pacer>,
-    ) -> Result<()> {
+    fn issue(&mut self, now: u64, issued_bytes: &mut u64, budget: Option<u64>) -> Result<()> {
+        self.next_due = None;
         while let Some(&slot) = self.free.last() {
-            if budget.is_some_and(|b| *io_index >= b) {
+            if budget.is_some_and(|b| *issued_bytes >= b) {
                 break;
             }
-            let intended = match pacer {
+            let picked = match self.next_dir.take() {
+                Some(d) => d,
+                None => self.work.dir(),
+            };
+            let (dir, intended) = match &self.pacer {
                 Some(p) => {
-                    let due = p.due(*io_index);
-                    if due > now {
-                        break;
+                    let (dir, due) = p.choose(picked, self.spec.rw.mixed(), now);
+                    match due {
+                        Some(t) if t > now => {
+                            self.next_dir = Some(dir);
+                            self.next_due = Some(t);
+                            break;
+                        }
+                        Some(t) => (dir, t),
+                        None => (dir, now),
                     }
-                    due
                 }
-                None => now,
+                None => (picked, now),
             };
-            let dir = self.work.dir();
-            let block = match &self.map {
-                Some(m) => self.work.block(dir, |b| m.busy(b)),
-                None => self.work.block(dir, |_| false),
+            let bs = self.block_size;
+            let place = match &self.map {
+                Some(m) => self.work.next(dir, |off| m.busy(off / bs)),
+                None => self.work.next(dir, |_| false),
             };
-            let Some(block) = block else { break };
+            let Some((offset, len)) = place else {
+                self.next_dir = Some(dir);
+                break;
+            };
             self.free.pop();
-            self.start_io(slot, dir, Phase::Workload, block, intended, now)?;
-            *io_index += 1;
+            if let Some(p) = &mut self.pacer {
+                p.issued(dir, len);
+            }
+            self.start_io(slot, dir, Phase::Workload, offset, len, intended, now)?;
+            *issued_bytes += len;
         }
         Ok(())
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn start_io(
         &mut self,
         slot: u32,
         dir: Dir,
         phase: Phase,
-        block: u64,
+        offset: u64,
+        len: u64,
         intended: u64,
         prep: u64,
     ) -> Result<()> {
-        let bs = self.spec.bs;
-        let offset = block * bs;
+        let block = offset / self.block_size.max(1);
         let mut check = Check::None;
         let mut counter = 0;
         if let Some(map) = &mut self.map {
@@ -361,7 +404,11 @@ impl Job<'_> {
                     self.counter += 1;
                     counter = self.counter;
                     let g = verify::generation(self.spec.run_id, counter);
-                    verify::fill(self.bufs.get_mut(slot as usize), offset, g);
+                    verify::fill(
+                        &mut self.bufs.get_mut(slot as usize)[..len as usize],
+                        offset,
+                        g,
+                    );
                 }
                 Dir::Read if self.writes || phase == Phase::Readback => {
                     if let Some(c) = map.written(block) {
@@ -384,7 +431,8 @@ impl Job<'_> {
         self.slots[slot as usize] = Slot {
             dir,
             phase,
-            block,
+            offset,
+            len: len as u32,
             intended,
             prep,
             submit: prep,
@@ -399,7 +447,7 @@ impl Job<'_> {
             dir == Dir::Write,
             slot as usize,
             buf,
-            bs as u32,
+            len as u32,
             offset,
             user_data(slot, 0),
         )?;
@@ -411,7 +459,7 @@ impl Job<'_> {
                 slot,
                 dir,
                 offset,
-                data: self.bufs.get(slot as usize),
+                data: &self.bufs.get(slot as usize)[..len as usize],
             };
             legs.start(&io, &mut |e| ring.push(e))?;
         }
@@ -461,7 +509,7 @@ impl Job<'_> {
             live.publish(
                 d,
                 self.dirs[d].ios + self.ramp_ios[d],
-                self.dirs[d].bytes + self.ramp_ios[d] * self.spec.bs,
+                self.dirs[d].bytes + self.ramp_bytes[d],
             );
         }
     }
@@ -492,7 +540,7 @@ impl Job<'_> {
             return;
         }
         let s = self.slots[slot as usize];
-        let want = self.spec.bs as i32;
+        let want = s.len as i32;
         if res != want {
             let what = if res < 0 {
                 std::io::Error::from_raw_os_error(-res).to_string()
@@ -502,8 +550,8 @@ impl Job<'_> {
             self.fail(anyhow!(
                 "{} of {} bytes at offset {} of {} failed: {what}",
                 s.dir.name(),
-                self.spec.bs,
-                s.block * self.spec.bs,
+                s.len,
+                s.offset,
                 self.spec.path.display()
             ));
             self.slots[slot as usize].failed = true;
@@ -525,11 +573,12 @@ impl Job<'_> {
         self.inflight -= 1;
         self.qd_inflight = self.qd_inflight.saturating_sub(1);
         self.free.push(slot);
-        let bs = self.spec.bs;
-        let offset = s.block * bs;
+        let bs = s.len as u64;
+        let offset = s.offset;
+        let block = offset / self.block_size.max(1);
         if let Some(map) = &mut self.map {
             let ok_write = (s.dir == Dir::Write && !s.failed).then_some(s.counter);
-            map.end(s.block, ok_write);
+            map.end(block, ok_write);
             if ok_write.is_some() {
                 self.vstats.blocks_written += 1;
             }
@@ -539,8 +588,11 @@ impl Job<'_> {
                     Check::Generation(g) => Some(g),
                     _ => None,
                 };
-                if let Err(problem) = verify::check(self.bufs.get(slot as usize), offset, expected)
-                {
+                if let Err(problem) = verify::check(
+                    &self.bufs.get(slot as usize)[..bs as usize],
+                    offset,
+                    expected,
+                ) {
                     if self.vstats.corruptions.len() < MAX_LISTED {
                         self.vstats.corruptions.push(Corruption { offset, problem });
                     } else {
@@ -556,6 +608,7 @@ impl Job<'_> {
         let d = s.dir as usize;
         if now < self.measure_start {
             self.ramp_ios[d] += 1;
+            self.ramp_bytes[d] += bs;
             return;
         }
         if s.failed {
@@ -622,7 +675,8 @@ impl Job<'_> {
             let now = clock::now_ns();
             while next < blocks.len() && self.error.is_none() {
                 let Some(slot) = self.free.pop() else { break };
-                self.start_io(slot, Dir::Read, Phase::Readback, blocks[next], now, now)?;
+                let (off, len) = (blocks[next] * self.block_size, self.block_size);
+                self.start_io(slot, Dir::Read, Phase::Readback, off, len, now, now)?;
                 next += 1;
             }
             self.prepared.clear();

@@ -5,6 +5,7 @@
 pub mod buffers;
 pub mod job;
 pub mod legs;
+pub mod pacing;
 pub mod ring;
 pub mod workload;
 
@@ -19,6 +20,7 @@ use anyhow::{Result, anyhow};
 use crate::clock;
 use crate::cpu;
 use crate::options::Rw;
+use crate::options::sizes::SizeDist;
 use crate::stats::{DirStats, JobResult, PointResult};
 use crate::timeline::{DirInterval, IntervalSample, TimelineBuilder, TimelineRow};
 use legs::LegsFactory;
@@ -33,14 +35,22 @@ pub struct JobSpec {
     pub jobnum: u32,
     pub path: PathBuf,
     pub region: u64,
+    /// The job's IO size in reports (its smallest).
     pub bs: u64,
+    /// IO sizes of reads and writes.
+    pub sizes: [SizeDist; 2],
     pub iodepth: u32,
     pub rw: Rw,
     pub read_pct: u8,
     pub time_based: bool,
     pub runtime_ns: Option<u64>,
     pub ramp_ns: u64,
-    pub rate_iops: Option<u64>,
+    /// `rate_iops` as given, for reports.
+    pub rate_iops: [Option<u64>; 2],
+    /// Bytes per second of reads and writes (None: unlimited).
+    pub rates: [Option<u64>; 2],
+    /// `rate_process=poisson`.
+    pub poisson: bool,
     pub direct: bool,
     pub verify: bool,
     pub seed: u64,

@@ -2,6 +2,7 @@
 //! `parse` reads them from a command line, job files and profiles; `validate` checks them.
 
 pub mod parse;
+pub mod sizes;
 pub mod sweep;
 pub mod table;
 pub mod validate;
@@ -13,9 +14,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use values::{
-    SizeSpec, parse_bool, parse_bytes, parse_count, parse_list, parse_size, parse_time_ns,
-};
+use sizes::SizeDist;
+use values::{SizeSpec, excerpt, parse_bool, parse_count, parse_list, parse_size, parse_time_ns};
 
 /// fio's `rw` values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -71,6 +71,17 @@ impl Rw {
     }
 }
 
+/// fio's `rate_process`: when the IOs of a rate-limited job are due.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RateProcess {
+    /// Evenly spaced.
+    #[default]
+    Linear,
+    /// Exponentially distributed gaps (arrivals of a Poisson process).
+    Poisson,
+}
+
 /// One job as the user wrote it (before `numjobs` clones and sweep points expand it).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JobOptions {
@@ -80,15 +91,29 @@ pub struct JobOptions {
     pub size: Option<SizeSpec>,
     pub rw: Rw,
     pub rwmixread: u8,
-    /// One value, or several for a sweep.
+    /// IO sizes of reads and writes (`bs`, `bsrange`, `bssplit`).
+    pub sizes: [SizeDist; 2],
+    /// `--bs_sweep`: one sweep point per size, for reads and writes alike.
+    #[serde(default)]
+    pub bs_sweep: Vec<u64>,
+    /// Every IO size the job can issue, at any sweep point, in the directions it does: what
+    /// the checks of alignment and limits go over. Kept up to date by `set`.
     pub bs: Vec<u64>,
-    /// One value, or several for a sweep.
-    pub iodepth: Vec<u32>,
+    pub iodepth: u32,
+    /// `--iodepth_sweep`: one sweep point per depth.
+    #[serde(default)]
+    pub iodepth_sweep: Vec<u32>,
     pub numjobs: u32,
     pub runtime_ns: Option<u64>,
     pub time_based: bool,
     pub ramp_time_ns: u64,
-    pub rate_iops: Option<u64>,
+    /// `rate_iops` of reads and writes.
+    pub rate_iops: [Option<u64>; 2],
+    /// `rate` (bytes per second) of reads and writes; wins over `rate_iops`, as in fio.
+    #[serde(default)]
+    pub rate: [Option<u64>; 2],
+    #[serde(default)]
+    pub rate_process: RateProcess,
     pub direct: bool,
     pub verify: bool,
     pub randrepeat: bool,
@@ -105,13 +130,18 @@ impl Default for JobOptions {
             size: None,
             rw: Rw::Read,
             rwmixread: 50,
+            sizes: Default::default(),
+            bs_sweep: Vec::new(),
             bs: vec![4096],
-            iodepth: vec![1],
+            iodepth: 1,
+            iodepth_sweep: Vec::new(),
             numjobs: 1,
             runtime_ns: None,
             time_based: false,
             ramp_time_ns: 0,
-            rate_iops: None,
+            rate_iops: [None, None],
+            rate: [None, None],
+            rate_process: RateProcess::Linear,
             direct: true,
             verify: false,
             randrepeat: true,
@@ -123,11 +153,38 @@ impl Default for JobOptions {
 fn pct(v: &str) -> Result<u8, String> {
     match v.trim().parse::<u8>() {
         Ok(p) if p <= 100 => Ok(p),
-        _ => Err(format!("`{v}` is not a percentage from 0 to 100")),
+        _ => Err(format!(
+            "`{}` is not a percentage from 0 to 100",
+            excerpt(v)
+        )),
+    }
+}
+
+fn depth(x: &str) -> Result<u32, String> {
+    let n = parse_count(x)?;
+    if n == 0 || n > 4096 {
+        Err(format!("`{}` must be from 1 to 4096", excerpt(x)))
+    } else {
+        Ok(n as u32)
+    }
+}
+
+/// Sets the directions a per-direction option names.
+fn set_dirs<T>(slot: &mut [T; 2], v: [Option<T>; 2]) {
+    for (s, v) in slot.iter_mut().zip(v) {
+        if let Some(v) = v {
+            *s = v;
+        }
     }
 }
 
 impl JobOptions {
+    /// Whether the job does reads and writes (`[reads, writes]`).
+    pub fn directions(&self) -> [bool; 2] {
+        let p = self.rw.read_pct(self.rwmixread);
+        [p > 0, p < 100]
+    }
+
     /// Sets one job option by its canonical name (see `table`). `value` is None for a flag
     /// given without a value.
     pub fn set(&mut self, key: &str, value: Option<&str>) -> Result<(), String> {
@@ -141,32 +198,50 @@ impl JobOptions {
             "rw" => self.rw = Rw::parse(v).map_err(err)?,
             "rwmixread" => self.rwmixread = pct(v).map_err(err)?,
             "rwmixwrite" => self.rwmixread = 100 - pct(v).map_err(err)?,
-            "bs" => {
-                let bs = parse_list(v, parse_bytes).map_err(err)?;
-                if bs.contains(&0) {
-                    return Err(err("must be greater than 0".into()));
+            "bs" | "bsrange" | "bssplit" => {
+                let d = match key {
+                    "bs" => sizes::parse_bs(v),
+                    "bsrange" => sizes::parse_bsrange(v),
+                    _ => sizes::parse_bssplit(v),
                 }
-                if bs.iter().any(|&b| b > u32::MAX as u64 / 2) {
-                    return Err(err("must be below 2g".into()));
-                }
-                self.bs = bs;
+                .map_err(err)?;
+                set_dirs(&mut self.sizes, d);
+                self.bs_sweep.clear();
+                self.given.remove("bs_sweep");
             }
-            "iodepth" => {
-                let d = parse_list(v, |x| {
-                    let n = parse_count(x)?;
-                    if n == 0 || n > 4096 {
-                        Err(format!("`{x}` must be from 1 to 4096"))
-                    } else {
-                        Ok(n as u32)
-                    }
+            "bs_sweep" => {
+                let bs = parse_list(v, |x| {
+                    sizes::parse_bs(x).map(|d| d[0].as_ref().map_or(0, |s| s.min()))
                 })
                 .map_err(err)?;
-                self.iodepth = d;
+                if bs.contains(&0) {
+                    return Err(err("every size must be greater than 0".into()));
+                }
+                self.bs_sweep = bs;
+                for k in ["bs", "bsrange", "bssplit"] {
+                    self.given.remove(k);
+                }
+            }
+            "iodepth" => {
+                if v.contains(',') {
+                    return Err(err(format!(
+                        "`{}`: takes one depth, as in fio (a sweep over depths is --iodepth_sweep={})",
+                        excerpt(v),
+                        excerpt(v)
+                    )));
+                }
+                self.iodepth = depth(v).map_err(err)?;
+                self.iodepth_sweep.clear();
+                self.given.remove("iodepth_sweep");
+            }
+            "iodepth_sweep" => {
+                self.iodepth_sweep = parse_list(v, depth).map_err(err)?;
+                self.given.remove("iodepth");
             }
             "numjobs" => {
                 let n = parse_count(v).map_err(err)?;
                 if n == 0 || n > 1024 {
-                    return Err(err(format!("`{v}` must be from 1 to 1024")));
+                    return Err(err(format!("`{}` must be from 1 to 1024", excerpt(v))));
                 }
                 self.numjobs = n as u32;
             }
@@ -176,9 +251,27 @@ impl JobOptions {
             }
             "time_based" => self.time_based = parse_bool(v).map_err(err)?,
             "ramp_time" => self.ramp_time_ns = parse_time_ns(v).map_err(err)?,
-            "rate_iops" => {
-                let n = parse_count(v).map_err(err)?;
-                self.rate_iops = (n > 0).then_some(n);
+            // 0 is unlimited, an empty value leaves the direction as it is.
+            "rate_iops" => set_dirs(
+                &mut self.rate_iops,
+                sizes::parse_rate_iops(v)
+                    .map_err(err)?
+                    .map(|x| x.map(|n| (n > 0).then_some(n))),
+            ),
+            "rate" => set_dirs(
+                &mut self.rate,
+                sizes::parse_rate(v)
+                    .map_err(err)?
+                    .map(|x| x.map(|n| (n > 0).then_some(n))),
+            ),
+            "rate_process" => {
+                self.rate_process = match v.to_ascii_lowercase().as_str() {
+                    "linear" => RateProcess::Linear,
+                    "poisson" => RateProcess::Poisson,
+                    _ => {
+                        return Err(err(format!("`{}` (use linear or poisson)", excerpt(v))));
+                    }
+                }
             }
             "direct" => self.direct = parse_bool(v).map_err(err)?,
             "buffered" => self.direct = !parse_bool(v).map_err(err)?,
@@ -188,7 +281,8 @@ impl JobOptions {
                     "none" => false,
                     other => parse_bool(other).map_err(|_| {
                         err(format!(
-                            "`{v}`: loadgen verifies with crc32c (use --verify or --verify=crc32c)"
+                            "`{}`: loadgen verifies with crc32c (use --verify or --verify=crc32c)",
+                            excerpt(v)
                         ))
                     })?,
                 }
@@ -197,7 +291,8 @@ impl JobOptions {
                 "io_uring" | "libaio" => {}
                 _ => {
                     return Err(err(format!(
-                        "`{v}`: loadgen uses io_uring (io_uring and libaio are accepted)"
+                        "`{}`: loadgen uses io_uring (io_uring and libaio are accepted)",
+                        excerpt(v)
                     )));
                 }
             },
@@ -207,8 +302,39 @@ impl JobOptions {
             }
             _ => return Err(format!("--{key} is not a job option")),
         }
-        self.given.insert(key.to_string(), v.to_string());
+        // As fio lists them: flags given without a value are left out.
+        if let Some(v) = value {
+            self.given.insert(key.to_string(), v.to_string());
+        }
+        self.bs = self.all_sizes();
         Ok(())
+    }
+
+    /// Every IO size of the directions the job does, at every sweep point.
+    fn all_sizes(&self) -> Vec<u64> {
+        if !self.bs_sweep.is_empty() {
+            return self.bs_sweep.clone();
+        }
+        let mut v: Vec<u64> = Vec::new();
+        for (d, used) in self.directions().into_iter().enumerate() {
+            if used {
+                for b in self.sizes[d].sizes() {
+                    if !v.contains(&b) {
+                        v.push(b);
+                    }
+                }
+            }
+        }
+        v
+    }
+
+    /// The depths of the sweep points (one without a sweep).
+    pub fn depths(&self) -> Vec<u32> {
+        if self.iodepth_sweep.is_empty() {
+            vec![self.iodepth]
+        } else {
+            self.iodepth_sweep.clone()
+        }
     }
 }
 
@@ -334,10 +460,14 @@ impl RunSettings {
 }
 
 /// Everything a run was asked to do.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
     pub settings: RunSettings,
     pub jobs: Vec<JobOptions>,
+    /// Job options given for every job (before the first `--name`, or in `[global]`), as
+    /// given: fio's `global options`.
+    #[serde(default)]
+    pub global_options: BTreeMap<String, String>,
 }
 
 #[cfg(test)]
@@ -356,13 +486,22 @@ mod tests {
         j.set("direct", Some("0")).unwrap();
         j.set("verify", Some("crc32c")).unwrap();
         j.set("time_based", None).unwrap();
-        assert_eq!(j.bs, vec![4096, 16384]);
-        assert_eq!(j.iodepth, vec![32]);
+        assert_eq!(j.sizes, [SizeDist::Fixed(4096), SizeDist::Fixed(16384)]);
+        assert_eq!(
+            j.bs,
+            vec![4096, 16384],
+            "reads of 4k and writes of 16k, as in fio"
+        );
+        assert_eq!(j.iodepth, 32);
         assert_eq!(j.rw, Rw::RandRw);
         assert_eq!(j.rwmixread, 70);
         assert_eq!(j.runtime_ns, Some(60_000_000_000));
         assert_eq!(j.size, Some(SizeSpec::Bytes(1 << 30)));
         assert!(!j.direct && j.verify && j.time_based);
+        assert!(
+            !j.given.contains_key("time_based"),
+            "flags without a value, as fio lists"
+        );
         assert_eq!(j.given["bs"], "4k,16k");
     }
 
@@ -370,6 +509,8 @@ mod tests {
     fn bad_job_values_are_refused() {
         let mut j = JobOptions::default();
         assert!(j.set("iodepth", Some("0")).unwrap_err().contains("iodepth"));
+        let e = j.set("iodepth", Some("1,4")).unwrap_err();
+        assert!(e.contains("--iodepth_sweep=1,4"), "{e}");
         assert!(
             j.set("rw", Some("sideways"))
                 .unwrap_err()
@@ -381,6 +522,34 @@ mod tests {
         assert!(j.set("ioengine", Some("sync")).is_err());
         assert!(j.set("verify", Some("md5")).is_err());
         assert!(j.set("output-format", Some("json")).is_err());
+    }
+
+    #[test]
+    fn sweeps_have_their_own_options() {
+        let mut j = JobOptions::default();
+        j.set("bs_sweep", Some("4k,8k")).unwrap();
+        j.set("iodepth_sweep", Some("1,16")).unwrap();
+        assert_eq!(j.bs, vec![4096, 8192]);
+        assert_eq!(j.depths(), vec![1, 16]);
+        // A later --bs replaces the sweep (a profile's sweep overridden on the command line).
+        j.set("bs", Some("16k")).unwrap();
+        assert!(j.bs_sweep.is_empty());
+        assert_eq!(j.bs, vec![16384]);
+        assert!(!j.given.contains_key("bs_sweep"));
+    }
+
+    #[test]
+    fn rates_per_direction() {
+        let mut j = JobOptions::default();
+        j.set("rate_iops", Some("500,200")).unwrap();
+        assert_eq!(j.rate_iops, [Some(500), Some(200)]);
+        j.set("rate_iops", Some(",0")).unwrap();
+        assert_eq!(j.rate_iops, [Some(500), None]);
+        j.set("rate", Some("1m")).unwrap();
+        assert_eq!(j.rate, [Some(1 << 20), Some(1 << 20)]);
+        j.set("rate_process", Some("poisson")).unwrap();
+        assert_eq!(j.rate_process, RateProcess::Poisson);
+        assert!(j.set("rate_process", Some("bursty")).is_err());
     }
 
     #[test]

@@ -102,14 +102,36 @@ pub const OPTIONS: &[OptionDoc] = &[
         aliases: &["blocksize"],
         ..job(
             "bs",
-            "SIZE[,SIZE...]",
-            "IO size (default: 4k); a list runs a sweep, one result per size",
+            "SIZE[,SIZE]",
+            "IO size (default: 4k); SIZE,SIZE gives reads and writes their own, as in fio",
+        )
+    },
+    OptionDoc {
+        aliases: &["blocksize_range"],
+        ..job(
+            "bsrange",
+            "MIN-MAX[,MIN-MAX]",
+            "IO sizes drawn uniformly from the multiples of MIN up to MAX (reads[,writes])",
+        )
+    },
+    OptionDoc {
+        aliases: &["blocksize_split"],
+        ..job(
+            "bssplit",
+            "SIZE/PCT:...[,...]",
+            "IO sizes in the given shares, e.g. 4k/70:64k/30 (reads[,writes])",
         )
     },
     job(
-        "iodepth",
-        "N[,N...]",
-        "IOs in flight per job (default: 1); a list runs a sweep, one result per depth",
+        "bs_sweep",
+        "SIZE,SIZE...",
+        "sweep: run once per IO size (reads and writes alike), one result per point (loadgen's own)",
+    ),
+    job("iodepth", "N", "IOs in flight per job (default: 1)"),
+    job(
+        "iodepth_sweep",
+        "N,N...",
+        "sweep: run once per depth, one result per point (loadgen's own)",
     ),
     job(
         "numjobs",
@@ -136,8 +158,18 @@ pub const OPTIONS: &[OptionDoc] = &[
     ),
     job(
         "rate_iops",
-        "N",
-        "issue N IOs per second per job on a fixed schedule; latency counts from each IO's scheduled start",
+        "R[,W]",
+        "IOs per second per job (reads[,writes], as in fio) on a schedule; latency counts from each IO's scheduled start",
+    ),
+    job(
+        "rate",
+        "R[,W]",
+        "bytes per second per job (reads[,writes]; 1m = 1 MiB/s), on a schedule like --rate_iops",
+    ),
+    job(
+        "rate_process",
+        "linear|poisson",
+        "how IOs of a rate are spaced: evenly (default) or as Poisson arrivals",
     ),
     job(
         "direct",
@@ -293,6 +325,8 @@ mod tests {
         assert_eq!(lookup("output_format").unwrap().name, "output-format");
         assert_eq!(lookup("time-based").unwrap().name, "time_based");
         assert!(lookup("bogus").is_none());
-        assert!(help().contains("--rate_iops=N"));
+        assert!(help().contains("--rate_iops=R[,W]"));
+        assert_eq!(lookup("blocksize_split").unwrap().name, "bssplit");
+        assert_eq!(lookup("iodepth-sweep").unwrap().name, "iodepth_sweep");
     }
 }

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use super::sizes::SizeDist;
 use super::values::SizeSpec;
 use super::{Plan, sweep};
 
@@ -28,6 +29,14 @@ pub fn validate(plan: &Plan) -> Result<(), String> {
                     "job {name}: --size={size} is smaller than --bs={bs}"
                 ));
             }
+        }
+        if j.verify
+            && j.bs_sweep.is_empty()
+            && !(matches!(j.sizes[0], SizeDist::Fixed(_)) && j.sizes[0] == j.sizes[1])
+        {
+            return Err(format!(
+                "job {name}: --verify needs one IO size for reads and writes (a plain --bs=SIZE)"
+            ));
         }
         if j.verify
             && let Some(f) = &j.filename
@@ -62,6 +71,7 @@ mod tests {
         Plan {
             settings: RunSettings::default(),
             jobs: vec![j],
+            ..Plan::default()
         }
     }
 
@@ -82,5 +92,14 @@ mod tests {
         .unwrap_err();
         assert!(e.contains("--numjobs=1"));
         assert!(validate(&plan_of(&[("bs", "4k"), ("size", "1M")])).is_ok());
+        let e = validate(&plan_of(&[
+            ("verify", "1"),
+            ("rw", "randrw"),
+            ("bs", "4k,8k"),
+        ]))
+        .unwrap_err();
+        assert!(e.contains("one IO size"), "{e}");
+        let e = validate(&plan_of(&[("rw", "randrw"), ("bs", "4k,1000")])).unwrap_err();
+        assert!(e.contains("--bs=1000"), "writes of 1000 bytes: {e}");
     }
 }

@@ -116,6 +116,19 @@ pub fn parse_list<T>(s: &str, item: impl Fn(&str) -> Result<T, String>) -> Resul
     Ok(v)
 }
 
+/// User text for an error message: one line, at most 60 characters.
+pub fn excerpt(s: &str) -> String {
+    let one: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if one.chars().count() <= 60 {
+        return one;
+    }
+    let head: String = one.chars().take(57).collect();
+    format!("{head}...")
+}
+
 /// Formats a byte count the way fio prints sizes in job options (`4k`, `128k`, `1m`).
 pub fn format_bytes(n: u64) -> String {
     for (shift, unit) in [(40, "t"), (30, "g"), (20, "m"), (10, "k")] {
@@ -174,5 +187,7 @@ mod tests {
         assert!(parse_list("4k,,8k", parse_bytes).is_err());
         assert_eq!(format_bytes(131072), "128k");
         assert_eq!(format_bytes(1000), "1000");
+        assert_eq!(excerpt("a\nb"), "a b");
+        assert_eq!(excerpt(&"x".repeat(500)).len(), 60);
     }
 }

@@ -9,7 +9,6 @@ use serde_json::{Map, Value, json};
 
 use super::{entries, rates};
 use crate::histogram::{FIO_PERCENTILES, Histogram};
-use crate::options::values::format_bytes;
 use crate::stats::{DirStats, JobResult, PointResult, RunResult};
 use crate::timeline::TimelineRow;
 
@@ -106,7 +105,7 @@ fn job_options(j: &JobResult, given: &std::collections::BTreeMap<String, String>
     // The values of this sweep point, in fio's spelling.
     o.insert("name".into(), json!(j.name));
     o.insert("rw".into(), json!(j.rw.as_str()));
-    o.insert("bs".into(), json!(format_bytes(j.bs)));
+    o.insert("bs".into(), json!(crate::options::sizes::label(&j.sizes)));
     o.insert("iodepth".into(), json!(j.iodepth.to_string()));
     o.insert("filename".into(), json!(j.filename));
     Value::Object(o)

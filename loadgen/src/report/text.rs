@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use super::{entries, rates};
 use crate::histogram::Summary;
-use crate::options::values::format_bytes;
+use crate::options::sizes;
 use crate::stats::{DirStats, PointResult, RunResult};
 use crate::timeline::TimelineRow;
 
@@ -157,12 +157,22 @@ fn timeline(out: &mut String, rows: &[TimelineRow], interval_ns: u64) {
     }
 }
 
+/// `, rate_iops=500` or `, rate_iops=500,200` (reads, writes); empty without a limit.
+fn rate_label(r: &[Option<u64>; 2]) -> String {
+    let f = |x: Option<u64>| x.map(|n| n.to_string()).unwrap_or_default();
+    match r {
+        [None, None] => String::new(),
+        [a, b] if a == b => format!(", rate_iops={}", f(*a)),
+        [a, b] => format!(", rate_iops={},{}", f(*a), f(*b)),
+    }
+}
+
 fn point(out: &mut String, r: &RunResult, p: &PointResult, group: bool) {
     if r.points.len() > 1 {
         let shapes: Vec<String> = p
             .jobs
             .iter()
-            .map(|j| format!("bs={} iodepth={}", format_bytes(j.bs), j.iodepth))
+            .map(|j| format!("bs={} iodepth={}", sizes::label(&j.sizes), j.iodepth))
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
             .collect();
@@ -186,11 +196,9 @@ fn point(out: &mut String, r: &RunResult, p: &PointResult, group: bool) {
                 format!(".{}", j.jobnum)
             },
             j.rw.as_str(),
-            format_bytes(j.bs),
+            sizes::label(&j.sizes),
             j.iodepth,
-            j.rate_iops
-                .map(|r| format!(", rate_iops={r}"))
-                .unwrap_or_default(),
+            rate_label(&j.rate_iops),
             j.filename
         );
         dir_block(out, "read", &j.dirs[0], j.runtime_ns);
