@@ -3,6 +3,7 @@
 use std::io::Write;
 use std::sync::Arc;
 
+use crate::diskstats::DiskWatch;
 use crate::engine::{self, JobLive, JobSpec, Watcher, legs::LegsFactory};
 use crate::error::Failure;
 use crate::live_metrics::LiveMetrics;
@@ -149,6 +150,7 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
         metrics,
         recorder,
     };
+    let disks = DiskWatch::start(layout.targets.iter().map(|t| t.path.as_path()));
     let mut results = Vec::with_capacity(points.len());
     for point in &points {
         let specs = specs(&plan, &layout, point, run_id, entropy);
@@ -206,6 +208,7 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
         safety_probe_reads,
         plan: plan.clone(),
         points: results,
+        disk_util: disks.finish(),
     };
     if let Some(rec) = monitor.recorder.take() {
         rec.write(&result)?;

@@ -273,3 +273,47 @@ fn rate_iops_with_two_values_limits_each_direction() {
     assert!((50..=101).contains(&w), "writes {w}");
     let _ = std::fs::remove_file(&f);
 }
+
+/// Without group_reporting every job entry has fio's per-interval bandwidth and IOPS
+/// statistics, and its own thread's CPU figures.
+#[test]
+fn every_job_entry_has_interval_statistics() {
+    let f = scratch("perjob");
+    let file = format!("--filename={}", f.display());
+    let j = run_json(&[
+        "--name=pj",
+        &file,
+        "--direct=0",
+        "--size=1M",
+        "--rw=randread",
+        "--numjobs=2",
+        "--rate_iops=500",
+        "--time_based",
+        "--runtime=1",
+        "--interval=200ms",
+        "--output-format=json",
+    ]);
+    let jobs = j["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 2);
+    for job in jobs {
+        let r = &job["read"];
+        let n = r["iops_samples"].as_u64().unwrap();
+        assert!(n >= 3, "{n} samples of 200 ms in 1 s");
+        assert_eq!(r["bw_samples"], n);
+        let (min, mean, max) = (
+            r["iops_min"].as_f64().unwrap(),
+            r["iops_mean"].as_f64().unwrap(),
+            r["iops_max"].as_f64().unwrap(),
+        );
+        assert!(
+            min <= mean && mean <= max && max > 0.0,
+            "{min} {mean} {max}"
+        );
+        // Two jobs of equal rate: each has about half the group's bandwidth.
+        let agg = r["bw_agg"].as_f64().unwrap();
+        assert!((30.0..=70.0).contains(&agg), "bw_agg {agg}");
+        assert!(job["ctx"].as_u64().unwrap() > 0, "context switches");
+        assert!(job["latency_ms"]["2"].is_f64());
+    }
+    let _ = std::fs::remove_file(&f);
+}

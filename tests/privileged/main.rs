@@ -16,6 +16,7 @@ mod dashboards_live;
 mod lab_harness;
 mod lab_netns;
 mod loadgen_counts;
+mod loadgen_fio_json;
 mod loadgen_metrics;
 mod loadgen_rate;
 mod loadgen_safety;

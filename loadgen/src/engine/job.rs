@@ -19,7 +19,9 @@ use super::workload::Workload;
 use super::{JobSpec, Msg, Shared};
 use crate::clock;
 use crate::histogram::Histogram;
-use crate::stats::{Dir, DirStats, JobResult, LegStats, VerifyStats};
+use crate::stats::{
+    Dir, DirStats, IntervalCount, IoDists, JobResult, LegStats, SyncStats, ThreadCpu, VerifyStats,
+};
 use crate::timeline::IntervalSample;
 use crate::verify::{self, BlockMap, Corruption};
 
@@ -116,6 +118,11 @@ struct Job<'a> {
     ivl: IntervalSample,
     ramp_ios: [u64; 2],
     ramp_bytes: [u64; 2],
+    dists: IoDists,
+    intervals: Vec<IntervalCount>,
+    cpu_start: Option<ThreadCpu>,
+    thread_cpu: ThreadCpu,
+    sync: SyncStats,
     vstats: VerifyStats,
     error: Option<anyhow::Error>,
 }
@@ -210,6 +217,11 @@ pub fn run(
         ivl: new_interval(0, leg_names.len()),
         ramp_ios: [0; 2],
         ramp_bytes: [0; 2],
+        dists: IoDists::default(),
+        intervals: Vec::new(),
+        cpu_start: None,
+        thread_cpu: ThreadCpu::default(),
+        sync: SyncStats::default(),
         vstats: VerifyStats::default(),
         error: None,
         leg_names,
@@ -256,6 +268,10 @@ pub fn run(
         ramp_ios: job.ramp_ios,
         runtime_ns: end.saturating_sub(job.measure_start),
         verify: spec.verify.then(|| std::mem::take(&mut job.vstats)),
+        dists: std::mem::take(&mut job.dists),
+        intervals: std::mem::take(&mut job.intervals),
+        thread_cpu: job.thread_cpu,
+        sync: std::mem::take(&mut job.sync),
         error,
     })
 }
@@ -281,6 +297,9 @@ impl Job<'_> {
         let mut now = clock::now_ns();
         let mut stopping = false;
         loop {
+            if self.cpu_start.is_none() && now >= self.measure_start {
+                self.cpu_start = Some(ThreadCpu::now());
+            }
             if !stopping
                 && (self.error.is_some()
                     || self.shared.stopped()
@@ -335,6 +354,9 @@ impl Job<'_> {
             self.boundaries(now);
         }
         self.last_interval(now);
+        if let Some(start) = &self.cpu_start {
+            self.thread_cpu = ThreadCpu::now().since(start);
+        }
         Ok(now)
     }
 
@@ -471,6 +493,11 @@ impl Job<'_> {
     /// Stamps the batch just prepared with its submission time.
     fn submitted(&mut self, t: u64) {
         self.advance_qd(t);
+        let n = self.prepared.len() as u64;
+        if n > 0 && t >= self.measure_start {
+            self.dists.submit[IoDists::batch_class(n)] += 1;
+            self.dists.depth[IoDists::depth_class(self.inflight as u64)] += n;
+        }
         for &s in &self.prepared {
             self.slots[s as usize].submit = t;
         }
@@ -493,6 +520,16 @@ impl Job<'_> {
             self.cqes.push((cqe.user_data(), cqe.result()));
         }
         self.advance_qd(now);
+        if now >= self.measure_start {
+            let ios = self
+                .cqes
+                .iter()
+                .filter(|&&(ud, _)| ud & TIMER == 0 && decode(ud).1 == 0)
+                .count() as u64;
+            if ios > 0 {
+                self.dists.complete[IoDists::batch_class(ios)] += 1;
+            }
+        }
         for i in 0..self.cqes.len() {
             let (ud, res) = self.cqes[i];
             if ud & TIMER != 0 {
@@ -621,6 +658,7 @@ impl Job<'_> {
         st.bytes += bs;
         st.slat.record(s.submit.saturating_sub(s.prep));
         st.clat.record(clat);
+        self.dists.record_lat(clat);
         st.lat.record(now.saturating_sub(s.prep));
         st.total.record(total);
         let iv = &mut self.ivl.dirs[d];
@@ -652,6 +690,11 @@ impl Job<'_> {
         let next = new_interval(self.interval_index + 1, self.leg_names.len());
         let mut s = std::mem::replace(&mut self.ivl, next);
         s.covered_ns = covered_ns;
+        self.intervals.push(IntervalCount {
+            covered_ns,
+            ios: [s.dirs[0].ios, s.dirs[1].ios],
+            bytes: [s.dirs[0].bytes, s.dirs[1].bytes],
+        });
         let _ = self.tx.send(Msg::Interval(self.spec.index, Box::new(s)));
         self.interval_index += 1;
     }

@@ -117,6 +117,9 @@ pub struct JobOptions {
     pub direct: bool,
     pub verify: bool,
     pub randrepeat: bool,
+    /// `percentile_list`: the percentiles reported instead of fio's default list.
+    #[serde(default)]
+    pub percentile_list: Option<Vec<f64>>,
     /// The options as given, for fio's `job options` in JSON.
     pub given: BTreeMap<String, String>,
 }
@@ -145,6 +148,7 @@ impl Default for JobOptions {
             direct: true,
             verify: false,
             randrepeat: true,
+            percentile_list: None,
             given: BTreeMap::new(),
         }
     }
@@ -297,6 +301,28 @@ impl JobOptions {
                 }
             },
             "randrepeat" => self.randrepeat = parse_bool(v).map_err(err)?,
+            "percentile_list" => {
+                let mut list = Vec::new();
+                for x in v.split(':') {
+                    match x.trim().parse::<f64>() {
+                        Ok(p) if p > 0.0 && p <= 100.0 => list.push(p),
+                        _ => {
+                            return Err(err(format!(
+                                "`{}` is not a percentile from 0 to 100 (example: 99:99.9:99.99)",
+                                excerpt(x)
+                            )));
+                        }
+                    }
+                }
+                if list.len() > 20 {
+                    return Err(err(format!(
+                        "{} percentiles; fio takes at most 20",
+                        list.len()
+                    )));
+                }
+                list.sort_by(f64::total_cmp);
+                self.percentile_list = Some(list);
+            }
             "registerfiles" | "fixedbufs" | "thread" | "norandommap" => {
                 parse_bool(v).map_err(err)?;
             }
@@ -338,11 +364,73 @@ impl JobOptions {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum OutputFormat {
-    Normal,
-    Json,
+/// `--output-format`: one or more of fio's formats, comma-separated.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct OutputFormat {
+    /// loadgen's readable text.
+    pub normal: bool,
+    /// fio's JSON (`json`), with latency bins (`json+`).
+    pub json: bool,
+    pub json_plus: bool,
+    /// fio's terse (minimal) format, version 3.
+    pub terse: bool,
+}
+
+impl OutputFormat {
+    pub const NORMAL: OutputFormat = OutputFormat {
+        normal: true,
+        json: false,
+        json_plus: false,
+        terse: false,
+    };
+
+    pub fn parse(s: &str) -> Result<OutputFormat, String> {
+        let mut f = OutputFormat::default();
+        for part in s.split(',').map(str::trim) {
+            match part {
+                "normal" => f.normal = true,
+                "json" => f.json = true,
+                "json+" => {
+                    f.json = true;
+                    f.json_plus = true;
+                }
+                "terse" | "minimal" => f.terse = true,
+                _ => {
+                    return Err(format!(
+                        "`{}` (use normal, json, json+ or terse, or several with commas)",
+                        excerpt(part)
+                    ));
+                }
+            }
+        }
+        Ok(f)
+    }
+}
+
+impl TryFrom<String> for OutputFormat {
+    type Error = String;
+    fn try_from(s: String) -> Result<OutputFormat, String> {
+        OutputFormat::parse(&s)
+    }
+}
+
+impl From<OutputFormat> for String {
+    fn from(f: OutputFormat) -> String {
+        let mut v = Vec::new();
+        if f.normal {
+            v.push("normal");
+        }
+        if f.json_plus {
+            v.push("json+");
+        } else if f.json {
+            v.push("json");
+        }
+        if f.terse {
+            v.push("terse");
+        }
+        v.join(",")
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -382,7 +470,7 @@ pub struct RunSettings {
 impl Default for RunSettings {
     fn default() -> Self {
         RunSettings {
-            output_format: OutputFormat::Normal,
+            output_format: OutputFormat::NORMAL,
             output: None,
             interval_ns: 1_000_000_000,
             metrics_address: None,
@@ -404,11 +492,10 @@ impl RunSettings {
         let v = value.unwrap_or("1");
         let err = |e: String| format!("--{key}: {e}");
         match key {
-            "output-format" => {
-                self.output_format = match v {
-                    "normal" => OutputFormat::Normal,
-                    "json" | "json+" => OutputFormat::Json,
-                    _ => return Err(err(format!("`{v}` (use normal or json)"))),
+            "output-format" => self.output_format = OutputFormat::parse(v).map_err(err)?,
+            "minimal" => {
+                if parse_bool(v).map_err(err)? {
+                    self.output_format = OutputFormat::parse("terse")?;
                 }
             }
             "output" => self.output = Some(PathBuf::from(v)),

@@ -132,7 +132,7 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::options::{OutputFormat, Rw};
+    use crate::options::Rw;
 
     fn plan(args: &[&str]) -> Result<Plan, String> {
         let v: Vec<String> = args.iter().map(|s| s.to_string()).collect();
@@ -173,7 +173,12 @@ mod tests {
         assert_eq!(j.runtime_ns, Some(60_000_000_000));
         assert_eq!(j.ramp_time_ns, 2_000_000_000);
         assert!(p.settings.group_reporting);
-        assert_eq!(p.settings.output_format, OutputFormat::Json);
+        assert!(p.settings.output_format.json && !p.settings.output_format.normal);
+        let p = plan(&["--output-format=normal,json+"]).unwrap();
+        let f = p.settings.output_format;
+        assert!(f.normal && f.json && f.json_plus && !f.terse);
+        assert_eq!(String::from(f), "normal,json+");
+        assert!(plan(&["--minimal"]).unwrap().settings.output_format.terse);
     }
 
     #[test]

@@ -215,6 +215,11 @@ pub const OPTIONS: &[OptionDoc] = &[
         Scope::Job,
         "same random offsets on every run (default: 1)",
     ),
+    job(
+        "percentile_list",
+        "P:P...",
+        "the completion-latency percentiles reported (default: fio's 1 to 99.99), e.g. 99:99.9:99.99",
+    ),
     flag(
         "group_reporting",
         Scope::Run,
@@ -227,8 +232,13 @@ pub const OPTIONS: &[OptionDoc] = &[
     ),
     run(
         "output-format",
-        "FMT",
-        "normal (readable text, default) or json (fio's layout plus loadgen's own keys)",
+        "FMT[,FMT]",
+        "normal (readable text, default), json (fio's layout plus loadgen's own keys), json+ (also latency bins), terse (fio's minimal)",
+    ),
+    flag(
+        "minimal",
+        Scope::Run,
+        "fio's terse format (the same as --output-format=terse)",
     ),
     run(
         "output",

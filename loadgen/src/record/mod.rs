@@ -106,6 +106,7 @@ impl Record {
                 plan: crate::options::Plan::default(),
                 safety_probe_reads: 0,
                 points: Vec::new(),
+                disk_util: Vec::new(),
             },
             points: vec![PointRecord {
                 index: 0,
@@ -243,6 +244,7 @@ mod tests {
                 },
                 safety_probe_reads: 3,
                 points: vec![point],
+                disk_util: Vec::new(),
             },
             points: vec![PointRecord {
                 index: 0,
