@@ -317,3 +317,129 @@ fn every_job_entry_has_interval_statistics() {
     }
     let _ = std::fs::remove_file(&f);
 }
+
+/// Interim results every `--status-interval`, in the output format: with JSON, one document
+/// each, then the final one.
+#[test]
+fn status_interval_prints_interim_documents() {
+    let f = scratch("status");
+    let file = format!("--filename={}", f.display());
+    let o = loadgen(&[
+        "--name=st",
+        &file,
+        "--direct=0",
+        "--size=1M",
+        "--rw=randread",
+        "--rate_iops=200",
+        "--time_based",
+        "--runtime=2",
+        "--status-interval=500ms",
+        "--interval=250ms",
+        "--output-format=json",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let docs: Vec<Value> = serde_json::Deserializer::from_slice(&o.stdout)
+        .into_iter::<Value>()
+        .collect::<Result<_, _>>()
+        .expect("a sequence of JSON documents");
+    assert!(docs.len() >= 4, "{} documents", docs.len());
+    let ios: Vec<u64> = docs
+        .iter()
+        .map(|d| d["jobs"][0]["read"]["total_ios"].as_u64().unwrap())
+        .collect();
+    assert!(ios.windows(2).all(|w| w[0] <= w[1]), "cumulative: {ios:?}");
+    assert!(ios[0] > 0 && ios[0] < *ios.last().unwrap(), "{ios:?}");
+    let _ = std::fs::remove_file(&f);
+}
+
+/// `--percentile_list` replaces fio's percentiles in JSON and terse output.
+#[test]
+fn percentile_list_sets_the_percentiles() {
+    let f = scratch("pct");
+    let file = format!("--filename={}", f.display());
+    let args = [
+        "--name=p",
+        &file,
+        "--direct=0",
+        "--size=1M",
+        "--rw=randread",
+        "--percentile_list=99.9:50",
+    ];
+    let j = run_json(&[&args[..], &["--output-format=json"]].concat());
+    let keys: Vec<&String> = j["jobs"][0]["read"]["clat_ns"]["percentile"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(keys, ["50.000000", "99.900000"]);
+    let o = loadgen(&[&args[..], &["--minimal"]].concat());
+    let line = String::from_utf8_lossy(&o.stdout);
+    let fields: Vec<&str> = line.trim().split(';').collect();
+    assert!(fields[17].starts_with("50.000000%="), "{}", fields[17]);
+    assert!(fields[18].starts_with("99.900000%="), "{}", fields[18]);
+    assert_eq!(fields[19], "0%=0");
+    let _ = std::fs::remove_file(&f);
+}
+
+/// A Poisson schedule still keeps the rate; a think time of 100 ms after every IO allows at
+/// most 11 IOs in a second (a schedule never issues early, a pause is never short).
+#[test]
+fn poisson_rates_and_think_times() {
+    let f = scratch("poisson");
+    let file = format!("--filename={}", f.display());
+    let base = [
+        "--name=pz",
+        &file,
+        "--direct=0",
+        "--size=1M",
+        "--rw=randread",
+        "--time_based",
+        "--runtime=1",
+        "--output-format=json",
+    ];
+    let j = run_json(&[&base[..], &["--rate_iops=500", "--rate_process=poisson"]].concat());
+    let n = j["jobs"][0]["read"]["total_ios"].as_u64().unwrap();
+    assert!(
+        (350..=650).contains(&n),
+        "{n} Poisson arrivals at 500/s in 1 s"
+    );
+    let j = run_json(&[&base[..], &["--thinktime=100ms", "--iodepth=4"]].concat());
+    let n = j["jobs"][0]["read"]["total_ios"].as_u64().unwrap();
+    assert!((3..=11).contains(&n), "{n} IOs with 100 ms think times");
+    let _ = std::fs::remove_file(&f);
+}
+
+#[test]
+fn job_file_variables_and_long_lines() {
+    let f = scratch("envfile");
+    let jf = scratch("env.fio");
+    std::fs::write(
+        &jf,
+        "[global]\nfilename=${LOADGEN_TEST_FILE}\ndirect=0\nsize=1M\n[r]\nrw=read\n",
+    )
+    .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args(["run", jf.to_str().unwrap(), "--output-format=json"])
+        .env("LOADGEN_TEST_FILE", &f)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(f.exists(), "${{LOADGEN_TEST_FILE}} named the file");
+    std::fs::write(&jf, "[r]\nfilename=$FILE\nsize=1M\n").unwrap();
+    assert_usage_error(&[jf.to_str().unwrap()], "${FILE}");
+    std::fs::write(&jf, format!("[r]\nfilename={}\n", "x".repeat(100_000))).unwrap();
+    assert_usage_error(&[jf.to_str().unwrap()], "at most 8192");
+    assert_usage_error(&["--stonewall"], "fio option loadgen does not support");
+    let _ = std::fs::remove_file(&f);
+    let _ = std::fs::remove_file(&jf);
+}

@@ -226,3 +226,107 @@ fn loadgen_terse_matches_fio_fields() {
     assert_eq!(l[l.len() - 9], disk.name.as_str(), "disk name");
     eprintln!("terse: {} fields in fio's line and in loadgen's", f.len());
 }
+
+/// fio and loadgen write their interval logs for the same job: the same files, lines of the
+/// same fields, and fio's fio2gnuplot reads loadgen's bandwidth and IOPS logs as it reads
+/// fio's. The histogram log's bins add up to the job's completions.
+#[test]
+fn loadgen_logs_read_like_fios() {
+    let test = "loadgen_logs_read_like_fios";
+    if !require_root(test) || !require_tool(test, "fio") || !require_tool(test, "fio2gnuplot") {
+        return;
+    }
+    let disk = LoopDevice::new("lglogs", 32 << 20).expect("loop device");
+    let dev = format!("--filename={}", disk.dev.display());
+    let mut counts = Vec::new();
+    for tool in ["fio", "loadgen"] {
+        let dir = TempDir::new(&format!("lglogs-{tool}")).expect("temp dir");
+        let stem = dir.path.join("cmp").display().to_string();
+        let logs = [
+            format!("--write_lat_log={stem}"),
+            format!("--write_bw_log={stem}"),
+            format!("--write_iops_log={stem}"),
+            format!("--write_hist_log={stem}"),
+        ];
+        let mut args = vec![
+            "--name=cmp",
+            &dev,
+            "--ioengine=io_uring",
+            "--direct=1",
+            "--rw=randrw",
+            "--bs=4k",
+            "--iodepth=4",
+            "--size=16M",
+            "--time_based",
+            "--runtime=1",
+            "--log_avg_msec=100",
+            "--log_hist_msec=100",
+            "--output-format=json",
+        ];
+        args.extend(logs.iter().map(String::as_str));
+        let json = if tool == "fio" {
+            fio_json(&args)
+        } else {
+            let r = run(&[&args[..], &["--force-destroy-data"]].concat()).unwrap();
+            assert_eq!(r.code, Some(0), "{}", r.stderr);
+            r.json().unwrap()
+        };
+        let mut names: Vec<String> = std::fs::read_dir(&dir.path)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        let mut fields = Vec::new();
+        for name in &names {
+            let text = std::fs::read_to_string(dir.path.join(name)).unwrap();
+            let first = text.lines().next().unwrap_or_default();
+            fields.push((
+                name.clone(),
+                first.split(", ").count(),
+                text.lines().count(),
+            ));
+            if name.ends_with("_clat_hist.1.log") && tool == "loadgen" {
+                let sum: u64 = text
+                    .lines()
+                    .flat_map(|l| l.split(", ").skip(3).map(|v| v.parse::<u64>().unwrap()))
+                    .sum();
+                let n = json["jobs"][0]["read"]["clat_ns"]["N"].as_u64().unwrap()
+                    + json["jobs"][0]["write"]["clat_ns"]["N"].as_u64().unwrap();
+                assert_eq!(sum, n, "histogram log bins vs completions");
+            }
+        }
+        let out = Command::new("fio2gnuplot")
+            .args(["-b", "-d", "plot"])
+            .current_dir(&dir.path)
+            .output()
+            .expect("fio2gnuplot runs");
+        assert!(
+            out.status.success(),
+            "fio2gnuplot on {tool}'s logs: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let global = std::fs::read_to_string(dir.path.join("plot/result.global")).unwrap();
+        let keys: Vec<String> = global
+            .lines()
+            .map(|l| l.split('=').next().unwrap().to_string())
+            .collect();
+        let values = global
+            .lines()
+            .find_map(|l| l.strip_prefix("values_count="))
+            .unwrap()
+            .parse::<u64>()
+            .unwrap();
+        assert!(values > 0, "{tool}: fio2gnuplot read no values");
+        counts.push((fields, keys, values));
+    }
+    let (fio, lg) = (&counts[0], &counts[1]);
+    let shape = |f: &Vec<(String, usize, usize)>| -> Vec<(String, usize)> {
+        f.iter().map(|(n, k, _)| (n.clone(), *k)).collect()
+    };
+    assert_eq!(shape(&fio.0), shape(&lg.0), "log files and fields per line");
+    assert_eq!(fio.1, lg.1, "fio2gnuplot's summary keys");
+    eprintln!(
+        "logs: {:?}; fio2gnuplot values: fio {}, loadgen {}",
+        lg.0, fio.2, lg.2
+    );
+}

@@ -18,6 +18,7 @@ mod lab_netns;
 mod loadgen_counts;
 mod loadgen_fio_json;
 mod loadgen_metrics;
+mod loadgen_options;
 mod loadgen_rate;
 mod loadgen_safety;
 mod loadgen_verify;

@@ -1,6 +1,7 @@
 //! What a run does: jobs with fio's options, and the settings of the run as a whole.
 //! `parse` reads them from a command line, job files and profiles; `validate` checks them.
 
+pub mod distribution;
 pub mod parse;
 pub mod sizes;
 pub mod sweep;
@@ -14,6 +15,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::iolog::LogOptions;
+use distribution::Distribution;
 use sizes::SizeDist;
 use values::{SizeSpec, excerpt, parse_bool, parse_count, parse_list, parse_size, parse_time_ns};
 
@@ -40,7 +43,8 @@ impl Rw {
             "randrw" => Rw::RandRw,
             _ => {
                 return Err(format!(
-                    "unknown rw `{s}` (use read, write, randread, randwrite, readwrite or randrw)"
+                    "unknown rw `{}` (use read, write, randread, randwrite, readwrite or randrw)",
+                    excerpt(s)
                 ));
             }
         })
@@ -82,6 +86,19 @@ pub enum RateProcess {
     Poisson,
 }
 
+/// fio's `ioengine` values loadgen runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IoEngine {
+    /// io_uring (also for `libaio` command lines).
+    #[default]
+    IoUring,
+    /// read(2)/write(2) after lseek(2), one IO at a time.
+    Sync,
+    /// pread(2)/pwrite(2), one IO at a time.
+    Psync,
+}
+
 /// One job as the user wrote it (before `numjobs` clones and sweep points expand it).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JobOptions {
@@ -117,6 +134,44 @@ pub struct JobOptions {
     pub direct: bool,
     pub verify: bool,
     pub randrepeat: bool,
+    /// Start of the job's region in each file (`offset`), and the step per clone
+    /// (`offset_increment`).
+    #[serde(default)]
+    pub offset: Option<SizeSpec>,
+    #[serde(default)]
+    pub offset_increment: Option<SizeSpec>,
+    /// Bytes to transfer (`io_size`); default: the region's size.
+    #[serde(default)]
+    pub io_size: Option<SizeSpec>,
+    /// How often the size-based workload repeats (`loops`).
+    #[serde(default = "one")]
+    pub loops: u32,
+    /// Stop after this many IOs (`number_ios`).
+    #[serde(default)]
+    pub number_ios: Option<u64>,
+    #[serde(default)]
+    pub random_distribution: Distribution,
+    /// fsync / fdatasync after every N writes (0: never), and at the end (`end_fsync`).
+    #[serde(default)]
+    pub fsync: u32,
+    #[serde(default)]
+    pub fdatasync: u32,
+    #[serde(default)]
+    pub end_fsync: bool,
+    #[serde(default)]
+    pub ioengine: IoEngine,
+    /// Pause after every `thinktime_blocks` IOs (`thinktime`), spinning for the first
+    /// `thinktime_spin` of it.
+    #[serde(default)]
+    pub thinktime_ns: u64,
+    #[serde(default)]
+    pub thinktime_spin_ns: u64,
+    #[serde(default = "one")]
+    pub thinktime_blocks: u32,
+    /// fio's interval logs (`write_lat_log`, `write_bw_log`, `write_iops_log`,
+    /// `write_hist_log`, `log_avg_msec`, `log_hist_msec`).
+    #[serde(default)]
+    pub logs: LogOptions,
     /// `percentile_list`: the percentiles reported instead of fio's default list.
     #[serde(default)]
     pub percentile_list: Option<Vec<f64>>,
@@ -148,10 +203,53 @@ impl Default for JobOptions {
             direct: true,
             verify: false,
             randrepeat: true,
+            offset: None,
+            offset_increment: None,
+            io_size: None,
+            loops: 1,
+            number_ios: None,
+            random_distribution: Distribution::Random,
+            fsync: 0,
+            fdatasync: 0,
+            end_fsync: false,
+            ioengine: IoEngine::IoUring,
+            thinktime_ns: 0,
+            thinktime_spin_ns: 0,
+            thinktime_blocks: 1,
+            logs: LogOptions::default(),
             percentile_list: None,
             given: BTreeMap::new(),
         }
     }
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// A time whose bare numbers are microseconds (fio's `thinktime`, `latency_target`).
+fn usec_time(v: &str) -> Result<u64, String> {
+    let t = v.trim();
+    if !t.is_empty() && t.chars().all(|c| c.is_ascii_digit()) {
+        return t
+            .parse::<u64>()
+            .ok()
+            .and_then(|n| n.checked_mul(1000))
+            .ok_or_else(|| format!("`{}` is too long", excerpt(v)));
+    }
+    parse_time_ns(v)
+}
+
+fn count_u32(v: &str, min: u64) -> Result<u32, String> {
+    let n = parse_count(v)?;
+    if n < min || n > u32::MAX as u64 {
+        return Err(format!(
+            "`{}` must be from {min} to {}",
+            excerpt(v),
+            u32::MAX
+        ));
+    }
+    Ok(n as u32)
 }
 
 fn pct(v: &str) -> Result<u8, String> {
@@ -291,16 +389,53 @@ impl JobOptions {
                     })?,
                 }
             }
-            "ioengine" => match v {
-                "io_uring" | "libaio" => {}
-                _ => {
-                    return Err(err(format!(
-                        "`{}`: loadgen uses io_uring (io_uring and libaio are accepted)",
-                        excerpt(v)
-                    )));
+            "ioengine" => {
+                self.ioengine = match v {
+                    "io_uring" | "libaio" => IoEngine::IoUring,
+                    "sync" => IoEngine::Sync,
+                    "psync" => IoEngine::Psync,
+                    _ => {
+                        return Err(err(format!(
+                            "`{}` is not supported (loadgen runs io_uring, sync and psync; libaio runs as io_uring)",
+                            excerpt(v)
+                        )));
+                    }
                 }
-            },
+            }
+            "offset" => self.offset = Some(parse_size(v).map_err(err)?),
+            "offset_increment" => self.offset_increment = Some(parse_size(v).map_err(err)?),
+            "io_size" => self.io_size = Some(parse_size(v).map_err(err)?),
+            "loops" => self.loops = count_u32(v, 1).map_err(err)?,
+            "number_ios" => {
+                let n = parse_count(v).map_err(err)?;
+                self.number_ios = (n > 0).then_some(n);
+            }
+            "random_distribution" => {
+                self.random_distribution = distribution::parse(v).map_err(err)?
+            }
+            "fsync" => self.fsync = count_u32(v, 0).map_err(err)?,
+            "fdatasync" => self.fdatasync = count_u32(v, 0).map_err(err)?,
+            "end_fsync" => self.end_fsync = parse_bool(v).map_err(err)?,
+            "thinktime" => self.thinktime_ns = usec_time(v).map_err(err)?,
+            "thinktime_spin" => self.thinktime_spin_ns = usec_time(v).map_err(err)?,
+            "thinktime_blocks" => self.thinktime_blocks = count_u32(v, 1).map_err(err)?,
             "randrepeat" => self.randrepeat = parse_bool(v).map_err(err)?,
+            // Without a value fio names the logs after the job (an empty stem here).
+            "write_lat_log" | "write_bw_log" | "write_iops_log" | "write_hist_log" => {
+                let stem = match value {
+                    None | Some("1") => String::new(),
+                    Some(v) => v.to_string(),
+                };
+                let slot = match key {
+                    "write_lat_log" => &mut self.logs.lat,
+                    "write_bw_log" => &mut self.logs.bw,
+                    "write_iops_log" => &mut self.logs.iops,
+                    _ => &mut self.logs.hist,
+                };
+                *slot = Some(stem);
+            }
+            "log_avg_msec" => self.logs.avg_msec = parse_count(v).map_err(err)?,
+            "log_hist_msec" => self.logs.hist_msec = parse_count(v).map_err(err)?,
             "percentile_list" => {
                 let mut list = Vec::new();
                 for x in v.split(':') {
@@ -352,6 +487,33 @@ impl JobOptions {
             }
         }
         v
+    }
+
+    /// The files of `--filename`: several are separated by `:`, and `\:` is a colon in a
+    /// name, as in fio.
+    pub fn filenames(&self) -> Vec<PathBuf> {
+        let Some(f) = &self.filename else {
+            return Vec::new();
+        };
+        let s = f.to_string_lossy();
+        let mut out = Vec::new();
+        let mut cur = String::new();
+        let mut chars = s.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' if chars.peek() == Some(&':') => {
+                    cur.push(':');
+                    chars.next();
+                }
+                ':' => out.push(std::mem::take(&mut cur)),
+                c => cur.push(c),
+            }
+        }
+        out.push(cur);
+        out.into_iter()
+            .filter(|x| !x.is_empty())
+            .map(PathBuf::from)
+            .collect()
     }
 
     /// The depths of the sweep points (one without a sweep).
@@ -465,6 +627,9 @@ pub struct RunSettings {
     /// How long a replica may leave a write unacknowledged (default in `replica::replicas`).
     #[serde(default)]
     pub replica_timeout_ns: Option<u64>,
+    /// `--status-interval`: an interim report this often.
+    #[serde(default)]
+    pub status_interval_ns: Option<u64>,
 }
 
 impl Default for RunSettings {
@@ -483,6 +648,7 @@ impl Default for RunSettings {
             replicas: Vec::new(),
             replica_token_file: None,
             replica_timeout_ns: None,
+            status_interval_ns: None,
         }
     }
 }
@@ -502,14 +668,15 @@ impl RunSettings {
             "interval" => {
                 let t = parse_time_ns(v).map_err(err)?;
                 if t < 10_000_000 {
-                    return Err(err(format!("`{v}` is shorter than 10ms")));
+                    return Err(err(format!("`{}` is shorter than 10ms", excerpt(v))));
                 }
                 self.interval_ns = t;
             }
             "metrics-address" => {
                 self.metrics_address = Some(v.parse().map_err(|_| {
                     err(format!(
-                        "`{v}` is not an address with a port (e.g. 127.0.0.1:9478)"
+                        "`{}` is not an address with a port (e.g. 127.0.0.1:9478)",
+                        excerpt(v)
                     ))
                 })?)
             }
@@ -518,7 +685,7 @@ impl RunSettings {
                 self.eta = match v {
                     "auto" | "always" => Eta::Auto,
                     "never" => Eta::Never,
-                    _ => return Err(err(format!("`{v}` (use auto or never)"))),
+                    _ => return Err(err(format!("`{}` (use auto or never)", excerpt(v)))),
                 }
             }
             "group_reporting" => self.group_reporting = parse_bool(v).map_err(err)?,
@@ -528,6 +695,13 @@ impl RunSettings {
                 self.agents.push(v.to_string());
             }
             "record" => self.record = Some(PathBuf::from(v)),
+            "status-interval" => {
+                let t = parse_time_ns(v).map_err(err)?;
+                if t > 0 && t < 100_000_000 {
+                    return Err(err(format!("`{}` is shorter than 100ms", excerpt(v))));
+                }
+                self.status_interval_ns = (t > 0).then_some(t);
+            }
             "replica" => {
                 let addr = crate::replica::replicas::parse_addr(v).map_err(err)?;
                 if self.replicas.contains(&addr) {
@@ -606,7 +780,9 @@ mod tests {
         assert!(j.set("bs", Some("0")).is_err());
         assert!(j.set("rwmixread", Some("101")).is_err());
         assert!(j.set("numjobs", Some("0")).is_err());
-        assert!(j.set("ioengine", Some("sync")).is_err());
+        assert!(j.set("ioengine", Some("posixaio")).is_err());
+        assert!(j.set("thinktime", Some("soon")).is_err());
+        assert!(j.set("loops", Some("0")).is_err());
         assert!(j.set("verify", Some("md5")).is_err());
         assert!(j.set("output-format", Some("json")).is_err());
     }
@@ -637,6 +813,48 @@ mod tests {
         j.set("rate_process", Some("poisson")).unwrap();
         assert_eq!(j.rate_process, RateProcess::Poisson);
         assert!(j.set("rate_process", Some("bursty")).is_err());
+    }
+
+    #[test]
+    fn fio_units_of_the_new_options() {
+        let mut j = JobOptions::default();
+        j.set("thinktime", Some("500")).unwrap();
+        assert_eq!(
+            j.thinktime_ns, 500_000,
+            "a bare thinktime is in microseconds"
+        );
+        j.set("thinktime", Some("2ms")).unwrap();
+        assert_eq!(j.thinktime_ns, 2_000_000);
+        j.set("ioengine", Some("psync")).unwrap();
+        assert_eq!(j.ioengine, IoEngine::Psync);
+        j.set("offset", Some("25%")).unwrap();
+        assert_eq!(j.offset, Some(SizeSpec::Percent(25)));
+        j.set("number_ios", Some("10k")).unwrap();
+        assert_eq!(j.number_ios, Some(10_000));
+        j.set("fdatasync", Some("1")).unwrap();
+        assert_eq!(j.fdatasync, 1);
+        j.set("percentile_list", Some("99.9:50:99")).unwrap();
+        assert_eq!(j.percentile_list, Some(vec![50.0, 99.0, 99.9]));
+        assert!(j.set("percentile_list", Some("101")).is_err());
+    }
+
+    #[test]
+    fn several_files_as_fio_writes_them() {
+        let mut j = JobOptions::default();
+        j.set("filename", Some("/tmp/a:/tmp/b")).unwrap();
+        assert_eq!(
+            j.filenames(),
+            [PathBuf::from("/tmp/a"), PathBuf::from("/tmp/b")]
+        );
+        j.set("filename", Some(r"/dev/disk/by-path/pci-0000\:00:/tmp/c"))
+            .unwrap();
+        assert_eq!(
+            j.filenames(),
+            [
+                PathBuf::from("/dev/disk/by-path/pci-0000:00"),
+                PathBuf::from("/tmp/c")
+            ]
+        );
     }
 
     #[test]

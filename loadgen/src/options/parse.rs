@@ -52,9 +52,7 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, String> {
             Some((k, v)) => (k, Some(v.to_string())),
             None => (body, None),
         };
-        let doc = table::lookup(key).ok_or_else(|| {
-            format!("unknown option --{key} (`loadgen run --help` lists the options)")
-        })?;
+        let doc = table::lookup(key).ok_or_else(|| table::unknown(key))?;
         if doc.name == "help" {
             return Ok(Parsed::Help);
         }

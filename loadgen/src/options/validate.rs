@@ -5,13 +5,31 @@ use std::collections::HashMap;
 
 use super::sizes::SizeDist;
 use super::values::SizeSpec;
-use super::{Plan, sweep};
+use super::{IoEngine, Plan, sweep};
 
 pub fn validate(plan: &Plan) -> Result<(), String> {
     sweep::axes(plan)?;
     let mut verify_files: HashMap<&std::path::Path, &str> = HashMap::new();
     for j in &plan.jobs {
         let name = &j.name;
+        let files = j.filenames().len();
+        if files > 1 && j.verify {
+            return Err(format!(
+                "job {name}: --verify works on one file, not {files} (--filename with `:`)"
+            ));
+        }
+        if !plan.settings.replicas.is_empty() {
+            if files > 1 {
+                return Err(format!(
+                    "job {name}: --replica works with one file per job, not {files}"
+                ));
+            }
+            if j.ioengine != IoEngine::IoUring {
+                return Err(format!(
+                    "job {name}: --replica needs ioengine=io_uring (its writes go over the job's ring)"
+                ));
+            }
+        }
         if j.time_based && j.runtime_ns.is_none() {
             return Err(format!("job {name}: --time_based needs --runtime"));
         }

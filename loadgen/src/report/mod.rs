@@ -30,6 +30,44 @@ pub fn render(r: &RunResult, settings: &RunSettings) -> String {
     out
 }
 
+/// Where reports go: stdout, or the `--output` file, created at the first write (interim
+/// reports of `--status-interval` come before the final one).
+pub struct Output {
+    path: Option<std::path::PathBuf>,
+    file: Option<std::fs::File>,
+}
+
+impl Output {
+    pub fn new(path: Option<std::path::PathBuf>) -> Output {
+        Output { path, file: None }
+    }
+
+    pub fn write(&mut self, text: &str) -> Result<(), String> {
+        use std::io::Write;
+        match &self.path {
+            Some(p) => {
+                if self.file.is_none() {
+                    self.file = Some(
+                        std::fs::File::create(p)
+                            .map_err(|e| format!("writing {}: {e}", p.display()))?,
+                    );
+                }
+                if let Some(f) = &mut self.file {
+                    f.write_all(text.as_bytes())
+                        .map_err(|e| format!("writing {}: {e}", p.display()))?;
+                }
+                Ok(())
+            }
+            None => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(text.as_bytes())
+                    .and_then(|_| out.flush())
+                    .map_err(|e| format!("writing the report: {e}"))
+            }
+        }
+    }
+}
+
 /// Entries to report for a point: one per job thread, or one per point with group_reporting
 /// (every job merged, named after the first, as fio merges a group).
 pub fn entries(p: &PointResult, group: bool) -> Vec<(JobResult, Vec<usize>)> {

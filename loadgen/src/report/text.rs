@@ -203,6 +203,19 @@ fn point(out: &mut String, r: &RunResult, p: &PointResult, group: bool) {
         );
         dir_block(out, "read", &j.dirs[0], j.runtime_ns);
         dir_block(out, "write", &j.dirs[1], j.runtime_ns);
+        if j.sync.ios > 0 {
+            let _ = writeln!(
+                out,
+                "    sync: {} fsync/fdatasync",
+                count(j.sync.ios as f64)
+            );
+            let _ = writeln!(
+                out,
+                "      {:<7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+                "latency", "min", "mean", "p50", "p90", "p95", "p99", "p99.9", "p99.99", "max"
+            );
+            lat_line(out, "sync", 7, &j.sync.lat.summary());
+        }
         if let Some(v) = &j.verify {
             let bad = v.corruptions.len() as u64 + v.more_corruptions;
             let _ = writeln!(
