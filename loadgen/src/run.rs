@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use crate::diskstats::DiskWatch;
+use crate::engine::latency_target::Target as LatencyTarget;
 use crate::engine::{self, FileRegion, JobLive, JobSpec, Think, Watcher, legs::LegsFactory};
 use crate::error::Failure;
 use crate::live_metrics::LiveMetrics;
@@ -161,6 +162,12 @@ fn specs(
                     l
                 },
                 status: plan.settings.status_interval_ns.is_some(),
+                latency: job.latency_target_ns.map(|target_ns| LatencyTarget {
+                    target_ns,
+                    window_ns: job.latency_window_ns,
+                    percentile: job.latency_percentile,
+                    run: job.latency_run,
+                }),
                 // fio numbers its logs by job thread from 1; a sweep adds the point.
                 log_suffix: if points > 1 {
                     format!("{}.p{}", index + 1, point.index + 1)

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cpu::CpuUsage;
+use crate::engine::latency_target::SearchResult;
 use crate::histogram::Histogram;
 use crate::options::sizes::SizeDist;
 use crate::options::{Plan, Rw};
@@ -276,6 +277,9 @@ pub struct JobResult {
     pub thread_cpu: ThreadCpu,
     #[serde(default)]
     pub sync: SyncStats,
+    /// With `latency_target`: the depth found and every window of the search.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_search: Option<SearchResult>,
     /// Why the job stopped early (a failed IO or replica); its IOs until then are above.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

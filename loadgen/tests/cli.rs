@@ -443,3 +443,43 @@ fn job_file_variables_and_long_lines() {
     let _ = std::fs::remove_file(&f);
     let _ = std::fs::remove_file(&jf);
 }
+
+/// A latency target every depth meets: the search doubles up to --iodepth, runs its last
+/// window there and ends, long before --runtime.
+#[test]
+fn latency_target_search_climbs_to_iodepth() {
+    let f = scratch("lattarget");
+    let file = format!("--filename={}", f.display());
+    let args = [
+        "--name=lt",
+        &file,
+        "--direct=0",
+        "--size=1M",
+        "--rw=randread",
+        "--iodepth=8",
+        "--latency_target=10s",
+        "--latency_window=100ms",
+        "--time_based",
+        "--runtime=60",
+    ];
+    let j = run_json(&[&args[..], &["--output-format=json"]].concat());
+    let ran = j["loadgen"]["points"][0]["runtime_ms"].as_u64().unwrap();
+    assert!(
+        ran < 60_000,
+        "the search ends the job before --runtime ({ran} ms)"
+    );
+    let job = &j["jobs"][0];
+    let depths: Vec<u64> = job["loadgen"]["latency_search"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["depth"].as_u64().unwrap())
+        .collect();
+    assert_eq!(depths, [1, 2, 4, 8, 8]);
+    assert_eq!(job["latency_depth"], 8);
+    assert_eq!(job["latency_percentile"], 100.0);
+    let o = loadgen(&args);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("found: depth 8,"), "{text}");
+    let _ = std::fs::remove_file(&f);
+}

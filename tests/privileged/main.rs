@@ -17,6 +17,7 @@ mod lab_harness;
 mod lab_netns;
 mod loadgen_counts;
 mod loadgen_fio_json;
+mod loadgen_latency_target;
 mod loadgen_metrics;
 mod loadgen_options;
 mod loadgen_rate;

@@ -14,6 +14,7 @@ use anyhow::{Context, Result, anyhow};
 
 use super::buffers::Buffers;
 use super::iolog::IoLogs;
+use super::latency_target::{Action, Search};
 use super::legs::{ExtraLegs, IoDesc, MAX_LEGS, decode, user_data};
 use super::pacing::Pacer;
 use super::ring::Ring;
@@ -154,6 +155,13 @@ struct Job<'a> {
     thread_cpu: ThreadCpu,
     sync: SyncStats,
     logs: Option<IoLogs>,
+    /// `latency_target`: the search, and whether the job's statistics start afresh once
+    /// the IOs in flight are done.
+    search: Option<Search>,
+    reset_pending: bool,
+    /// When the job's statistics start (the end of the ramp, or the last window of a
+    /// latency-target search).
+    results_from: u64,
     vstats: VerifyStats,
     error: Option<anyhow::Error>,
 }
@@ -278,6 +286,9 @@ pub fn run(
         thread_cpu: ThreadCpu::default(),
         sync: SyncStats::default(),
         logs: IoLogs::open(&spec.logs, &spec.log_suffix)?,
+        search: None,
+        reset_pending: false,
+        results_from: 0,
         vstats: VerifyStats::default(),
         error: None,
         leg_names,
@@ -326,12 +337,13 @@ pub fn run(
         rate_iops: spec.rate_iops,
         dirs: std::mem::take(&mut job.dirs),
         ramp_ios: job.ramp_ios,
-        runtime_ns: end.saturating_sub(job.measure_start),
+        runtime_ns: end.saturating_sub(job.results_from),
         verify: spec.verify.then(|| std::mem::take(&mut job.vstats)),
         dists: std::mem::take(&mut job.dists),
         intervals: std::mem::take(&mut job.intervals),
         thread_cpu: job.thread_cpu,
         sync: std::mem::take(&mut job.sync),
+        latency_search: job.search.as_ref().map(Search::result),
         error,
     })
 }
@@ -345,6 +357,10 @@ impl Job<'_> {
     fn workload(&mut self, t0: u64) -> Result<u64> {
         let spec = self.spec;
         self.measure_start = t0 + spec.ramp_ns;
+        self.results_from = self.measure_start;
+        self.search = spec
+            .latency
+            .map(|t| Search::new(t, spec.iodepth, self.measure_start));
         self.next_boundary = self.measure_start + spec.interval_ns;
         self.qd_last = t0;
         let deadline = spec.runtime_ns.map(|r| self.measure_start + r);
@@ -366,7 +382,8 @@ impl Job<'_> {
                 && (self.error.is_some()
                     || self.shared.stopped()
                     || deadline.is_some_and(|d| now >= d)
-                    || self.budget_spent())
+                    || self.budget_spent()
+                    || self.search.as_ref().is_some_and(Search::done))
             {
                 stopping = true;
             }
@@ -423,6 +440,11 @@ impl Job<'_> {
             self.ring.submit_and_wait(1).context("io_uring_enter")?;
             now = clock::now_ns();
             self.reap(now);
+            if let Some(s) = &mut self.search
+                && s.check(now) == Action::ResetStats
+            {
+                self.reset_pending = true;
+            }
             self.boundaries(now);
         }
         self.last_interval(now);
@@ -475,9 +497,21 @@ impl Job<'_> {
             }
             self.think_until = None;
         }
+        if self.search.as_ref().is_some_and(Search::quiescing) {
+            if self.inflight > 0 {
+                return Ok(false);
+            }
+            if std::mem::take(&mut self.reset_pending) {
+                self.reset_stats(now);
+            }
+            if let Some(s) = &mut self.search {
+                s.drained(now);
+            }
+        }
+        let cap = self.search.as_ref().map_or(u32::MAX, Search::depth);
         let mut did = false;
         while let Some(&slot) = self.free.last() {
-            if self.budget_spent() || (did && self.sync_engine()) {
+            if self.budget_spent() || (did && self.sync_engine()) || self.inflight >= cap {
                 break;
             }
             let picked = match self.next_dir.take() {
@@ -911,6 +945,11 @@ impl Job<'_> {
                 }
             }
         }
+        if let Some(search) = &mut self.search
+            && search.io(total, now) == Action::ResetStats
+        {
+            self.reset_pending = true;
+        }
         if let Some(l) = &mut self.logs {
             let slat = (!sync_engine).then(|| s.submit.saturating_sub(s.prep));
             let t = now - self.measure_start;
@@ -919,6 +958,29 @@ impl Job<'_> {
                 self.fail(e.context("writing a log"));
             }
         }
+    }
+
+    /// The last window of a latency-target search begins: the job's results are its.
+    fn reset_stats(&mut self, now: u64) {
+        for d in &mut self.dirs {
+            let legs = d
+                .legs
+                .iter()
+                .map(|l| LegStats {
+                    name: l.name.clone(),
+                    lat: Histogram::new(),
+                })
+                .collect();
+            *d = DirStats {
+                legs,
+                ..DirStats::default()
+            };
+        }
+        self.dists = IoDists::default();
+        self.intervals.clear();
+        self.sync = SyncStats::default();
+        self.cpu_start = Some(ThreadCpu::now());
+        self.results_from = now;
     }
 
     /// Sends the samples of every interval that has ended by `now`. The interval that ends

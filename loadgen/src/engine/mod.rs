@@ -6,6 +6,7 @@ pub mod buffers;
 pub mod distribution;
 pub mod iolog;
 pub mod job;
+pub mod latency_target;
 pub mod legs;
 pub mod pacing;
 pub mod ring;
@@ -54,6 +55,8 @@ pub struct JobSpec {
     /// fio's interval logs, and the part of their names after the stem (`1`, `2`, …).
     pub logs: iolog::LogOptions,
     pub log_suffix: String,
+    /// `latency_target`: search for the highest depth that meets it (up to `iodepth`).
+    pub latency: Option<latency_target::Target>,
     /// Interim reports are asked for (`--status-interval`): intervals also carry slat and
     /// lat.
     pub status: bool,
@@ -249,6 +252,7 @@ impl Progress {
                     intervals: Vec::new(),
                     thread_cpu: Default::default(),
                     sync: Default::default(),
+                    latency_search: None,
                     error: None,
                 })
                 .collect(),

@@ -172,6 +172,16 @@ pub struct JobOptions {
     /// `write_hist_log`, `log_avg_msec`, `log_hist_msec`).
     #[serde(default)]
     pub logs: LogOptions,
+    /// `latency_target` (None: no search), `latency_window`, `latency_percentile`,
+    /// `latency_run`.
+    #[serde(default)]
+    pub latency_target_ns: Option<u64>,
+    #[serde(default = "one_second")]
+    pub latency_window_ns: u64,
+    #[serde(default = "hundred")]
+    pub latency_percentile: f64,
+    #[serde(default)]
+    pub latency_run: bool,
     /// `percentile_list`: the percentiles reported instead of fio's default list.
     #[serde(default)]
     pub percentile_list: Option<Vec<f64>>,
@@ -217,6 +227,10 @@ impl Default for JobOptions {
             thinktime_spin_ns: 0,
             thinktime_blocks: 1,
             logs: LogOptions::default(),
+            latency_target_ns: None,
+            latency_window_ns: one_second(),
+            latency_percentile: 100.0,
+            latency_run: false,
             percentile_list: None,
             given: BTreeMap::new(),
         }
@@ -225,6 +239,14 @@ impl Default for JobOptions {
 
 fn one() -> u32 {
     1
+}
+
+fn one_second() -> u64 {
+    1_000_000_000
+}
+
+fn hundred() -> f64 {
+    100.0
 }
 
 /// A time whose bare numbers are microseconds (fio's `thinktime`, `latency_target`).
@@ -434,6 +456,29 @@ impl JobOptions {
                 };
                 *slot = Some(stem);
             }
+            "latency_target" => {
+                let t = usec_time(v).map_err(err)?;
+                self.latency_target_ns = (t > 0).then_some(t);
+            }
+            "latency_window" => {
+                let t = usec_time(v).map_err(err)?;
+                if t == 0 {
+                    return Err(err("must be longer than 0".into()));
+                }
+                self.latency_window_ns = t;
+            }
+            "latency_percentile" => {
+                self.latency_percentile = match v.trim().trim_end_matches('%').parse::<f64>() {
+                    Ok(p) if p > 0.0 && p <= 100.0 => p,
+                    _ => {
+                        return Err(err(format!(
+                            "`{}` is not a percentile from 0 to 100",
+                            excerpt(v)
+                        )));
+                    }
+                }
+            }
+            "latency_run" => self.latency_run = parse_bool(v).map_err(err)?,
             "log_avg_msec" => self.logs.avg_msec = parse_count(v).map_err(err)?,
             "log_hist_msec" => self.logs.hist_msec = parse_count(v).map_err(err)?,
             "percentile_list" => {

@@ -317,6 +317,26 @@ pub const OPTIONS: &[OptionDoc] = &[
         "window of the histogram log, in milliseconds",
     ),
     job(
+        "latency_target",
+        "TIME",
+        "find the highest depth (up to --iodepth) at which IOs meet TIME (bare numbers are microseconds), as fio",
+    ),
+    job(
+        "latency_window",
+        "TIME",
+        "length of each step of the --latency_target search (default: 1s; bare numbers are microseconds)",
+    ),
+    job(
+        "latency_percentile",
+        "PCT",
+        "share of a step's IOs that must meet --latency_target (default: 100)",
+    ),
+    flag(
+        "latency_run",
+        Scope::Job,
+        "keep adjusting the depth until --runtime ends instead of stopping at the depth found",
+    ),
+    job(
         "percentile_list",
         "P:P...",
         "the completion-latency percentiles reported (default: fio's 1 to 99.99), e.g. 99:99.9:99.99",
@@ -441,10 +461,6 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "io_submit_mode",
     "kb_base",
     "lat_percentiles",
-    "latency_percentile",
-    "latency_run",
-    "latency_target",
-    "latency_window",
     "lockfile",
     "log_compression",
     "log_max_value",

@@ -30,6 +30,11 @@ pub fn validate(plan: &Plan) -> Result<(), String> {
                 ));
             }
         }
+        if j.latency_target_ns.is_some() && j.ioengine != IoEngine::IoUring {
+            return Err(format!(
+                "job {name}: --latency_target searches IO depths, which needs ioengine=io_uring"
+            ));
+        }
         if j.time_based && j.runtime_ns.is_none() {
             return Err(format!("job {name}: --time_based needs --runtime"));
         }

@@ -258,10 +258,21 @@ fn job(
         .with("majf", j.thread_cpu.majf)
         .with("minf", j.thread_cpu.minf);
     dists(&mut o, &j.dists, ios);
-    o.put("latency_depth", j.iodepth);
-    o.put("latency_target", 0u64);
-    o.put("latency_percentile", 100.0);
-    o.put("latency_window", 0u64);
+    // fio's units: the target in ns, the window in µs.
+    match &j.latency_search {
+        Some(l) => {
+            o.put("latency_depth", l.depth);
+            o.put("latency_target", l.target.target_ns);
+            o.put("latency_percentile", l.target.percentile);
+            o.put("latency_window", l.target.window_ns / 1000);
+        }
+        None => {
+            o.put("latency_depth", j.iodepth);
+            o.put("latency_target", 0u64);
+            o.put("latency_percentile", 100.0);
+            o.put("latency_window", 0u64);
+        }
+    }
     o.put(
         "loadgen",
         J::V(json!({
@@ -273,6 +284,7 @@ fn job(
             "ramp_ios": {"read": j.ramp_ios[0], "write": j.ramp_ios[1]},
             "verify": j.verify,
             "process_cpu": p.cpu,
+            "latency_search": j.latency_search,
         })),
     );
     o
