@@ -55,7 +55,11 @@ const CASES: &[Case] = &[
     Case {
         name: "bssplit randrw QD16",
         engine: URING,
-        args: &["--rw=randrw", "--bssplit=4k/50:16k/30:64k/20", "--iodepth=16"],
+        args: &[
+            "--rw=randrw",
+            "--bssplit=4k/50:16k/30:64k/20",
+            "--iodepth=16",
+        ],
     },
 ];
 
