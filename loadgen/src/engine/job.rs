@@ -103,7 +103,9 @@ struct Job<'a> {
     // The ring is declared before the buffers and files so that it is dropped first.
     ring: Ring,
     bufs: Buffers,
-    files: Vec<File>,
+    /// The open files (kept open for the ring and the synchronous engines) and their
+    /// descriptors.
+    _files: Vec<File>,
     fds: Vec<RawFd>,
     legs: Option<Box<dyn ExtraLegs>>,
     leg_names: Vec<String>,
@@ -235,7 +237,7 @@ pub fn run(
         tx,
         ring,
         bufs,
-        files,
+        _files: files,
         fds,
         legs,
         timer: None,
@@ -324,7 +326,6 @@ pub fn run(
     // A failed job still reports what it measured (the run record keeps it); the run
     // fails once every job has ended.
     let error = job.error.take().map(|e| format!("{e:#}"));
-    drop(job.files.drain(..));
     Ok(JobResult {
         name: spec.name.clone(),
         group: spec.group,
@@ -463,8 +464,12 @@ impl Job<'_> {
     /// when not even its smallest IO fits in what is left, as fio's sequential jobs end at
     /// the end of the region), or any job its `number_ios`.
     fn budget_spent(&self) -> bool {
-        (!self.spec.time_based && self.issued_bytes + self.spec.bs > self.spec.io_bytes)
-            || self.spec.number_ios.is_some_and(|n| self.issued_ios >= n)
+        let size_done =
+            !self.spec.time_based && self.issued_bytes + self.spec.bs > self.spec.io_bytes;
+        // fio still issues a sync that is due while bytes of the size are left, even too few
+        // for another IO.
+        let sync_left = self.sync_due != SyncDue::None && self.issued_bytes < self.spec.io_bytes;
+        (size_done && !sync_left) || self.spec.number_ios.is_some_and(|n| self.issued_ios >= n)
     }
 
     /// Prepares IOs while slots are free and the schedule, syncs and think times allow.

@@ -225,13 +225,13 @@ pub trait Watcher {
 }
 
 /// Results so far of the jobs of a point, from the intervals they handed over.
-struct Progress {
+struct SoFar {
     jobs: Vec<JobResult>,
 }
 
-impl Progress {
-    fn new(specs: &[JobSpec]) -> Progress {
-        Progress {
+impl SoFar {
+    fn new(specs: &[JobSpec]) -> SoFar {
+        SoFar {
             jobs: specs
                 .iter()
                 .map(|s| JobResult {
@@ -355,7 +355,7 @@ pub fn run_point(
 
         let mut timeline = TimelineBuilder::new(n, interval_ns, leg_names);
         let status_every = watcher.status_interval_ns();
-        let mut progress = status_every.map(|_| Progress::new(&specs));
+        let mut progress = status_every.map(|_| SoFar::new(&specs));
         let mut next_status = status_every.map(|e| t0 + e);
         let mut rows = Vec::new();
         let mut results: Vec<Option<Result<JobResult>>> = (0..n).map(|_| None).collect();
