@@ -13,10 +13,7 @@ const PACKAGES: &[(&str, &str)] = &[
     ("libpolly-22-dev", "bpf-linker links against LLVM 22"),
     ("zlib1g-dev", "bpf-linker"),
     ("libzstd-dev", "bpf-linker"),
-    (
-        "fio",
-        "reference load in benchmarks, and fio's tools in tests",
-    ),
+    ("fio", "reference load in benchmarks and tests"),
     ("python3-six", "fio's fio_jsonplus_clat2csv in tests"),
     ("iperf3", "network benchmarks"),
     ("prometheus", "promtool and the Prometheus server in tests"),
