@@ -191,6 +191,55 @@ impl Histogram {
     }
 }
 
+/// fio's histogram layout (`FIO_IO_U_PLAT_BITS` 6, 29 groups): exact below 128 ns, then 64
+/// buckets per power of two, the last bucket taking everything from about 17 s. json+ `bins`
+/// and histogram logs use it, so that fio's tools read them.
+pub mod fio {
+    pub const BITS: u32 = 6;
+    pub const VAL: u64 = 1 << BITS;
+    /// Buckets in fio's layout.
+    pub const NR: usize = 29 * VAL as usize;
+
+    /// fio's bucket of a value.
+    pub fn idx(v: u64) -> usize {
+        let msb = 63 - v.max(1).leading_zeros();
+        if msb <= BITS {
+            return v as usize;
+        }
+        let err = msb - BITS;
+        let base = ((err + 1) as usize) << BITS;
+        let off = ((v >> err) & (VAL - 1)) as usize;
+        (base + off).min(NR - 1)
+    }
+
+    /// The value fio reports for a bucket: the middle of its range.
+    pub fn value(i: usize) -> u64 {
+        if i < (VAL << 1) as usize {
+            return i as u64;
+        }
+        let err = (i >> BITS) as u32 - 1;
+        let base = 1u64 << (err + BITS);
+        let k = (i as u64) % VAL;
+        base + ((k as f64 + 0.5) * (1u64 << err) as f64) as u64
+    }
+}
+
+impl Histogram {
+    /// The counts in fio's layout, as (fio bucket, count), in order. Exact: every bucket of
+    /// this histogram lies inside one of fio's, which are twice as wide.
+    pub fn fio_bins(&self) -> Vec<(usize, u64)> {
+        let mut out: Vec<(usize, u64)> = Vec::new();
+        for (lo, _, c) in self.buckets() {
+            let i = fio::idx(lo);
+            match out.last_mut() {
+                Some(last) if last.0 == i => last.1 += c,
+                _ => out.push((i, c)),
+            }
+        }
+        out
+    }
+}
+
 /// Percentiles of one histogram, in nanoseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
@@ -379,6 +428,43 @@ mod tests {
             "merged p50 {merged}"
         );
         assert!((1_000_000..4_000_000).contains(&avg));
+    }
+
+    #[test]
+    fn fio_layout_nests_this_one() {
+        assert_eq!(fio::idx(0), 0);
+        assert_eq!(fio::idx(127), 127);
+        assert_eq!(fio::idx(128), 128);
+        assert_eq!(fio::idx(129), 128);
+        assert_eq!(fio::value(128), 129);
+        assert_eq!(
+            fio::value(fio::NR - 1),
+            17_112_760_320,
+            "fio's largest value"
+        );
+        assert_eq!(fio::idx(u64::MAX), fio::NR - 1);
+        // Every bucket of ours falls in one of fio's: its first and last value agree.
+        for i in 0..BUCKETS - 1 {
+            let (lo, w) = bucket_range(i);
+            assert_eq!(fio::idx(lo), fio::idx(lo + w - 1), "bucket {i}");
+        }
+        // fio's value of a bucket lies inside it.
+        for i in 0..fio::NR - 1 {
+            assert_eq!(fio::idx(fio::value(i)), i, "fio bucket {i}");
+        }
+        let mut h = Histogram::new();
+        for v in [5, 5, 200, 201, 1_000_000, 1_000_100, 90_000_000_000] {
+            h.record(v);
+        }
+        let bins = h.fio_bins();
+        assert_eq!(bins.iter().map(|b| b.1).sum::<u64>(), h.count());
+        assert_eq!(bins[0], (5, 2));
+        assert_eq!(
+            bins[1],
+            (fio::idx(200), 2),
+            "200 and 201 share fio's bucket"
+        );
+        assert_eq!(bins.last().unwrap().0, fio::NR - 1);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use crate::options::parse::Pairs;
 use crate::options::table::{self, Scope};
+use crate::options::values::excerpt;
 
 #[derive(Debug)]
 pub struct JobFile {
@@ -12,13 +13,94 @@ pub struct JobFile {
     pub group_reporting: bool,
 }
 
+/// Longest line read, as fio's (`OPT_LEN_MAX`).
+const MAX_LINE: usize = 8192;
+
+/// fio's reserved words: the page size, megabytes of memory and CPUs of this machine.
+fn keyword(word: &str) -> Option<String> {
+    // SAFETY: sysconf has no preconditions.
+    let conf = |k| unsafe { libc::sysconf(k) }.max(0) as u64;
+    match word {
+        "pagesize" => Some(conf(libc::_SC_PAGESIZE).to_string()),
+        "mb_memory" => {
+            Some(((conf(libc::_SC_PHYS_PAGES) * conf(libc::_SC_PAGESIZE)) >> 20).to_string())
+        }
+        "ncpus" => Some(conf(libc::_SC_NPROCESSORS_CONF).to_string()),
+        _ => None,
+    }
+}
+
+/// Expands `${NAME}` from the environment and fio's `$pagesize`, `$mb_memory`, `$ncpus`, as
+/// fio does. A variable that is not set, or any other `$NAME` (which fio would leave as it
+/// is, creating a file named `$FILE`, say), is refused.
+fn expand(v: &str, at: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(v.len());
+    let mut rest = v;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        if let Some(braced) = after.strip_prefix('{') {
+            let end = braced
+                .find('}')
+                .ok_or_else(|| format!("{at}: `${{` without a closing `}}`"))?;
+            let name = &braced[..end];
+            let value = env(name).ok_or_else(|| {
+                format!(
+                    "{at}: environment variable {} is not set (for `${{{}}}`)",
+                    excerpt(name),
+                    excerpt(name)
+                )
+            })?;
+            out.push_str(&value);
+            rest = &braced[end + 1..];
+            continue;
+        }
+        let len = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(after.len());
+        let word = &after[..len];
+        if word.is_empty() {
+            out.push('$');
+            rest = after;
+            continue;
+        }
+        match keyword(word) {
+            Some(k) => out.push_str(&k),
+            None => {
+                return Err(format!(
+                    "{at}: `${}` is not expanded; fio takes variables from the environment written `${{{}}}`",
+                    excerpt(word),
+                    excerpt(word)
+                ));
+            }
+        }
+        rest = &after[len..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
 pub fn parse(text: &str, origin: &str) -> Result<JobFile, String> {
+    parse_with(text, origin, &|k| std::env::var(k).ok())
+}
+
+fn parse_with(
+    text: &str,
+    origin: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<JobFile, String> {
     let mut global: Pairs = Vec::new();
     let mut jobs: Vec<(String, Pairs, Pairs)> = Vec::new();
     let mut in_global = false;
     let mut group_reporting = false;
     for (n, raw) in text.lines().enumerate() {
-        let at = format!("{origin}:{}", n + 1);
+        let at = format!("{}:{}", excerpt(origin), n + 1);
+        if raw.len() > MAX_LINE {
+            return Err(format!(
+                "{at}: the line is {} bytes long; job file lines are at most {MAX_LINE}",
+                raw.len()
+            ));
+        }
         let line = raw.trim();
         if line.is_empty() || line.starts_with(';') || line.starts_with('#') {
             continue;
@@ -31,6 +113,12 @@ pub fn parse(text: &str, origin: &str) -> Result<JobFile, String> {
             if name.is_empty() {
                 return Err(format!("{at}: empty section name"));
             }
+            if name.contains(|c: char| c.is_control()) {
+                return Err(format!(
+                    "{at}: section `{}` has control characters",
+                    excerpt(name)
+                ));
+            }
             in_global = name == "global";
             if !in_global {
                 jobs.push((name.to_string(), global.clone(), Vec::new()));
@@ -38,21 +126,25 @@ pub fn parse(text: &str, origin: &str) -> Result<JobFile, String> {
             continue;
         }
         let (key, value) = match line.split_once('=') {
-            Some((k, v)) => (k.trim(), Some(v.trim().to_string())),
+            Some((k, v)) => (k.trim(), Some(expand(v.trim(), &at, env)?)),
             None => (line, None),
         };
-        let doc = table::lookup(key).ok_or_else(|| format!("{at}: unknown option `{key}`"))?;
+        let doc = table::lookup(key).ok_or_else(|| format!("{at}: {}", table::unknown(key)))?;
         if doc.name == "group_reporting" {
             group_reporting = value.as_deref().is_none_or(|v| v != "0");
             continue;
         }
         if doc.scope != Scope::Job || doc.name == "name" {
             return Err(format!(
-                "{at}: `{key}` belongs on the command line, not in a job file"
+                "{at}: `{}` belongs on the command line, not in a job file",
+                excerpt(key)
             ));
         }
         if value.is_none() && doc.arity == table::Arity::Value {
-            return Err(format!("{at}: `{key}` needs a value (`{key}=...`)"));
+            return Err(format!(
+                "{at}: `{key}` needs a value (`{key}=...`)",
+                key = excerpt(key)
+            ));
         }
         let pair = (doc.name.to_string(), value);
         if in_global {
@@ -60,11 +152,11 @@ pub fn parse(text: &str, origin: &str) -> Result<JobFile, String> {
         } else if let Some((_, _, own)) = jobs.last_mut() {
             own.push(pair);
         } else {
-            return Err(format!("{at}: `{key}` comes before any section"));
+            return Err(format!("{at}: `{}` comes before any section", excerpt(key)));
         }
     }
     if jobs.is_empty() {
-        return Err(format!("{origin}: no job sections"));
+        return Err(format!("{}: no job sections", excerpt(origin)));
     }
     Ok(JobFile {
         jobs,
@@ -114,7 +206,7 @@ bs=64k
             .collect();
         assert_eq!(jobs[0].name, "reads");
         assert_eq!(
-            (jobs[0].rw, jobs[0].bs[0], jobs[0].iodepth[0]),
+            (jobs[0].rw, jobs[0].bs[0], jobs[0].iodepth),
             (Rw::RandRead, 4096, 32)
         );
         assert_eq!((jobs[1].rw, jobs[1].bs[0]), (Rw::RandWrite, 65536));
@@ -123,11 +215,54 @@ bs=64k
     }
 
     #[test]
+    fn variables_expand_as_fio_does() {
+        let env = |k: &str| (k == "DEV").then(|| "/dev/loop7".to_string());
+        let jf = parse_with("[a]\nfilename=${DEV}\nnumjobs=$ncpus\n", "f", &env).unwrap();
+        assert_eq!(jf.jobs[0].2[0].1.as_deref(), Some("/dev/loop7"));
+        let cpus = jf.jobs[0].2[1].1.clone().unwrap();
+        assert!(cpus.parse::<u32>().unwrap() >= 1);
+        let e = parse_with("[a]\nfilename=$FILE\n", "f", &env).unwrap_err();
+        assert!(e.starts_with("f:2: `$FILE` is not expanded"), "{e}");
+        assert!(e.contains("${FILE}"), "{e}");
+        let e = parse_with("[a]\nfilename=${NOPE}\n", "f", &env).unwrap_err();
+        assert!(e.contains("environment variable NOPE is not set"), "{e}");
+        assert!(parse_with("[a]\nfilename=${DEV\n", "f", &env).is_err());
+        let jf = parse_with("[a]\nfilename=/tmp/a$\n", "f", &env).unwrap();
+        assert_eq!(jf.jobs[0].2[0].1.as_deref(), Some("/tmp/a$"));
+    }
+
+    #[test]
+    fn errors_about_long_lines_stay_short() {
+        let long = "x".repeat(100_000);
+        for text in [
+            format!("[a]\n{long}\n"),
+            format!("[a]\n{}\n", "y".repeat(5000)),
+            format!("[a]\nbs={}\n", "9".repeat(5000)),
+            format!("[{}]\nbogus\n", "z".repeat(3000)),
+        ] {
+            let e = match parse(&text, "f") {
+                Err(e) => e,
+                Ok(jf) => {
+                    let (name, g, own) = &jf.jobs[0];
+                    let np = vec![("name".to_string(), Some(name.clone()))];
+                    build_job(&[g, &np, own]).unwrap_err()
+                }
+            };
+            assert!(
+                e.len() < 200 && !e.contains('\n'),
+                "{} bytes: {}",
+                e.len(),
+                &e[..80]
+            );
+        }
+    }
+
+    #[test]
     fn bad_files_say_where() {
         assert!(
             parse("[a]\nbogus=1\n", "f")
                 .unwrap_err()
-                .starts_with("f:2: unknown option")
+                .starts_with("f:2: unknown option --bogus")
         );
         assert!(
             parse("bs=4k\n[a]\n", "f")

@@ -5,6 +5,7 @@ pub mod agent_signals;
 pub mod analyze;
 pub mod clock;
 pub mod cpu;
+pub mod diskstats;
 pub mod engine;
 pub mod error;
 pub mod histogram;

@@ -27,7 +27,7 @@ pub const PROFILES: &[Profile] = &[
         about: "random reads at 32 IOs in flight, IO size 4 KiB to 256 KiB, 30 s per point",
         options: &[
             ("rw", "randread"),
-            ("bs", "4k,8k,16k,32k,64k,128k,256k"),
+            ("bs_sweep", "4k,8k,16k,32k,64k,128k,256k"),
             ("iodepth", "32"),
             ("time_based", "1"),
             ("runtime", "30"),
@@ -39,7 +39,7 @@ pub const PROFILES: &[Profile] = &[
         options: &[
             ("rw", "randread"),
             ("bs", "4k"),
-            ("iodepth", "1,2,4,8,16,32,64"),
+            ("iodepth_sweep", "1,2,4,8,16,32,64"),
             ("time_based", "1"),
             ("runtime", "30"),
         ],

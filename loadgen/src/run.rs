@@ -1,27 +1,32 @@
 //! `loadgen run`: options → plan → targets checked → sweep points run → report.
 
-use std::io::Write;
 use std::sync::Arc;
 
-use crate::engine::{self, JobLive, JobSpec, Watcher, legs::LegsFactory};
+use crate::diskstats::DiskWatch;
+use crate::engine::latency_target::Target as LatencyTarget;
+use crate::engine::{self, FileRegion, JobLive, JobSpec, Think, Watcher, legs::LegsFactory};
 use crate::error::Failure;
 use crate::live_metrics::LiveMetrics;
 use crate::options::parse::{Parsed, parse_args};
 use crate::options::sweep::{self, Point};
-use crate::options::{Plan, table, validate::validate};
+use crate::options::{IoEngine, Plan, RateProcess, table, validate::validate};
 use crate::progress::Progress;
 use crate::record::Recorder;
 use crate::report;
 use crate::safety::{self, DeviceGuard};
-use crate::stats::RunResult;
-use crate::target::{self, Kind, Layout};
+use crate::stats::{PointResult, RunResult};
+use crate::target::{self, Kind, Layout, Placement};
 use crate::timeline::{DirInterval, TimelineRow};
 
-/// Progress bar, live metrics and the run record, fed by the engine's collector.
+/// Progress bar, live metrics, the run record and interim reports, fed by the engine's
+/// collector.
 struct Monitor {
     progress: Progress,
     metrics: Option<Arc<LiveMetrics>>,
     recorder: Option<Recorder>,
+    /// `--status-interval`: what an interim report needs, and the points already done.
+    status: Option<(RunResult, u64)>,
+    out: report::Output,
 }
 
 impl Watcher for Monitor {
@@ -44,6 +49,20 @@ impl Watcher for Monitor {
             r.started(measure_start_ns);
         }
     }
+    fn status_interval_ns(&self) -> Option<u64> {
+        self.status.as_ref().map(|s| s.1)
+    }
+    /// An interim report, in the run's formats: the results so far of the running point.
+    fn status(&mut self, partial: &PointResult) {
+        let Some((run, _)) = &mut self.status else {
+            return;
+        };
+        run.points = vec![partial.clone()];
+        let text = report::render(run, &run.plan.settings);
+        if let Err(e) = self.out.write(&text) {
+            eprintln!("loadgen: {e}");
+        }
+    }
 }
 
 fn fnv(s: &str) -> u64 {
@@ -53,7 +72,15 @@ fn fnv(s: &str) -> u64 {
 }
 
 /// The job threads of one point.
-fn specs(plan: &Plan, layout: &Layout, point: &Point, run_id: u32, entropy: u64) -> Vec<JobSpec> {
+fn specs(
+    plan: &Plan,
+    layout: &Layout,
+    placements: &[Placement],
+    points: usize,
+    point: &Point,
+    run_id: u32,
+    entropy: u64,
+) -> Vec<JobSpec> {
     let ramp_ns = plan.jobs.iter().map(|j| j.ramp_time_ns).max().unwrap_or(0);
     layout
         .threads
@@ -61,28 +88,92 @@ fn specs(plan: &Plan, layout: &Layout, point: &Point, run_id: u32, entropy: u64)
         .enumerate()
         .map(|(index, t)| {
             let job = &plan.jobs[t.group];
-            let (bs, iodepth) = point.per_job[t.group];
+            let place = &placements[index];
+            let shape = &point.per_job[t.group];
+            let used = job.directions();
+            let bs = (0..2)
+                .filter(|&d| used[d])
+                .map(|d| shape.sizes[d].min())
+                .min()
+                .unwrap_or(4096);
+            let rates = [0, 1].map(|d| {
+                job.rate[d]
+                    .or_else(|| job.rate_iops[d].map(|n| n * shape.sizes[d].min()))
+                    .filter(|_| used[d])
+            });
             let base = fnv(&job.name) ^ (t.jobnum as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
             JobSpec {
                 index,
                 name: job.name.clone(),
                 group: t.group,
                 jobnum: t.jobnum,
-                path: layout.targets[t.target].path.clone(),
-                region: t.region,
+                files: place
+                    .files
+                    .iter()
+                    .map(|&(ti, offset, len)| FileRegion {
+                        path: layout.targets[ti].path.clone(),
+                        offset,
+                        len,
+                    })
+                    .collect(),
+                io_bytes: place.io_bytes,
+                number_ios: job.number_ios,
+                distribution: job.random_distribution.clone(),
+                fsync: job.fsync,
+                fdatasync: job.fdatasync,
+                end_fsync: job.end_fsync,
+                engine: job.ioengine,
+                think: Think {
+                    ns: job.thinktime_ns,
+                    spin_ns: job.thinktime_spin_ns,
+                    blocks: job.thinktime_blocks,
+                },
                 bs,
-                iodepth,
+                sizes: shape.sizes.clone(),
+                // The synchronous engines do one IO at a time, as fio caps them.
+                iodepth: if job.ioengine == IoEngine::IoUring {
+                    shape.iodepth
+                } else {
+                    1
+                },
                 rw: job.rw,
                 read_pct: job.rw.read_pct(job.rwmixread),
                 time_based: job.time_based,
                 runtime_ns: job.runtime_ns,
                 ramp_ns,
                 rate_iops: job.rate_iops,
+                rates,
+                poisson: job.rate_process == RateProcess::Poisson,
                 direct: job.direct,
                 verify: job.verify,
                 seed: if job.randrepeat { base } else { base ^ entropy },
                 run_id,
                 interval_ns: plan.settings.interval_ns,
+                logs: {
+                    let mut l = job.logs.clone();
+                    for stem in [&mut l.lat, &mut l.bw, &mut l.iops, &mut l.hist]
+                        .into_iter()
+                        .flatten()
+                    {
+                        if stem.is_empty() {
+                            *stem = job.name.clone();
+                        }
+                    }
+                    l
+                },
+                status: plan.settings.status_interval_ns.is_some(),
+                latency: job.latency_target_ns.map(|target_ns| LatencyTarget {
+                    target_ns,
+                    window_ns: job.latency_window_ns,
+                    percentile: job.latency_percentile,
+                    run: job.latency_run,
+                }),
+                // fio numbers its logs by job thread from 1; a sweep adds the point.
+                log_suffix: if points > 1 {
+                    format!("{}.p{}", index + 1, point.index + 1)
+                } else {
+                    (index + 1).to_string()
+                },
             }
         })
         .collect()
@@ -98,8 +189,17 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
         Parsed::Plan(p) => *p,
     };
     validate(&plan).map_err(Failure::Usage)?;
+    for j in &plan.jobs {
+        if j.ioengine != IoEngine::IoUring && j.depths().iter().any(|&d| d > 1) {
+            eprintln!(
+                "loadgen: note: job {}: ioengine {} is synchronous, so iodepth is capped at 1 (as in fio)",
+                j.name,
+                j.given.get("ioengine").map_or("sync", String::as_str)
+            );
+        }
+    }
     let points = sweep::points(&plan).map_err(Failure::Usage)?;
-    let layout = target::resolve(&plan).map_err(Failure::Usage)?;
+    let (layout, placements) = target::resolve(&plan).map_err(Failure::Usage)?;
 
     let mut guards: Vec<DeviceGuard> = Vec::new();
     for t in &layout.targets {
@@ -134,10 +234,31 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
         progress: Progress::new(plan.settings.eta),
         metrics,
         recorder,
+        status: plan.settings.status_interval_ns.map(|every| {
+            let run = RunResult {
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                started_unix_ms: started.as_millis() as u64,
+                safety_probe_reads: 0,
+                plan: plan.clone(),
+                points: Vec::new(),
+                disk_util: Vec::new(),
+            };
+            (run, every)
+        }),
+        out: report::Output::new(plan.settings.output.clone()),
     };
+    let disks = DiskWatch::start(layout.targets.iter().map(|t| t.path.as_path()));
     let mut results = Vec::with_capacity(points.len());
     for point in &points {
-        let specs = specs(&plan, &layout, point, run_id, entropy);
+        let specs = specs(
+            &plan,
+            &layout,
+            &placements,
+            points.len(),
+            point,
+            run_id,
+            entropy,
+        );
         let planned_ns = specs
             .iter()
             .filter_map(|s| s.runtime_ns.map(|r| r + s.ramp_ns))
@@ -145,7 +266,7 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
         let planned_ios = specs
             .iter()
             .all(|s| !s.time_based)
-            .then(|| specs.iter().map(|s| s.region / s.bs).sum());
+            .then(|| specs.iter().map(|s| s.io_bytes / s.bs.max(1)).sum());
         let label = if points.len() > 1 {
             format!("point {}/{}", point.index + 1, points.len())
         } else {
@@ -192,6 +313,7 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
         safety_probe_reads,
         plan: plan.clone(),
         points: results,
+        disk_util: disks.finish(),
     };
     if let Some(rec) = monitor.recorder.take() {
         rec.write(&result)?;
@@ -207,16 +329,10 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
         return Err(Failure::Runtime(anyhow::anyhow!("{e}")));
     }
     let text = report::render(&result, &plan.settings);
-    match &plan.settings.output {
-        Some(path) => std::fs::write(path, text)
-            .map_err(|e| Failure::Runtime(anyhow::anyhow!("writing {}: {e}", path.display())))?,
-        None => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(text.as_bytes())
-                .and_then(|_| out.flush())
-                .map_err(|e| Failure::Runtime(anyhow::anyhow!("writing the report: {e}")))?;
-        }
-    }
+    monitor
+        .out
+        .write(&text)
+        .map_err(|e| Failure::Runtime(anyhow::anyhow!("{e}")))?;
     let bad = result.corruptions();
     if bad > 0 {
         for p in &result.points {

@@ -4,7 +4,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cpu::CpuUsage;
+use crate::engine::latency_target::SearchResult;
 use crate::histogram::Histogram;
+use crate::options::sizes::SizeDist;
 use crate::options::{Plan, Rw};
 use crate::timeline::TimelineRow;
 use crate::verify::Corruption;
@@ -68,6 +70,165 @@ impl DirStats {
     }
 }
 
+/// fio's distributions of one job (`iodepth_level`, `iodepth_submit`, `iodepth_complete`,
+/// `latency_ns|us|ms`), counted as fio counts them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct IoDists {
+    /// IOs by the IOs in flight once their batch was submitted: 1, 2–3, 4–7, 8–15, 16–31,
+    /// 32–63, 64 and more.
+    pub depth: [u64; 7],
+    /// Submissions by the IOs they carried: 0, 1–4, 5–8, 9–16, 17–32, 33–64, more.
+    pub submit: [u64; 7],
+    /// Reapings by the IOs they completed, in the same classes.
+    pub complete: [u64; 7],
+    /// IOs by completion latency: below 2, 4, 10, 20, 50, 100, 250, 500, 750, 1000 ns, then
+    /// the same in µs, then 2, 4, 10, 20, 50, 100, 250, 500, 750, 1000, 2000 ms and more.
+    pub lat: Vec<u64>,
+}
+
+/// Upper ends of fio's latency classes within a unit (the last ms class is open).
+const LAT_EDGES: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
+
+impl IoDists {
+    pub const LAT_CLASSES: usize = 32;
+
+    /// fio's class of a count of IOs per submission or reaping.
+    #[inline]
+    pub fn batch_class(n: u64) -> usize {
+        match n {
+            0 => 0,
+            1..=4 => 1,
+            5..=8 => 2,
+            9..=16 => 3,
+            17..=32 => 4,
+            33..=64 => 5,
+            _ => 6,
+        }
+    }
+
+    /// fio's class of a depth: each covers depths from its power of two to the next.
+    #[inline]
+    pub fn depth_class(depth: u64) -> usize {
+        (63 - depth.max(1).leading_zeros() as usize).min(6)
+    }
+
+    /// fio's class of a completion latency in ns.
+    #[inline]
+    pub fn lat_class(ns: u64) -> usize {
+        let (base, v) = if ns < 1_000 {
+            (0, ns)
+        } else if ns < 1_000_000 {
+            (10, ns / 1_000)
+        } else {
+            let ms = ns / 1_000_000;
+            if ms >= 2000 {
+                return 31;
+            }
+            if ms >= 1000 {
+                return 30;
+            }
+            (20, ms)
+        };
+        base + LAT_EDGES.iter().position(|&e| v < e).unwrap_or(9)
+    }
+
+    #[inline]
+    pub fn record_lat(&mut self, ns: u64) {
+        if self.lat.len() < Self::LAT_CLASSES {
+            self.lat.resize(Self::LAT_CLASSES, 0);
+        }
+        self.lat[Self::lat_class(ns)] += 1;
+    }
+
+    pub fn merge(&mut self, o: &IoDists) {
+        for (a, b) in [
+            (&mut self.depth, &o.depth),
+            (&mut self.submit, &o.submit),
+            (&mut self.complete, &o.complete),
+        ] {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x += y;
+            }
+        }
+        if self.lat.len() < o.lat.len() {
+            self.lat.resize(o.lat.len(), 0);
+        }
+        for (x, y) in self.lat.iter_mut().zip(&o.lat) {
+            *x += y;
+        }
+    }
+}
+
+/// What one job did in one timeline interval, for fio's per-interval bandwidth and IOPS
+/// statistics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct IntervalCount {
+    pub covered_ns: u64,
+    pub ios: [u64; 2],
+    pub bytes: [u64; 2],
+}
+
+/// CPU of a job's own thread over its measured time (getrusage RUSAGE_THREAD), as fio
+/// reports per job.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ThreadCpu {
+    pub user_ns: u64,
+    pub sys_ns: u64,
+    /// Voluntary and involuntary context switches.
+    pub ctx: u64,
+    pub majf: u64,
+    pub minf: u64,
+}
+
+impl ThreadCpu {
+    /// The calling thread's totals so far.
+    pub fn now() -> ThreadCpu {
+        // SAFETY: an all-zero rusage is valid, and getrusage fills it.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: valid pointer to a rusage.
+        unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+        let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+        ThreadCpu {
+            user_ns: ns(ru.ru_utime),
+            sys_ns: ns(ru.ru_stime),
+            ctx: (ru.ru_nvcsw + ru.ru_nivcsw) as u64,
+            majf: ru.ru_majflt as u64,
+            minf: ru.ru_minflt as u64,
+        }
+    }
+    pub fn since(&self, start: &ThreadCpu) -> ThreadCpu {
+        ThreadCpu {
+            user_ns: self.user_ns.saturating_sub(start.user_ns),
+            sys_ns: self.sys_ns.saturating_sub(start.sys_ns),
+            ctx: self.ctx.saturating_sub(start.ctx),
+            majf: self.majf.saturating_sub(start.majf),
+            minf: self.minf.saturating_sub(start.minf),
+        }
+    }
+    pub fn add(&mut self, o: &ThreadCpu) {
+        self.user_ns += o.user_ns;
+        self.sys_ns += o.sys_ns;
+        self.ctx += o.ctx;
+        self.majf += o.majf;
+        self.minf += o.minf;
+    }
+}
+
+/// fsync/fdatasync of a job (`--fsync`, `--fdatasync`): how many, and their latency from
+/// submission to completion.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SyncStats {
+    pub ios: u64,
+    pub lat: Histogram,
+}
+
+impl SyncStats {
+    pub fn merge(&mut self, o: &SyncStats) {
+        self.ios += o.ios;
+        self.lat.merge(&o.lat);
+    }
+}
+
 /// Verification counts of one job.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct VerifyStats {
@@ -89,9 +250,15 @@ pub struct JobResult {
     pub jobnum: u32,
     pub filename: String,
     pub rw: Rw,
+    /// The smallest IO size (the one size when all IOs have it).
     pub bs: u64,
+    /// IO sizes of reads and writes.
+    #[serde(default)]
+    pub sizes: [SizeDist; 2],
     pub iodepth: u32,
-    pub rate_iops: Option<u64>,
+    /// `rate_iops` of reads and writes (records before per-direction rates hold one number).
+    #[serde(deserialize_with = "per_direction")]
+    pub rate_iops: [Option<u64>; 2],
     /// Measured IOs by direction (after the ramp); `[read, write]`.
     pub dirs: [DirStats; 2],
     /// IOs completed during the ramp, not in `dirs`.
@@ -99,9 +266,37 @@ pub struct JobResult {
     /// From the end of the ramp to the last completion.
     pub runtime_ns: u64,
     pub verify: Option<VerifyStats>,
+    /// fio's distributions (depths, batches, latency classes) of the measured IOs.
+    #[serde(default)]
+    pub dists: IoDists,
+    /// IOs and bytes per timeline interval, for fio's bandwidth and IOPS statistics.
+    #[serde(default)]
+    pub intervals: Vec<IntervalCount>,
+    /// The job thread's own CPU over its measured time.
+    #[serde(default)]
+    pub thread_cpu: ThreadCpu,
+    #[serde(default)]
+    pub sync: SyncStats,
+    /// With `latency_target`: the depth found and every window of the search.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_search: Option<SearchResult>,
     /// Why the job stopped early (a failed IO or replica); its IOs until then are above.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// Reads `[r, w]`, or one value (or null) for both, as older run records have it.
+fn per_direction<'de, D: serde::Deserializer<'de>>(d: D) -> Result<[Option<u64>; 2], D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Either {
+        Both([Option<u64>; 2]),
+        One(Option<u64>),
+    }
+    Ok(match Either::deserialize(d)? {
+        Either::Both(v) => v,
+        Either::One(v) => [v, v],
+    })
 }
 
 /// All jobs of one sweep point.
@@ -132,6 +327,25 @@ pub struct RunResult {
     /// Reads made by the safety check of block devices before the run.
     pub safety_probe_reads: u64,
     pub points: Vec<PointResult>,
+    /// The devices under the targets, over the whole run.
+    #[serde(default)]
+    pub disk_util: Vec<DiskUtil>,
+}
+
+/// fio's `disk_util` of one device over the run, from `/sys/block/*/stat`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DiskUtil {
+    pub name: String,
+    pub read_ios: u64,
+    pub write_ios: u64,
+    pub read_merges: u64,
+    pub write_merges: u64,
+    /// Milliseconds spent on reads and writes.
+    pub read_ticks: u64,
+    pub write_ticks: u64,
+    pub in_queue: u64,
+    /// Share of the run's time the device was busy, in percent.
+    pub util: f64,
 }
 
 impl RunResult {
@@ -142,5 +356,52 @@ impl RunResult {
             .filter_map(|j| j.verify.as_ref())
             .map(|v| v.corruptions.len() as u64 + v.more_corruptions)
             .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fio_classes() {
+        assert_eq!(IoDists::batch_class(0), 0);
+        assert_eq!(IoDists::batch_class(4), 1);
+        assert_eq!(IoDists::batch_class(5), 2);
+        assert_eq!(IoDists::batch_class(64), 5);
+        assert_eq!(IoDists::batch_class(65), 6);
+        assert_eq!(IoDists::depth_class(1), 0);
+        assert_eq!(IoDists::depth_class(3), 1);
+        assert_eq!(IoDists::depth_class(4), 2);
+        assert_eq!(IoDists::depth_class(63), 5);
+        assert_eq!(IoDists::depth_class(64), 6);
+        assert_eq!(IoDists::depth_class(4096), 6);
+        for (ns, class) in [
+            (0, 0),
+            (1, 0),
+            (2, 1),
+            (999, 9),
+            (1_000, 10),
+            (1_999, 10),
+            (2_000, 11),
+            (99_999, 15),
+            (100_000, 16),
+            (999_999, 19),
+            (1_000_000, 20),
+            (4_000_000, 22),
+            (999_000_000, 29),
+            (1_500_000_000, 30),
+            (2_000_000_000, 31),
+            (u64::MAX, 31),
+        ] {
+            assert_eq!(IoDists::lat_class(ns), class, "{ns} ns");
+        }
+        let mut d = IoDists::default();
+        d.record_lat(50_000);
+        let mut e = IoDists::default();
+        e.merge(&d);
+        e.merge(&d);
+        assert_eq!(e.lat[IoDists::lat_class(50_000)], 2);
+        assert_eq!(e.lat.len(), IoDists::LAT_CLASSES);
     }
 }

@@ -37,13 +37,24 @@ pub struct Target {
     pub written: bool,
 }
 
-/// One job thread's place: which plan job, which clone, which target, how many bytes.
+/// One job thread's place: which plan job, which clone, which target (its first), how
+/// many bytes of it.
 #[derive(Clone, Debug)]
 pub struct Thread {
     pub group: usize,
     pub jobnum: u32,
     pub target: usize,
     pub region: u64,
+}
+
+/// The rest of a job thread's place (indexed like `Layout::threads`): every file with the
+/// region in it, and what a size-based run transfers.
+#[derive(Clone, Debug)]
+pub struct Placement {
+    /// (target, offset of the region, length of the region), one per file.
+    pub files: Vec<(usize, u64, u64)>,
+    /// `io_size` × `loops`.
+    pub io_bytes: u64,
 }
 
 pub struct Layout {
@@ -116,78 +127,135 @@ fn inspect(path: &Path) -> Result<Target, String> {
     Ok(t)
 }
 
-/// Resolves every job thread's target and checks sizes and alignment against it.
-pub fn resolve(plan: &Plan) -> Result<Layout, String> {
+/// A size (or a percentage of `of`).
+fn bytes_of(spec: SizeSpec, of: u64) -> u64 {
+    match spec {
+        SizeSpec::Bytes(b) => b,
+        SizeSpec::Percent(p) => of * p as u64 / 100,
+    }
+}
+
+/// Resolves every job thread's targets and checks sizes and alignment against them.
+pub fn resolve(plan: &Plan) -> Result<(Layout, Vec<Placement>), String> {
     let mut targets: Vec<Target> = Vec::new();
     let mut threads = Vec::new();
+    let mut placements = Vec::new();
     for (group, job) in plan.jobs.iter().enumerate() {
         let name = &job.name;
+        let names = job.filenames();
+        let min_bs = job.bs.iter().copied().min().unwrap_or(4096);
         for jobnum in 0..job.numjobs {
-            let path = match &job.filename {
-                Some(f) => f.clone(),
-                None => job
-                    .directory
-                    .clone()
-                    .unwrap_or_else(|| PathBuf::from("."))
-                    .join(format!("{name}.{jobnum}.0")),
+            let paths: Vec<PathBuf> = if names.is_empty() {
+                vec![
+                    job.directory
+                        .clone()
+                        .unwrap_or_else(|| PathBuf::from("."))
+                        .join(format!("{name}.{jobnum}.0")),
+                ]
+            } else {
+                names.clone()
             };
-            let ti = match targets.iter().position(|t| t.path == path) {
-                Some(i) => i,
-                None => {
-                    targets.push(inspect(&path)?);
-                    targets.len() - 1
+            let mut files = Vec::with_capacity(paths.len());
+            for path in paths {
+                let ti = match targets.iter().position(|t| t.path == path) {
+                    Some(i) => i,
+                    None => {
+                        targets.push(inspect(&path)?);
+                        targets.len() - 1
+                    }
+                };
+                let nfiles = names.len().max(1) as u64;
+                let t = &mut targets[ti];
+                let shown = t.path.display().to_string();
+                let known = t.exists && t.size > 0;
+                // fio: a percentage offset is of the file's size, rounded up to the IO size.
+                let mut offset = 0;
+                for (spec, times, what) in [
+                    (job.offset, 1, "--offset"),
+                    (job.offset_increment, jobnum as u64, "--offset_increment"),
+                ] {
+                    match spec {
+                        Some(SizeSpec::Percent(_)) if !known => {
+                            return Err(format!(
+                                "job {name}: {what} in percent needs {shown} to exist"
+                            ));
+                        }
+                        Some(SizeSpec::Percent(p)) => {
+                            offset += (t.size * p as u64 / 100).div_ceil(min_bs) * min_bs * times;
+                        }
+                        Some(SizeSpec::Bytes(b)) => offset += b * times,
+                        None => {}
+                    }
                 }
-            };
-            let t = &mut targets[ti];
-            let shown = t.path.display().to_string();
-            let region = match job.size {
-                Some(SizeSpec::Bytes(b)) => b,
-                Some(SizeSpec::Percent(p)) if t.exists => t.size * p as u64 / 100,
-                Some(SizeSpec::Percent(_)) => {
+                // fio divides --size between the files of a job.
+                let region = match job.size {
+                    Some(SizeSpec::Bytes(b)) => b / nfiles,
+                    Some(SizeSpec::Percent(p)) if t.exists => t.size * p as u64 / 100,
+                    Some(SizeSpec::Percent(_)) => {
+                        return Err(format!(
+                            "job {name}: {shown} does not exist; give --size in bytes to create it"
+                        ));
+                    }
+                    None if known && t.size > offset => t.size - offset,
+                    None if known => {
+                        return Err(format!(
+                            "job {name}: --offset={offset} is at or past the end of {shown} ({} bytes)",
+                            t.size
+                        ));
+                    }
+                    None => {
+                        return Err(format!(
+                            "job {name}: {shown} does not exist or is empty; give --size to create it"
+                        ));
+                    }
+                };
+                if t.kind == Kind::BlockDevice && offset + region > t.size {
                     return Err(format!(
-                        "job {name}: {shown} does not exist; give --size in bytes to create it"
+                        "job {name}: offset {offset} + size {} is larger than {shown} ({} bytes)",
+                        format_bytes(region),
+                        t.size
                     ));
                 }
-                None if t.exists && t.size > 0 => t.size,
-                None => {
+                let max_bs = job.bs.iter().copied().max().unwrap_or(0);
+                if region < max_bs {
                     return Err(format!(
-                        "job {name}: {shown} does not exist or is empty; give --size to create it"
+                        "job {name}: size {region} bytes of {shown} is smaller than --bs={}",
+                        format_bytes(max_bs)
                     ));
                 }
-            };
-            if t.kind == Kind::BlockDevice && region > t.size {
-                return Err(format!(
-                    "job {name}: --size={} is larger than {shown} ({} bytes)",
-                    format_bytes(region),
-                    t.size
-                ));
+                if job.direct {
+                    if let Some(bs) = job.bs.iter().find(|&&b| b % t.logical_block != 0) {
+                        return Err(format!(
+                            "job {name}: --bs={bs} is not a multiple of {shown}'s logical block size {}, which direct IO needs",
+                            t.logical_block
+                        ));
+                    }
+                    if offset % t.logical_block != 0 {
+                        return Err(format!(
+                            "job {name}: offset {offset} is not a multiple of {shown}'s logical block size {}, which direct IO needs",
+                            t.logical_block
+                        ));
+                    }
+                }
+                t.needed = t.needed.max(offset + region);
+                t.written |= job.rw.read_pct(job.rwmixread) < 100;
+                files.push((ti, offset, region));
             }
-            let max_bs = job.bs.iter().copied().max().unwrap_or(0);
-            if region < max_bs {
-                return Err(format!(
-                    "job {name}: size {region} bytes of {shown} is smaller than --bs={}",
-                    format_bytes(max_bs)
-                ));
-            }
-            if job.direct
-                && let Some(bs) = job.bs.iter().find(|&&b| b % t.logical_block != 0)
-            {
-                return Err(format!(
-                    "job {name}: --bs={bs} is not a multiple of {shown}'s logical block size {}, which direct IO needs",
-                    t.logical_block
-                ));
-            }
-            t.needed = t.needed.max(region);
-            t.written |= job.rw.read_pct(job.rwmixread) < 100;
+            let total: u64 = files.iter().map(|f| f.2).sum();
+            let io_size = job.io_size.map_or(total, |s| bytes_of(s, total));
             threads.push(Thread {
                 group,
                 jobnum,
-                target: ti,
-                region,
+                target: files[0].0,
+                region: files[0].2,
+            });
+            placements.push(Placement {
+                io_bytes: io_size.saturating_mul(job.loops as u64),
+                files,
             });
         }
     }
-    Ok(Layout { targets, threads })
+    Ok((Layout { targets, threads }, placements))
 }
 
 /// Creates missing files and extends short ones by writing data, as fio lays out files, so

@@ -16,6 +16,9 @@ pub struct DirInterval {
     /// Latency from intended start.
     pub total: Histogram,
     pub clat: Histogram,
+    /// fio's slat and lat, kept only for interim reports (`--status-interval`).
+    pub slat: Histogram,
+    pub lat: Histogram,
     /// Per-leg latency, in the job's leg order (empty for local-only IO).
     pub legs: Vec<Histogram>,
 }
@@ -26,6 +29,8 @@ impl DirInterval {
         self.bytes += o.bytes;
         self.total.merge(&o.total);
         self.clat.merge(&o.clat);
+        self.slat.merge(&o.slat);
+        self.lat.merge(&o.lat);
         if self.legs.len() < o.legs.len() {
             self.legs.resize_with(o.legs.len(), Histogram::new);
         }

@@ -197,7 +197,10 @@ fn a_run_writes_a_record_that_analyze_reads() {
 
 #[test]
 fn a_sweep_gets_a_verdict_per_point() {
-    let (rec, o) = real_run("sweep", &["--runtime=1s", "--bs=4k,16k", "--iodepth=1,4"]);
+    let (rec, o) = real_run(
+        "sweep",
+        &["--runtime=1s", "--bs_sweep=4k,16k", "--iodepth_sweep=1,4"],
+    );
     assert_eq!(
         o.status.code(),
         Some(0),

@@ -53,6 +53,12 @@ fn bad_values_exit_2_with_one_line() {
     assert_usage_error(&[&file], "give --size");
     assert_usage_error(&[&file, "--size=2k", "--bs=4k"], "smaller than --bs");
     assert_usage_error(&[&file, "--size=1M", "--bogus=1"], "unknown option --bogus");
+    assert_usage_error(
+        &[&file, "--size=1M", "--iodepth=1,4"],
+        "--iodepth_sweep=1,4",
+    );
+    assert_usage_error(&[&file, "--size=1M", "--bssplit=4k/50:8k/40"], "not 100%");
+    assert_usage_error(&[&file, "--size=1M", "--rate_process=bursty"], "poisson");
     assert_usage_error(&[&file, "--size=1M", "--time_based"], "needs --runtime");
     assert_usage_error(&[&file, "--size=1M", "--runtime=soon"], "--runtime");
     assert_usage_error(
@@ -96,7 +102,9 @@ fn help_lists_the_fio_options() {
         "--rw=RW",
         "--bs=",
         "--iodepth=",
-        "--rate_iops=N",
+        "--rate_iops=R[,W]",
+        "--bs_sweep=",
+        "--iodepth_sweep=",
         "--verify",
         "--profile=",
     ] {
@@ -114,8 +122,8 @@ fn json_on_stdout_has_fio_paths_and_a_result_per_sweep_point() {
         "--direct=0",
         "--size=1M",
         "--rw=randread",
-        "--bs=4k,8k",
-        "--iodepth=1,4",
+        "--bs_sweep=4k,8k",
+        "--iodepth_sweep=1,4",
         "--output-format=json",
     ]);
     assert_eq!(
@@ -201,4 +209,277 @@ fn job_files_and_text_reports() {
     assert!(text.contains("per IO"), "{text}");
     let _ = std::fs::remove_file(&f);
     let _ = std::fs::remove_file(&jf);
+}
+
+fn run_json(args: &[&str]) -> Value {
+    let o = loadgen(args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).expect("stdout is only JSON")
+}
+
+/// `--bs=4k,64k` means what it means to fio: reads of 4k and writes of 64k, in one run.
+#[test]
+fn bs_with_two_values_sizes_reads_and_writes() {
+    let f = scratch("rwsizes");
+    let file = format!("--filename={}", f.display());
+    let j = run_json(&[
+        "--name=rw",
+        &file,
+        "--direct=0",
+        "--size=4M",
+        "--rw=randrw",
+        "--bs=4k,64k",
+        "--iodepth=4",
+        "--output-format=json",
+    ]);
+    let jobs = j["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 1, "one job, not a sweep");
+    for (dir, bs) in [("read", 4096), ("write", 65536)] {
+        let d = &jobs[0][dir];
+        let ios = d["total_ios"].as_u64().unwrap();
+        assert!(ios > 0, "{dir}: no IOs");
+        assert_eq!(d["io_bytes"].as_u64().unwrap(), ios * bs, "{dir} IO size");
+    }
+    assert_eq!(jobs[0]["job options"]["bs"], "4k,64k");
+    let _ = std::fs::remove_file(&f);
+}
+
+/// `--rate_iops=R,W` limits reads and writes separately. The schedule never issues an IO
+/// before it is due, so in 1 s at most 201 reads and 101 writes start.
+#[test]
+fn rate_iops_with_two_values_limits_each_direction() {
+    let f = scratch("rwrate");
+    let file = format!("--filename={}", f.display());
+    let j = run_json(&[
+        "--name=rate",
+        &file,
+        "--direct=0",
+        "--size=1M",
+        "--rw=randrw",
+        "--rate_iops=200,100",
+        "--iodepth=4",
+        "--time_based",
+        "--runtime=1",
+        "--output-format=json",
+    ]);
+    let ios = |d: &str| j["jobs"][0][d]["total_ios"].as_u64().unwrap();
+    let (r, w) = (ios("read"), ios("write"));
+    assert!((100..=201).contains(&r), "reads {r}");
+    assert!((50..=101).contains(&w), "writes {w}");
+    let _ = std::fs::remove_file(&f);
+}
+
+/// Without group_reporting every job entry has fio's per-interval bandwidth and IOPS
+/// statistics, and its own thread's CPU figures.
+#[test]
+fn every_job_entry_has_interval_statistics() {
+    let f = scratch("perjob");
+    let file = format!("--filename={}", f.display());
+    let j = run_json(&[
+        "--name=pj",
+        &file,
+        "--direct=0",
+        "--size=1M",
+        "--rw=randread",
+        "--numjobs=2",
+        "--rate_iops=500",
+        "--time_based",
+        "--runtime=1",
+        "--interval=200ms",
+        "--output-format=json",
+    ]);
+    let jobs = j["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 2);
+    for job in jobs {
+        let r = &job["read"];
+        let n = r["iops_samples"].as_u64().unwrap();
+        assert!(n >= 3, "{n} samples of 200 ms in 1 s");
+        assert_eq!(r["bw_samples"], n);
+        let (min, mean, max) = (
+            r["iops_min"].as_f64().unwrap(),
+            r["iops_mean"].as_f64().unwrap(),
+            r["iops_max"].as_f64().unwrap(),
+        );
+        assert!(
+            min <= mean && mean <= max && max > 0.0,
+            "{min} {mean} {max}"
+        );
+        // Two jobs of equal rate: each has about half the group's bandwidth.
+        let agg = r["bw_agg"].as_f64().unwrap();
+        assert!((30.0..=70.0).contains(&agg), "bw_agg {agg}");
+        assert!(job["ctx"].as_u64().unwrap() > 0, "context switches");
+        assert!(job["latency_ms"]["2"].is_f64());
+    }
+    let _ = std::fs::remove_file(&f);
+}
+
+/// Interim results every `--status-interval`, in the output format: with JSON, one document
+/// each, then the final one.
+#[test]
+fn status_interval_prints_interim_documents() {
+    let f = scratch("status");
+    let file = format!("--filename={}", f.display());
+    let o = loadgen(&[
+        "--name=st",
+        &file,
+        "--direct=0",
+        "--size=1M",
+        "--rw=randread",
+        "--rate_iops=200",
+        "--time_based",
+        "--runtime=2",
+        "--status-interval=500ms",
+        "--interval=250ms",
+        "--output-format=json",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let docs: Vec<Value> = serde_json::Deserializer::from_slice(&o.stdout)
+        .into_iter::<Value>()
+        .collect::<Result<_, _>>()
+        .expect("a sequence of JSON documents");
+    assert!(docs.len() >= 4, "{} documents", docs.len());
+    let ios: Vec<u64> = docs
+        .iter()
+        .map(|d| d["jobs"][0]["read"]["total_ios"].as_u64().unwrap())
+        .collect();
+    assert!(ios.windows(2).all(|w| w[0] <= w[1]), "cumulative: {ios:?}");
+    assert!(ios[0] > 0 && ios[0] < *ios.last().unwrap(), "{ios:?}");
+    let _ = std::fs::remove_file(&f);
+}
+
+/// `--percentile_list` replaces fio's percentiles in JSON and terse output.
+#[test]
+fn percentile_list_sets_the_percentiles() {
+    let f = scratch("pct");
+    let file = format!("--filename={}", f.display());
+    let args = [
+        "--name=p",
+        &file,
+        "--direct=0",
+        "--size=1M",
+        "--rw=randread",
+        "--percentile_list=99.9:50",
+    ];
+    let j = run_json(&[&args[..], &["--output-format=json"]].concat());
+    let keys: Vec<&String> = j["jobs"][0]["read"]["clat_ns"]["percentile"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(keys, ["50.000000", "99.900000"]);
+    let o = loadgen(&[&args[..], &["--minimal"]].concat());
+    let line = String::from_utf8_lossy(&o.stdout);
+    let fields: Vec<&str> = line.trim().split(';').collect();
+    assert!(fields[17].starts_with("50.000000%="), "{}", fields[17]);
+    assert!(fields[18].starts_with("99.900000%="), "{}", fields[18]);
+    assert_eq!(fields[19], "0%=0");
+    let _ = std::fs::remove_file(&f);
+}
+
+/// A Poisson schedule still keeps the rate; a think time of 100 ms after every IO allows at
+/// most 11 IOs in a second (a schedule never issues early, a pause is never short).
+#[test]
+fn poisson_rates_and_think_times() {
+    let f = scratch("poisson");
+    let file = format!("--filename={}", f.display());
+    let base = [
+        "--name=pz",
+        &file,
+        "--direct=0",
+        "--size=1M",
+        "--rw=randread",
+        "--time_based",
+        "--runtime=1",
+        "--output-format=json",
+    ];
+    let j = run_json(&[&base[..], &["--rate_iops=500", "--rate_process=poisson"]].concat());
+    let n = j["jobs"][0]["read"]["total_ios"].as_u64().unwrap();
+    assert!(
+        (350..=650).contains(&n),
+        "{n} Poisson arrivals at 500/s in 1 s"
+    );
+    let j = run_json(&[&base[..], &["--thinktime=100ms", "--iodepth=4"]].concat());
+    let n = j["jobs"][0]["read"]["total_ios"].as_u64().unwrap();
+    assert!((3..=11).contains(&n), "{n} IOs with 100 ms think times");
+    let _ = std::fs::remove_file(&f);
+}
+
+#[test]
+fn job_file_variables_and_long_lines() {
+    let f = scratch("envfile");
+    let jf = scratch("env.fio");
+    std::fs::write(
+        &jf,
+        "[global]\nfilename=${LOADGEN_TEST_FILE}\ndirect=0\nsize=1M\n[r]\nrw=read\n",
+    )
+    .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args(["run", jf.to_str().unwrap(), "--output-format=json"])
+        .env("LOADGEN_TEST_FILE", &f)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(f.exists(), "${{LOADGEN_TEST_FILE}} named the file");
+    std::fs::write(&jf, "[r]\nfilename=$FILE\nsize=1M\n").unwrap();
+    assert_usage_error(&[jf.to_str().unwrap()], "${FILE}");
+    std::fs::write(&jf, format!("[r]\nfilename={}\n", "x".repeat(100_000))).unwrap();
+    assert_usage_error(&[jf.to_str().unwrap()], "at most 8192");
+    assert_usage_error(&["--stonewall"], "fio option loadgen does not support");
+    let _ = std::fs::remove_file(&f);
+    let _ = std::fs::remove_file(&jf);
+}
+
+/// A latency target every depth meets: the search doubles up to --iodepth, runs its last
+/// window there and ends, long before --runtime.
+#[test]
+fn latency_target_search_climbs_to_iodepth() {
+    let f = scratch("lattarget");
+    let file = format!("--filename={}", f.display());
+    let args = [
+        "--name=lt",
+        &file,
+        "--direct=0",
+        "--size=1M",
+        "--rw=randread",
+        "--iodepth=8",
+        "--latency_target=10s",
+        "--latency_window=100ms",
+        "--time_based",
+        "--runtime=60",
+    ];
+    let j = run_json(&[&args[..], &["--output-format=json"]].concat());
+    let ran = j["loadgen"]["points"][0]["runtime_ms"].as_u64().unwrap();
+    assert!(
+        ran < 60_000,
+        "the search ends the job before --runtime ({ran} ms)"
+    );
+    let job = &j["jobs"][0];
+    let depths: Vec<u64> = job["loadgen"]["latency_search"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["depth"].as_u64().unwrap())
+        .collect();
+    assert_eq!(depths, [1, 2, 4, 8, 8]);
+    assert_eq!(job["latency_depth"], 8);
+    assert_eq!(job["latency_percentile"], 100.0);
+    let o = loadgen(&args);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("found: depth 8,"), "{text}");
+    let _ = std::fs::remove_file(&f);
 }

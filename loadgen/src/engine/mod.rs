@@ -3,9 +3,14 @@
 //! samples into the timeline, samples CPU, and feeds the progress bar and live metrics.
 
 pub mod buffers;
+pub mod distribution;
+pub mod iolog;
 pub mod job;
+pub mod latency_target;
 pub mod legs;
+pub mod pacing;
 pub mod ring;
+pub mod syncio;
 pub mod workload;
 
 use std::path::PathBuf;
@@ -18,7 +23,9 @@ use anyhow::{Result, anyhow};
 
 use crate::clock;
 use crate::cpu;
-use crate::options::Rw;
+use crate::options::distribution::Distribution;
+use crate::options::sizes::SizeDist;
+use crate::options::{IoEngine, Rw};
 use crate::stats::{DirStats, JobResult, PointResult};
 use crate::timeline::{DirInterval, IntervalSample, TimelineBuilder, TimelineRow};
 use legs::LegsFactory;
@@ -31,21 +38,76 @@ pub struct JobSpec {
     pub name: String,
     pub group: usize,
     pub jobnum: u32,
-    pub path: PathBuf,
-    pub region: u64,
+    /// The files, each with the job's region in it.
+    pub files: Vec<FileRegion>,
+    /// Bytes to transfer when not time-based (`io_size` × `loops`).
+    pub io_bytes: u64,
+    /// Stop after this many IOs (`number_ios`).
+    pub number_ios: Option<u64>,
+    pub distribution: Distribution,
+    /// fsync / fdatasync after every N writes (0: never); fsync at the end.
+    pub fsync: u32,
+    pub fdatasync: u32,
+    pub end_fsync: bool,
+    pub engine: IoEngine,
+    /// Pause of `thinktime_ns` (the first `spin_ns` of it spinning) after every `blocks` IOs.
+    pub think: Think,
+    /// fio's interval logs, and the part of their names after the stem (`1`, `2`, …).
+    pub logs: iolog::LogOptions,
+    pub log_suffix: String,
+    /// `latency_target`: search for the highest depth that meets it (up to `iodepth`).
+    pub latency: Option<latency_target::Target>,
+    /// Interim reports are asked for (`--status-interval`): intervals also carry slat and
+    /// lat.
+    pub status: bool,
+    /// The job's IO size in reports (its smallest).
     pub bs: u64,
+    /// IO sizes of reads and writes.
+    pub sizes: [SizeDist; 2],
     pub iodepth: u32,
     pub rw: Rw,
     pub read_pct: u8,
     pub time_based: bool,
     pub runtime_ns: Option<u64>,
     pub ramp_ns: u64,
-    pub rate_iops: Option<u64>,
+    /// `rate_iops` as given, for reports.
+    pub rate_iops: [Option<u64>; 2],
+    /// Bytes per second of reads and writes (None: unlimited).
+    pub rates: [Option<u64>; 2],
+    /// `rate_process=poisson`.
+    pub poisson: bool,
     pub direct: bool,
     pub verify: bool,
     pub seed: u64,
     pub run_id: u32,
     pub interval_ns: u64,
+}
+
+/// One file of a job and the region of it the job uses.
+#[derive(Clone, Debug)]
+pub struct FileRegion {
+    pub path: PathBuf,
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// fio's `thinktime`, `thinktime_spin`, `thinktime_blocks`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Think {
+    pub ns: u64,
+    pub spin_ns: u64,
+    pub blocks: u32,
+}
+
+impl JobSpec {
+    /// The files' names, as fio writes a list (`a:b`).
+    pub fn filename(&self) -> String {
+        self.files
+            .iter()
+            .map(|f| f.path.display().to_string())
+            .collect::<Vec<_>>()
+            .join(":")
+    }
 }
 
 pub enum Msg {
@@ -155,6 +217,81 @@ pub trait Watcher {
     /// The measured part (after the ramp) starts at `measure_start_ns` on the monotonic
     /// clock: interval `k` of the timeline begins `k` intervals later.
     fn started(&mut self, _measure_start_ns: u64) {}
+    /// With `--status-interval`: every `status_interval_ns` the point's results so far.
+    fn status(&mut self, _partial: &PointResult) {}
+    fn status_interval_ns(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// Results so far of the jobs of a point, from the intervals they handed over.
+struct SoFar {
+    jobs: Vec<JobResult>,
+}
+
+impl SoFar {
+    fn new(specs: &[JobSpec]) -> SoFar {
+        SoFar {
+            jobs: specs
+                .iter()
+                .map(|s| JobResult {
+                    name: s.name.clone(),
+                    group: s.group,
+                    jobnum: s.jobnum,
+                    filename: s.filename(),
+                    rw: s.rw,
+                    bs: s.bs,
+                    sizes: s.sizes.clone(),
+                    iodepth: s.iodepth,
+                    rate_iops: s.rate_iops,
+                    dirs: Default::default(),
+                    ramp_ios: [0, 0],
+                    runtime_ns: 0,
+                    verify: None,
+                    dists: Default::default(),
+                    intervals: Vec::new(),
+                    thread_cpu: Default::default(),
+                    sync: Default::default(),
+                    latency_search: None,
+                    error: None,
+                })
+                .collect(),
+        }
+    }
+
+    fn add(&mut self, job: usize, s: &IntervalSample) {
+        let j = &mut self.jobs[job];
+        j.runtime_ns += s.covered_ns;
+        j.intervals.push(crate::stats::IntervalCount {
+            covered_ns: s.covered_ns,
+            ios: [s.dirs[0].ios, s.dirs[1].ios],
+            bytes: [s.dirs[0].bytes, s.dirs[1].bytes],
+        });
+        for (d, i) in j.dirs.iter_mut().zip(&s.dirs) {
+            d.ios += i.ios;
+            d.bytes += i.bytes;
+            d.slat.merge(&i.slat);
+            d.clat.merge(&i.clat);
+            d.lat.merge(&i.lat);
+            d.total.merge(&i.total);
+        }
+    }
+
+    fn point(&self, index: usize, timeline: &[TimelineRow], cpu: cpu::CpuUsage) -> PointResult {
+        let mut merged: [DirStats; 2] = Default::default();
+        for j in &self.jobs {
+            merged[0].merge(&j.dirs[0]);
+            merged[1].merge(&j.dirs[1]);
+        }
+        PointResult {
+            index,
+            runtime_ns: self.jobs.iter().map(|j| j.runtime_ns).max().unwrap_or(0),
+            jobs: self.jobs.clone(),
+            merged,
+            timeline: timeline.to_vec(),
+            cpu,
+        }
+    }
 }
 
 /// Runs one sweep point: all job threads at once, until each is done.
@@ -217,6 +354,9 @@ pub fn run_point(
         watcher.started(measure_start);
 
         let mut timeline = TimelineBuilder::new(n, interval_ns, leg_names);
+        let status_every = watcher.status_interval_ns();
+        let mut progress = status_every.map(|_| SoFar::new(&specs));
+        let mut next_status = status_every.map(|e| t0 + e);
         let mut rows = Vec::new();
         let mut results: Vec<Option<Result<JobResult>>> = (0..n).map(|_| None).collect();
         let mut done = 0;
@@ -237,7 +377,12 @@ pub fn run_point(
                 Duration::from_millis(200)
             };
             match rx.recv_timeout(wait) {
-                Ok(Msg::Interval(j, s)) => timeline.add(j, *s),
+                Ok(Msg::Interval(j, s)) => {
+                    if let Some(p) = &mut progress {
+                        p.add(j, &s);
+                    }
+                    timeline.add(j, *s)
+                }
                 Ok(Msg::WorkloadDone(_)) => {
                     workloads_done += 1;
                     if workloads_done == n {
@@ -264,6 +409,21 @@ pub fn run_point(
                 rows.push(row);
             }
             watcher.tick(&shared.live, clock::now_ns().saturating_sub(t0));
+            if let (Some(at), Some(p), Some(every)) = (next_status, &progress, status_every)
+                && clock::now_ns() >= at
+                && done < n
+            {
+                let cpu = match cpu_start {
+                    Some(s) => cpu::usage(
+                        &s,
+                        &cpu::snapshot(),
+                        p.jobs.iter().map(|j| j.dirs[0].ios + j.dirs[1].ios).sum(),
+                    ),
+                    None => Default::default(),
+                };
+                watcher.status(&p.point(index, &rows, cpu));
+                next_status = Some(at + every);
+            }
         }
         for h in handles {
             if h.join().is_err() {

@@ -1,4 +1,4 @@
-//! A job's io_uring: its target registered as fixed file 0, its buffers registered as fixed
+//! A job's io_uring: its files registered as fixed files 0, 1, …, its buffers registered as fixed
 //! buffers, single-issuer with deferred task work where the kernel has it (completions are
 //! then run only when the job thread asks for them, with no interrupts of its work).
 //!
@@ -21,7 +21,7 @@ pub struct Ring {
 }
 
 impl Ring {
-    pub fn new(sq_entries: u32, fd: RawFd, bufs: &Buffers) -> Result<Ring> {
+    pub fn new(sq_entries: u32, fds: &[RawFd], bufs: &Buffers) -> Result<Ring> {
         // One more for the timer.
         let entries = (sq_entries + 1).next_power_of_two().max(8);
         let ring = IoUring::builder()
@@ -32,7 +32,7 @@ impl Ring {
             .or_else(|_| IoUring::builder().setup_cqsize(entries * 2).build(entries))
             .context("creating an io_uring (needs Linux 5.11 or later)")?;
         ring.submitter()
-            .register_files(&[fd])
+            .register_files(fds)
             .context("registering the target with io_uring")?;
         let iov = bufs.iovecs();
         // SAFETY: the buffers outlive the ring: a job holds its ring in a field declared
@@ -47,17 +47,20 @@ impl Ring {
         self.fixed_bufs
     }
 
-    /// Queues a read or write of `len` bytes at `offset` from slot `slot`'s buffer.
+    /// Queues a read or write of `len` bytes at `offset` of fixed file `file` from slot
+    /// `slot`'s buffer.
+    #[allow(clippy::too_many_arguments)]
     pub fn push_rw(
         &mut self,
         write: bool,
+        file: u32,
         slot: usize,
         buf: *mut u8,
         len: u32,
         offset: u64,
         user_data: u64,
     ) -> Result<()> {
-        let fd = types::Fixed(0);
+        let fd = types::Fixed(file);
         let e = match (write, self.fixed_bufs) {
             (false, true) => opcode::ReadFixed::new(fd, buf, len, slot as u16)
                 .offset(offset)
@@ -69,6 +72,15 @@ impl Ring {
             (true, false) => opcode::Write::new(fd, buf, len).offset(offset).build(),
         };
         self.push(&e.user_data(user_data))
+    }
+
+    /// Queues an fsync (or fdatasync) of fixed file `file`.
+    pub fn push_fsync(&mut self, file: u32, datasync: bool, user_data: u64) -> Result<()> {
+        let mut op = opcode::Fsync::new(types::Fixed(file));
+        if datasync {
+            op = op.flags(types::FsyncFlags::DATASYNC);
+        }
+        self.push(&op.build().user_data(user_data))
     }
 
     pub fn push(&mut self, e: &squeue::Entry) -> Result<()> {

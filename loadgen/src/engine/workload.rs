@@ -1,6 +1,10 @@
-//! What the next IO is: its direction (by `rwmixread`), its block (sequential or uniformly
-//! random over the job's region), and when it is due (`--rate_iops`).
+//! What the next IO is: its direction (by `rwmixread`), its size (`bs`, `bsrange`,
+//! `bssplit`, per direction), and its place (sequential, or random over the job's region),
+//! and when it is due (`pacing`).
 
+use super::distribution::Spread;
+use crate::options::distribution::Distribution;
+use crate::options::sizes::SizeDist;
 use crate::stats::Dir;
 
 /// xorshift64*: fast, and reproducible from a seed (fio's `randrepeat`).
@@ -24,24 +28,105 @@ impl Rng {
     pub fn below(&mut self, n: u64) -> u64 {
         ((self.next_u64() as u128 * n as u128) >> 64) as u64
     }
+    /// Uniform in (0, 1].
+    #[inline]
+    pub fn unit(&mut self) -> f64 {
+        ((self.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Draws IO sizes of one direction.
+#[derive(Clone, Debug)]
+pub enum SizeGen {
+    Fixed(u64),
+    /// Multiples of `step` from `step` to `step * count`.
+    Range {
+        step: u64,
+        count: u64,
+    },
+    /// Sizes with cumulative shares in percent (the last is 100).
+    Split(Vec<(u64, u32)>),
+}
+
+impl SizeGen {
+    pub fn new(d: &SizeDist) -> SizeGen {
+        match d {
+            SizeDist::Fixed(b) => SizeGen::Fixed(*b),
+            SizeDist::Range { min, max } => SizeGen::Range {
+                step: *min,
+                count: max / min,
+            },
+            SizeDist::Split(v) => {
+                let mut acc = 0;
+                SizeGen::Split(
+                    v.iter()
+                        .map(|&(b, p)| {
+                            acc += p;
+                            (b, acc)
+                        })
+                        .collect(),
+                )
+            }
+        }
+    }
+
+    #[inline]
+    fn next(&self, rng: &mut Rng) -> u64 {
+        match self {
+            SizeGen::Fixed(b) => *b,
+            SizeGen::Range { step, count } => step * (1 + rng.below(*count)),
+            SizeGen::Split(v) => {
+                let r = rng.below(100) as u32;
+                v.iter()
+                    .find(|&&(_, acc)| r < acc)
+                    .or(v.last())
+                    .map_or(0, |x| x.0)
+            }
+        }
+    }
 }
 
 pub struct Workload {
-    pub blocks: u64,
+    /// Bytes of the region the job uses in each of its files.
+    regions: Vec<u64>,
     pub random: bool,
     pub read_pct: u8,
-    next_seq: [u64; 2],
+    sizes: [SizeGen; 2],
+    /// Offsets of random IOs are multiples of this (the direction's smallest size).
+    align: [u64; 2],
+    /// Per file and direction: where random IOs land, and the next sequential offset.
+    spread: Vec<[Spread; 2]>,
+    next_seq: Vec<[u64; 2]>,
+    /// Files take turns, one IO each (fio's `file_service_type=roundrobin`).
+    next_file: usize,
     rng: Rng,
 }
 
 impl Workload {
-    pub fn new(blocks: u64, random: bool, read_pct: u8, seed: u64) -> Workload {
+    pub fn new(
+        regions: &[u64],
+        random: bool,
+        read_pct: u8,
+        sizes: &[SizeDist; 2],
+        dist: &Distribution,
+        seed: u64,
+    ) -> Workload {
+        let mut rng = Rng::new(seed);
+        let align = [sizes[0].min().max(1), sizes[1].min().max(1)];
+        let spread = regions
+            .iter()
+            .map(|&r| [0, 1].map(|d| Spread::new(dist, r / align[d], align[d], &mut rng)))
+            .collect();
         Workload {
-            blocks,
+            regions: regions.to_vec(),
             random,
             read_pct,
-            next_seq: [0, 0],
-            rng: Rng::new(seed),
+            sizes: [SizeGen::new(&sizes[0]), SizeGen::new(&sizes[1])],
+            align,
+            spread,
+            next_seq: vec![[0, 0]; regions.len()],
+            next_file: 0,
+            rng,
         }
     }
 
@@ -60,40 +145,39 @@ impl Workload {
         }
     }
 
-    /// The next block for `dir`; `busy` rejects blocks that already have an IO in flight
-    /// (used with --verify). None when no free block was found after a few tries.
+    /// The next IO of `dir` as (file, offset in its region, length); `busy` rejects places
+    /// that already have an IO in flight (used with --verify). None when no free place was
+    /// found after a few tries.
     #[inline]
-    pub fn block(&mut self, dir: Dir, busy: impl Fn(u64) -> bool) -> Option<u64> {
+    pub fn next(
+        &mut self,
+        dir: Dir,
+        busy: impl Fn(usize, u64) -> bool,
+    ) -> Option<(usize, u64, u64)> {
+        let d = dir as usize;
+        let f = self.next_file;
+        self.next_file = (f + 1) % self.regions.len();
+        let region = self.regions[f];
+        let len = self.sizes[d].next(&mut self.rng).min(region);
         for _ in 0..8 {
-            let b = if self.random {
-                self.rng.below(self.blocks)
+            let off = if self.random {
+                let a = self.align[d];
+                let u = self.spread[f][d].next(&mut self.rng);
+                (u * a).min((region - len) / a * a)
             } else {
-                let s = &mut self.next_seq[dir as usize];
-                let b = *s;
-                *s = (*s + 1) % self.blocks;
-                b
+                let s = &mut self.next_seq[f][d];
+                if *s + len > region {
+                    *s = 0;
+                }
+                let off = *s;
+                *s += len;
+                off
             };
-            if !busy(b) {
-                return Some(b);
+            if !busy(f, off) {
+                return Some((f, off, len));
             }
         }
         None
-    }
-}
-
-/// Fixed schedule of intended start times: IO `i` is due at `start + i / rate`.
-pub struct Pacer {
-    start: u64,
-    rate: u64,
-}
-
-impl Pacer {
-    pub fn new(start: u64, rate: u64) -> Pacer {
-        Pacer { start, rate }
-    }
-    #[inline]
-    pub fn due(&self, i: u64) -> u64 {
-        self.start + (i as u128 * 1_000_000_000 / self.rate as u128) as u64
     }
 }
 
@@ -101,30 +185,136 @@ impl Pacer {
 mod tests {
     use super::*;
 
+    fn fixed(b: u64) -> [SizeDist; 2] {
+        [SizeDist::Fixed(b), SizeDist::Fixed(b)]
+    }
+
     #[test]
     fn mix_and_offsets() {
-        let mut w = Workload::new(1000, true, 70, 1);
+        let mut w = Workload::new(
+            &[1000 * 4096],
+            true,
+            70,
+            &fixed(4096),
+            &Distribution::Random,
+            1,
+        );
         let reads = (0..100_000).filter(|_| w.dir() == Dir::Read).count();
         assert!((69_000..71_000).contains(&reads), "{reads}");
         let mut seen = vec![false; 1000];
         for _ in 0..100_000 {
-            let b = w.block(Dir::Read, |_| false).unwrap();
-            seen[b as usize] = true;
+            let (_, off, len) = w.next(Dir::Read, |_, _| false).unwrap();
+            assert_eq!((off % 4096, len), (0, 4096));
+            seen[(off / 4096) as usize] = true;
         }
         assert!(seen.iter().all(|&s| s));
-        let mut s = Workload::new(3, false, 100, 1);
+        let mut s = Workload::new(
+            &[3 * 4096],
+            false,
+            100,
+            &fixed(4096),
+            &Distribution::Random,
+            1,
+        );
         let v: Vec<u64> = (0..5)
-            .map(|_| s.block(Dir::Read, |_| false).unwrap())
+            .map(|_| s.next(Dir::Read, |_, _| false).unwrap().1 / 4096)
             .collect();
         assert_eq!(v, vec![0, 1, 2, 0, 1]);
-        assert_eq!(s.block(Dir::Read, |_| true), None);
+        assert_eq!(s.next(Dir::Read, |_, _| true), None);
     }
 
     #[test]
-    fn pacing_has_no_drift() {
-        let p = Pacer::new(1000, 3);
-        assert_eq!(p.due(0), 1000);
-        assert_eq!(p.due(3), 1000 + 1_000_000_000);
-        assert_eq!(p.due(3_000_000), 1000 + 1_000_000_000_000_000);
+    fn each_direction_has_its_own_sizes() {
+        let sizes = [SizeDist::Fixed(4096), SizeDist::Fixed(65536)];
+        let mut w = Workload::new(&[1 << 20], true, 50, &sizes, &Distribution::Random, 7);
+        for _ in 0..1000 {
+            let (_, off, len) = w.next(Dir::Write, |_, _| false).unwrap();
+            assert_eq!(len, 65536);
+            assert_eq!(off % 65536, 0, "writes are aligned to their size");
+            assert!(off + len <= 1 << 20);
+            assert_eq!(w.next(Dir::Read, |_, _| false).unwrap().2, 4096);
+        }
+    }
+
+    #[test]
+    fn ranges_and_splits_draw_their_sizes() {
+        let range = SizeDist::Range {
+            min: 4096,
+            max: 16384,
+        };
+        let mut w = Workload::new(
+            &[1 << 20],
+            true,
+            100,
+            &[range.clone(), range],
+            &Distribution::Random,
+            3,
+        );
+        let mut counts = std::collections::BTreeMap::new();
+        for _ in 0..40_000 {
+            let (_, off, len) = w.next(Dir::Read, |_, _| false).unwrap();
+            assert!(off + len <= 1 << 20 && off % 4096 == 0);
+            *counts.entry(len).or_insert(0u32) += 1;
+        }
+        assert_eq!(
+            counts.keys().copied().collect::<Vec<_>>(),
+            [4096, 8192, 12288, 16384]
+        );
+        assert!(
+            counts.values().all(|&c| (9_000..11_000).contains(&c)),
+            "{counts:?}"
+        );
+        let split = SizeDist::Split(vec![(4096, 70), (65536, 30)]);
+        let mut w = Workload::new(
+            &[1 << 20],
+            false,
+            0,
+            &[split.clone(), split],
+            &Distribution::Random,
+            3,
+        );
+        let big = (0..10_000)
+            .filter(|_| w.next(Dir::Write, |_, _| false).unwrap().2 == 65536)
+            .count();
+        assert!((2_800..3_200).contains(&big), "{big}");
+    }
+
+    #[test]
+    fn files_take_turns() {
+        let mut w = Workload::new(
+            &[8192, 4 * 8192],
+            false,
+            100,
+            &fixed(4096),
+            &Distribution::Random,
+            1,
+        );
+        let v: Vec<(usize, u64)> = (0..6)
+            .map(|_| {
+                let (f, off, _) = w.next(Dir::Read, |_, _| false).unwrap();
+                (f, off)
+            })
+            .collect();
+        assert_eq!(v, [(0, 0), (1, 0), (0, 4096), (1, 4096), (0, 0), (1, 8192)]);
+    }
+
+    #[test]
+    fn sequential_ios_of_mixed_sizes_stay_inside_the_region() {
+        let split = SizeDist::Split(vec![(4096, 50), (12288, 50)]);
+        let mut w = Workload::new(
+            &[64 << 10],
+            false,
+            100,
+            &[split.clone(), split],
+            &Distribution::Random,
+            5,
+        );
+        let mut last_end = 0;
+        for _ in 0..1000 {
+            let (_, off, len) = w.next(Dir::Read, |_, _| false).unwrap();
+            assert!(off + len <= 64 << 10);
+            assert!(off == last_end || off == 0, "{off} after {last_end}");
+            last_end = off + len;
+        }
     }
 }

@@ -1,21 +1,25 @@
 //! What a run does: jobs with fio's options, and the settings of the run as a whole.
 //! `parse` reads them from a command line, job files and profiles; `validate` checks them.
 
+pub mod distribution;
 pub mod parse;
+pub mod settings;
+pub mod sizes;
 pub mod sweep;
 pub mod table;
 pub mod validate;
 pub mod values;
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use values::{
-    SizeSpec, parse_bool, parse_bytes, parse_count, parse_list, parse_size, parse_time_ns,
-};
+use crate::engine::iolog::LogOptions;
+use distribution::Distribution;
+pub use settings::{Eta, OutputFormat, RunSettings};
+use sizes::SizeDist;
+use values::{SizeSpec, excerpt, parse_bool, parse_count, parse_list, parse_size, parse_time_ns};
 
 /// fio's `rw` values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,7 +44,8 @@ impl Rw {
             "randrw" => Rw::RandRw,
             _ => {
                 return Err(format!(
-                    "unknown rw `{s}` (use read, write, randread, randwrite, readwrite or randrw)"
+                    "unknown rw `{}` (use read, write, randread, randwrite, readwrite or randrw)",
+                    excerpt(s)
                 ));
             }
         })
@@ -71,6 +76,30 @@ impl Rw {
     }
 }
 
+/// fio's `rate_process`: when the IOs of a rate-limited job are due.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RateProcess {
+    /// Evenly spaced.
+    #[default]
+    Linear,
+    /// Exponentially distributed gaps (arrivals of a Poisson process).
+    Poisson,
+}
+
+/// fio's `ioengine` values loadgen runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IoEngine {
+    /// io_uring (also for `libaio` command lines).
+    #[default]
+    IoUring,
+    /// read(2)/write(2) after lseek(2), one IO at a time.
+    Sync,
+    /// pread(2)/pwrite(2), one IO at a time.
+    Psync,
+}
+
 /// One job as the user wrote it (before `numjobs` clones and sweep points expand it).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JobOptions {
@@ -80,18 +109,83 @@ pub struct JobOptions {
     pub size: Option<SizeSpec>,
     pub rw: Rw,
     pub rwmixread: u8,
-    /// One value, or several for a sweep.
+    /// IO sizes of reads and writes (`bs`, `bsrange`, `bssplit`).
+    pub sizes: [SizeDist; 2],
+    /// `--bs_sweep`: one sweep point per size, for reads and writes alike.
+    #[serde(default)]
+    pub bs_sweep: Vec<u64>,
+    /// Every IO size the job can issue, at any sweep point, in the directions it does: what
+    /// the checks of alignment and limits go over. Kept up to date by `set`.
     pub bs: Vec<u64>,
-    /// One value, or several for a sweep.
-    pub iodepth: Vec<u32>,
+    pub iodepth: u32,
+    /// `--iodepth_sweep`: one sweep point per depth.
+    #[serde(default)]
+    pub iodepth_sweep: Vec<u32>,
     pub numjobs: u32,
     pub runtime_ns: Option<u64>,
     pub time_based: bool,
     pub ramp_time_ns: u64,
-    pub rate_iops: Option<u64>,
+    /// `rate_iops` of reads and writes.
+    pub rate_iops: [Option<u64>; 2],
+    /// `rate` (bytes per second) of reads and writes; wins over `rate_iops`, as in fio.
+    #[serde(default)]
+    pub rate: [Option<u64>; 2],
+    #[serde(default)]
+    pub rate_process: RateProcess,
     pub direct: bool,
     pub verify: bool,
     pub randrepeat: bool,
+    /// Start of the job's region in each file (`offset`), and the step per clone
+    /// (`offset_increment`).
+    #[serde(default)]
+    pub offset: Option<SizeSpec>,
+    #[serde(default)]
+    pub offset_increment: Option<SizeSpec>,
+    /// Bytes to transfer (`io_size`); default: the region's size.
+    #[serde(default)]
+    pub io_size: Option<SizeSpec>,
+    /// How often the size-based workload repeats (`loops`).
+    #[serde(default = "one")]
+    pub loops: u32,
+    /// Stop after this many IOs (`number_ios`).
+    #[serde(default)]
+    pub number_ios: Option<u64>,
+    #[serde(default)]
+    pub random_distribution: Distribution,
+    /// fsync / fdatasync after every N writes (0: never), and at the end (`end_fsync`).
+    #[serde(default)]
+    pub fsync: u32,
+    #[serde(default)]
+    pub fdatasync: u32,
+    #[serde(default)]
+    pub end_fsync: bool,
+    #[serde(default)]
+    pub ioengine: IoEngine,
+    /// Pause after every `thinktime_blocks` IOs (`thinktime`), spinning for the first
+    /// `thinktime_spin` of it.
+    #[serde(default)]
+    pub thinktime_ns: u64,
+    #[serde(default)]
+    pub thinktime_spin_ns: u64,
+    #[serde(default = "one")]
+    pub thinktime_blocks: u32,
+    /// fio's interval logs (`write_lat_log`, `write_bw_log`, `write_iops_log`,
+    /// `write_hist_log`, `log_avg_msec`, `log_hist_msec`).
+    #[serde(default)]
+    pub logs: LogOptions,
+    /// `latency_target` (None: no search), `latency_window`, `latency_percentile`,
+    /// `latency_run`.
+    #[serde(default)]
+    pub latency_target_ns: Option<u64>,
+    #[serde(default = "one_second")]
+    pub latency_window_ns: u64,
+    #[serde(default = "hundred")]
+    pub latency_percentile: f64,
+    #[serde(default)]
+    pub latency_run: bool,
+    /// `percentile_list`: the percentiles reported instead of fio's default list.
+    #[serde(default)]
+    pub percentile_list: Option<Vec<f64>>,
     /// The options as given, for fio's `job options` in JSON.
     pub given: BTreeMap<String, String>,
 }
@@ -105,29 +199,117 @@ impl Default for JobOptions {
             size: None,
             rw: Rw::Read,
             rwmixread: 50,
+            sizes: Default::default(),
+            bs_sweep: Vec::new(),
             bs: vec![4096],
-            iodepth: vec![1],
+            iodepth: 1,
+            iodepth_sweep: Vec::new(),
             numjobs: 1,
             runtime_ns: None,
             time_based: false,
             ramp_time_ns: 0,
-            rate_iops: None,
+            rate_iops: [None, None],
+            rate: [None, None],
+            rate_process: RateProcess::Linear,
             direct: true,
             verify: false,
             randrepeat: true,
+            offset: None,
+            offset_increment: None,
+            io_size: None,
+            loops: 1,
+            number_ios: None,
+            random_distribution: Distribution::Random,
+            fsync: 0,
+            fdatasync: 0,
+            end_fsync: false,
+            ioengine: IoEngine::IoUring,
+            thinktime_ns: 0,
+            thinktime_spin_ns: 0,
+            thinktime_blocks: 1,
+            logs: LogOptions::default(),
+            latency_target_ns: None,
+            latency_window_ns: one_second(),
+            latency_percentile: 100.0,
+            latency_run: false,
+            percentile_list: None,
             given: BTreeMap::new(),
         }
     }
 }
 
+fn one() -> u32 {
+    1
+}
+
+fn one_second() -> u64 {
+    1_000_000_000
+}
+
+fn hundred() -> f64 {
+    100.0
+}
+
+/// A time whose bare numbers are microseconds (fio's `thinktime`, `latency_target`).
+fn usec_time(v: &str) -> Result<u64, String> {
+    let t = v.trim();
+    if !t.is_empty() && t.chars().all(|c| c.is_ascii_digit()) {
+        return t
+            .parse::<u64>()
+            .ok()
+            .and_then(|n| n.checked_mul(1000))
+            .ok_or_else(|| format!("`{}` is too long", excerpt(v)));
+    }
+    parse_time_ns(v)
+}
+
+fn count_u32(v: &str, min: u64) -> Result<u32, String> {
+    let n = parse_count(v)?;
+    if n < min || n > u32::MAX as u64 {
+        return Err(format!(
+            "`{}` must be from {min} to {}",
+            excerpt(v),
+            u32::MAX
+        ));
+    }
+    Ok(n as u32)
+}
+
 fn pct(v: &str) -> Result<u8, String> {
     match v.trim().parse::<u8>() {
         Ok(p) if p <= 100 => Ok(p),
-        _ => Err(format!("`{v}` is not a percentage from 0 to 100")),
+        _ => Err(format!(
+            "`{}` is not a percentage from 0 to 100",
+            excerpt(v)
+        )),
+    }
+}
+
+fn depth(x: &str) -> Result<u32, String> {
+    let n = parse_count(x)?;
+    if n == 0 || n > 4096 {
+        Err(format!("`{}` must be from 1 to 4096", excerpt(x)))
+    } else {
+        Ok(n as u32)
+    }
+}
+
+/// Sets the directions a per-direction option names.
+fn set_dirs<T>(slot: &mut [T; 2], v: [Option<T>; 2]) {
+    for (s, v) in slot.iter_mut().zip(v) {
+        if let Some(v) = v {
+            *s = v;
+        }
     }
 }
 
 impl JobOptions {
+    /// Whether the job does reads and writes (`[reads, writes]`).
+    pub fn directions(&self) -> [bool; 2] {
+        let p = self.rw.read_pct(self.rwmixread);
+        [p > 0, p < 100]
+    }
+
     /// Sets one job option by its canonical name (see `table`). `value` is None for a flag
     /// given without a value.
     pub fn set(&mut self, key: &str, value: Option<&str>) -> Result<(), String> {
@@ -141,32 +323,50 @@ impl JobOptions {
             "rw" => self.rw = Rw::parse(v).map_err(err)?,
             "rwmixread" => self.rwmixread = pct(v).map_err(err)?,
             "rwmixwrite" => self.rwmixread = 100 - pct(v).map_err(err)?,
-            "bs" => {
-                let bs = parse_list(v, parse_bytes).map_err(err)?;
-                if bs.contains(&0) {
-                    return Err(err("must be greater than 0".into()));
+            "bs" | "bsrange" | "bssplit" => {
+                let d = match key {
+                    "bs" => sizes::parse_bs(v),
+                    "bsrange" => sizes::parse_bsrange(v),
+                    _ => sizes::parse_bssplit(v),
                 }
-                if bs.iter().any(|&b| b > u32::MAX as u64 / 2) {
-                    return Err(err("must be below 2g".into()));
-                }
-                self.bs = bs;
+                .map_err(err)?;
+                set_dirs(&mut self.sizes, d);
+                self.bs_sweep.clear();
+                self.given.remove("bs_sweep");
             }
-            "iodepth" => {
-                let d = parse_list(v, |x| {
-                    let n = parse_count(x)?;
-                    if n == 0 || n > 4096 {
-                        Err(format!("`{x}` must be from 1 to 4096"))
-                    } else {
-                        Ok(n as u32)
-                    }
+            "bs_sweep" => {
+                let bs = parse_list(v, |x| {
+                    sizes::parse_bs(x).map(|d| d[0].as_ref().map_or(0, |s| s.min()))
                 })
                 .map_err(err)?;
-                self.iodepth = d;
+                if bs.contains(&0) {
+                    return Err(err("every size must be greater than 0".into()));
+                }
+                self.bs_sweep = bs;
+                for k in ["bs", "bsrange", "bssplit"] {
+                    self.given.remove(k);
+                }
+            }
+            "iodepth" => {
+                if v.contains(',') {
+                    return Err(err(format!(
+                        "`{}`: takes one depth, as in fio (a sweep over depths is --iodepth_sweep={})",
+                        excerpt(v),
+                        excerpt(v)
+                    )));
+                }
+                self.iodepth = depth(v).map_err(err)?;
+                self.iodepth_sweep.clear();
+                self.given.remove("iodepth_sweep");
+            }
+            "iodepth_sweep" => {
+                self.iodepth_sweep = parse_list(v, depth).map_err(err)?;
+                self.given.remove("iodepth");
             }
             "numjobs" => {
                 let n = parse_count(v).map_err(err)?;
                 if n == 0 || n > 1024 {
-                    return Err(err(format!("`{v}` must be from 1 to 1024")));
+                    return Err(err(format!("`{}` must be from 1 to 1024", excerpt(v))));
                 }
                 self.numjobs = n as u32;
             }
@@ -176,9 +376,27 @@ impl JobOptions {
             }
             "time_based" => self.time_based = parse_bool(v).map_err(err)?,
             "ramp_time" => self.ramp_time_ns = parse_time_ns(v).map_err(err)?,
-            "rate_iops" => {
-                let n = parse_count(v).map_err(err)?;
-                self.rate_iops = (n > 0).then_some(n);
+            // 0 is unlimited, an empty value leaves the direction as it is.
+            "rate_iops" => set_dirs(
+                &mut self.rate_iops,
+                sizes::parse_rate_iops(v)
+                    .map_err(err)?
+                    .map(|x| x.map(|n| (n > 0).then_some(n))),
+            ),
+            "rate" => set_dirs(
+                &mut self.rate,
+                sizes::parse_rate(v)
+                    .map_err(err)?
+                    .map(|x| x.map(|n| (n > 0).then_some(n))),
+            ),
+            "rate_process" => {
+                self.rate_process = match v.to_ascii_lowercase().as_str() {
+                    "linear" => RateProcess::Linear,
+                    "poisson" => RateProcess::Poisson,
+                    _ => {
+                        return Err(err(format!("`{}` (use linear or poisson)", excerpt(v))));
+                    }
+                }
             }
             "direct" => self.direct = parse_bool(v).map_err(err)?,
             "buffered" => self.direct = !parse_bool(v).map_err(err)?,
@@ -188,156 +406,181 @@ impl JobOptions {
                     "none" => false,
                     other => parse_bool(other).map_err(|_| {
                         err(format!(
-                            "`{v}`: loadgen verifies with crc32c (use --verify or --verify=crc32c)"
+                            "`{}`: loadgen verifies with crc32c (use --verify or --verify=crc32c)",
+                            excerpt(v)
                         ))
                     })?,
                 }
             }
-            "ioengine" => match v {
-                "io_uring" | "libaio" => {}
-                _ => {
+            "ioengine" => {
+                self.ioengine = match v {
+                    "io_uring" | "libaio" => IoEngine::IoUring,
+                    "sync" => IoEngine::Sync,
+                    "psync" => IoEngine::Psync,
+                    _ => {
+                        return Err(err(format!(
+                            "`{}` is not supported (loadgen runs io_uring, sync and psync; libaio runs as io_uring)",
+                            excerpt(v)
+                        )));
+                    }
+                }
+            }
+            "offset" => self.offset = Some(parse_size(v).map_err(err)?),
+            "offset_increment" => self.offset_increment = Some(parse_size(v).map_err(err)?),
+            "io_size" => self.io_size = Some(parse_size(v).map_err(err)?),
+            "loops" => self.loops = count_u32(v, 1).map_err(err)?,
+            "number_ios" => {
+                let n = parse_count(v).map_err(err)?;
+                self.number_ios = (n > 0).then_some(n);
+            }
+            "random_distribution" => {
+                self.random_distribution = distribution::parse(v).map_err(err)?
+            }
+            "fsync" => self.fsync = count_u32(v, 0).map_err(err)?,
+            "fdatasync" => self.fdatasync = count_u32(v, 0).map_err(err)?,
+            "end_fsync" => self.end_fsync = parse_bool(v).map_err(err)?,
+            "thinktime" => self.thinktime_ns = usec_time(v).map_err(err)?,
+            "thinktime_spin" => self.thinktime_spin_ns = usec_time(v).map_err(err)?,
+            "thinktime_blocks" => self.thinktime_blocks = count_u32(v, 1).map_err(err)?,
+            "randrepeat" => self.randrepeat = parse_bool(v).map_err(err)?,
+            // Without a value fio names the logs after the job (an empty stem here).
+            "write_lat_log" | "write_bw_log" | "write_iops_log" | "write_hist_log" => {
+                let stem = match value {
+                    None | Some("1") => String::new(),
+                    Some(v) => v.to_string(),
+                };
+                let slot = match key {
+                    "write_lat_log" => &mut self.logs.lat,
+                    "write_bw_log" => &mut self.logs.bw,
+                    "write_iops_log" => &mut self.logs.iops,
+                    _ => &mut self.logs.hist,
+                };
+                *slot = Some(stem);
+            }
+            "latency_target" => {
+                let t = usec_time(v).map_err(err)?;
+                self.latency_target_ns = (t > 0).then_some(t);
+            }
+            "latency_window" => {
+                let t = usec_time(v).map_err(err)?;
+                if t == 0 {
+                    return Err(err("must be longer than 0".into()));
+                }
+                self.latency_window_ns = t;
+            }
+            "latency_percentile" => {
+                self.latency_percentile = match v.trim().trim_end_matches('%').parse::<f64>() {
+                    Ok(p) if p > 0.0 && p <= 100.0 => p,
+                    _ => {
+                        return Err(err(format!(
+                            "`{}` is not a percentile from 0 to 100",
+                            excerpt(v)
+                        )));
+                    }
+                }
+            }
+            "latency_run" => self.latency_run = parse_bool(v).map_err(err)?,
+            "log_avg_msec" => self.logs.avg_msec = parse_count(v).map_err(err)?,
+            "log_hist_msec" => self.logs.hist_msec = parse_count(v).map_err(err)?,
+            "percentile_list" => {
+                let mut list = Vec::new();
+                for x in v.split(':') {
+                    match x.trim().parse::<f64>() {
+                        Ok(p) if p > 0.0 && p <= 100.0 => list.push(p),
+                        _ => {
+                            return Err(err(format!(
+                                "`{}` is not a percentile from 0 to 100 (example: 99:99.9:99.99)",
+                                excerpt(x)
+                            )));
+                        }
+                    }
+                }
+                if list.len() > 20 {
                     return Err(err(format!(
-                        "`{v}`: loadgen uses io_uring (io_uring and libaio are accepted)"
+                        "{} percentiles; fio takes at most 20",
+                        list.len()
                     )));
                 }
-            },
-            "randrepeat" => self.randrepeat = parse_bool(v).map_err(err)?,
+                list.sort_by(f64::total_cmp);
+                self.percentile_list = Some(list);
+            }
             "registerfiles" | "fixedbufs" | "thread" | "norandommap" => {
                 parse_bool(v).map_err(err)?;
             }
             _ => return Err(format!("--{key} is not a job option")),
         }
-        self.given.insert(key.to_string(), v.to_string());
+        // As fio lists them: flags given without a value are left out.
+        if let Some(v) = value {
+            self.given.insert(key.to_string(), v.to_string());
+        }
+        self.bs = self.all_sizes();
         Ok(())
     }
-}
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum OutputFormat {
-    Normal,
-    Json,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Eta {
-    Auto,
-    Never,
-}
-
-/// Settings of the run as a whole.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RunSettings {
-    pub output_format: OutputFormat,
-    pub output: Option<PathBuf>,
-    pub interval_ns: u64,
-    pub metrics_address: Option<SocketAddr>,
-    pub force_destroy_data: bool,
-    pub eta: Eta,
-    pub group_reporting: bool,
-    pub profile: Option<String>,
-    /// `--agent [NAME=]URL`, in the order given.
-    #[serde(default)]
-    pub agents: Vec<String>,
-    /// `--record FILE`.
-    #[serde(default)]
-    pub record: Option<PathBuf>,
-    /// Replicas every write also goes to (`--replica`, repeatable).
-    #[serde(default)]
-    pub replicas: Vec<SocketAddr>,
-    #[serde(default)]
-    pub replica_token_file: Option<PathBuf>,
-    /// How long a replica may leave a write unacknowledged (default in `replica::replicas`).
-    #[serde(default)]
-    pub replica_timeout_ns: Option<u64>,
-}
-
-impl Default for RunSettings {
-    fn default() -> Self {
-        RunSettings {
-            output_format: OutputFormat::Normal,
-            output: None,
-            interval_ns: 1_000_000_000,
-            metrics_address: None,
-            force_destroy_data: false,
-            eta: Eta::Auto,
-            group_reporting: false,
-            profile: None,
-            agents: Vec::new(),
-            record: None,
-            replicas: Vec::new(),
-            replica_token_file: None,
-            replica_timeout_ns: None,
+    /// Every IO size of the directions the job does, at every sweep point.
+    fn all_sizes(&self) -> Vec<u64> {
+        if !self.bs_sweep.is_empty() {
+            return self.bs_sweep.clone();
         }
+        let mut v: Vec<u64> = Vec::new();
+        for (d, used) in self.directions().into_iter().enumerate() {
+            if used {
+                for b in self.sizes[d].sizes() {
+                    if !v.contains(&b) {
+                        v.push(b);
+                    }
+                }
+            }
+        }
+        v
     }
-}
 
-impl RunSettings {
-    pub fn set(&mut self, key: &str, value: Option<&str>) -> Result<(), String> {
-        let v = value.unwrap_or("1");
-        let err = |e: String| format!("--{key}: {e}");
-        match key {
-            "output-format" => {
-                self.output_format = match v {
-                    "normal" => OutputFormat::Normal,
-                    "json" | "json+" => OutputFormat::Json,
-                    _ => return Err(err(format!("`{v}` (use normal or json)"))),
+    /// The files of `--filename`: several are separated by `:`, and `\:` is a colon in a
+    /// name, as in fio.
+    pub fn filenames(&self) -> Vec<PathBuf> {
+        let Some(f) = &self.filename else {
+            return Vec::new();
+        };
+        let s = f.to_string_lossy();
+        let mut out = Vec::new();
+        let mut cur = String::new();
+        let mut chars = s.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' if chars.peek() == Some(&':') => {
+                    cur.push(':');
+                    chars.next();
                 }
+                ':' => out.push(std::mem::take(&mut cur)),
+                c => cur.push(c),
             }
-            "output" => self.output = Some(PathBuf::from(v)),
-            "interval" => {
-                let t = parse_time_ns(v).map_err(err)?;
-                if t < 10_000_000 {
-                    return Err(err(format!("`{v}` is shorter than 10ms")));
-                }
-                self.interval_ns = t;
-            }
-            "metrics-address" => {
-                self.metrics_address = Some(v.parse().map_err(|_| {
-                    err(format!(
-                        "`{v}` is not an address with a port (e.g. 127.0.0.1:9478)"
-                    ))
-                })?)
-            }
-            "force-destroy-data" => self.force_destroy_data = parse_bool(v).map_err(err)?,
-            "eta" => {
-                self.eta = match v {
-                    "auto" | "always" => Eta::Auto,
-                    "never" => Eta::Never,
-                    _ => return Err(err(format!("`{v}` (use auto or never)"))),
-                }
-            }
-            "group_reporting" => self.group_reporting = parse_bool(v).map_err(err)?,
-            "profile" => self.profile = Some(v.to_string()),
-            "agent" => {
-                crate::scrape::AgentSpec::parse(v).map_err(err)?;
-                self.agents.push(v.to_string());
-            }
-            "record" => self.record = Some(PathBuf::from(v)),
-            "replica" => {
-                let addr = crate::replica::replicas::parse_addr(v).map_err(err)?;
-                if self.replicas.contains(&addr) {
-                    return Err(err(format!("{addr} is given twice")));
-                }
-                self.replicas.push(addr);
-            }
-            "replica_token_file" => self.replica_token_file = Some(PathBuf::from(v)),
-            "replica_timeout" => {
-                self.replica_timeout_ns =
-                    Some(crate::replica::replicas::parse_timeout(v).map_err(err)?)
-            }
-            _ => return Err(format!("--{key} is not a run option")),
         }
-        Ok(())
+        out.push(cur);
+        out.into_iter()
+            .filter(|x| !x.is_empty())
+            .map(PathBuf::from)
+            .collect()
+    }
+
+    /// The depths of the sweep points (one without a sweep).
+    pub fn depths(&self) -> Vec<u32> {
+        if self.iodepth_sweep.is_empty() {
+            vec![self.iodepth]
+        } else {
+            self.iodepth_sweep.clone()
+        }
     }
 }
 
 /// Everything a run was asked to do.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
     pub settings: RunSettings,
     pub jobs: Vec<JobOptions>,
+    /// Job options given for every job (before the first `--name`, or in `[global]`), as
+    /// given: fio's `global options`.
+    #[serde(default)]
+    pub global_options: BTreeMap<String, String>,
 }
 
 #[cfg(test)]
@@ -356,13 +599,22 @@ mod tests {
         j.set("direct", Some("0")).unwrap();
         j.set("verify", Some("crc32c")).unwrap();
         j.set("time_based", None).unwrap();
-        assert_eq!(j.bs, vec![4096, 16384]);
-        assert_eq!(j.iodepth, vec![32]);
+        assert_eq!(j.sizes, [SizeDist::Fixed(4096), SizeDist::Fixed(16384)]);
+        assert_eq!(
+            j.bs,
+            vec![4096, 16384],
+            "reads of 4k and writes of 16k, as in fio"
+        );
+        assert_eq!(j.iodepth, 32);
         assert_eq!(j.rw, Rw::RandRw);
         assert_eq!(j.rwmixread, 70);
         assert_eq!(j.runtime_ns, Some(60_000_000_000));
         assert_eq!(j.size, Some(SizeSpec::Bytes(1 << 30)));
         assert!(!j.direct && j.verify && j.time_based);
+        assert!(
+            !j.given.contains_key("time_based"),
+            "flags without a value, as fio lists"
+        );
         assert_eq!(j.given["bs"], "4k,16k");
     }
 
@@ -370,6 +622,8 @@ mod tests {
     fn bad_job_values_are_refused() {
         let mut j = JobOptions::default();
         assert!(j.set("iodepth", Some("0")).unwrap_err().contains("iodepth"));
+        let e = j.set("iodepth", Some("1,4")).unwrap_err();
+        assert!(e.contains("--iodepth_sweep=1,4"), "{e}");
         assert!(
             j.set("rw", Some("sideways"))
                 .unwrap_err()
@@ -378,9 +632,81 @@ mod tests {
         assert!(j.set("bs", Some("0")).is_err());
         assert!(j.set("rwmixread", Some("101")).is_err());
         assert!(j.set("numjobs", Some("0")).is_err());
-        assert!(j.set("ioengine", Some("sync")).is_err());
+        assert!(j.set("ioengine", Some("posixaio")).is_err());
+        assert!(j.set("thinktime", Some("soon")).is_err());
+        assert!(j.set("loops", Some("0")).is_err());
         assert!(j.set("verify", Some("md5")).is_err());
         assert!(j.set("output-format", Some("json")).is_err());
+    }
+
+    #[test]
+    fn sweeps_have_their_own_options() {
+        let mut j = JobOptions::default();
+        j.set("bs_sweep", Some("4k,8k")).unwrap();
+        j.set("iodepth_sweep", Some("1,16")).unwrap();
+        assert_eq!(j.bs, vec![4096, 8192]);
+        assert_eq!(j.depths(), vec![1, 16]);
+        // A later --bs replaces the sweep (a profile's sweep overridden on the command line).
+        j.set("bs", Some("16k")).unwrap();
+        assert!(j.bs_sweep.is_empty());
+        assert_eq!(j.bs, vec![16384]);
+        assert!(!j.given.contains_key("bs_sweep"));
+    }
+
+    #[test]
+    fn rates_per_direction() {
+        let mut j = JobOptions::default();
+        j.set("rate_iops", Some("500,200")).unwrap();
+        assert_eq!(j.rate_iops, [Some(500), Some(200)]);
+        j.set("rate_iops", Some(",0")).unwrap();
+        assert_eq!(j.rate_iops, [Some(500), None]);
+        j.set("rate", Some("1m")).unwrap();
+        assert_eq!(j.rate, [Some(1 << 20), Some(1 << 20)]);
+        j.set("rate_process", Some("poisson")).unwrap();
+        assert_eq!(j.rate_process, RateProcess::Poisson);
+        assert!(j.set("rate_process", Some("bursty")).is_err());
+    }
+
+    #[test]
+    fn fio_units_of_the_new_options() {
+        let mut j = JobOptions::default();
+        j.set("thinktime", Some("500")).unwrap();
+        assert_eq!(
+            j.thinktime_ns, 500_000,
+            "a bare thinktime is in microseconds"
+        );
+        j.set("thinktime", Some("2ms")).unwrap();
+        assert_eq!(j.thinktime_ns, 2_000_000);
+        j.set("ioengine", Some("psync")).unwrap();
+        assert_eq!(j.ioengine, IoEngine::Psync);
+        j.set("offset", Some("25%")).unwrap();
+        assert_eq!(j.offset, Some(SizeSpec::Percent(25)));
+        j.set("number_ios", Some("10k")).unwrap();
+        assert_eq!(j.number_ios, Some(10_000));
+        j.set("fdatasync", Some("1")).unwrap();
+        assert_eq!(j.fdatasync, 1);
+        j.set("percentile_list", Some("99.9:50:99")).unwrap();
+        assert_eq!(j.percentile_list, Some(vec![50.0, 99.0, 99.9]));
+        assert!(j.set("percentile_list", Some("101")).is_err());
+    }
+
+    #[test]
+    fn several_files_as_fio_writes_them() {
+        let mut j = JobOptions::default();
+        j.set("filename", Some("/tmp/a:/tmp/b")).unwrap();
+        assert_eq!(
+            j.filenames(),
+            [PathBuf::from("/tmp/a"), PathBuf::from("/tmp/b")]
+        );
+        j.set("filename", Some(r"/dev/disk/by-path/pci-0000\:00:/tmp/c"))
+            .unwrap();
+        assert_eq!(
+            j.filenames(),
+            [
+                PathBuf::from("/dev/disk/by-path/pci-0000:00"),
+                PathBuf::from("/tmp/c")
+            ]
+        );
     }
 
     #[test]

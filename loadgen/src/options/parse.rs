@@ -52,9 +52,7 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, String> {
             Some((k, v)) => (k, Some(v.to_string())),
             None => (body, None),
         };
-        let doc = table::lookup(key).ok_or_else(|| {
-            format!("unknown option --{key} (`loadgen run --help` lists the options)")
-        })?;
+        let doc = table::lookup(key).ok_or_else(|| table::unknown(key))?;
         if doc.name == "help" {
             return Ok(Parsed::Help);
         }
@@ -88,6 +86,15 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, String> {
         Some(p) => profiles::pairs(p)?,
         None => Vec::new(),
     };
+    let mut global_options = std::collections::BTreeMap::new();
+    let mut note_globals = |pairs: &Pairs| {
+        for (k, v) in pairs {
+            if let Some(v) = v {
+                global_options.insert(k.clone(), v.clone());
+            }
+        }
+    };
+    note_globals(&global);
     let mut jobs = Vec::new();
     for f in &files {
         let text = std::fs::read_to_string(f)
@@ -95,6 +102,7 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, String> {
         let jf = jobfile::parse(&text, &f.display().to_string())?;
         settings.group_reporting |= jf.group_reporting;
         for (name, section_global, section) in &jf.jobs {
+            note_globals(section_global);
             let name_pair: Pairs = vec![("name".into(), Some(name.clone()))];
             // Global command-line options override the job file: `loadgen run --runtime=5 x.fio`.
             jobs.push(build_job(&[
@@ -112,13 +120,17 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, String> {
     if jobs.is_empty() {
         jobs.push(build_job(&[&profile, &global])?);
     }
-    Ok(Parsed::Plan(Box::new(Plan { settings, jobs })))
+    Ok(Parsed::Plan(Box::new(Plan {
+        settings,
+        jobs,
+        global_options,
+    })))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::options::{OutputFormat, Rw};
+    use crate::options::Rw;
 
     fn plan(args: &[&str]) -> Result<Plan, String> {
         let v: Vec<String> = args.iter().map(|s| s.to_string()).collect();
@@ -153,19 +165,25 @@ mod tests {
         let j = &p.jobs[0];
         assert_eq!(j.name, "randread");
         assert_eq!(j.rw, Rw::RandRead);
-        assert_eq!(j.iodepth, vec![32]);
+        assert_eq!(j.iodepth, 32);
         assert_eq!(j.numjobs, 2);
         assert!(j.time_based && j.direct);
         assert_eq!(j.runtime_ns, Some(60_000_000_000));
         assert_eq!(j.ramp_time_ns, 2_000_000_000);
         assert!(p.settings.group_reporting);
-        assert_eq!(p.settings.output_format, OutputFormat::Json);
+        assert!(p.settings.output_format.json && !p.settings.output_format.normal);
+        let p = plan(&["--output-format=normal,json+"]).unwrap();
+        let f = p.settings.output_format;
+        assert!(f.normal && f.json && f.json_plus && !f.terse);
+        assert_eq!(String::from(f), "normal,json+");
+        assert!(plan(&["--minimal"]).unwrap().settings.output_format.terse);
     }
 
     #[test]
     fn globals_apply_to_every_job_and_jobs_override() {
         let p = plan(&["--bs=8k", "--name=a", "--rw=write", "--name=b", "--bs=16k"]).unwrap();
         assert_eq!(p.jobs.len(), 2);
+        assert_eq!(p.global_options["bs"], "8k");
         assert_eq!((p.jobs[0].name.as_str(), p.jobs[0].bs[0]), ("a", 8192));
         assert_eq!(p.jobs[0].rw, Rw::Write);
         assert_eq!((p.jobs[1].name.as_str(), p.jobs[1].bs[0]), ("b", 16384));
@@ -179,10 +197,14 @@ mod tests {
         assert_eq!((j.rw, j.rwmixread, j.bs[0]), (Rw::RandRw, 70, 4096));
         assert_eq!(j.runtime_ns, Some(5_000_000_000));
         let p = plan(&["--profile", "io-size-sweep"]).unwrap();
-        assert_eq!(p.jobs[0].bs.first(), Some(&4096));
-        assert_eq!(p.jobs[0].bs.last(), Some(&(256 << 10)));
+        assert_eq!(p.jobs[0].bs_sweep.first(), Some(&4096));
+        assert_eq!(p.jobs[0].bs_sweep.last(), Some(&(256 << 10)));
         let p = plan(&["--profile", "queue-depth-sweep"]).unwrap();
-        assert_eq!(p.jobs[0].iodepth, vec![1, 2, 4, 8, 16, 32, 64]);
+        assert_eq!(p.jobs[0].iodepth_sweep, vec![1, 2, 4, 8, 16, 32, 64]);
+        // An option given overrides the profile's sweep.
+        let p = plan(&["--profile=io-size-sweep", "--bs=8k"]).unwrap();
+        assert!(p.jobs[0].bs_sweep.is_empty());
+        assert_eq!(p.jobs[0].bs, vec![8192]);
         assert!(
             plan(&["--profile=nope"])
                 .unwrap_err()

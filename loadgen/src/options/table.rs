@@ -67,8 +67,8 @@ pub const OPTIONS: &[OptionDoc] = &[
     ),
     job(
         "filename",
-        "PATH",
-        "file or block device to run on (default: NAME.JOBNUM.0 in --directory)",
+        "PATH[:PATH]",
+        "file or block device to run on; several, separated by `:`, take turns (default: NAME.JOBNUM.0 in --directory)",
     ),
     job(
         "directory",
@@ -79,6 +79,34 @@ pub const OPTIONS: &[OptionDoc] = &[
         "size",
         "SIZE",
         "bytes of the target each job uses (4k, 1G, 50%); default: the whole file or device",
+    ),
+    job(
+        "offset",
+        "SIZE",
+        "start of the job's region in each file (bytes or % of the file)",
+    ),
+    job(
+        "offset_increment",
+        "SIZE",
+        "each clone of --numjobs starts this much further (clone N at offset + N x SIZE)",
+    ),
+    OptionDoc {
+        aliases: &["io_limit"],
+        ..job(
+            "io_size",
+            "SIZE",
+            "bytes to transfer (default: --size); more than --size goes over the region again",
+        )
+    },
+    job(
+        "loops",
+        "N",
+        "run the size-based workload N times (default: 1)",
+    ),
+    job(
+        "number_ios",
+        "N",
+        "stop after N IOs (counted before any other end)",
     ),
     OptionDoc {
         aliases: &["readwrite"],
@@ -102,14 +130,36 @@ pub const OPTIONS: &[OptionDoc] = &[
         aliases: &["blocksize"],
         ..job(
             "bs",
-            "SIZE[,SIZE...]",
-            "IO size (default: 4k); a list runs a sweep, one result per size",
+            "SIZE[,SIZE]",
+            "IO size (default: 4k); SIZE,SIZE gives reads and writes their own, as in fio",
+        )
+    },
+    OptionDoc {
+        aliases: &["blocksize_range"],
+        ..job(
+            "bsrange",
+            "MIN-MAX[,MIN-MAX]",
+            "IO sizes drawn uniformly from the multiples of MIN up to MAX (reads[,writes])",
+        )
+    },
+    OptionDoc {
+        aliases: &["blocksize_split"],
+        ..job(
+            "bssplit",
+            "SIZE/PCT:...[,...]",
+            "IO sizes in the given shares, e.g. 4k/70:64k/30 (reads[,writes])",
         )
     },
     job(
-        "iodepth",
-        "N[,N...]",
-        "IOs in flight per job (default: 1); a list runs a sweep, one result per depth",
+        "bs_sweep",
+        "SIZE,SIZE...",
+        "sweep: run once per IO size (reads and writes alike), one result per point (loadgen's own)",
+    ),
+    job("iodepth", "N", "IOs in flight per job (default: 1)"),
+    job(
+        "iodepth_sweep",
+        "N,N...",
+        "sweep: run once per depth, one result per point (loadgen's own)",
     ),
     job(
         "numjobs",
@@ -136,8 +186,18 @@ pub const OPTIONS: &[OptionDoc] = &[
     ),
     job(
         "rate_iops",
-        "N",
-        "issue N IOs per second per job on a fixed schedule; latency counts from each IO's scheduled start",
+        "R[,W]",
+        "IOs per second per job (reads[,writes], as in fio) on a schedule; latency counts from each IO's scheduled start",
+    ),
+    job(
+        "rate",
+        "R[,W]",
+        "bytes per second per job (reads[,writes]; 1m = 1 MiB/s), on a schedule like --rate_iops",
+    ),
+    job(
+        "rate_process",
+        "linear|poisson",
+        "how IOs of a rate are spaced: evenly (default) or as Poisson arrivals",
     ),
     job(
         "direct",
@@ -155,8 +215,43 @@ pub const OPTIONS: &[OptionDoc] = &[
     },
     job(
         "ioengine",
-        "io_uring",
-        "accepted for fio command lines: io_uring or libaio; loadgen always uses io_uring",
+        "ENGINE",
+        "io_uring (default; libaio runs as io_uring), or sync / psync: one IO at a time with read/write or pread/pwrite",
+    ),
+    job(
+        "random_distribution",
+        "DIST",
+        "where random IOs land: random, zipf:THETA, pareto:H, normal:DEV, zoned:A/S:..., zoned_abs:A/SIZE:...",
+    ),
+    job(
+        "fsync",
+        "N",
+        "fsync after every N writes (the IOs in flight finish first, and the next wait for it)",
+    ),
+    job(
+        "fdatasync",
+        "N",
+        "fdatasync after every N writes, like --fsync",
+    ),
+    flag(
+        "end_fsync",
+        Scope::Job,
+        "fsync the files when the workload is done",
+    ),
+    job(
+        "thinktime",
+        "TIME",
+        "pause this long (bare numbers are microseconds) after every --thinktime_blocks IOs, once the IOs in flight are done",
+    ),
+    job(
+        "thinktime_spin",
+        "TIME",
+        "spend the first part of each --thinktime spinning on the CPU",
+    ),
+    job(
+        "thinktime_blocks",
+        "N",
+        "IOs between think times (default: 1)",
     ),
     flag(
         "registerfiles",
@@ -183,6 +278,69 @@ pub const OPTIONS: &[OptionDoc] = &[
         Scope::Job,
         "same random offsets on every run (default: 1)",
     ),
+    OptionDoc {
+        arity: Arity::Flag,
+        ..job(
+            "write_lat_log",
+            "[NAME]",
+            "fio's latency logs NAME_lat.N.log, NAME_slat.N.log, NAME_clat.N.log (ns; NAME: the job's name)",
+        )
+    },
+    OptionDoc {
+        arity: Arity::Flag,
+        ..job(
+            "write_bw_log",
+            "[NAME]",
+            "fio's bandwidth log NAME_bw.N.log (KiB/s)",
+        )
+    },
+    OptionDoc {
+        arity: Arity::Flag,
+        ..job("write_iops_log", "[NAME]", "fio's IOPS log NAME_iops.N.log")
+    },
+    OptionDoc {
+        arity: Arity::Flag,
+        ..job(
+            "write_hist_log",
+            "[NAME]",
+            "fio's histogram log NAME_clat_hist.N.log, a line per --log_hist_msec window",
+        )
+    },
+    job(
+        "log_avg_msec",
+        "MS",
+        "average the logs over windows of MS milliseconds (default: a line per IO)",
+    ),
+    job(
+        "log_hist_msec",
+        "MS",
+        "window of the histogram log, in milliseconds",
+    ),
+    job(
+        "latency_target",
+        "TIME",
+        "find the highest depth (up to --iodepth) at which IOs meet TIME (bare numbers are microseconds), as fio",
+    ),
+    job(
+        "latency_window",
+        "TIME",
+        "length of each step of the --latency_target search (default: 1s; bare numbers are microseconds)",
+    ),
+    job(
+        "latency_percentile",
+        "PCT",
+        "share of a step's IOs that must meet --latency_target (default: 100)",
+    ),
+    flag(
+        "latency_run",
+        Scope::Job,
+        "keep adjusting the depth until --runtime ends instead of stopping at the depth found",
+    ),
+    job(
+        "percentile_list",
+        "P:P...",
+        "the completion-latency percentiles reported (default: fio's 1 to 99.99), e.g. 99:99.9:99.99",
+    ),
     flag(
         "group_reporting",
         Scope::Run,
@@ -195,8 +353,13 @@ pub const OPTIONS: &[OptionDoc] = &[
     ),
     run(
         "output-format",
-        "FMT",
-        "normal (readable text, default) or json (fio's layout plus loadgen's own keys)",
+        "FMT[,FMT]",
+        "normal (readable text, default), json (fio's layout plus loadgen's own keys), json+ (also latency bins), terse (fio's minimal)",
+    ),
+    flag(
+        "minimal",
+        Scope::Run,
+        "fio's terse format (the same as --output-format=terse)",
     ),
     run(
         "output",
@@ -207,6 +370,11 @@ pub const OPTIONS: &[OptionDoc] = &[
         "interval",
         "TIME",
         "length of one timeline interval (default: 1s)",
+    ),
+    run(
+        "status-interval",
+        "TIME",
+        "print interim results (in the --output-format) this often, as fio does",
     ),
     run(
         "metrics-address",
@@ -251,6 +419,110 @@ pub const OPTIONS: &[OptionDoc] = &[
     flag("help", Scope::Run, "print this list"),
 ];
 
+/// fio options loadgen does not run (docs/loadgen.md lists them): refused by name, rather
+/// than silently measuring something other than asked.
+pub const FIO_UNSUPPORTED: &[&str] = &[
+    "allrandrepeat",
+    "blockalign",
+    "bs_is_seq_rand",
+    "bs_unaligned",
+    "buffer_compress_chunk",
+    "buffer_compress_percentage",
+    "buffer_pattern",
+    "bwavgtime",
+    "clat_percentiles",
+    "cmdprio_percentage",
+    "continue_on_error",
+    "cpumask",
+    "cpus_allowed",
+    "create_on_open",
+    "create_serialize",
+    "dedupe_percentage",
+    "description",
+    "disable_bw_measurement",
+    "disable_clat",
+    "disable_lat",
+    "disable_slat",
+    "do_verify",
+    "exitall",
+    "fallocate",
+    "file_service_type",
+    "filesize",
+    "fsync_on_close",
+    "hipri",
+    "ignore_error",
+    "invalidate",
+    "iodepth_batch",
+    "iodepth_batch_complete",
+    "iodepth_batch_complete_max",
+    "iodepth_batch_complete_min",
+    "iodepth_low",
+    "iopsavgtime",
+    "io_submit_mode",
+    "kb_base",
+    "lat_percentiles",
+    "lockfile",
+    "log_compression",
+    "log_max_value",
+    "log_offset",
+    "max_latency",
+    "new_group",
+    "nice",
+    "nrfiles",
+    "offset_align",
+    "openfiles",
+    "percentage_random",
+    "per_job_logs",
+    "prio",
+    "prioclass",
+    "randseed",
+    "random_generator",
+    "rate_cycle",
+    "rate_ignore_thinktime",
+    "rate_min",
+    "read_iolog",
+    "refill_buffers",
+    "replay_redirect",
+    "rwmixcycle",
+    "scramble_buffers",
+    "serialize_overlap",
+    "sig_figs",
+    "size_increment",
+    "slat_percentiles",
+    "sqthread_poll",
+    "ss",
+    "ss_dur",
+    "ss_ramp",
+    "startdelay",
+    "steadystate",
+    "stonewall",
+    "sync",
+    "unified_rw_reporting",
+    "unit_base",
+    "unlink",
+    "verify_backlog",
+    "verify_fatal",
+    "verify_pattern",
+    "wait_for",
+    "write_iolog",
+    "zero_buffers",
+    "zonemode",
+    "zonesize",
+];
+
+/// The message for an option that is not in the table: fio's options are named as such.
+pub fn unknown(key: &str) -> String {
+    let k = key.to_ascii_lowercase().replace('-', "_");
+    let shown = super::values::excerpt(key);
+    if FIO_UNSUPPORTED.contains(&k.as_str()) {
+        format!(
+            "--{shown} is a fio option loadgen does not support (docs/loadgen.md lists fio's options and what loadgen does with them)"
+        )
+    } else {
+        format!("unknown option --{shown} (`loadgen run --help` lists the options)")
+    }
+}
+
 /// Canonical form of a key: lower case, `-` and `_` equivalent, aliases resolved.
 pub fn lookup(key: &str) -> Option<&'static OptionDoc> {
     let k = key.to_ascii_lowercase().replace('-', "_");
@@ -293,6 +565,16 @@ mod tests {
         assert_eq!(lookup("output_format").unwrap().name, "output-format");
         assert_eq!(lookup("time-based").unwrap().name, "time_based");
         assert!(lookup("bogus").is_none());
-        assert!(help().contains("--rate_iops=N"));
+        assert!(unknown("stonewall").contains("fio option loadgen does not support"));
+        assert!(unknown("bogus").starts_with("unknown option --bogus"));
+        for k in FIO_UNSUPPORTED {
+            assert!(
+                lookup(k).is_none(),
+                "{k} is in the table and in the unsupported list"
+            );
+        }
+        assert!(help().contains("--rate_iops=R[,W]"));
+        assert_eq!(lookup("blocksize_split").unwrap().name, "bssplit");
+        assert_eq!(lookup("iodepth-sweep").unwrap().name, "iodepth_sweep");
     }
 }

@@ -3,14 +3,38 @@
 
 use std::collections::HashMap;
 
+use super::sizes::SizeDist;
 use super::values::SizeSpec;
-use super::{Plan, sweep};
+use super::{IoEngine, Plan, sweep};
 
 pub fn validate(plan: &Plan) -> Result<(), String> {
     sweep::axes(plan)?;
     let mut verify_files: HashMap<&std::path::Path, &str> = HashMap::new();
     for j in &plan.jobs {
         let name = &j.name;
+        let files = j.filenames().len();
+        if files > 1 && j.verify {
+            return Err(format!(
+                "job {name}: --verify works on one file, not {files} (--filename with `:`)"
+            ));
+        }
+        if !plan.settings.replicas.is_empty() {
+            if files > 1 {
+                return Err(format!(
+                    "job {name}: --replica works with one file per job, not {files}"
+                ));
+            }
+            if j.ioengine != IoEngine::IoUring {
+                return Err(format!(
+                    "job {name}: --replica needs ioengine=io_uring (its writes go over the job's ring)"
+                ));
+            }
+        }
+        if j.latency_target_ns.is_some() && j.ioengine != IoEngine::IoUring {
+            return Err(format!(
+                "job {name}: --latency_target searches IO depths, which needs ioengine=io_uring"
+            ));
+        }
         if j.time_based && j.runtime_ns.is_none() {
             return Err(format!("job {name}: --time_based needs --runtime"));
         }
@@ -28,6 +52,14 @@ pub fn validate(plan: &Plan) -> Result<(), String> {
                     "job {name}: --size={size} is smaller than --bs={bs}"
                 ));
             }
+        }
+        if j.verify
+            && j.bs_sweep.is_empty()
+            && !(matches!(j.sizes[0], SizeDist::Fixed(_)) && j.sizes[0] == j.sizes[1])
+        {
+            return Err(format!(
+                "job {name}: --verify needs one IO size for reads and writes (a plain --bs=SIZE)"
+            ));
         }
         if j.verify
             && let Some(f) = &j.filename
@@ -62,6 +94,7 @@ mod tests {
         Plan {
             settings: RunSettings::default(),
             jobs: vec![j],
+            ..Plan::default()
         }
     }
 
@@ -82,5 +115,14 @@ mod tests {
         .unwrap_err();
         assert!(e.contains("--numjobs=1"));
         assert!(validate(&plan_of(&[("bs", "4k"), ("size", "1M")])).is_ok());
+        let e = validate(&plan_of(&[
+            ("verify", "1"),
+            ("rw", "randrw"),
+            ("bs", "4k,8k"),
+        ]))
+        .unwrap_err();
+        assert!(e.contains("one IO size"), "{e}");
+        let e = validate(&plan_of(&[("rw", "randrw"), ("bs", "4k,1000")])).unwrap_err();
+        assert!(e.contains("--bs=1000"), "writes of 1000 bytes: {e}");
     }
 }

@@ -16,11 +16,14 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     if digits == 0 {
-        return Err(format!("`{s}` is not a size (examples: 4096, 4k, 1M, 2G)"));
+        return Err(format!(
+            "`{}` is not a size (examples: 4096, 4k, 1M, 2G)",
+            excerpt(s)
+        ));
     }
     let n: u64 = t[..digits]
         .parse()
-        .map_err(|_| format!("`{s}` is too large"))?;
+        .map_err(|_| format!("`{}` is too large", excerpt(s)))?;
     let unit = t[digits..].to_ascii_lowercase();
     let shift = match unit.as_str() {
         "" | "b" => 0,
@@ -31,12 +34,13 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
         "p" | "pb" | "pib" => 50,
         _ => {
             return Err(format!(
-                "`{s}` has an unknown size unit `{unit}` (use k, m, g, t or p)"
+                "`{}` has an unknown size unit `{unit}` (use k, m, g, t or p)",
+                excerpt(s)
             ));
         }
     };
     n.checked_mul(1u64 << shift)
-        .ok_or_else(|| format!("`{s}` is too large"))
+        .ok_or_else(|| format!("`{}` is too large", excerpt(s)))
 }
 
 /// A size, or a percentage (`50%`) of the target.
@@ -44,9 +48,12 @@ pub fn parse_size(s: &str) -> Result<SizeSpec, String> {
     if let Some(p) = s.trim().strip_suffix('%') {
         let v: u8 = p
             .parse()
-            .map_err(|_| format!("`{s}` is not a percentage from 1% to 100%"))?;
+            .map_err(|_| format!("`{}` is not a percentage from 1% to 100%", excerpt(s)))?;
         if v == 0 || v > 100 {
-            return Err(format!("`{s}` is not a percentage from 1% to 100%"));
+            return Err(format!(
+                "`{}` is not a percentage from 1% to 100%",
+                excerpt(s)
+            ));
         }
         return Ok(SizeSpec::Percent(v));
     }
@@ -59,9 +66,12 @@ pub fn parse_time_ns(s: &str) -> Result<u64, String> {
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
-    let n: f64 = t[..split]
-        .parse()
-        .map_err(|_| format!("`{s}` is not a time (examples: 60, 500ms, 2m, 1h)"))?;
+    let n: f64 = t[..split].parse().map_err(|_| {
+        format!(
+            "`{}` is not a time (examples: 60, 500ms, 2m, 1h)",
+            excerpt(s)
+        )
+    })?;
     let unit_ns = match t[split..].to_ascii_lowercase().as_str() {
         "" | "s" | "sec" => 1e9,
         "ms" | "msec" => 1e6,
@@ -70,11 +80,11 @@ pub fn parse_time_ns(s: &str) -> Result<u64, String> {
         "m" | "min" => 60e9,
         "h" => 3600e9,
         "d" => 86400e9,
-        u => return Err(format!("`{s}` has an unknown time unit `{u}`")),
+        u => return Err(format!("`{}` has an unknown time unit `{u}`", excerpt(s))),
     };
     let ns = n * unit_ns;
     if !ns.is_finite() || ns >= u64::MAX as f64 {
-        return Err(format!("`{s}` is too long"));
+        return Err(format!("`{}` is too long", excerpt(s)));
     }
     Ok(ns as u64)
 }
@@ -84,7 +94,7 @@ pub fn parse_bool(s: &str) -> Result<bool, String> {
     match s.trim().to_ascii_lowercase().as_str() {
         "1" | "true" | "yes" | "on" => Ok(true),
         "0" | "false" | "no" | "off" => Ok(false),
-        _ => Err(format!("`{s}` is not a boolean (use 1 or 0)")),
+        _ => Err(format!("`{}` is not a boolean (use 1 or 0)", excerpt(s))),
     }
 }
 
@@ -101,7 +111,7 @@ pub fn parse_count(s: &str) -> Result<u64, String> {
     num.parse::<u64>()
         .ok()
         .and_then(|n| n.checked_mul(mul))
-        .ok_or_else(|| format!("`{s}` is not a whole number"))
+        .ok_or_else(|| format!("`{}` is not a whole number", excerpt(s)))
 }
 
 /// A comma-separated list (a sweep), each item parsed by `item`.
@@ -114,6 +124,19 @@ pub fn parse_list<T>(s: &str, item: impl Fn(&str) -> Result<T, String>) -> Resul
         return Err("empty list".into());
     }
     Ok(v)
+}
+
+/// User text for an error message: one line, at most 60 characters.
+pub fn excerpt(s: &str) -> String {
+    let one: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if one.chars().count() <= 60 {
+        return one;
+    }
+    let head: String = one.chars().take(57).collect();
+    format!("{head}...")
 }
 
 /// Formats a byte count the way fio prints sizes in job options (`4k`, `128k`, `1m`).
@@ -174,5 +197,7 @@ mod tests {
         assert!(parse_list("4k,,8k", parse_bytes).is_err());
         assert_eq!(format_bytes(131072), "128k");
         assert_eq!(format_bytes(1000), "1000");
+        assert_eq!(excerpt("a\nb"), "a b");
+        assert_eq!(excerpt(&"x".repeat(500)).len(), 60);
     }
 }

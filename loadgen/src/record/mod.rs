@@ -103,12 +103,10 @@ impl Record {
             result: RunResult {
                 version: env!("CARGO_PKG_VERSION").into(),
                 started_unix_ms: (run.starts.first().copied().unwrap_or(0.0) * 1000.0) as u64,
-                plan: crate::options::Plan {
-                    settings: Default::default(),
-                    jobs: Vec::new(),
-                },
+                plan: crate::options::Plan::default(),
                 safety_probe_reads: 0,
                 points: Vec::new(),
+                disk_util: Vec::new(),
             },
             points: vec![PointRecord {
                 index: 0,
@@ -242,9 +240,11 @@ mod tests {
                         ..RunSettings::default()
                     },
                     jobs: vec![JobOptions::default()],
+                    ..Plan::default()
                 },
                 safety_probe_reads: 3,
                 points: vec![point],
+                disk_util: Vec::new(),
             },
             points: vec![PointRecord {
                 index: 0,

@@ -1,27 +1,75 @@
-//! Reports of a run: readable text (default) and fio's JSON layout with loadgen's own keys.
+//! Reports of a run: readable text (default), fio's JSON layout with loadgen's own keys
+//! (`json`, and `json+` with latency bins), and fio's terse format. Several formats print in
+//! fio's order: terse, JSON, text.
 
 pub mod fio_json;
+pub mod ordered;
+pub mod terse;
 pub mod text;
 
-use crate::options::{OutputFormat, RunSettings};
-use crate::stats::{DirStats, JobResult, PointResult, RunResult};
+use crate::options::RunSettings;
+use crate::stats::{DirStats, IntervalCount, JobResult, PointResult, RunResult};
 
-/// The report in the requested format.
+/// The report in the requested formats.
 pub fn render(r: &RunResult, settings: &RunSettings) -> String {
-    match settings.output_format {
-        OutputFormat::Normal => text::render(r, settings.group_reporting),
-        OutputFormat::Json => {
-            let mut s =
-                serde_json::to_string_pretty(&fio_json::render(r, settings.group_reporting))
-                    .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
-            s.push('\n');
-            s
+    let f = settings.output_format;
+    let mut out = String::new();
+    if f.terse {
+        out.push_str(&terse::render(r, settings));
+    }
+    if f.json {
+        out.push_str(&fio_json::to_string(&fio_json::render(
+            r,
+            settings,
+            f.json_plus,
+        )));
+    }
+    if f.normal {
+        out.push_str(&text::render(r, settings.group_reporting));
+    }
+    out
+}
+
+/// Where reports go: stdout, or the `--output` file, created at the first write (interim
+/// reports of `--status-interval` come before the final one).
+pub struct Output {
+    path: Option<std::path::PathBuf>,
+    file: Option<std::fs::File>,
+}
+
+impl Output {
+    pub fn new(path: Option<std::path::PathBuf>) -> Output {
+        Output { path, file: None }
+    }
+
+    pub fn write(&mut self, text: &str) -> Result<(), String> {
+        use std::io::Write;
+        match &self.path {
+            Some(p) => {
+                if self.file.is_none() {
+                    self.file = Some(
+                        std::fs::File::create(p)
+                            .map_err(|e| format!("writing {}: {e}", p.display()))?,
+                    );
+                }
+                if let Some(f) = &mut self.file {
+                    f.write_all(text.as_bytes())
+                        .map_err(|e| format!("writing {}: {e}", p.display()))?;
+                }
+                Ok(())
+            }
+            None => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(text.as_bytes())
+                    .and_then(|_| out.flush())
+                    .map_err(|e| format!("writing the report: {e}"))
+            }
         }
     }
 }
 
 /// Entries to report for a point: one per job thread, or one per point with group_reporting
-/// (every job merged, named after the first).
+/// (every job merged, named after the first, as fio merges a group).
 pub fn entries(p: &PointResult, group: bool) -> Vec<(JobResult, Vec<usize>)> {
     if !group || p.jobs.len() <= 1 {
         return p
@@ -33,12 +81,32 @@ pub fn entries(p: &PointResult, group: bool) -> Vec<(JobResult, Vec<usize>)> {
     }
     let mut first = p.jobs[0].clone();
     first.dirs = p.merged.clone();
-    first.ramp_ios = p
-        .jobs
-        .iter()
-        .fold([0, 0], |a, j| [a[0] + j.ramp_ios[0], a[1] + j.ramp_ios[1]]);
     first.runtime_ns = p.runtime_ns;
+    for j in &p.jobs[1..] {
+        for d in 0..2 {
+            first.ramp_ios[d] += j.ramp_ios[d];
+        }
+        first.dists.merge(&j.dists);
+        first.thread_cpu.add(&j.thread_cpu);
+        first.sync.merge(&j.sync);
+        merge_intervals(&mut first.intervals, &j.intervals);
+    }
     vec![(first, (0..p.jobs.len()).collect())]
+}
+
+/// Adds another job's interval counts, interval by interval (jobs of a point share the
+/// timeline's intervals).
+fn merge_intervals(into: &mut Vec<IntervalCount>, other: &[IntervalCount]) {
+    if into.len() < other.len() {
+        into.resize(other.len(), IntervalCount::default());
+    }
+    for (a, b) in into.iter_mut().zip(other) {
+        a.covered_ns = a.covered_ns.max(b.covered_ns);
+        for d in 0..2 {
+            a.ios[d] += b.ios[d];
+            a.bytes[d] += b.bytes[d];
+        }
+    }
 }
 
 /// IOPS and bytes per second of a direction over `runtime_ns`.
@@ -48,4 +116,70 @@ pub fn rates(d: &DirStats, runtime_ns: u64) -> (f64, f64) {
     }
     let s = runtime_ns as f64 / 1e9;
     (d.ios as f64 / s, d.bytes as f64 / s)
+}
+
+/// fio's statistics over per-interval samples: min, max, mean and sample standard deviation
+/// (n − 1), 0 without samples.
+pub fn sample_stats(v: &[f64]) -> (f64, f64, f64, f64) {
+    if v.is_empty() {
+        return (0.0, 0.0, 0.0, 0.0);
+    }
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    let dev = if v.len() > 1 {
+        (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+    } else {
+        0.0
+    };
+    let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = v.iter().copied().fold(0.0, f64::max);
+    (min, max, mean, dev)
+}
+
+/// Per-interval KiB/s and IOPS of direction `d`, over the intervals that ran in full (as fio
+/// takes a sample only when its averaging window has passed).
+pub fn interval_samples(iv: &[IntervalCount], d: usize, interval_ns: u64) -> (Vec<f64>, Vec<f64>) {
+    iv.iter()
+        .filter(|c| c.covered_ns >= interval_ns && c.covered_ns > 0)
+        .map(|c| {
+            let s = c.covered_ns as f64 / 1e9;
+            (c.bytes[d] as f64 / 1024.0 / s, c.ios[d] as f64 / s)
+        })
+        .unzip()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sample_statistics_as_fio() {
+        assert_eq!(sample_stats(&[]), (0.0, 0.0, 0.0, 0.0));
+        assert_eq!(sample_stats(&[5.0]), (5.0, 5.0, 5.0, 0.0));
+        let (min, max, mean, dev) = sample_stats(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]);
+        assert_eq!((min, max, mean), (2.0, 9.0, 5.0));
+        assert!((dev - 2.138_089_935).abs() < 1e-6, "{dev}");
+        let iv = [
+            IntervalCount {
+                covered_ns: 1_000_000_000,
+                ios: [100, 0],
+                bytes: [409_600, 0],
+            },
+            IntervalCount {
+                covered_ns: 400_000_000,
+                ios: [40, 0],
+                bytes: [163_840, 0],
+            },
+        ];
+        let (bw, iops) = interval_samples(&iv, 0, 1_000_000_000);
+        assert_eq!(
+            (bw, iops),
+            (vec![400.0], vec![100.0]),
+            "the partial interval is left out"
+        );
+        let mut a = iv.to_vec();
+        merge_intervals(&mut a, &iv[..1]);
+        assert_eq!(a[0].ios[0], 200);
+        assert_eq!(a[1].ios[0], 40);
+    }
 }

@@ -4,8 +4,9 @@
 use std::fmt::Write;
 
 use super::{entries, rates};
+use crate::engine::latency_target::SearchResult;
 use crate::histogram::Summary;
-use crate::options::values::format_bytes;
+use crate::options::sizes;
 use crate::stats::{DirStats, PointResult, RunResult};
 use crate::timeline::TimelineRow;
 
@@ -157,12 +158,76 @@ fn timeline(out: &mut String, rows: &[TimelineRow], interval_ns: u64) {
     }
 }
 
+/// The steps of a latency-target search and what it found.
+fn search_table(out: &mut String, l: &SearchResult) {
+    let t = &l.target;
+    let p = format!("p{}", t.percentile);
+    let _ = writeln!(
+        out,
+        "    latency target: {p} <= {} over windows of {}",
+        ns(t.target_ns),
+        ns(t.window_ns)
+    );
+    let _ = writeln!(
+        out,
+        "      {:>4} {:>5} {:>8} {:>8} {:>8} {:>9} {:>8}  verdict",
+        "step", "depth", "t(s)", "IOs", "IOPS", p, "within"
+    );
+    for (i, s) in l.steps.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "      {:>4} {:>5} {:>8.2} {:>8} {:>8} {:>9} {:>7.2}%  {}{}",
+            i + 1,
+            s.depth,
+            s.start_ns as f64 / 1e9,
+            s.ios,
+            count(s.iops),
+            ns(s.latency_ns),
+            s.within_pct,
+            if s.met { "met" } else { "missed" },
+            if s.last { " (results)" } else { "" }
+        );
+    }
+    let found = l.steps.iter().rev().find(|s| s.last && s.met);
+    let _ = match (found, l.finished) {
+        (Some(s), true) => writeln!(
+            out,
+            "    found: depth {}, {} IOPS with {p} {} <= {}",
+            l.depth,
+            count(s.iops),
+            ns(s.latency_ns),
+            ns(t.target_ns)
+        ),
+        (None, true) => writeln!(
+            out,
+            "    found: no depth meets {p} <= {} (depth 1 gives {p} {})",
+            ns(t.target_ns),
+            ns(l.steps.last().map_or(0, |s| s.latency_ns))
+        ),
+        _ => writeln!(
+            out,
+            "    the search did not finish before the run ended (at depth {})",
+            l.depth
+        ),
+    };
+}
+
+/// `, rate_iops=500` or `, rate_iops=500,200` (reads, writes); empty without a limit.
+fn rate_label(r: &[Option<u64>; 2]) -> String {
+    let f = |x: Option<u64>| x.map(|n| n.to_string()).unwrap_or_default();
+    match r {
+        [None, None] => String::new(),
+        [a, b] if a == b => format!(", rate_iops={}", f(*a)),
+        [a, b] => format!(", rate_iops={},{}", f(*a), f(*b)),
+    }
+}
+
 fn point(out: &mut String, r: &RunResult, p: &PointResult, group: bool) {
     if r.points.len() > 1 {
         let shapes: Vec<String> = p
             .jobs
             .iter()
-            .map(|j| format!("bs={} iodepth={}", format_bytes(j.bs), j.iodepth))
+            .map(|j| format!("bs={} iodepth={}", sizes::label(&j.sizes), j.iodepth))
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
             .collect();
@@ -186,15 +251,29 @@ fn point(out: &mut String, r: &RunResult, p: &PointResult, group: bool) {
                 format!(".{}", j.jobnum)
             },
             j.rw.as_str(),
-            format_bytes(j.bs),
+            sizes::label(&j.sizes),
             j.iodepth,
-            j.rate_iops
-                .map(|r| format!(", rate_iops={r}"))
-                .unwrap_or_default(),
+            rate_label(&j.rate_iops),
             j.filename
         );
         dir_block(out, "read", &j.dirs[0], j.runtime_ns);
         dir_block(out, "write", &j.dirs[1], j.runtime_ns);
+        if j.sync.ios > 0 {
+            let _ = writeln!(
+                out,
+                "    sync: {} fsync/fdatasync",
+                count(j.sync.ios as f64)
+            );
+            let _ = writeln!(
+                out,
+                "      {:<7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+                "latency", "min", "mean", "p50", "p90", "p95", "p99", "p99.9", "p99.99", "max"
+            );
+            lat_line(out, "sync", 7, &j.sync.lat.summary());
+        }
+        if let Some(l) = &j.latency_search {
+            search_table(out, l);
+        }
         if let Some(v) = &j.verify {
             let bad = v.corruptions.len() as u64 + v.more_corruptions;
             let _ = writeln!(

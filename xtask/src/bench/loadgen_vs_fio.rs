@@ -1,6 +1,8 @@
 //! `cargo xtask bench loadgen-vs-fio`: the same jobs on the same target (a loop device on a
-//! file in /dev/shm), alternating fio (io_uring, registered files and buffers) and loadgen,
-//! with the same command line. Prints medians over the rounds and loadgen/fio ratios.
+//! file in /dev/shm), alternating fio and loadgen with the same command line: random and
+//! sequential IO on io_uring (registered files and buffers), the etcd check's shape (sync
+//! engine, fdatasync after every write) and a mixed `--bssplit` job. Prints medians over the
+//! rounds and loadgen/fio ratios.
 //!
 //! CPU per IO is measured the same way for both: user+sys of the child and everything it
 //! waited for (getrusage RUSAGE_CHILDREN, which includes io_uring's worker threads), divided
@@ -20,21 +22,47 @@ const RUNTIME_S: u32 = 5;
 
 struct Case {
     name: &'static str,
+    /// The engine's options, the same for both tools.
+    engine: &'static [&'static str],
     args: &'static [&'static str],
 }
+
+/// fio's io_uring with registered files and buffers, the way loadgen always runs.
+const URING: &[&str] = &["--ioengine=io_uring", "--registerfiles", "--fixedbufs"];
 
 const CASES: &[Case] = &[
     Case {
         name: "4k randread QD32",
+        engine: URING,
         args: &["--rw=randread", "--bs=4k", "--iodepth=32"],
     },
     Case {
         name: "4k randwrite QD32",
+        engine: URING,
         args: &["--rw=randwrite", "--bs=4k", "--iodepth=32"],
     },
     Case {
         name: "128k read QD8",
+        engine: URING,
         args: &["--rw=read", "--bs=128k", "--iodepth=8"],
+    },
+    // The etcd disk check's shape: one write at a time, each followed by fdatasync.
+    Case {
+        name: "sync+fdatasync",
+        engine: &["--ioengine=sync"],
+        args: &["--rw=write", "--bs=4k", "--fdatasync=1"],
+    },
+    // Without a random map: fio's map clips IOs to the blocks not yet touched, which skews
+    // the sizes away from the shares asked (loadgen has no map).
+    Case {
+        name: "bssplit randrw QD16",
+        engine: URING,
+        args: &[
+            "--rw=randrw",
+            "--bssplit=4k/50:16k/30:64k/20",
+            "--norandommap",
+            "--iodepth=16",
+        ],
     },
 ];
 
@@ -68,9 +96,6 @@ fn run_one(tool: &str, disk: &LoopDevice, case: &Case) -> Result<Sample> {
     c.args([
         "--name=bench",
         &format!("--filename={}", disk.dev.display()),
-        "--ioengine=io_uring",
-        "--registerfiles",
-        "--fixedbufs",
         "--direct=1",
         "--numjobs=1",
         "--time_based",
@@ -79,6 +104,7 @@ fn run_one(tool: &str, disk: &LoopDevice, case: &Case) -> Result<Sample> {
         "--group_reporting",
         "--output-format=json",
     ])
+    .args(case.engine)
     .args(case.args)
     .stdin(Stdio::null())
     .stderr(Stdio::inherit());
@@ -99,14 +125,19 @@ fn run_one(tool: &str, disk: &LoopDevice, case: &Case) -> Result<Sample> {
     let j: Value =
         serde_json::from_slice(&out.stdout).with_context(|| format!("{tool} printed no JSON"))?;
     let job = &j["jobs"][0];
-    let dir = if case.args.iter().any(|a| a.contains("write")) {
+    // IOPS of both directions; latency of the one with more IOs.
+    let ios = |d: &str| super::json_num(job, &[d, "total_ios"]);
+    let dir = if ios("write") > ios("read") {
         "write"
     } else {
         "read"
     };
-    let requests = (after.read_ios - before.read_ios) + (after.write_ios - before.write_ios);
+    // Requests the device completed, flushes included (fdatasync), for CPU per IO.
+    let requests = (after.read_ios - before.read_ios)
+        + (after.write_ios - before.write_ios)
+        + (after.flush_ios - before.flush_ios);
     Ok(Sample {
-        iops: super::json_num(job, &[dir, "iops"]),
+        iops: super::json_num(job, &["read", "iops"]) + super::json_num(job, &["write", "iops"]),
         cpu_per_io_us: cpu * 1e6 / requests.max(1) as f64,
         p50_us: super::json_num(job, &[dir, "clat_ns", "percentile", "50.000000"]) / 1e3,
         p99_us: super::json_num(job, &[dir, "clat_ns", "percentile", "99.000000"]) / 1e3,
@@ -217,13 +248,13 @@ pub fn run() -> Result<()> {
             best(lg)
         );
         let p50_off = (p50.1 - p50.0).abs() / p50.0;
-        let met = iops.1 / iops.0 >= 1.0 && cpu.1 <= cpu.0 && p50_off <= 0.10;
+        let met = iops.1 / iops.0 >= 1.0 && cpu.1 <= 0.8 * cpu.0 && p50_off <= 0.10;
         ok &= met;
         println!(
-            "{:<18} targets: IOPS ratio >= 1.0 {}, CPU/IO <= fio {}, p50 within 10% {} ({:+.0}%)",
+            "{:<18} targets: IOPS ratio >= 1.0 {}, CPU/IO <= 0.8x fio {}, p50 within 10% {} ({:+.0}%)",
             "",
             yes(iops.1 / iops.0 >= 1.0),
-            yes(cpu.1 <= cpu.0),
+            yes(cpu.1 <= 0.8 * cpu.0),
             yes(p50_off <= 0.10),
             100.0 * (p50.1 - p50.0) / p50.0
         );
