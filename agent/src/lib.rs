@@ -20,3 +20,4 @@ pub mod snapshot;
 pub mod systemd;
 pub mod tls;
 pub mod web_config;
+pub mod write_deadline;

@@ -83,10 +83,21 @@ pub fn parse(text: &str) -> Result<WebConfigFile, String> {
             .unwrap_or_default()
     };
     for (user, hash) in &file.basic_auth_users {
-        if hash.parse::<bcrypt::HashParts>().is_err() {
-            return Err(format!(
-                "basic_auth_users.{user}: not a bcrypt hash (generate one with htpasswd -nBC 10 {user})"
-            ));
+        match crate::auth::cost(hash) {
+            None => {
+                return Err(format!(
+                    "basic_auth_users.{user}: not a bcrypt hash (generate one with htpasswd -nBC 10 {user})"
+                ));
+            }
+            // Every request of a new client pays for one check: a cost this high lets any
+            // client keep the agent busy, and cost 31 takes days.
+            Some(c) if c > crate::auth::MAX_COST => {
+                return Err(format!(
+                    "basic_auth_users.{user}: bcrypt cost {c} is above {}, too slow to check on every new client (generate a hash with htpasswd -nBC 10 {user})",
+                    crate::auth::MAX_COST
+                ));
+            }
+            Some(_) => {}
         }
     }
     if let Some(t) = &file.tls_server_config {
@@ -140,6 +151,21 @@ mod tests {
         assert!(!e.contains('\n'));
         let e = parse("basic_auth_users:\n  prom: plain\n").unwrap_err();
         assert!(e.contains("basic_auth_users.prom"), "{e}");
+        // A cost-31 hash (bcrypt's maximum) would take days per check.
+        let slow = bcrypt::hash("pw", 4).unwrap().replacen("$04$", "$31$", 1);
+        let e = parse(&format!("basic_auth_users:\n  prom: '{slow}'\n")).unwrap_err();
+        assert!(
+            e.contains("basic_auth_users.prom") && e.contains("cost 31"),
+            "{e}"
+        );
+        let e = parse(&format!(
+            "basic_auth_users:\n  prom: '{}'\n",
+            slow.replacen("$31$", "$15$", 1)
+        ))
+        .unwrap_err();
+        assert!(e.contains("cost 15 is above 14"), "{e}");
+        let ok = slow.replacen("$31$", "$14$", 1);
+        assert!(parse(&format!("basic_auth_users:\n  prom: '{ok}'\n")).is_ok());
         let e = parse("tls_server_config:\n  cert_file: a\n").unwrap_err();
         assert!(e.contains("key_file"), "{e}");
         let e = parse(
