@@ -9,6 +9,7 @@ pub mod cli;
 pub mod config;
 pub mod devices;
 pub mod exporter;
+pub mod files;
 pub mod logging;
 pub mod model;
 pub mod net;

@@ -57,7 +57,7 @@ impl WebConfig {
     /// Reads and checks the file; every problem is one line naming the file (and line).
     pub fn load(path: &Path) -> Result<WebConfig, String> {
         let at = |msg: String| format!("web config file {}: {msg}", path.display());
-        let text = std::fs::read_to_string(path).map_err(|e| at(e.to_string()))?;
+        let text = crate::files::read_text(path, crate::files::MAX_FILE_BYTES).map_err(at)?;
         let file = parse(&text).map_err(at)?;
         let base = path.parent().unwrap_or(Path::new("."));
         let tls = match &file.tls_server_config {

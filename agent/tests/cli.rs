@@ -98,6 +98,19 @@ fn bad_flags_exit_2_with_one_line() {
         &agent(&["--config.file=/nonexistent/stornet.toml"]),
         &["/nonexistent/stornet.toml"],
     );
+    // Read whole, /dev/zero would run until memory ran out.
+    for flag in ["--config.file", "--web.config.file"] {
+        assert_usage_error(
+            &agent(&[&format!("{flag}=/dev/zero")]),
+            &["/dev/zero", "is a character device, not a file"],
+        );
+    }
+    let dir = TempDir::new("bigconfig");
+    let big = dir.file("big.toml", &"# padding\n".repeat(200_000));
+    assert_usage_error(
+        &agent(&[&format!("--config.file={}", big.display())]),
+        &["big.toml", "2000000 bytes, more than the 1048576 allowed"],
+    );
 }
 
 #[test]
@@ -151,6 +164,11 @@ fn bad_config_files_exit_2_naming_key_and_line() {
 fn bad_web_config_exits_2() {
     let dir = TempDir::new("webcfg");
     let hash = bcrypt::hash("pw", 4).unwrap();
+    let pki = TestPki::generate("webcfg").unwrap();
+    dir.file(
+        "enc.key",
+        "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIFHDBOBgkqhkiG9w0BBQ0wQTApBgkqhkiG9w0BBQwwHAQI\n-----END ENCRYPTED PRIVATE KEY-----\n",
+    );
     let cases: Vec<(String, Vec<String>)> = vec![
         (
             "tls_server_config:\n  cert_file: a.crt\n  key_fil: a.key\n".into(),
@@ -167,6 +185,17 @@ fn bad_web_config_exits_2() {
         (
             format!("basic_auth_users: [{hash}]\n"),
             vec!["basic_auth_users".into()],
+        ),
+        (
+            "tls_server_config:\n  cert_file: /dev/zero\n  key_file: /dev/zero\n".into(),
+            vec!["cert_file /dev/zero".into(), "character device".into()],
+        ),
+        (
+            format!(
+                "tls_server_config:\n  cert_file: {}\n  key_file: enc.key\n",
+                pki.cert_file.display()
+            ),
+            vec!["key_file".into(), "enc.key".into(), "encrypted".into()],
         ),
         // bcrypt's highest cost: checking one password would take days, so refused at load.
         (
