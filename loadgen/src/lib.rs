@@ -4,14 +4,17 @@
 pub mod agent_signals;
 pub mod analyze;
 pub mod clock;
+pub mod console;
 pub mod cpu;
 pub mod engine;
 pub mod error;
+pub mod files;
 pub mod histogram;
 pub mod http;
 pub mod jobfile;
 pub mod live_metrics;
 pub mod options;
+pub mod outfile;
 pub mod profiles;
 pub mod progress;
 pub mod promtext;

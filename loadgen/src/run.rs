@@ -9,6 +9,7 @@ use crate::live_metrics::LiveMetrics;
 use crate::options::parse::{Parsed, parse_args};
 use crate::options::sweep::{self, Point};
 use crate::options::{Plan, table, validate::validate};
+use crate::outfile::OutFile;
 use crate::progress::Progress;
 use crate::record::Recorder;
 use crate::report;
@@ -92,7 +93,7 @@ fn specs(plan: &Plan, layout: &Layout, point: &Point, run_id: u32, entropy: u64)
 pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
     let plan = match parse_args(args).map_err(Failure::Usage)? {
         Parsed::Help => {
-            print!("{}", table::help());
+            let _ = std::io::stdout().write_all(table::help().as_bytes());
             return Ok(0);
         }
         Parsed::Plan(p) => *p,
@@ -100,6 +101,7 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
     validate(&plan).map_err(Failure::Usage)?;
     let points = sweep::points(&plan).map_err(Failure::Usage)?;
     let layout = target::resolve(&plan).map_err(Failure::Usage)?;
+    target::check_memory(&layout, &points).map_err(Failure::Usage)?;
 
     let mut guards: Vec<DeviceGuard> = Vec::new();
     for t in &layout.targets {
@@ -118,6 +120,13 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
         Some(addr) => Some(LiveMetrics::serve(addr).map_err(|e| {
             Failure::Usage(format!("--metrics-address={addr}: cannot listen: {e}"))
         })?),
+        None => None,
+    };
+    // The report and the record are written at the end; their places are checked now.
+    let output = match &plan.settings.output {
+        Some(path) => {
+            Some(OutFile::create(path).map_err(|e| Failure::Usage(format!("--output: {e}")))?)
+        }
         None => None,
     };
     let recorder = Recorder::from_settings(&plan, &layout)?;
@@ -179,7 +188,7 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
             break;
         }
         if engine::interrupted() {
-            eprintln!("loadgen: interrupted; reporting what ran");
+            crate::note!("loadgen: interrupted; reporting what ran");
             break;
         }
     }
@@ -193,9 +202,11 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
         plan: plan.clone(),
         points: results,
     };
-    if let Some(rec) = monitor.recorder.take() {
-        rec.write(&result)?;
-    }
+    // A record that cannot be written fails the run, after the report is out.
+    let recorded = match monitor.recorder.take() {
+        Some(rec) => rec.write(&result),
+        None => Ok(()),
+    };
     // A job that failed (an IO error, a replica) fails the run, with no report; its run
     // record holds what was measured until then, for `loadgen analyze`.
     if let Some(e) = result
@@ -204,12 +215,16 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
         .flat_map(|p| &p.jobs)
         .find_map(|j| j.error.as_ref())
     {
+        if let Err(r) = &recorded {
+            crate::note!("loadgen: error: {}", r.message());
+        }
         return Err(Failure::Runtime(anyhow::anyhow!("{e}")));
     }
     let text = report::render(&result, &plan.settings);
-    match &plan.settings.output {
-        Some(path) => std::fs::write(path, text)
-            .map_err(|e| Failure::Runtime(anyhow::anyhow!("writing {}: {e}", path.display())))?,
+    match output {
+        Some(out) => out
+            .commit(|w| w.write_all(text.as_bytes()))
+            .map_err(|e| Failure::Runtime(anyhow::anyhow!("--output: {e}")))?,
         None => {
             let mut out = std::io::stdout().lock();
             out.write_all(text.as_bytes())
@@ -217,14 +232,18 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
                 .map_err(|e| Failure::Runtime(anyhow::anyhow!("writing the report: {e}")))?;
         }
     }
+    recorded?;
     let bad = result.corruptions();
     if bad > 0 {
         for p in &result.points {
             for j in &p.jobs {
                 for c in j.verify.iter().flat_map(|v| &v.corruptions) {
-                    eprintln!(
+                    crate::note!(
                         "loadgen: verify: {} offset {} ({:#x}): {}",
-                        j.filename, c.offset, c.offset, c.problem
+                        j.filename,
+                        c.offset,
+                        c.offset,
+                        c.problem
                     );
                 }
             }

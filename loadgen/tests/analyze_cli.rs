@@ -283,6 +283,18 @@ fn bad_records_and_arguments_exit_2_with_one_line() {
     assert_usage_error(&["analyze", &garbage], "not JSON");
     assert_usage_error(&["analyze", &fio], "not a stornet run record");
     assert_usage_error(&["analyze", &future], "record version 99");
+    let fractional = p(
+        "fractional.json",
+        "{\"format\": \"stornet-run-record\", \"version\": 1.5}",
+    );
+    assert_usage_error(
+        &["analyze", &fractional],
+        "version 1.5 is not a whole number",
+    );
+    assert_usage_error(
+        &["analyze", "/dev/zero"],
+        "is a character device, not a file",
+    );
     assert_usage_error(&["analyze", &truncated], "not JSON");
     assert_usage_error(&["analyze", &misaligned], "p99_seconds has 39 entries");
     assert_usage_error(&["analyze"], "give a run record");
@@ -408,6 +420,19 @@ fn run_options_for_records_are_checked_before_anything_runs() {
             vec!["--record=/stornet-no-such-dir/r.json"],
             "directory /stornet-no-such-dir does not exist",
         ),
+        // Where the record and report go is checked before the workload, not after it.
+        (
+            vec!["--record=/proc/r.json"],
+            "--record: cannot write /proc/r.json",
+        ),
+        (
+            vec!["--output=/proc/r.txt"],
+            "--output: cannot write /proc/r.txt",
+        ),
+        (
+            vec!["--output=/stornet-no-such-dir/r.txt"],
+            "directory /stornet-no-such-dir does not exist",
+        ),
         (
             vec![
                 "--agent=a=http://127.0.0.1:1",
@@ -426,4 +451,38 @@ fn run_options_for_records_are_checked_before_anything_runs() {
         assert!(err.contains(needle), "{args:?}: {err}");
         assert!(!file.exists(), "{args:?}: nothing is created");
     }
+}
+
+/// A Prometheus that answers without end: refused at the size limit, not read until the
+/// memory runs out.
+#[test]
+fn an_endless_prometheus_answer_is_refused() {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            std::thread::spawn(move || {
+                let mut req = [0u8; 4096];
+                let _ = s.read(&mut req);
+                let _ = s.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[",
+                );
+                let series =
+                    b"{\"metric\":{\"instance\":\"a:1\"},\"values\":[[1,\"1\"]]},".repeat(1000);
+                while s.write_all(&series).is_ok() {}
+            });
+        }
+    });
+    let o = loadgen(&[
+        "analyze",
+        "--prometheus",
+        &format!("http://{addr}"),
+        "--start=now-2m",
+        "--end=now",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("larger than 128 MiB"), "{err}");
 }

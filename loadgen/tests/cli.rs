@@ -84,7 +84,81 @@ fn bad_values_exit_2_with_one_line() {
         ],
         "--replica_token_file",
     );
+    // Kernel interfaces are not storage, existing files there or new ones.
+    assert_usage_error(
+        &[
+            "--filename=/proc/sys/vm/drop_caches",
+            "--size=4k",
+            "--rw=write",
+        ],
+        "is on proc, a kernel interface",
+    );
+    assert_usage_error(
+        &[
+            "--filename=/sys/kernel/stornet-test",
+            "--size=4k",
+            "--rw=write",
+        ],
+        "is on sysfs, a kernel interface",
+    );
+    // More buffer memory than any machine here has: refused, not killed part way.
+    assert_usage_error(
+        &[
+            &file,
+            "--size=1G",
+            "--bs=64m",
+            "--iodepth=4096",
+            "--numjobs=64",
+        ],
+        "the IO buffers need 16384.0 GiB (bs × iodepth × numjobs), but only",
+    );
     assert!(!f.exists(), "refused runs create no file");
+}
+
+/// A stderr whose reader went away costs the messages, not the run or its report.
+#[test]
+fn a_broken_stderr_keeps_the_report() {
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+    let f = scratch("brokenerr");
+    // A pipe whose read end is closed before the run starts (so no other process of this
+    // test binary can hold it open by chance).
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe2 fills two descriptors, which are owned from here on.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    // SAFETY: both descriptors were just created and are owned by nothing else.
+    let (read_end, write_end) = unsafe {
+        (
+            std::fs::File::from_raw_fd(fds[0]),
+            std::fs::File::from_raw_fd(fds[1]),
+        )
+    };
+    drop(read_end);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args([
+            "run",
+            &format!("--filename={}", f.display()),
+            "--direct=0",
+            "--size=1M",
+            "--output-format=json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(write_end)
+        .spawn()
+        .unwrap();
+    // Laying out the file is announced on stderr, which nobody reads.
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{status}");
+    let j: Value = serde_json::from_str(&out).expect("the report is on stdout");
+    assert_eq!(j["jobs"][0]["read"]["io_bytes"], 1 << 20);
+    let _ = std::fs::remove_file(&f);
 }
 
 #[test]

@@ -73,19 +73,20 @@ fn parse_seconds(s: &str) -> Result<Duration, String> {
         .parse()
         .map_err(|_| format!("{s:?} is not a number of seconds"))?;
     if !(v > 0.0 && v <= 86_400.0) {
-        return Err(format!("{s} is not between 0 and 86400 seconds"));
+        return Err(format!("{s}: give more than 0 and at most 86400 seconds"));
     }
     Ok(Duration::from_secs_f64(v))
 }
 
 fn usage(msg: String) -> ExitCode {
-    eprintln!("loadgen: {msg}");
+    crate::note!("loadgen: {msg}");
     ExitCode::from(EXIT_USAGE)
 }
 
 /// A token file's content without surrounding whitespace: 1 to `MAX_TOKEN_LEN` bytes.
 pub fn read_token(path: &Path) -> Result<Vec<u8>, String> {
-    let raw = std::fs::read(path).map_err(|e| format!("--token-file {}: {e}", path.display()))?;
+    let raw = crate::files::read_capped(path, crate::files::MAX_TOKEN_FILE)
+        .map_err(|e| format!("--token-file {}: {e}", path.display()))?;
     let token = raw.trim_ascii();
     if token.is_empty() {
         return Err(format!(
@@ -126,7 +127,7 @@ pub fn serve(args: ServeArgs) -> ExitCode {
     match server.run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("loadgen serve: {e}");
+            crate::note!("loadgen serve: {e}");
             ExitCode::FAILURE
         }
     }
@@ -191,7 +192,7 @@ pub fn replica_client(args: ReplicaClientArgs) -> ExitCode {
         timeout: args.timeout,
     };
     let fail = |msg: String| {
-        eprintln!("loadgen replica-client: {msg}");
+        crate::note!("loadgen replica-client: {msg}");
         ExitCode::FAILURE
     };
     let start = Instant::now();
@@ -304,6 +305,10 @@ mod tests {
         assert!(read_token(&p).unwrap_err().contains("empty"));
         std::fs::write(&p, vec![b'x'; 300]).unwrap();
         assert!(read_token(&p).unwrap_err().contains("more than 256"));
+        std::fs::write(&p, vec![b'x'; 5000]).unwrap();
+        assert!(read_token(&p).unwrap_err().contains("more than the 4096"));
+        let e = read_token(Path::new("/dev/zero")).unwrap_err();
+        assert!(e.contains("character device"), "{e}");
         assert!(read_token(&dir.join("missing")).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }
