@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -275,4 +276,72 @@ fn job_files_and_text_reports() {
     assert!(text.contains("per IO"), "{text}");
     let _ = std::fs::remove_file(&f);
     let _ = std::fs::remove_file(&jf);
+}
+
+/// GET /metrics with a 3 s deadline; the status code, or None without an answer.
+fn scrape_status(addr: std::net::SocketAddr) -> Option<u16> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(3)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(3))).ok()?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).ok()?;
+    String::from_utf8_lossy(&raw)
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// A client that sends its request one byte at a time does not hold up other scrapes of
+/// --metrics-address.
+#[test]
+fn a_trickling_client_does_not_block_live_metrics() {
+    use std::io::Write;
+    let f = scratch("trickle");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args([
+            "run",
+            &format!("--filename={}", f.display()),
+            "--direct=0",
+            "--size=1M",
+            "--rate_iops=100",
+            "--time_based",
+            "--runtime=6s",
+            &format!("--metrics-address={addr}"),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while scrape_status(addr) != Some(200) {
+        assert!(
+            Instant::now() < deadline,
+            "--metrics-address does not answer"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut trickler = std::net::TcpStream::connect(addr).unwrap();
+    let trickling = std::thread::spawn(move || {
+        for b in b"GET /metrics HTTP/1.1\r\n" {
+            if trickler.write_all(&[*b]).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1500));
+        }
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let during = scrape_status(addr);
+    let _ = child.wait();
+    drop(trickling);
+    let _ = std::fs::remove_file(&f);
+    assert_eq!(during, Some(200), "a scrape while another client trickles");
 }
