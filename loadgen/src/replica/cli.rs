@@ -33,7 +33,12 @@ pub struct ServeArgs {
     /// connection has for its handshake); slower peers are disconnected.
     #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = parse_seconds)]
     pub frame_timeout: Duration,
-    /// Most connections served at once; more are refused.
+    /// Seconds a connection may go without a message before it is closed (TCP keepalive
+    /// also notices a peer that vanished, within about a minute).
+    #[arg(long, value_name = "SECONDS", default_value = "300", value_parser = parse_seconds)]
+    pub idle_timeout: Duration,
+    /// Most connections streaming at once; more are refused at their handshake.
+    /// Connections still in their handshake do not count.
     #[arg(long, value_name = "N", default_value_t = 256)]
     pub max_connections: usize,
 }
@@ -118,6 +123,7 @@ pub fn serve(args: ServeArgs) -> ExitCode {
         token,
         ack_on_receive: args.ack_on_receive,
         frame_timeout: args.frame_timeout,
+        idle_timeout: args.idle_timeout,
         max_connections: args.max_connections,
     };
     let server = match Server::bind(config) {
