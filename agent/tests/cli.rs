@@ -664,8 +664,8 @@ fn agent_end_open(agent: std::net::SocketAddr, client: &std::net::TcpStream) -> 
     })
 }
 
-/// A client that stops reading its answers, and one that never sends a request, are
-/// disconnected after the timeouts.
+/// A client that stops reading its answers half way, and one that never sends a request,
+/// hold up no other scrape and are disconnected after the timeouts.
 #[test]
 fn stalled_and_idle_clients_are_disconnected() {
     let mut a = launch(&[], &[]);
@@ -677,6 +677,10 @@ fn stalled_and_idle_clients_are_disconnected() {
     while !(agent_end_open(a.addr, &stalled) && agent_end_open(a.addr, &idle)) {
         assert!(Instant::now() < deadline, "connections not accepted");
         std::thread::sleep(Duration::from_millis(20));
+    }
+    // While they hang, other scrapes are answered.
+    for _ in 0..3 {
+        assert_eq!(http_get(a.addr, "/metrics").unwrap().0, 200);
     }
     loop {
         let open = [&stalled, &idle].map(|c| agent_end_open(a.addr, c));
