@@ -168,6 +168,14 @@ impl Drop for Busy {
     }
 }
 
+/// The HTTP/1 settings every connection is served with.
+pub fn http1() -> http1::Builder {
+    let mut b = http1::Builder::new();
+    b.timer(TokioTimer::new())
+        .header_read_timeout(CLIENT_TIMEOUT);
+    b
+}
+
 async fn connection<S>(
     stream: S,
     peer: SocketAddr,
@@ -184,9 +192,7 @@ async fn connection<S>(
             handle(req, agent, web).await
         }
     });
-    if let Err(e) = http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(CLIENT_TIMEOUT)
+    if let Err(e) = http1()
         .serve_connection(TokioIo::new(stream), service)
         .await
     {

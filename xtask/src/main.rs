@@ -3,6 +3,7 @@
 mod bench;
 mod cmd;
 mod demo;
+mod fuzz;
 mod lab;
 mod setup;
 mod test;
@@ -48,6 +49,19 @@ enum Task {
         #[arg(value_enum)]
         name: bench::Bench,
     },
+    /// Fuzz every parser of outside input (cargo-fuzz, nightly), each for a set time from
+    /// the seeds in fuzz/corpus; a crash fails with the input saved under fuzz/artifacts.
+    Fuzz {
+        /// Seconds per target.
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+        /// Only this target.
+        #[arg(long)]
+        target: Option<String>,
+        /// Do not run setup first.
+        #[arg(long)]
+        skip_setup: bool,
+    },
     /// Run setup, lint, unit tests, privileged integration tests and scenarios.
     Test {
         /// Run only this tier.
@@ -91,6 +105,12 @@ fn main() -> ExitCode {
             action: LabAction::Clean,
         } => lab::clean(),
         Task::Setup => setup::setup(),
+        Task::Fuzz {
+            seconds,
+            target,
+            skip_setup,
+        } => (if skip_setup { Ok(()) } else { setup::setup() })
+            .and_then(|()| fuzz::fuzz(seconds, target.as_deref(), fuzz::Build::Thorough)),
         Task::Test { tier, skip_setup } => test::test(tier, skip_setup),
         Task::Agent { args } => run_agent(&args),
         Task::Bench { name } => bench::run(name),
