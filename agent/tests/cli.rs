@@ -595,14 +595,19 @@ fn non_reader(
     Some(sock)
 }
 
-/// The hard limit on open files of this process.
+/// The hard limit on open files of this process, after raising its soft limit to it (the
+/// test holds more than 1024 connections itself).
 fn open_files_hard_limit() -> u64 {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
-    // SAFETY: getrlimit with a valid pointer.
-    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+    // SAFETY: getrlimit/setrlimit with a valid pointer.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+        lim.rlim_cur = lim.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+    }
     lim.rlim_max
 }
 
@@ -694,4 +699,30 @@ fn stalled_and_idle_clients_are_disconnected() {
         std::thread::sleep(Duration::from_millis(200));
     }
     assert_eq!(http_get(a.addr, "/-/healthy").unwrap().0, 200);
+}
+
+/// At --web.max-connections, a new connection pushes out the oldest idle one: held-open
+/// connections cannot lock a scrape out.
+#[test]
+fn at_the_connection_limit_the_oldest_idle_connection_makes_room() {
+    use std::io::Read;
+    let mut a = launch(&["--web.max-connections=4"], &[]);
+    a.wait_healthy().unwrap();
+    let idle: Vec<_> = (0..10)
+        .map(|_| std::net::TcpStream::connect(a.addr).unwrap())
+        .collect();
+    let (code, body) = http_get(a.addr, "/metrics").unwrap();
+    assert_eq!(code, 200);
+    assert!(body.contains("stornet_probe_up"));
+    // All but the newest few were closed to make room.
+    let closed = idle
+        .into_iter()
+        .filter(|s| {
+            let mut s = s;
+            s.set_read_timeout(Some(Duration::from_millis(200)))
+                .unwrap();
+            matches!(s.read(&mut [0u8; 1]), Ok(0))
+        })
+        .count();
+    assert!(closed >= 7, "only {closed} of 10 idle connections closed");
 }
