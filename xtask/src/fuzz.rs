@@ -13,7 +13,7 @@ use crate::cmd::{self, display};
 /// How the targets are built.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Build {
-    /// Optimized, with AddressSanitizer: for long runs.
+    /// Optimized, with AddressSanitizer and overflow checks: for long runs.
     Thorough,
     /// Unoptimized, no sanitizer: compiles in a fraction of the time, for the short runs of
     /// the test tier.
@@ -50,7 +50,8 @@ fn cargo_fuzz() -> Command {
 
 fn build_flags(build: Build) -> &'static [&'static str] {
     match build {
-        Build::Thorough => &["--release", "--sanitizer", "address"],
+        // cargo-fuzz's default: optimized, with debug assertions and overflow checks.
+        Build::Thorough => &["--sanitizer", "address"],
         Build::Quick => &["--dev", "--sanitizer", "none"],
     }
 }
