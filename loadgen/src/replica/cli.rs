@@ -295,7 +295,8 @@ mod tests {
     #[test]
     fn seconds() {
         assert_eq!(parse_seconds("1.5"), Ok(Duration::from_millis(1500)));
-        assert!(parse_seconds("0").is_err());
+        let e = parse_seconds("0").unwrap_err();
+        assert_eq!(e, "0: give more than 0 and at most 86400 seconds");
         assert!(parse_seconds("x").is_err());
         assert!(parse_seconds("NaN").is_err());
     }
