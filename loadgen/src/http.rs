@@ -99,6 +99,9 @@ pub struct Response {
     pub body: String,
 }
 
+/// How the error of an answer over the size limit starts.
+pub const TOO_LARGE: &str = "the answer is larger than";
+
 /// Room for the status line and headers beyond the body limit.
 const MAX_HEAD: usize = 64 << 10;
 
@@ -170,10 +173,7 @@ pub fn get(
             Ok(n) => {
                 raw.extend_from_slice(&buf[..n]);
                 if raw.len() > max_body + MAX_HEAD {
-                    return Err(format!(
-                        "the answer is larger than {} MiB; refused",
-                        max_body >> 20
-                    ));
+                    return Err(format!("{TOO_LARGE} {} MiB; refused", max_body >> 20));
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}

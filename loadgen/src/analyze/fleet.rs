@@ -15,8 +15,9 @@ use crate::http::{self, Url};
 
 /// Prometheus refuses range queries with more points than this.
 const MAX_POINTS: f64 = 11_000.0;
-/// The largest query answer read (some million points).
-const MAX_ANSWER: usize = 128 << 20;
+/// The most answer bytes read over all the queries of one analysis (millions of points):
+/// the answers are all held until the analysis input is built, in a few times their size.
+const MAX_ANSWERS: usize = 256 << 20;
 
 /// A fleet query: where, which window, which hosts.
 #[derive(Clone, Debug)]
@@ -233,7 +234,13 @@ pub enum QueryError {
     Failed(String),
 }
 
-fn query_range(f: &Fleet, g: &Grid, promql: &str) -> Result<Vec<MatrixSeries>, QueryError> {
+/// `budget`: answer bytes still allowed; what this answer takes is subtracted.
+fn query_range(
+    f: &Fleet,
+    g: &Grid,
+    promql: &str,
+    budget: &mut usize,
+) -> Result<Vec<MatrixSeries>, QueryError> {
     let path = format!(
         "/api/v1/query_range?query={}&start={:.3}&end={:.3}&step={:.3}",
         http::encode(promql),
@@ -241,8 +248,18 @@ fn query_range(f: &Fleet, g: &Grid, promql: &str) -> Result<Vec<MatrixSeries>, Q
         g.query_end(),
         g.step
     );
-    let r = http::get(&f.url, &path, Duration::from_secs(60), MAX_ANSWER)
-        .map_err(|e| QueryError::Failed(format!("Prometheus at {}: {e}", f.url.display())))?;
+    let r = http::get(&f.url, &path, Duration::from_secs(60), *budget).map_err(|e| {
+        if e.starts_with(http::TOO_LARGE) {
+            QueryError::Failed(format!(
+                "Prometheus at {}: its answers are larger than {} MiB in all; narrow --selector or use a larger --step",
+                f.url.display(),
+                MAX_ANSWERS >> 20
+            ))
+        } else {
+            QueryError::Failed(format!("Prometheus at {}: {e}", f.url.display()))
+        }
+    })?;
+    *budget = budget.saturating_sub(r.body.len());
     let parsed = parse_matrix(&r.body);
     match (r.status, parsed) {
         (200, Ok(m)) => Ok(m),
@@ -267,8 +284,9 @@ pub type Answers = Vec<(Target, Vec<MatrixSeries>)>;
 pub fn fetch(f: &Fleet) -> Result<(Grid, Answers), QueryError> {
     let g = f.grid().map_err(QueryError::Refused)?;
     let mut out = Vec::new();
+    let mut budget = MAX_ANSWERS;
     for (target, promql) in queries(f) {
-        out.push((target, query_range(f, &g, &promql)?));
+        out.push((target, query_range(f, &g, &promql, &mut budget)?));
     }
     Ok((g, out))
 }
