@@ -97,7 +97,10 @@ fn pseudo_filesystem(path: &Path) -> Option<&'static str> {
     let on = if path.exists() {
         path
     } else {
-        path.parent().filter(|d| !d.as_os_str().is_empty())?
+        match path.parent()? {
+            d if d.as_os_str().is_empty() => Path::new("."),
+            d => d,
+        }
     };
     let c = std::ffi::CString::new(on.as_os_str().as_bytes()).ok()?;
     // SAFETY: statfs writes one struct through a valid pointer; the path is NUL-terminated.
