@@ -64,6 +64,19 @@ impl WebConfig {
             None => None,
             Some(t) => Some(crate::tls::acceptor(t, base).map_err(|e| at(format!("{e:#}")))?),
         };
+        let costs: std::collections::BTreeSet<u32> = file
+            .basic_auth_users
+            .values()
+            .filter_map(|h| crate::auth::cost(h))
+            .collect();
+        if costs.len() > 1 {
+            // Unknown users take as long as the dearest hash; a cheaper user answers sooner.
+            tracing::warn!(
+                file = %path.display(),
+                costs = ?costs,
+                "basic_auth_users have hashes of different bcrypt costs: answer times tell which users exist; give them one cost"
+            );
+        }
         let auth = if file.basic_auth_users.is_empty() {
             None
         } else {

@@ -726,3 +726,28 @@ fn at_the_connection_limit_the_oldest_idle_connection_makes_room() {
         .count();
     assert!(closed >= 7, "only {closed} of 10 idle connections closed");
 }
+
+/// Users whose hashes have different costs answer in different times, which tells a client
+/// which user names exist: the agent says so at start.
+#[test]
+fn hashes_of_different_costs_are_warned_about() {
+    let dir = TempDir::new("costs");
+    let web = dir.file(
+        "web.yml",
+        &format!(
+            "basic_auth_users:\n  a: '{}'\n  b: '{}'\n",
+            bcrypt::hash("x", 4).unwrap(),
+            bcrypt::hash("y", 5).unwrap()
+        ),
+    );
+    let mut a = launch(&[&format!("--web.config.file={}", web.display())], &[]);
+    let addr = a.addr;
+    a.wait_until(|| http_get(addr, "/-/healthy").is_ok_and(|(c, _)| c == 401))
+        .unwrap();
+    let log = a.log();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("level=warn") && l.contains("different bcrypt costs")),
+        "{log}"
+    );
+}
