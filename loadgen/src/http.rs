@@ -248,7 +248,8 @@ fn dechunk(mut body: &[u8]) -> Result<Vec<u8>, String> {
         if n == 0 {
             return Ok(out);
         }
-        if body.len() < n + 2 {
+        // A chunk size near usize::MAX must not wrap around.
+        if n.checked_add(2).is_none_or(|need| body.len() < need) {
             return Err("truncated chunked answer".into());
         }
         out.extend_from_slice(&body[..n]);
@@ -337,6 +338,13 @@ mod tests {
         assert!(parse_response(b"SSH-2.0-OpenSSH\r\n\r\n").is_err());
         assert!(parse_response(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nabc").is_err());
         assert!(parse_response(b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n\r\nxx").is_err());
+        // A chunk size of usize::MAX: an error, not an overflow (found by fuzzing).
+        let huge =
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFF\r\nabc\r\n";
+        assert_eq!(
+            parse_response(huge).unwrap_err(),
+            "truncated chunked answer"
+        );
     }
 
     #[test]
