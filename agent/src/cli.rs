@@ -43,6 +43,16 @@ pub struct Cli {
     #[arg(long = "web.config.file", value_name = "FILE")]
     pub web_config_file: Option<PathBuf>,
 
+    /// Most connections served at once; at the limit a new one closes the oldest connection
+    /// that is not answering a request.
+    #[arg(
+        long = "web.max-connections",
+        default_value_t = 512,
+        value_name = "N",
+        value_parser = clap::value_parser!(u32).range(1..=65536)
+    )]
+    pub max_connections: u32,
+
     /// Configuration file (TOML); without it every setting has its default.
     #[arg(long = "config.file", value_name = "FILE", global = true)]
     pub config_file: Option<PathBuf>,
@@ -110,7 +120,10 @@ pub fn parse() -> Result<Cli, ExitCode> {
             let _ = e.print();
             return ExitCode::SUCCESS;
         }
-        eprintln!("stornet-agent: {}", one_line(&e.render().to_string()));
+        crate::logging::stderr_line(&format!(
+            "stornet-agent: {}",
+            one_line(&e.render().to_string())
+        ));
         ExitCode::from(EXIT_USAGE)
     })
 }
@@ -151,6 +164,9 @@ pub fn parse_listen_address(s: &str) -> Result<SocketAddr, UsageError> {
         .ok_or_else(|| bad("resolves to no address"))
 }
 
+/// Longest duration a flag takes (more than a year).
+const MAX_DURATION: Duration = Duration::from_secs(10_000 * 3600);
+
 /// Parses durations such as `5s`, `250ms`, `1m30s`, `2h`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let mut total = Duration::ZERO;
@@ -176,7 +192,11 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
             "h" => 3600.0,
             u => return Err(format!("{s:?}: unknown unit {u:?} (ms, s, m, h)")),
         };
-        total += Duration::from_secs_f64(n * scale);
+        total = Duration::try_from_secs_f64(n * scale)
+            .ok()
+            .and_then(|d| total.checked_add(d))
+            .filter(|t| *t <= MAX_DURATION)
+            .ok_or_else(|| format!("{s:?} is too long (at most 10000h)"))?;
         rest = &rest[unit_len..];
     }
     if total.is_zero() {
@@ -214,9 +234,12 @@ mod tests {
         assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
         assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
         assert_eq!(parse_duration("0.5s").unwrap(), Duration::from_millis(500));
-        for bad in ["", "5", "5x", "s", "0s", "-1s"] {
+        assert_eq!(parse_duration("10000h").unwrap(), MAX_DURATION);
+        for bad in ["", "5", "5x", "s", "0s", "-1s", "10001h", "1e400h"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
+        let e = parse_duration("99999999999999999999h").unwrap_err();
+        assert!(e.contains("too long"), "{e}");
     }
 
     #[test]

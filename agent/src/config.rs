@@ -140,7 +140,7 @@ impl Config {
 
     /// Reads, parses and validates the file at `path`.
     pub fn load(path: &Path) -> Result<Config, String> {
-        let text = std::fs::read_to_string(path)
+        let text = crate::files::read_text(path, crate::files::MAX_FILE_BYTES)
             .map_err(|e| format!("config file {}: {e}", path.display()))?;
         Config::parse(&text).map_err(|e| format!("config file {}: {e}", path.display()))
     }

@@ -1,7 +1,9 @@
 //! Log output on stderr: logfmt (`ts=… level=info msg="…" key=value`) like other Prometheus
-//! exporters, or one JSON object per line.
+//! exporters, or one JSON object per line. A stderr that breaks (its reader went away) costs
+//! the log lines, never the agent: write errors are dropped.
 
 use std::fmt::{self, Write as _};
+use std::io::Write as _;
 
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
@@ -22,6 +24,8 @@ pub fn init(level: LogLevel, format: LogFormat) {
     };
     let builder = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        // Reporting a failed write would itself write to stderr, and panic.
+        .log_internal_errors(false)
         .with_max_level(filter);
     match format {
         LogFormat::Logfmt => builder.event_format(Logfmt).init(),
@@ -31,6 +35,11 @@ pub fn init(level: LogLevel, format: LogFormat) {
             .with_current_span(false)
             .init(),
     }
+}
+
+/// Writes one line to stderr, dropping it if stderr is gone (where `eprintln!` panics).
+pub fn stderr_line(line: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 /// The logfmt event formatter.

@@ -15,7 +15,7 @@ fn main() -> ExitCode {
         Some(path) => match Config::load(path) {
             Ok(c) => c,
             Err(e) => {
-                eprintln!("stornet-agent: {e}");
+                logging::stderr_line(&format!("stornet-agent: {e}"));
                 return ExitCode::from(EXIT_USAGE);
             }
         },

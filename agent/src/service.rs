@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use tokio::signal::unix::{SignalKind, signal};
-use tracing::{error, info, warn};
+use tracing::{debug, error, info, warn};
 
 use crate::agent::Agent;
 use crate::cli::{Cli, EXIT_USAGE, UsageError};
@@ -22,10 +22,11 @@ use crate::{server, systemd};
 const SHUTDOWN_GRACE: Duration = Duration::from_millis(500);
 
 pub fn run(cli: &Cli, config: Config) -> ExitCode {
+    raise_open_files_limit();
     let (listener, web) = match prepare(cli) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("stornet-agent: {e}");
+            crate::logging::stderr_line(&format!("stornet-agent: {e}"));
             return ExitCode::from(EXIT_USAGE);
         }
     };
@@ -41,7 +42,7 @@ pub fn run(cli: &Cli, config: Config) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = runtime.block_on(serve(listener, web, config));
+    let result = runtime.block_on(serve(listener, web, cli.max_connections as usize, config));
     // Connection tasks still holding the agent are dropped here; so are the probes.
     runtime.shutdown_timeout(SHUTDOWN_GRACE);
     match result {
@@ -53,6 +54,27 @@ pub fn run(cli: &Cli, config: Config) -> ExitCode {
             error!(error = %format!("{e:#}"), "stopped");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Lifts the soft limit on open files to the hard one: the default soft limit of 1024 is
+/// less than the probes' descriptors plus `--web.max-connections` clients.
+fn raise_open_files_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit with a valid pointer to a plain struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 || lim.rlim_cur >= lim.rlim_max {
+            return;
+        }
+        let from = lim.rlim_cur;
+        lim.rlim_cur = lim.rlim_max;
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+            lim.rlim_cur = from;
+        }
+        debug!(from, to = lim.rlim_cur, "open files limit");
     }
 }
 
@@ -88,7 +110,12 @@ fn prepare(cli: &Cli) -> Result<(std::net::TcpListener, WebConfig), UsageError> 
     Ok((listener, web))
 }
 
-async fn serve(listener: std::net::TcpListener, web: WebConfig, config: Config) -> Result<()> {
+async fn serve(
+    listener: std::net::TcpListener,
+    web: WebConfig,
+    max_connections: usize,
+    config: Config,
+) -> Result<()> {
     // Signals are caught from here on, so one that arrives while probes attach still leads to
     // a clean exit.
     let mut term = signal(SignalKind::terminate()).context("SIGTERM handler")?;
@@ -129,7 +156,7 @@ async fn serve(listener: std::net::TcpListener, web: WebConfig, config: Config) 
         info!(signal = name, "stopping");
         notify("STOPPING=1");
     };
-    server::serve(listener, agent, web, shutdown).await
+    server::serve(listener, agent, web, max_connections, shutdown).await
 }
 
 fn notify(state: &str) {

@@ -57,13 +57,26 @@ impl WebConfig {
     /// Reads and checks the file; every problem is one line naming the file (and line).
     pub fn load(path: &Path) -> Result<WebConfig, String> {
         let at = |msg: String| format!("web config file {}: {msg}", path.display());
-        let text = std::fs::read_to_string(path).map_err(|e| at(e.to_string()))?;
+        let text = crate::files::read_text(path, crate::files::MAX_FILE_BYTES).map_err(at)?;
         let file = parse(&text).map_err(at)?;
         let base = path.parent().unwrap_or(Path::new("."));
         let tls = match &file.tls_server_config {
             None => None,
             Some(t) => Some(crate::tls::acceptor(t, base).map_err(|e| at(format!("{e:#}")))?),
         };
+        let costs: std::collections::BTreeSet<u32> = file
+            .basic_auth_users
+            .values()
+            .filter_map(|h| crate::auth::cost(h))
+            .collect();
+        if costs.len() > 1 {
+            // Unknown users take as long as the dearest hash; a cheaper user answers sooner.
+            tracing::warn!(
+                file = %path.display(),
+                costs = ?costs,
+                "basic_auth_users have hashes of different bcrypt costs: answer times tell which users exist; give them one cost"
+            );
+        }
         let auth = if file.basic_auth_users.is_empty() {
             None
         } else {
@@ -83,10 +96,21 @@ pub fn parse(text: &str) -> Result<WebConfigFile, String> {
             .unwrap_or_default()
     };
     for (user, hash) in &file.basic_auth_users {
-        if hash.parse::<bcrypt::HashParts>().is_err() {
-            return Err(format!(
-                "basic_auth_users.{user}: not a bcrypt hash (generate one with htpasswd -nBC 10 {user})"
-            ));
+        match crate::auth::cost(hash) {
+            None => {
+                return Err(format!(
+                    "basic_auth_users.{user}: not a bcrypt hash (generate one with htpasswd -nBC 10 {user})"
+                ));
+            }
+            // Every request of a new client pays for one check: a cost this high lets any
+            // client keep the agent busy, and cost 31 takes days.
+            Some(c) if c > crate::auth::MAX_COST => {
+                return Err(format!(
+                    "basic_auth_users.{user}: bcrypt cost {c} is above {}, too slow to check on every new client (generate a hash with htpasswd -nBC 10 {user})",
+                    crate::auth::MAX_COST
+                ));
+            }
+            Some(_) => {}
         }
     }
     if let Some(t) = &file.tls_server_config {
@@ -140,6 +164,21 @@ mod tests {
         assert!(!e.contains('\n'));
         let e = parse("basic_auth_users:\n  prom: plain\n").unwrap_err();
         assert!(e.contains("basic_auth_users.prom"), "{e}");
+        // A cost-31 hash (bcrypt's maximum) would take days per check.
+        let slow = bcrypt::hash("pw", 4).unwrap().replacen("$04$", "$31$", 1);
+        let e = parse(&format!("basic_auth_users:\n  prom: '{slow}'\n")).unwrap_err();
+        assert!(
+            e.contains("basic_auth_users.prom") && e.contains("cost 31"),
+            "{e}"
+        );
+        let e = parse(&format!(
+            "basic_auth_users:\n  prom: '{}'\n",
+            slow.replacen("$31$", "$15$", 1)
+        ))
+        .unwrap_err();
+        assert!(e.contains("cost 15 is above 14"), "{e}");
+        let ok = slow.replacen("$31$", "$14$", 1);
+        assert!(parse(&format!("basic_auth_users:\n  prom: '{ok}'\n")).is_ok());
         let e = parse("tls_server_config:\n  cert_file: a\n").unwrap_err();
         assert!(e.contains("key_file"), "{e}");
         let e = parse(

@@ -65,6 +65,15 @@ fn bad_flags_exit_2_with_one_line() {
         &agent(&["snapshot", "--interval=5x"]),
         &["--interval", "unit"],
     );
+    // Past what a Duration holds: an error, not a panic.
+    assert_usage_error(
+        &agent(&["snapshot", "--interval=99999999999999999999h"]),
+        &["--interval", "too long"],
+    );
+    assert_usage_error(
+        &agent(&["--web.max-connections=0"]),
+        &["--web.max-connections"],
+    );
     assert_usage_error(
         &agent(&["--web.listen-address=nonsense"]),
         &["--web.listen-address", "nonsense"],
@@ -88,6 +97,19 @@ fn bad_flags_exit_2_with_one_line() {
     assert_usage_error(
         &agent(&["--config.file=/nonexistent/stornet.toml"]),
         &["/nonexistent/stornet.toml"],
+    );
+    // Read whole, /dev/zero would run until memory ran out.
+    for flag in ["--config.file", "--web.config.file"] {
+        assert_usage_error(
+            &agent(&[&format!("{flag}=/dev/zero")]),
+            &["/dev/zero", "is a character device, not a file"],
+        );
+    }
+    let dir = TempDir::new("bigconfig");
+    let big = dir.file("big.toml", &"# padding\n".repeat(200_000));
+    assert_usage_error(
+        &agent(&[&format!("--config.file={}", big.display())]),
+        &["big.toml", "2000000 bytes, more than the 1048576 allowed"],
     );
 }
 
@@ -142,6 +164,11 @@ fn bad_config_files_exit_2_naming_key_and_line() {
 fn bad_web_config_exits_2() {
     let dir = TempDir::new("webcfg");
     let hash = bcrypt::hash("pw", 4).unwrap();
+    let pki = TestPki::generate("webcfg").unwrap();
+    dir.file(
+        "enc.key",
+        "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIFHDBOBgkqhkiG9w0BBQ0wQTApBgkqhkiG9w0BBQwwHAQI\n-----END ENCRYPTED PRIVATE KEY-----\n",
+    );
     let cases: Vec<(String, Vec<String>)> = vec![
         (
             "tls_server_config:\n  cert_file: a.crt\n  key_fil: a.key\n".into(),
@@ -158,6 +185,25 @@ fn bad_web_config_exits_2() {
         (
             format!("basic_auth_users: [{hash}]\n"),
             vec!["basic_auth_users".into()],
+        ),
+        (
+            "tls_server_config:\n  cert_file: /dev/zero\n  key_file: /dev/zero\n".into(),
+            vec!["cert_file /dev/zero".into(), "character device".into()],
+        ),
+        (
+            format!(
+                "tls_server_config:\n  cert_file: {}\n  key_file: enc.key\n",
+                pki.cert_file.display()
+            ),
+            vec!["key_file".into(), "enc.key".into(), "encrypted".into()],
+        ),
+        // bcrypt's highest cost: checking one password would take days, so refused at load.
+        (
+            format!(
+                "basic_auth_users:\n  prom: '{}'\n",
+                hash.replacen("$04$", "$31$", 1)
+            ),
+            vec!["basic_auth_users.prom".into(), "cost 31".into()],
         ),
     ];
     for (i, (text, needles)) in cases.iter().enumerate() {
@@ -414,4 +460,294 @@ fn relative_certificate_paths_start_at_the_web_config() {
         .unwrap();
     assert_eq!(https_get(addr, "/metrics", &ca, &[]).unwrap().0, 200);
     assert!(Path::new(&web).exists());
+}
+
+/// A stderr whose reader went away (a restarted log collector) costs the log lines only: the
+/// agent keeps serving and exits cleanly.
+#[test]
+fn a_broken_stderr_does_not_stop_the_agent() {
+    let port = stornet_tests::agent::free_port().unwrap();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let mut child = Command::new(BIN)
+        .args([&format!("--web.listen-address={addr}"), "--log.level=debug"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close the only reader: every log line from now on meets EPIPE.
+    drop(child.stderr.take());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !matches!(http_get(addr, "/-/healthy"), Ok((200, _))) {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the agent exited: {:?}",
+            child.try_wait()
+        );
+        assert!(Instant::now() < deadline, "not serving within 30 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Requests log at debug level; the agent keeps answering.
+    for _ in 0..3 {
+        assert_eq!(http_get(addr, "/metrics").unwrap().0, 200);
+    }
+    // SAFETY: kill(2) on our own running child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "no exit after SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0), "{status}");
+}
+
+/// Sends one GET with `auth` on a fresh connection; the status code, or 0 if none came.
+fn get_status(addr: std::net::SocketAddr, path: &str, auth: &str) -> u16 {
+    stornet_tests::metrics::http_get_with(addr, path, &[("Authorization", auth)])
+        .map_or(0, |(code, _)| code)
+}
+
+/// Clients guessing passwords cost the agent one bcrypt check at a time, and a scraper
+/// whose credentials were verified before is answered without waiting behind them.
+#[test]
+fn password_guessers_do_not_hold_up_a_verified_scraper() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let dir = TempDir::new("guessers");
+    // Cost 11: tens of milliseconds per check, as real hashes take.
+    let hash = bcrypt::hash("s3cret", 11).unwrap();
+    let web = dir.file("web.yml", &format!("basic_auth_users:\n  prom: '{hash}'\n"));
+    let mut a = launch(&[&format!("--web.config.file={}", web.display())], &[]);
+    let addr = a.addr;
+    let good = basic_auth("prom", "s3cret");
+    // Verified once, before the guessing starts.
+    a.wait_until(|| get_status(addr, "/metrics", &good) == 200)
+        .unwrap();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let refused = Arc::new(AtomicU64::new(0));
+    let guessers: Vec<_> = (0..30)
+        .map(|g| {
+            let (stop, refused) = (stop.clone(), refused.clone());
+            std::thread::spawn(move || {
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    // A new password every time: nothing to remember.
+                    let bad = basic_auth("prom", &format!("guess-{g}-{i}"));
+                    if get_status(addr, "/metrics", &bad) == 401 {
+                        refused.fetch_add(1, Ordering::Relaxed);
+                    }
+                    i += 1;
+                }
+            })
+        })
+        .collect();
+    // Until the guessers have a backlog of checks queued.
+    while refused.load(Ordering::Relaxed) < 10 {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // How many guesses the agent answered while one scrape of the verified scraper was
+    // served: with parallel bcrypt checks on a shared thread pool the scrape waited for
+    // more than 20 of them.
+    let mut fewest = u64::MAX;
+    for _ in 0..3 {
+        let before = refused.load(Ordering::Relaxed);
+        assert_eq!(get_status(addr, "/metrics", &good), 200);
+        fewest = fewest.min(refused.load(Ordering::Relaxed) - before);
+    }
+    stop.store(true, Ordering::Relaxed);
+    for g in guessers {
+        g.join().unwrap();
+    }
+    assert!(
+        fewest <= 4,
+        "{fewest} guesses were answered while a verified scrape waited"
+    );
+}
+
+/// A connection that pipelines requests and never reads the answers.
+fn non_reader(
+    addr: std::net::SocketAddr,
+    path: &str,
+    requests: usize,
+) -> Option<std::net::TcpStream> {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let sock = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
+    // A small receive window fills after a few answers.
+    let small: libc::c_int = 4096;
+    // SAFETY: setsockopt with a valid pointer to an int of the size given.
+    unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&small as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    sock.set_nonblocking(true).ok()?;
+    let req = format!("GET {path} HTTP/1.1\r\nHost: a\r\n\r\n").repeat(requests);
+    let _ = (&sock).write(req.as_bytes());
+    Some(sock)
+}
+
+/// The hard limit on open files of this process, after raising its soft limit to it (the
+/// test holds more than 1024 connections itself).
+fn open_files_hard_limit() -> u64 {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit with a valid pointer.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+        lim.rlim_cur = lim.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+    }
+    lim.rlim_max
+}
+
+/// More clients that never read than the usual soft limit of 1024 open files: the agent
+/// raises its limit, keeps at most --web.max-connections of them, and still answers a scrape.
+#[test]
+fn clients_that_never_read_do_not_lock_out_a_scrape() {
+    let hard = open_files_hard_limit();
+    assert!(
+        hard >= 2048,
+        "this test needs a hard open-files limit of 2048, not {hard}"
+    );
+    let nofile = format!("--nofile=1024:{hard}");
+    let mut a = AgentProcess::launch(&Launch {
+        bin: Some(BIN.into()),
+        wrapper: &["prlimit", &nofile, "--"],
+        ..Default::default()
+    })
+    .unwrap();
+    a.wait_healthy().unwrap();
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", a.pid())).unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    let soft: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(soft[3], hard.to_string(), "soft limit not raised: {line}");
+
+    let held: Vec<_> = (0..1100)
+        .filter_map(|_| non_reader(a.addr, "/-/healthy", 2000))
+        .collect();
+    assert!(held.len() > 1024, "only {} connections", held.len());
+    let (code, body) = http_get(a.addr, "/metrics").unwrap();
+    assert_eq!(code, 200);
+    assert!(body.contains("stornet_probe_up"));
+    let fds = std::fs::read_dir(format!("/proc/{}/fd", a.pid()))
+        .unwrap()
+        .count();
+    assert!(
+        fds < 512 + 200,
+        "{fds} descriptors open for 512 connections at most"
+    );
+}
+
+/// Whether the agent's end of the TCP connection from `client` is still open: its entry in
+/// /proc/net/tcp has an owning socket (a closed end lingers with inode 0 until its unsent
+/// data is given up).
+fn agent_end_open(agent: std::net::SocketAddr, client: &std::net::TcpStream) -> bool {
+    let local = client.local_addr().unwrap().port();
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    table.lines().skip(1).any(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let port = |a: &str| {
+            a.rsplit(':')
+                .next()
+                .and_then(|p| u16::from_str_radix(p, 16).ok())
+        };
+        f.len() > 9 && port(f[1]) == Some(agent.port()) && port(f[2]) == Some(local) && f[9] != "0"
+    })
+}
+
+/// A client that stops reading its answers half way, and one that never sends a request,
+/// hold up no other scrape and are disconnected after the timeouts.
+#[test]
+fn stalled_and_idle_clients_are_disconnected() {
+    let mut a = launch(&[], &[]);
+    a.wait_healthy().unwrap();
+    // Answers far larger than the socket buffers.
+    let stalled = non_reader(a.addr, "/metrics", 400).unwrap();
+    let idle = std::net::TcpStream::connect(a.addr).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !(agent_end_open(a.addr, &stalled) && agent_end_open(a.addr, &idle)) {
+        assert!(Instant::now() < deadline, "connections not accepted");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // While they hang, other scrapes are answered.
+    for _ in 0..3 {
+        assert_eq!(http_get(a.addr, "/metrics").unwrap().0, 200);
+    }
+    loop {
+        let open = [&stalled, &idle].map(|c| agent_end_open(a.addr, c));
+        if open == [false, false] {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still open after 60 s (stalled, idle): {open:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(http_get(a.addr, "/-/healthy").unwrap().0, 200);
+}
+
+/// At --web.max-connections, a new connection pushes out the oldest idle one: held-open
+/// connections cannot lock a scrape out.
+#[test]
+fn at_the_connection_limit_the_oldest_idle_connection_makes_room() {
+    use std::io::Read;
+    let mut a = launch(&["--web.max-connections=4"], &[]);
+    a.wait_healthy().unwrap();
+    let idle: Vec<_> = (0..10)
+        .map(|_| std::net::TcpStream::connect(a.addr).unwrap())
+        .collect();
+    let (code, body) = http_get(a.addr, "/metrics").unwrap();
+    assert_eq!(code, 200);
+    assert!(body.contains("stornet_probe_up"));
+    // All but the newest few were closed to make room.
+    let closed = idle
+        .into_iter()
+        .filter(|s| {
+            let mut s = s;
+            s.set_read_timeout(Some(Duration::from_millis(200)))
+                .unwrap();
+            matches!(s.read(&mut [0u8; 1]), Ok(0))
+        })
+        .count();
+    assert!(closed >= 7, "only {closed} of 10 idle connections closed");
+}
+
+/// Users whose hashes have different costs answer in different times, which tells a client
+/// which user names exist: the agent says so at start.
+#[test]
+fn hashes_of_different_costs_are_warned_about() {
+    let dir = TempDir::new("costs");
+    let web = dir.file(
+        "web.yml",
+        &format!(
+            "basic_auth_users:\n  a: '{}'\n  b: '{}'\n",
+            bcrypt::hash("x", 4).unwrap(),
+            bcrypt::hash("y", 5).unwrap()
+        ),
+    );
+    let mut a = launch(&[&format!("--web.config.file={}", web.display())], &[]);
+    let addr = a.addr;
+    a.wait_until(|| http_get(addr, "/-/healthy").is_ok_and(|(c, _)| c == 401))
+        .unwrap();
+    let log = a.log();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("level=warn") && l.contains("different bcrypt costs")),
+        "{log}"
+    );
 }

@@ -99,8 +99,21 @@ pub struct Response {
     pub body: String,
 }
 
-/// GETs `path_and_query` (appended to the URL's path) within `timeout`.
-pub fn get(url: &Url, path_and_query: &str, timeout: Duration) -> Result<Response, String> {
+/// How the error of an answer over the size limit starts.
+pub const TOO_LARGE: &str = "the answer is larger than";
+
+/// Room for the status line and headers beyond the body limit.
+const MAX_HEAD: usize = 64 << 10;
+
+/// GETs `path_and_query` (appended to the URL's path) within `timeout`; an answer whose body
+/// is larger than `max_body` bytes is refused (an endless or huge answer would otherwise be
+/// read until memory runs out).
+pub fn get(
+    url: &Url,
+    path_and_query: &str,
+    timeout: Duration,
+    max_body: usize,
+) -> Result<Response, String> {
     let deadline = Instant::now() + timeout;
     let addrs: Vec<SocketAddr> = (url.host.as_str(), url.port)
         .to_socket_addrs()
@@ -157,7 +170,12 @@ pub fn get(url: &Url, path_and_query: &str, timeout: Duration) -> Result<Respons
         s.set_read_timeout(Some(left(deadline))).map_err(io)?;
         match s.read(&mut buf) {
             Ok(0) => break,
-            Ok(n) => raw.extend_from_slice(&buf[..n]),
+            Ok(n) => {
+                raw.extend_from_slice(&buf[..n]);
+                if raw.len() > max_body + MAX_HEAD {
+                    return Err(format!("{TOO_LARGE} {} MiB; refused", max_body >> 20));
+                }
+            }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(io(e)),
         }
@@ -230,7 +248,8 @@ fn dechunk(mut body: &[u8]) -> Result<Vec<u8>, String> {
         if n == 0 {
             return Ok(out);
         }
-        if body.len() < n + 2 {
+        // A chunk size near usize::MAX must not wrap around.
+        if n.checked_add(2).is_none_or(|need| body.len() < need) {
             return Err("truncated chunked answer".into());
         }
         out.extend_from_slice(&body[..n]);
@@ -319,6 +338,36 @@ mod tests {
         assert!(parse_response(b"SSH-2.0-OpenSSH\r\n\r\n").is_err());
         assert!(parse_response(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nabc").is_err());
         assert!(parse_response(b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n\r\nxx").is_err());
+        // A chunk size of usize::MAX: an error, not an overflow (found by fuzzing).
+        let huge =
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFF\r\nabc\r\n";
+        assert_eq!(
+            parse_response(huge).unwrap_err(),
+            "truncated chunked answer"
+        );
+    }
+
+    #[test]
+    fn an_endless_answer_is_cut_off_at_the_limit() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = Url::parse(&format!("http://{}", l.local_addr().unwrap())).unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let mut req = [0u8; 1024];
+            let _ = s.read(&mut req);
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n");
+            let chunk = vec![b'x'; 64 << 10];
+            // Far more than the limit; stops when the client hangs up.
+            for _ in 0..1024 {
+                if s.write_all(&chunk).is_err() {
+                    return true;
+                }
+            }
+            false
+        });
+        let e = get(&url, "/metrics", Duration::from_secs(30), 1 << 20).unwrap_err();
+        assert!(e.contains("larger than 1 MiB"), "{e}");
+        assert!(server.join().unwrap(), "the client read all 64 MiB");
     }
 
     #[test]

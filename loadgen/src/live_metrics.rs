@@ -5,8 +5,9 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::engine::JobLive;
 use crate::histogram::Histogram;
@@ -17,6 +18,11 @@ const BUCKETS_S: [f64; 16] = [
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
     5.0, 10.0,
 ];
+
+/// Scrapers served at once; more connections are closed unanswered.
+const MAX_CLIENTS: usize = 32;
+/// Time a client has to send its request, and to take each part of the answer.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[derive(Default)]
 struct State {
@@ -36,7 +42,9 @@ pub struct LiveMetrics {
 }
 
 impl LiveMetrics {
-    /// Binds `addr` and serves `/metrics` from a background thread for the rest of the run.
+    /// Binds `addr` and serves `/metrics` from background threads for the rest of the run:
+    /// one per connection, at most [`MAX_CLIENTS`] at once, so a slow client delays only
+    /// itself.
     pub fn serve(addr: SocketAddr) -> std::io::Result<Arc<LiveMetrics>> {
         let listener = TcpListener::bind(addr)?;
         let m = Arc::new(LiveMetrics {
@@ -46,18 +54,40 @@ impl LiveMetrics {
         std::thread::Builder::new()
             .name("lg-metrics".into())
             .spawn(move || {
+                let clients = Arc::new(AtomicUsize::new(0));
                 for stream in listener.incoming().flatten() {
-                    let _ = served.answer(stream);
+                    if clients.fetch_add(1, Ordering::AcqRel) >= MAX_CLIENTS {
+                        clients.fetch_sub(1, Ordering::AcqRel);
+                        continue;
+                    }
+                    let (m, count) = (Arc::clone(&served), Arc::clone(&clients));
+                    let spawned = std::thread::Builder::new()
+                        .name("lg-metrics-conn".into())
+                        .stack_size(128 << 10)
+                        .spawn(move || {
+                            let _ = m.answer(stream);
+                            count.fetch_sub(1, Ordering::AcqRel);
+                        });
+                    if spawned.is_err() {
+                        clients.fetch_sub(1, Ordering::AcqRel);
+                    }
                 }
             })?;
         Ok(m)
     }
 
+    /// Reads one request (all of its headers within [`CLIENT_TIMEOUT`]) and answers it.
     fn answer(&self, mut s: TcpStream) -> std::io::Result<()> {
-        s.set_read_timeout(Some(Duration::from_secs(2)))?;
+        let deadline = Instant::now() + CLIENT_TIMEOUT;
+        s.set_write_timeout(Some(CLIENT_TIMEOUT))?;
         let mut req = Vec::new();
         let mut buf = [0u8; 1024];
         while !req.windows(4).any(|w| w == b"\r\n\r\n") && req.len() < 8192 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(std::io::ErrorKind::TimedOut.into());
+            }
+            s.set_read_timeout(Some(left))?;
             let n = s.read(&mut buf)?;
             if n == 0 {
                 break;

@@ -38,7 +38,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
-            eprintln!("loadgen: error: {}", f.message());
+            loadgen::note!("loadgen: error: {}", f.message());
             ExitCode::from(f.exit_code())
         }
     }

@@ -60,7 +60,7 @@ impl Watcher for Monitor {
         run.points = vec![partial.clone()];
         let text = report::render(run, &run.plan.settings);
         if let Err(e) = self.out.write(&text) {
-            eprintln!("loadgen: {e}");
+            crate::note!("loadgen: {e}");
         }
     }
 }
@@ -183,7 +183,7 @@ fn specs(
 pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
     let plan = match parse_args(args).map_err(Failure::Usage)? {
         Parsed::Help => {
-            print!("{}", table::help());
+            let _ = std::io::Write::write_all(&mut std::io::stdout(), table::help().as_bytes());
             return Ok(0);
         }
         Parsed::Plan(p) => *p,
@@ -191,7 +191,7 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
     validate(&plan).map_err(Failure::Usage)?;
     for j in &plan.jobs {
         if j.ioengine != IoEngine::IoUring && j.depths().iter().any(|&d| d > 1) {
-            eprintln!(
+            crate::note!(
                 "loadgen: note: job {}: ioengine {} is synchronous, so iodepth is capped at 1 (as in fio)",
                 j.name,
                 j.given.get("ioengine").map_or("sync", String::as_str)
@@ -200,6 +200,7 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
     }
     let points = sweep::points(&plan).map_err(Failure::Usage)?;
     let (layout, placements) = target::resolve(&plan).map_err(Failure::Usage)?;
+    target::check_memory(&layout, &points).map_err(Failure::Usage)?;
 
     let mut guards: Vec<DeviceGuard> = Vec::new();
     for t in &layout.targets {
@@ -220,6 +221,9 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
         })?),
         None => None,
     };
+    // The report and the record are written at the end; their places are checked now.
+    let output = report::Output::new(plan.settings.output.as_deref())
+        .map_err(|e| Failure::Usage(format!("--output: {e}")))?;
     let recorder = Recorder::from_settings(&plan, &layout)?;
     // Everything is checked: from here on files may be created.
     target::prepare(&layout)?;
@@ -245,7 +249,7 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
             };
             (run, every)
         }),
-        out: report::Output::new(plan.settings.output.clone()),
+        out: output,
     };
     let disks = DiskWatch::start(layout.targets.iter().map(|t| t.path.as_path()));
     let mut results = Vec::with_capacity(points.len());
@@ -300,7 +304,7 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
             break;
         }
         if engine::interrupted() {
-            eprintln!("loadgen: interrupted; reporting what ran");
+            crate::note!("loadgen: interrupted; reporting what ran");
             break;
         }
     }
@@ -315,9 +319,11 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
         points: results,
         disk_util: disks.finish(),
     };
-    if let Some(rec) = monitor.recorder.take() {
-        rec.write(&result)?;
-    }
+    // A record that cannot be written fails the run, after the report is out.
+    let recorded = match monitor.recorder.take() {
+        Some(rec) => rec.write(&result),
+        None => Ok(()),
+    };
     // A job that failed (an IO error, a replica) fails the run, with no report; its run
     // record holds what was measured until then, for `loadgen analyze`.
     if let Some(e) = result
@@ -326,21 +332,29 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
         .flat_map(|p| &p.jobs)
         .find_map(|j| j.error.as_ref())
     {
+        if let Err(r) = &recorded {
+            crate::note!("loadgen: error: {}", r.message());
+        }
         return Err(Failure::Runtime(anyhow::anyhow!("{e}")));
     }
     let text = report::render(&result, &plan.settings);
     monitor
         .out
         .write(&text)
+        .and_then(|()| monitor.out.finish())
         .map_err(|e| Failure::Runtime(anyhow::anyhow!("{e}")))?;
+    recorded?;
     let bad = result.corruptions();
     if bad > 0 {
         for p in &result.points {
             for j in &p.jobs {
                 for c in j.verify.iter().flat_map(|v| &v.corruptions) {
-                    eprintln!(
+                    crate::note!(
                         "loadgen: verify: {} offset {} ({:#x}): {}",
-                        j.filename, c.offset, c.offset, c.problem
+                        j.filename,
+                        c.offset,
+                        c.offset,
+                        c.problem
                     );
                 }
             }

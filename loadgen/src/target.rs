@@ -81,8 +81,57 @@ fn block_device_geometry(path: &Path) -> Result<(u64, u64), String> {
     Ok((size, lbs.max(512) as u64))
 }
 
+/// File systems that are the kernel's interfaces, not storage: writing to their files
+/// changes settings or triggers actions (`/proc/sysrq-trigger`, `/sys/…/delete`).
+const PSEUDO_FILESYSTEMS: &[(i64, &str)] = &[
+    (0x9fa0, "proc"),
+    (0x6265_6572, "sysfs"),
+    (0x6462_6720, "debugfs"),
+    (0x7472_6163, "tracefs"),
+    (0x2762_1946, "cgroup"),
+    (0x6367_7270, "cgroup2"),
+    (0x7363_6673, "securityfs"),
+    (0xcafe_4a11, "bpf"),
+    (0x6265_6570, "configfs"),
+    (0x6165_676c, "pstore"),
+    (0xde5e_81e4, "efivarfs"),
+    (0x1cd1, "devpts"),
+    (0x6573_5546, "fusectl"),
+    (0xf97c_ff8c, "selinuxfs"),
+    (0x4249_4e4d, "binfmt_misc"),
+    (0x6e73_6673, "nsfs"),
+];
+
+/// The pseudo file system `path` (or, when it does not exist, its directory) is on.
+fn pseudo_filesystem(path: &Path) -> Option<&'static str> {
+    use std::os::unix::ffi::OsStrExt;
+    let on = if path.exists() {
+        path
+    } else {
+        match path.parent()? {
+            d if d.as_os_str().is_empty() => Path::new("."),
+            d => d,
+        }
+    };
+    let c = std::ffi::CString::new(on.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statfs writes one struct through a valid pointer; the path is NUL-terminated.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    PSEUDO_FILESYSTEMS
+        .iter()
+        .find(|(magic, _)| *magic == st.f_type as i64)
+        .map(|(_, name)| *name)
+}
+
 fn inspect(path: &Path) -> Result<Target, String> {
     let shown = path.display();
+    if let Some(fs) = pseudo_filesystem(path) {
+        return Err(format!(
+            "{shown} is on {fs}, a kernel interface, not storage: loadgen does not write there"
+        ));
+    }
     let mut t = Target {
         path: path.to_path_buf(),
         kind: Kind::File,
@@ -265,7 +314,7 @@ pub fn prepare(layout: &Layout) -> anyhow::Result<()> {
         if t.kind != Kind::File || t.size >= t.needed {
             continue;
         }
-        eprintln!(
+        crate::note!(
             "loadgen: laying out {} ({} bytes)",
             t.path.display(),
             t.needed
@@ -291,4 +340,68 @@ pub fn prepare(layout: &Layout) -> anyhow::Result<()> {
         f.sync_all()?;
     }
     Ok(())
+}
+
+/// Memory the IO buffers of the largest point take: each job thread maps `iodepth` buffers
+/// of `bs` bytes (page-rounded) and touches them all at start.
+pub fn buffer_bytes(layout: &Layout, points: &[crate::options::sweep::Point]) -> u64 {
+    points
+        .iter()
+        .map(|p| {
+            layout
+                .threads
+                .iter()
+                .map(|t| {
+                    // Each job thread holds iodepth buffers of its largest IO size.
+                    let shape = &p.per_job[t.group];
+                    let bs = shape.sizes.iter().map(|s| s.max()).max().unwrap_or(4096);
+                    bs.div_ceil(4096)
+                        .saturating_mul(4096)
+                        .saturating_mul(shape.iodepth as u64)
+                })
+                .fold(0u64, u64::saturating_add)
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// `MemAvailable` of /proc/meminfo, in bytes.
+fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))?
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+/// Refuses a run whose IO buffers would not fit in the memory available (the kernel would
+/// kill loadgen part way instead).
+pub fn check_memory(
+    layout: &Layout,
+    points: &[crate::options::sweep::Point],
+) -> Result<(), String> {
+    let need = buffer_bytes(layout, points);
+    match available_memory() {
+        Some(free) if need > free / 10 * 9 => Err(format!(
+            "the IO buffers need {} (bs × iodepth × numjobs), but only {} of memory is available",
+            human(need),
+            human(free)
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// `1.5 GiB`, `640.0 MiB`.
+fn human(n: u64) -> String {
+    let (div, unit) = if n >= 1 << 30 {
+        ((1u64 << 30) as f64, "GiB")
+    } else {
+        ((1u64 << 20) as f64, "MiB")
+    };
+    format!("{:.1} {unit}", n as f64 / div)
 }

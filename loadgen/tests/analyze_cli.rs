@@ -286,6 +286,18 @@ fn bad_records_and_arguments_exit_2_with_one_line() {
     assert_usage_error(&["analyze", &garbage], "not JSON");
     assert_usage_error(&["analyze", &fio], "not a stornet run record");
     assert_usage_error(&["analyze", &future], "record version 99");
+    let fractional = p(
+        "fractional.json",
+        "{\"format\": \"stornet-run-record\", \"version\": 1.5}",
+    );
+    assert_usage_error(
+        &["analyze", &fractional],
+        "version 1.5 is not a whole number",
+    );
+    assert_usage_error(
+        &["analyze", "/dev/zero"],
+        "is a character device, not a file",
+    );
     assert_usage_error(&["analyze", &truncated], "not JSON");
     assert_usage_error(&["analyze", &misaligned], "p99_seconds has 39 entries");
     assert_usage_error(&["analyze"], "give a run record");
@@ -411,6 +423,19 @@ fn run_options_for_records_are_checked_before_anything_runs() {
             vec!["--record=/stornet-no-such-dir/r.json"],
             "directory /stornet-no-such-dir does not exist",
         ),
+        // Where the record and report go is checked before the workload, not after it.
+        (
+            vec!["--record=/proc/r.json"],
+            "--record: cannot write /proc/r.json",
+        ),
+        (
+            vec!["--output=/proc/r.txt"],
+            "--output: cannot write /proc/r.txt",
+        ),
+        (
+            vec!["--output=/stornet-no-such-dir/r.txt"],
+            "directory /stornet-no-such-dir does not exist",
+        ),
         (
             vec![
                 "--agent=a=http://127.0.0.1:1",
@@ -429,4 +454,85 @@ fn run_options_for_records_are_checked_before_anything_runs() {
         assert!(err.contains(needle), "{args:?}: {err}");
         assert!(!file.exists(), "{args:?}: nothing is created");
     }
+}
+
+/// A Prometheus that answers without end: refused at the size limit, not read until the
+/// memory runs out. (The limit is on all the answers of one analysis together.)
+#[test]
+fn an_endless_prometheus_answer_is_refused() {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            std::thread::spawn(move || {
+                let mut req = [0u8; 4096];
+                let _ = s.read(&mut req);
+                let _ = s.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[",
+                );
+                let series =
+                    b"{\"metric\":{\"instance\":\"a:1\"},\"values\":[[1,\"1\"]]},".repeat(1000);
+                while s.write_all(&series).is_ok() {}
+            });
+        }
+    });
+    let o = loadgen(&[
+        "analyze",
+        "--prometheus",
+        &format!("http://{addr}"),
+        "--start=now-2m",
+        "--end=now",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("larger than 256 MiB in all"), "{err}");
+}
+
+/// Answers that are each of a fair size but together far too large (every query of the
+/// analysis gets 24 MiB): refused once their sum passes the limit, instead of all being held.
+#[test]
+fn answers_too_large_together_are_refused() {
+    use std::io::{Read, Write};
+    use std::sync::Arc;
+    let series = b"{\"metric\":{\"instance\":\"a:1\",\"device\":\"loop0\",\"op\":\"read\"},\"values\":[[1796013455,\"540\"]]},";
+    let mut body =
+        b"{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[".to_vec();
+    while body.len() < 24 << 20 {
+        body.extend_from_slice(series);
+    }
+    body.pop();
+    body.extend_from_slice(b"]}}");
+    let mut answer = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    answer.extend_from_slice(&body);
+    let answer = Arc::new(answer);
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            let answer = answer.clone();
+            std::thread::spawn(move || {
+                let _ = s.read(&mut [0u8; 4096]);
+                let _ = s.write_all(&answer);
+            });
+        }
+    });
+    let o = loadgen(&[
+        "analyze",
+        "--prometheus",
+        &format!("http://{addr}"),
+        "--start=1796013451",
+        "--end=1796013461",
+        "--step=2s",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("larger than 256 MiB in all"), "{err}");
+    assert!(err.contains("--selector"), "{err}");
 }

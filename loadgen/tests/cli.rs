@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -90,7 +91,81 @@ fn bad_values_exit_2_with_one_line() {
         ],
         "--replica_token_file",
     );
+    // Kernel interfaces are not storage, existing files there or new ones.
+    assert_usage_error(
+        &[
+            "--filename=/proc/sys/vm/drop_caches",
+            "--size=4k",
+            "--rw=write",
+        ],
+        "is on proc, a kernel interface",
+    );
+    assert_usage_error(
+        &[
+            "--filename=/sys/kernel/stornet-test",
+            "--size=4k",
+            "--rw=write",
+        ],
+        "is on sysfs, a kernel interface",
+    );
+    // More buffer memory than any machine here has: refused, not killed part way.
+    assert_usage_error(
+        &[
+            &file,
+            "--size=1G",
+            "--bs=64m",
+            "--iodepth=4096",
+            "--numjobs=64",
+        ],
+        "the IO buffers need 16384.0 GiB (bs × iodepth × numjobs), but only",
+    );
     assert!(!f.exists(), "refused runs create no file");
+}
+
+/// A stderr whose reader went away costs the messages, not the run or its report.
+#[test]
+fn a_broken_stderr_keeps_the_report() {
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+    let f = scratch("brokenerr");
+    // A pipe whose read end is closed before the run starts (so no other process of this
+    // test binary can hold it open by chance).
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe2 fills two descriptors, which are owned from here on.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    // SAFETY: both descriptors were just created and are owned by nothing else.
+    let (read_end, write_end) = unsafe {
+        (
+            std::fs::File::from_raw_fd(fds[0]),
+            std::fs::File::from_raw_fd(fds[1]),
+        )
+    };
+    drop(read_end);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args([
+            "run",
+            &format!("--filename={}", f.display()),
+            "--direct=0",
+            "--size=1M",
+            "--output-format=json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(write_end)
+        .spawn()
+        .unwrap();
+    // Laying out the file is announced on stderr, which nobody reads.
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{status}");
+    let j: Value = serde_json::from_str(&out).expect("the report is on stdout");
+    assert_eq!(j["jobs"][0]["read"]["io_bytes"], 1 << 20);
+    let _ = std::fs::remove_file(&f);
 }
 
 #[test]
@@ -482,4 +557,72 @@ fn latency_target_search_climbs_to_iodepth() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("found: depth 8,"), "{text}");
     let _ = std::fs::remove_file(&f);
+}
+
+/// GET /metrics with a 3 s deadline; the status code, or None without an answer.
+fn scrape_status(addr: std::net::SocketAddr) -> Option<u16> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(3)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(3))).ok()?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).ok()?;
+    String::from_utf8_lossy(&raw)
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// A client that sends its request one byte at a time does not hold up other scrapes of
+/// --metrics-address.
+#[test]
+fn a_trickling_client_does_not_block_live_metrics() {
+    use std::io::Write;
+    let f = scratch("trickle");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args([
+            "run",
+            &format!("--filename={}", f.display()),
+            "--direct=0",
+            "--size=1M",
+            "--rate_iops=100",
+            "--time_based",
+            "--runtime=6s",
+            &format!("--metrics-address={addr}"),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while scrape_status(addr) != Some(200) {
+        assert!(
+            Instant::now() < deadline,
+            "--metrics-address does not answer"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut trickler = std::net::TcpStream::connect(addr).unwrap();
+    let trickling = std::thread::spawn(move || {
+        for b in b"GET /metrics HTTP/1.1\r\n" {
+            if trickler.write_all(&[*b]).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1500));
+        }
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let during = scrape_status(addr);
+    let _ = child.wait();
+    drop(trickling);
+    let _ = std::fs::remove_file(&f);
+    assert_eq!(during, Some(200), "a scrape while another client trickles");
 }

@@ -8,7 +8,10 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use loadgen::replica::protocol::{HELLO_ACK_LEN, HelloAck, HelloStatus, MAX_PAYLOAD, VERSION};
+use loadgen::replica::client::{BlockingClient, ClientOptions, Event};
+use loadgen::replica::protocol::{
+    AckStatus, HELLO_ACK_LEN, HelloAck, HelloStatus, MAX_PAYLOAD, VERSION,
+};
 use loadgen::replica::server::{Server, ServerConfig};
 use serde_json::Value;
 
@@ -22,13 +25,18 @@ fn scratch(name: &str) -> PathBuf {
 
 /// A `loadgen serve` on 127.0.0.1, serving until the test process ends.
 fn serve(dir: PathBuf) -> SocketAddr {
+    serve_with(dir, 16, Duration::from_secs(300))
+}
+
+fn serve_with(dir: PathBuf, max_connections: usize, idle_timeout: Duration) -> SocketAddr {
     let server = Server::bind(ServerConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         dir,
         token: None,
         ack_on_receive: false,
         frame_timeout: Duration::from_secs(10),
-        max_connections: 16,
+        idle_timeout,
+        max_connections,
     })
     .expect("server binds");
     let addr = server.local_addr().unwrap();
@@ -253,5 +261,98 @@ fn a_run_whose_replica_goes_silent_fails_but_keeps_its_record() {
     assert!(writes > 0, "writes before the replica went silent");
     let rows = r["points"][0]["run"]["starts"].as_array().unwrap().len();
     assert!(rows >= 10, "{rows} intervals of 100 ms in the record");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn client(addr: SocketAddr, volume: &str) -> Result<BlockingClient, String> {
+    let opts = ClientOptions {
+        token: Vec::new(),
+        volume: volume.into(),
+        timeout: Duration::from_secs(5),
+    };
+    BlockingClient::connect(addr, &opts).map_err(|e| e.to_string())
+}
+
+/// One write of 4 KiB at offset 0, acknowledged.
+fn one_write(c: &mut BlockingClient) {
+    c.submit(1, 0, &[7u8; 4096]).unwrap();
+    match c.next_event().unwrap() {
+        Event::Acked { status, .. } => assert_eq!(status, AckStatus::Ok),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Sockets that never send a hello do not count toward --max-connections: a real client
+/// still gets in; the limit holds for connections that stream.
+#[test]
+fn silent_sockets_do_not_lock_clients_out() {
+    let dir = scratch("hello-less");
+    let addr = serve_with(dir.clone(), 2, Duration::from_secs(300));
+    let silent: Vec<_> = (0..10)
+        .map(|_| std::net::TcpStream::connect(addr).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(100));
+    let mut a = client(addr, "a").expect("a client after 10 silent sockets");
+    let mut b = client(addr, "b").expect("a second client");
+    one_write(&mut a);
+    one_write(&mut b);
+    let e = client(addr, "c").err().expect("a third is one too many");
+    assert!(e.contains("too many connections"), "{e}");
+    // The oldest silent sockets were closed to make room for newer ones.
+    let mut closed = 0;
+    for mut s in silent {
+        s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+        if matches!(s.read(&mut [0u8; 16]), Ok(0)) {
+            closed += 1;
+        }
+    }
+    assert!(closed >= 8, "{closed} of 10 silent sockets closed");
+    drop((a, b));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The server end of the connection from `client`: its row of /proc/net/tcp, split.
+fn server_row(server: SocketAddr, client: &std::net::TcpStream) -> Option<Vec<String>> {
+    let local = client.local_addr().unwrap().port();
+    let port = |a: &str| {
+        a.rsplit(':')
+            .next()
+            .and_then(|p| u16::from_str_radix(p, 16).ok())
+    };
+    std::fs::read_to_string("/proc/net/tcp")
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        .find(|f| f.len() > 9 && port(&f[1]) == Some(server.port()) && port(&f[2]) == Some(local))
+}
+
+/// A connection that goes silent after its handshake is closed after the idle timeout, and
+/// until then the kernel probes the peer with keepalives (a vanished peer is noticed).
+#[test]
+fn silent_streams_are_probed_and_closed_when_idle() {
+    let dir = scratch("idle");
+    let addr = serve_with(dir.clone(), 4, Duration::from_secs(2));
+    let c = client(addr, "idle").unwrap();
+    let (stream, _conn) = c.into_parts().unwrap();
+    // Timer 2 in /proc/net/tcp is the keepalive timer.
+    let row = server_row(addr, &stream).expect("the server end");
+    assert!(row[5].starts_with("02:"), "no keepalive timer: {row:?}");
+    let mut stream = stream;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let start = Instant::now();
+    let got = loop {
+        match stream.read(&mut [0u8; 64]) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            r => break r,
+        }
+    };
+    assert!(
+        matches!(got, Ok(0)),
+        "the server closes an idle connection: {got:?}"
+    );
+    assert!(start.elapsed() < Duration::from_secs(20));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -69,3 +69,15 @@ pub fn cargo() -> Command {
     c.current_dir(workspace_root());
     c
 }
+
+/// `cargo` of the nightly toolchain (eBPF builds, cargo-fuzz), at the workspace root.
+pub fn nightly_cargo() -> Command {
+    let mut c = Command::new("rustup");
+    c.args(["run", "nightly", "cargo"])
+        .current_dir(workspace_root());
+    // `cargo xtask` exports the stable toolchain's variables; the nightly cargo needs its own.
+    for var in ["RUSTC", "RUSTDOC", "CARGO", "RUSTUP_TOOLCHAIN"] {
+        c.env_remove(var);
+    }
+    c
+}

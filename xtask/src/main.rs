@@ -3,6 +3,7 @@
 mod bench;
 mod cmd;
 mod demo;
+mod fuzz;
 mod lab;
 mod setup;
 mod test;
@@ -48,6 +49,23 @@ enum Task {
     Bench {
         #[arg(value_enum)]
         name: bench::Bench,
+    },
+    /// Fuzz every parser of outside input (cargo-fuzz, nightly), each for a set time from
+    /// the seeds in fuzz/corpus; a crash fails with the input saved under fuzz/artifacts.
+    Fuzz {
+        /// Seconds per target.
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+        /// Only this target.
+        #[arg(long)]
+        target: Option<String>,
+        /// An unoptimized build without AddressSanitizer (as the unit tier runs): it
+        /// compiles in about half the time, and executes slower.
+        #[arg(long)]
+        quick: bool,
+        /// Do not run setup first.
+        #[arg(long)]
+        skip_setup: bool,
     },
     /// The vm tier alone, or a part of it: the agent's tests in qemu guests of each kernel.
     Vm {
@@ -104,6 +122,20 @@ fn main() -> ExitCode {
             action: LabAction::Clean,
         } => lab::clean(),
         Task::Setup => setup::setup(),
+        Task::Fuzz {
+            seconds,
+            target,
+            quick,
+            skip_setup,
+        } => {
+            let build = if quick {
+                fuzz::Build::Quick
+            } else {
+                fuzz::Build::Thorough
+            };
+            (if skip_setup { Ok(()) } else { setup::setup() })
+                .and_then(|()| fuzz::fuzz(seconds, target.as_deref(), build))
+        }
         Task::Test { tier, skip_setup } => test::test(tier, skip_setup),
         Task::Agent { args } => run_agent(&args),
         Task::Bench { name } => bench::run(name),

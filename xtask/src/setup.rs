@@ -119,6 +119,31 @@ fn bpf_linker() -> Result<()> {
     Ok(())
 }
 
+const CARGO_FUZZ_VERSION: &str = "0.13.2";
+
+/// cargo-fuzz runs the fuzz targets in `fuzz/` (`cargo xtask fuzz` and the unit tier).
+fn cargo_fuzz() -> Result<()> {
+    if let Some(v) = output("cargo-fuzz", &["--version"]) {
+        println!("cargo-fuzz: {} present, skipping", v.trim());
+        return Ok(());
+    }
+    let hint = format!("cargo install cargo-fuzz --version {CARGO_FUZZ_VERSION} --locked");
+    run(Command::new("cargo")
+        .args([
+            "install",
+            "cargo-fuzz",
+            "--version",
+            CARGO_FUZZ_VERSION,
+            "--locked",
+        ])
+        .current_dir(std::env::temp_dir()))
+    .map_err(|e| anyhow::anyhow!("{e:#}; by hand: {hint}"))?;
+    if output("cargo-fuzz", &["--version"]).is_none() {
+        bail!("cargo-fuzz installed but not on PATH; add ~/.cargo/bin to PATH");
+    }
+    Ok(())
+}
+
 /// Mounts tracefs where the kernel has it and nothing is mounted (tracepoints by name need it).
 fn tracefs() -> Result<()> {
     let mounted = std::fs::read_to_string("/proc/mounts")
@@ -157,6 +182,7 @@ pub fn setup() -> Result<()> {
     cmd::step("setup: apt packages", apt_packages)?;
     cmd::step("setup: nightly rust-src", nightly_rust_src)?;
     cmd::step("setup: bpf-linker", bpf_linker)?;
+    cmd::step("setup: cargo-fuzz", cargo_fuzz)?;
     cmd::step("setup: tracefs", tracefs)?;
     cmd::step("setup: securityfs", securityfs)?;
     Ok(())

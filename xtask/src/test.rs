@@ -1,8 +1,6 @@
 //! `cargo xtask test`: the test tiers, in order. Everything builds in release mode once, so
 //! the binaries the privileged tests run are the ones users run.
 
-use std::process::Command;
-
 use anyhow::Result;
 use clap::ValueEnum;
 
@@ -20,17 +18,6 @@ pub enum Tier {
     Vm,
 }
 
-fn ebpf_cargo() -> Command {
-    let mut c = Command::new("rustup");
-    c.args(["run", "nightly", "cargo"])
-        .current_dir(cmd::workspace_root());
-    // `cargo xtask` exports the stable toolchain's variables; the nightly cargo needs its own.
-    for var in ["RUSTC", "RUSTDOC", "CARGO", "RUSTUP_TOOLCHAIN"] {
-        c.env_remove(var);
-    }
-    c
-}
-
 fn lint() -> Result<()> {
     run(cargo().args(["fmt", "--all", "--check"]))?;
     run(cargo().args([
@@ -44,7 +31,7 @@ fn lint() -> Result<()> {
         "-D",
         "warnings",
     ]))?;
-    run(ebpf_cargo().args([
+    run(cmd::nightly_cargo().args([
         "clippy",
         "--release",
         "-p",
@@ -98,6 +85,10 @@ fn root_tier(test: &str, extra: &[&str]) -> Result<()> {
         .args(extra))
 }
 
+/// Seconds each fuzz target runs in the unit tier: nine targets keep the tier within a few
+/// minutes (the build comes first).
+const FUZZ_SECONDS: u64 = 10;
+
 pub fn test(only: Option<Tier>, skip_setup: bool) -> Result<()> {
     if !skip_setup {
         crate::setup::setup()?;
@@ -106,6 +97,10 @@ pub fn test(only: Option<Tier>, skip_setup: bool) -> Result<()> {
     if wants(Tier::Unit) {
         cmd::step("lint: fmt and clippy", lint)?;
         cmd::step("unit tests", unit)?;
+        // Every parser of outside input, briefly; `cargo xtask fuzz` runs them longer.
+        cmd::step("fuzz targets", || {
+            crate::fuzz::fuzz(FUZZ_SECONDS, None, crate::fuzz::Build::Quick)
+        })?;
     }
     if wants(Tier::Privileged) || wants(Tier::Scenarios) {
         cmd::step("build release binaries", build_binaries)?;

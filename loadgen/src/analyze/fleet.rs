@@ -15,6 +15,9 @@ use crate::http::{self, Url};
 
 /// Prometheus refuses range queries with more points than this.
 const MAX_POINTS: f64 = 11_000.0;
+/// The most answer bytes read over all the queries of one analysis (millions of points):
+/// the answers are all held until the analysis input is built, in a few times their size.
+const MAX_ANSWERS: usize = 256 << 20;
 
 /// A fleet query: where, which window, which hosts.
 #[derive(Clone, Debug)]
@@ -161,47 +164,65 @@ fn family_query(f: &Fleet, fam: &Family, w: &str) -> String {
 /// One series of a matrix answer: its labels and (time, value) points.
 pub type MatrixSeries = (BTreeMap<String, String>, Vec<(f64, f64)>);
 
+/// A `query_range` answer, read into types directly (a generic JSON tree of a large answer
+/// takes many times its size).
+#[derive(serde::Deserialize)]
+struct Answer<'a> {
+    status: String,
+    #[serde(default, rename = "errorType")]
+    error_type: Option<String>,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default, borrow)]
+    data: Option<Data<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct Data<'a> {
+    #[serde(rename = "resultType")]
+    result_type: String,
+    #[serde(borrow)]
+    result: &'a serde_json::value::RawValue,
+}
+
+#[derive(serde::Deserialize)]
+struct Item {
+    metric: BTreeMap<String, String>,
+    values: Vec<(f64, String)>,
+}
+
 /// Reads a `query_range` answer.
 pub fn parse_matrix(body: &str) -> Result<Vec<MatrixSeries>, String> {
-    let v: serde_json::Value =
+    let a: Answer =
         serde_json::from_str(body).map_err(|e| format!("the answer is not JSON ({e})"))?;
-    if v["status"] != "success" {
+    if a.status != "success" {
         return Err(format!(
             "{}: {}",
-            v["errorType"].as_str().unwrap_or("error"),
-            v["error"].as_str().unwrap_or("no message")
+            a.error_type.as_deref().unwrap_or("error"),
+            a.error.as_deref().unwrap_or("no message")
         ));
     }
-    if v["data"]["resultType"] != "matrix" {
-        return Err(format!(
-            "expected a matrix, got {}",
-            v["data"]["resultType"]
-        ));
+    let data = a.data.ok_or("the answer has no data")?;
+    if data.result_type != "matrix" {
+        return Err(format!("expected a matrix, got {:?}", data.result_type));
     }
-    let result = v["data"]["result"]
-        .as_array()
-        .ok_or("the answer has no result list")?;
-    let mut out = Vec::with_capacity(result.len());
-    for r in result {
-        let labels: BTreeMap<String, String> = r["metric"]
-            .as_object()
-            .ok_or("a result without labels")?
-            .iter()
-            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-            .collect();
-        let mut points = Vec::new();
-        for p in r["values"].as_array().ok_or("a result without values")? {
-            let t = p[0].as_f64().ok_or("a point without a time")?;
-            let s = p[1].as_str().ok_or("a point without a value")?;
-            let x = match s {
+    let items: Vec<Item> = serde_json::from_str(data.result.get())
+        .map_err(|e| format!("a malformed result list ({e})"))?;
+    let mut out = Vec::with_capacity(items.len());
+    for r in items {
+        let mut points = Vec::with_capacity(r.values.len());
+        for (t, s) in r.values {
+            let x = match s.as_str() {
                 "NaN" => f64::NAN,
                 "+Inf" => f64::INFINITY,
                 "-Inf" => f64::NEG_INFINITY,
-                _ => s.parse().map_err(|_| format!("bad value {s:?}"))?,
+                _ => s.parse().map_err(|_| {
+                    format!("bad value {:?}", s.chars().take(40).collect::<String>())
+                })?,
             };
             points.push((t, x));
         }
-        out.push((labels, points));
+        out.push((r.metric, points));
     }
     Ok(out)
 }
@@ -213,7 +234,13 @@ pub enum QueryError {
     Failed(String),
 }
 
-fn query_range(f: &Fleet, g: &Grid, promql: &str) -> Result<Vec<MatrixSeries>, QueryError> {
+/// `budget`: answer bytes still allowed; what this answer takes is subtracted.
+fn query_range(
+    f: &Fleet,
+    g: &Grid,
+    promql: &str,
+    budget: &mut usize,
+) -> Result<Vec<MatrixSeries>, QueryError> {
     let path = format!(
         "/api/v1/query_range?query={}&start={:.3}&end={:.3}&step={:.3}",
         http::encode(promql),
@@ -221,8 +248,18 @@ fn query_range(f: &Fleet, g: &Grid, promql: &str) -> Result<Vec<MatrixSeries>, Q
         g.query_end(),
         g.step
     );
-    let r = http::get(&f.url, &path, Duration::from_secs(60))
-        .map_err(|e| QueryError::Failed(format!("Prometheus at {}: {e}", f.url.display())))?;
+    let r = http::get(&f.url, &path, Duration::from_secs(60), *budget).map_err(|e| {
+        if e.starts_with(http::TOO_LARGE) {
+            QueryError::Failed(format!(
+                "Prometheus at {}: its answers are larger than {} MiB in all; narrow --selector or use a larger --step",
+                f.url.display(),
+                MAX_ANSWERS >> 20
+            ))
+        } else {
+            QueryError::Failed(format!("Prometheus at {}: {e}", f.url.display()))
+        }
+    })?;
+    *budget = budget.saturating_sub(r.body.len());
     let parsed = parse_matrix(&r.body);
     match (r.status, parsed) {
         (200, Ok(m)) => Ok(m),
@@ -247,8 +284,9 @@ pub type Answers = Vec<(Target, Vec<MatrixSeries>)>;
 pub fn fetch(f: &Fleet) -> Result<(Grid, Answers), QueryError> {
     let g = f.grid().map_err(QueryError::Refused)?;
     let mut out = Vec::new();
+    let mut budget = MAX_ANSWERS;
     for (target, promql) in queries(f) {
-        out.push((target, query_range(f, &g, &promql)?));
+        out.push((target, query_range(f, &g, &promql, &mut budget)?));
     }
     Ok((g, out))
 }

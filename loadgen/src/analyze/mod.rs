@@ -353,11 +353,13 @@ fn from_prometheus(a: &AnalyzeArgs, url: &str) -> Result<u8, Failure> {
     let run = fleet::build(&grid, &answers);
     if run.hosts.is_empty() {
         return Err(Failure::Runtime(anyhow::anyhow!(
-            "Prometheus at {} has no stornet-agent metrics{} between {start} and {end}",
+            "Prometheus at {} has no stornet-agent metrics{} between {} and {}",
             f.url.display(),
             a.selector
                 .as_deref()
-                .map_or(String::new(), |s| format!(" matching {s}"))
+                .map_or(String::new(), |s| format!(" matching {s}")),
+            time::format(start),
+            time::format(end)
         )));
     }
     let report = analyze(&run, "the Prometheus data")?;
@@ -432,7 +434,7 @@ fn from_prometheus(a: &AnalyzeArgs, url: &str) -> Result<u8, Failure> {
 fn write_html(path: &std::path::Path, html: &str) -> Result<(), Failure> {
     std::fs::write(path, html)
         .map_err(|e| Failure::Usage(format!("--html: cannot write {}: {e}", path.display())))?;
-    eprintln!("loadgen: HTML report written to {}", path.display());
+    crate::note!("loadgen: HTML report written to {}", path.display());
     Ok(())
 }
 

@@ -118,55 +118,59 @@ impl Record {
         }
     }
 
-    /// Writes the record as JSON through a temporary file renamed into place, so a reader
-    /// never sees half a record and an older record is replaced only by a complete one.
+    /// Writes the record as JSON (see [`OutFile`] for how the file is replaced).
     pub fn write(&self, path: &Path) -> Result<(), String> {
-        let tmp = path.with_file_name(format!(
-            ".{}.tmp{}",
-            path.file_name()
-                .map_or("record".into(), |n| n.to_string_lossy().into_owned()),
-            std::process::id()
-        ));
-        let result = (|| -> std::io::Result<()> {
-            let f = std::fs::File::create(&tmp)?;
-            let mut w = std::io::BufWriter::new(f);
-            serde_json::to_writer(&mut w, self)?;
-            w.write_all(b"\n")?;
-            w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-            std::fs::rename(&tmp, path)
-        })();
-        result.map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            format!("writing the run record {}: {e}", path.display())
+        self.write_to(crate::outfile::OutFile::create(path)?)
+    }
+
+    /// Writes the record into a file set up before the run.
+    pub fn write_to(&self, out: crate::outfile::OutFile) -> Result<(), String> {
+        out.commit(|w| {
+            serde_json::to_writer(&mut *w, self)?;
+            w.write_all(b"\n")
         })
     }
 
     /// Reads and checks a record; every problem is one line naming the file.
     pub fn read(path: &Path) -> Result<Record, String> {
         let p = path.display();
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {p}: {e}"))?;
+        let text = crate::files::read_text(path, crate::files::MAX_RECORD)
+            .map_err(|e| format!("cannot read {p}: {e}"))?;
         Record::parse(&text).map_err(|e| format!("{p}: {e}"))
     }
 
     pub fn parse(text: &str) -> Result<Record, String> {
-        let v: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| format!("not JSON ({e})"))?;
-        if v.get("format").and_then(|f| f.as_str()) != Some(FORMAT) {
+        /// The two fields that say what the rest is; everything else is skipped unread.
+        #[derive(Deserialize)]
+        struct Head {
+            format: Option<serde_json::Value>,
+            version: Option<serde_json::Value>,
+        }
+        let head: Head = serde_json::from_str(text).map_err(|e| format!("not JSON ({e})"))?;
+        if head.format.as_ref().and_then(|f| f.as_str()) != Some(FORMAT) {
             return Err(format!(
                 "not a stornet run record (no \"format\": \"{FORMAT}\"; `loadgen run --record FILE` writes one)"
             ));
         }
-        match v.get("version").and_then(|x| x.as_u64()) {
-            Some(n) if n >= 1 && n <= VERSION as u64 => {}
-            Some(n) => {
-                return Err(format!(
-                    "record version {n}, but this loadgen reads versions 1 to {VERSION}"
-                ));
-            }
+        match head.version {
             None => return Err("the record has no version".into()),
+            Some(v) => match v.as_u64() {
+                Some(n) if n >= 1 && n <= VERSION as u64 => {}
+                Some(n) => {
+                    return Err(format!(
+                        "record version {n}, but this loadgen reads versions 1 to {VERSION}"
+                    ));
+                }
+                None => {
+                    let shown: String = v.to_string().chars().take(40).collect();
+                    return Err(format!(
+                        "the record's version {shown} is not a whole number (this loadgen reads versions 1 to {VERSION})"
+                    ));
+                }
+            },
         }
         let r: Record =
-            serde_json::from_value(v).map_err(|e| format!("not a valid run record ({e})"))?;
+            serde_json::from_str(text).map_err(|e| format!("not a valid run record ({e})"))?;
         for p in &r.points {
             p.run
                 .validate()
@@ -301,6 +305,20 @@ mod tests {
             Record::parse(&newer)
                 .unwrap_err()
                 .contains("record version 2")
+        );
+        for (bad, shown) in [("\"1.5\"", "\"1.5\""), ("-1", "-1"), ("1.5", "1.5")] {
+            let e =
+                Record::parse(&good.replacen("\"version\":1", &format!("\"version\":{bad}"), 1))
+                    .unwrap_err();
+            assert!(
+                e.contains(&format!("version {shown} is not a whole number")),
+                "{e}"
+            );
+        }
+        assert!(
+            Record::parse(&good.replacen("\"version\":1,", "", 1))
+                .unwrap_err()
+                .contains("no version")
         );
         let no_points = good.replacen("\"points\":[{\"index\"", "\"pointz\":[{\"index\"", 1);
         assert!(

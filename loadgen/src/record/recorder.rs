@@ -25,6 +25,7 @@ struct Point {
 
 pub struct Recorder {
     path: PathBuf,
+    out: crate::outfile::OutFile,
     agents: Vec<AgentSpec>,
     samplers: Option<Samplers>,
     interval_ns: u64,
@@ -49,23 +50,9 @@ impl Recorder {
             }
             return Ok(None);
         };
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        if !dir.is_dir() {
-            return Err(Failure::Usage(format!(
-                "--record={}: directory {} does not exist",
-                path.display(),
-                dir.display()
-            )));
-        }
-        if path.is_dir() {
-            return Err(Failure::Usage(format!(
-                "--record={}: is a directory",
-                path.display()
-            )));
-        }
+        // The record is written at the end; where it goes is checked now, before any IO.
+        let out = crate::outfile::OutFile::create(&path)
+            .map_err(|e| Failure::Usage(format!("--record: {e}")))?;
         let agents: Vec<AgentSpec> = s
             .agents
             .iter()
@@ -86,6 +73,7 @@ impl Recorder {
         };
         Ok(Some(Recorder {
             path,
+            out,
             agents,
             samplers,
             interval_ns: s.interval_ns,
@@ -142,9 +130,9 @@ impl Recorder {
         drop(self.samplers.take());
         let record = self.build(result);
         record
-            .write(&self.path)
-            .map_err(|e| Failure::Runtime(anyhow::anyhow!(e)))?;
-        eprintln!("loadgen: run record written to {}", self.path.display());
+            .write_to(self.out)
+            .map_err(|e| Failure::Runtime(anyhow::anyhow!("the run record: {e}")))?;
+        crate::note!("loadgen: run record written to {}", self.path.display());
         Ok(())
     }
 

@@ -33,7 +33,12 @@ pub struct ServeArgs {
     /// connection has for its handshake); slower peers are disconnected.
     #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = parse_seconds)]
     pub frame_timeout: Duration,
-    /// Most connections served at once; more are refused.
+    /// Seconds a connection may go without a message before it is closed (TCP keepalive
+    /// also notices a peer that vanished, within about a minute).
+    #[arg(long, value_name = "SECONDS", default_value = "300", value_parser = parse_seconds)]
+    pub idle_timeout: Duration,
+    /// Most connections streaming at once; more are refused at their handshake.
+    /// Connections still in their handshake do not count.
     #[arg(long, value_name = "N", default_value_t = 256)]
     pub max_connections: usize,
 }
@@ -73,19 +78,20 @@ fn parse_seconds(s: &str) -> Result<Duration, String> {
         .parse()
         .map_err(|_| format!("{s:?} is not a number of seconds"))?;
     if !(v > 0.0 && v <= 86_400.0) {
-        return Err(format!("{s} is not between 0 and 86400 seconds"));
+        return Err(format!("{s}: give more than 0 and at most 86400 seconds"));
     }
     Ok(Duration::from_secs_f64(v))
 }
 
 fn usage(msg: String) -> ExitCode {
-    eprintln!("loadgen: {msg}");
+    crate::note!("loadgen: {msg}");
     ExitCode::from(EXIT_USAGE)
 }
 
 /// A token file's content without surrounding whitespace: 1 to `MAX_TOKEN_LEN` bytes.
 pub fn read_token(path: &Path) -> Result<Vec<u8>, String> {
-    let raw = std::fs::read(path).map_err(|e| format!("--token-file {}: {e}", path.display()))?;
+    let raw = crate::files::read_capped(path, crate::files::MAX_TOKEN_FILE)
+        .map_err(|e| format!("--token-file {}: {e}", path.display()))?;
     let token = raw.trim_ascii();
     if token.is_empty() {
         return Err(format!(
@@ -117,6 +123,7 @@ pub fn serve(args: ServeArgs) -> ExitCode {
         token,
         ack_on_receive: args.ack_on_receive,
         frame_timeout: args.frame_timeout,
+        idle_timeout: args.idle_timeout,
         max_connections: args.max_connections,
     };
     let server = match Server::bind(config) {
@@ -126,7 +133,7 @@ pub fn serve(args: ServeArgs) -> ExitCode {
     match server.run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("loadgen serve: {e}");
+            crate::note!("loadgen serve: {e}");
             ExitCode::FAILURE
         }
     }
@@ -191,7 +198,7 @@ pub fn replica_client(args: ReplicaClientArgs) -> ExitCode {
         timeout: args.timeout,
     };
     let fail = |msg: String| {
-        eprintln!("loadgen replica-client: {msg}");
+        crate::note!("loadgen replica-client: {msg}");
         ExitCode::FAILURE
     };
     let start = Instant::now();
@@ -288,7 +295,8 @@ mod tests {
     #[test]
     fn seconds() {
         assert_eq!(parse_seconds("1.5"), Ok(Duration::from_millis(1500)));
-        assert!(parse_seconds("0").is_err());
+        let e = parse_seconds("0").unwrap_err();
+        assert_eq!(e, "0: give more than 0 and at most 86400 seconds");
         assert!(parse_seconds("x").is_err());
         assert!(parse_seconds("NaN").is_err());
     }
@@ -304,6 +312,10 @@ mod tests {
         assert!(read_token(&p).unwrap_err().contains("empty"));
         std::fs::write(&p, vec![b'x'; 300]).unwrap();
         assert!(read_token(&p).unwrap_err().contains("more than 256"));
+        std::fs::write(&p, vec![b'x'; 5000]).unwrap();
+        assert!(read_token(&p).unwrap_err().contains("more than the 4096"));
+        let e = read_token(Path::new("/dev/zero")).unwrap_err();
+        assert!(e.contains("character device"), "{e}");
         assert!(read_token(&dir.join("missing")).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -16,14 +16,15 @@
 //! of at most `MAX_INFLIGHT_BYTES`, and at most `MAX_INFLIGHT` requests between receipt and
 //! their ack being sent. At either limit the connection stops reading and TCP pushes back.
 
+use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use io_uring::{IoUring, opcode, types};
@@ -48,7 +49,82 @@ pub struct ServerConfig {
     pub ack_on_receive: bool,
     /// How long one message may take to arrive once its first byte has.
     pub frame_timeout: Duration,
+    /// How long a connection may go without a message before it is closed.
+    pub idle_timeout: Duration,
+    /// Most connections streaming at once; as many more may be in their handshake.
     pub max_connections: usize,
+}
+
+/// Who may stream, and who waits for its handshake. A connection counts toward
+/// `max_connections` only once its hello is accepted; connections still in their handshake
+/// are bounded apart, and at that bound the oldest is closed, so sockets that never send a
+/// hello cannot lock real clients out.
+struct Admission {
+    max: usize,
+    streaming: AtomicUsize,
+    /// Connections in their handshake, oldest first, with a handle to close each.
+    handshakes: Mutex<VecDeque<(u64, TcpStream)>>,
+}
+
+impl Admission {
+    /// Registers a new connection's handshake, closing the oldest one waiting if full.
+    fn handshake_started(&self, id: u64, stream: &TcpStream) {
+        let mut h = self.handshakes.lock().unwrap_or_else(|e| e.into_inner());
+        if h.len() >= self.max
+            && let Some((old, s)) = h.pop_front()
+        {
+            log(format_args!(
+                "conn {old}: closed: no hello before {} newer connections",
+                self.max
+            ));
+            let _ = s.shutdown(Shutdown::Both);
+        }
+        if let Ok(handle) = stream.try_clone() {
+            h.push_back((id, handle));
+        }
+    }
+
+    fn handshake_ended(&self, id: u64) {
+        let mut h = self.handshakes.lock().unwrap_or_else(|e| e.into_inner());
+        h.retain(|(i, _)| *i != id);
+    }
+
+    /// A streaming slot, if one is free.
+    fn start_streaming(&self) -> bool {
+        if self.streaming.fetch_add(1, Ordering::AcqRel) >= self.max {
+            self.streaming.fetch_sub(1, Ordering::AcqRel);
+            return false;
+        }
+        true
+    }
+
+    fn stop_streaming(&self) {
+        self.streaming.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// TCP keepalive probes after 30 s of silence and unacknowledged data given up after 60 s:
+/// a peer that vanished without closing (power loss, a cut link) is noticed in about a
+/// minute.
+fn keepalive(stream: &TcpStream) {
+    let fd = stream.as_raw_fd();
+    let set = |level: i32, opt: i32, v: libc::c_int| {
+        // SAFETY: setsockopt with a pointer to an int and its size.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                level,
+                opt,
+                (&v as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        }
+    };
+    set(libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1);
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, 30);
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, 10);
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 3);
+    set(libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT, 60_000);
 }
 
 /// Writes to stderr, one line per event, prefixed so a log shows where it came from.
@@ -130,7 +206,11 @@ impl Server {
                 ""
             },
         ));
-        let active = Arc::new(AtomicUsize::new(0));
+        let admission = Arc::new(Admission {
+            max: self.config.max_connections,
+            streaming: AtomicUsize::new(0),
+            handshakes: Mutex::new(VecDeque::new()),
+        });
         let next_id = AtomicU64::new(1);
         for stream in self.listener.incoming() {
             let stream = match stream {
@@ -146,43 +226,25 @@ impl Server {
             let peer = stream
                 .peer_addr()
                 .map_or_else(|_| "?".to_string(), |a| a.to_string());
-            if active.load(Ordering::Acquire) >= self.config.max_connections {
-                log(format_args!(
-                    "conn {id} {peer}: refused: already {} connections",
-                    self.config.max_connections
-                ));
-                refuse_busy(stream);
-                continue;
-            }
-            active.fetch_add(1, Ordering::AcqRel);
+            keepalive(&stream);
+            admission.handshake_started(id, &stream);
             let config = Arc::clone(&self.config);
-            let counter = Arc::clone(&active);
+            let adm = Arc::clone(&admission);
             let spawned = std::thread::Builder::new()
                 .name(format!("conn-{id}"))
                 .stack_size(256 << 10)
                 .spawn(move || {
                     log(format_args!("conn {id} {peer}: start"));
-                    let (summary, reason) = Connection::serve(stream, &config);
+                    let (summary, reason) = Connection::serve(stream, &config, &adm, id);
                     log(format_args!("conn {id} {peer}: end {summary}: {reason}"));
-                    counter.fetch_sub(1, Ordering::AcqRel);
                 });
             if let Err(e) = spawned {
-                active.fetch_sub(1, Ordering::AcqRel);
+                admission.handshake_ended(id);
                 log(format_args!("conn {id}: no thread for it: {e}"));
             }
         }
         Ok(())
     }
-}
-
-fn refuse_busy(mut stream: TcpStream) {
-    let ack = HelloAck {
-        version: VERSION,
-        status: HelloStatus::Busy,
-        max_payload: 0,
-    };
-    let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
-    let _ = stream.write_all(&ack.encode());
 }
 
 /// A 4 KiB-aligned heap buffer (O_DIRECT needs aligned memory).
@@ -242,6 +304,12 @@ enum Phase {
 
 struct Connection<'a> {
     config: &'a ServerConfig,
+    admission: &'a Admission,
+    id: u64,
+    /// Holds one of the `max_connections` streaming slots.
+    streaming: bool,
+    /// When the last bytes arrived (the idle deadline runs from there).
+    last_recv: Instant,
     stream: TcpStream,
     ring: IoUring,
     decoder: Decoder,
@@ -273,14 +341,26 @@ struct Connection<'a> {
 
 impl<'a> Connection<'a> {
     /// Serves one connection to its end; returns a summary and the reason it ended.
-    fn serve(stream: TcpStream, config: &'a ServerConfig) -> (String, String) {
+    fn serve(
+        stream: TcpStream,
+        config: &'a ServerConfig,
+        admission: &'a Admission,
+        id: u64,
+    ) -> (String, String) {
         let ring = match IoUring::new((MAX_INFLIGHT as u32 + 4).next_power_of_two()) {
             Ok(r) => r,
-            Err(e) => return (String::new(), format!("no io_uring for it: {e}")),
+            Err(e) => {
+                admission.handshake_ended(id);
+                return (String::new(), format!("no io_uring for it: {e}"));
+            }
         };
         let _ = stream.set_nodelay(true);
         let mut c = Connection {
             config,
+            admission,
+            id,
+            streaming: false,
+            last_recv: Instant::now(),
             stream,
             ring,
             decoder: Decoder::new(MAX_PAYLOAD),
@@ -305,6 +385,10 @@ impl<'a> Connection<'a> {
             bytes: 0,
         };
         let reason = c.event_loop();
+        admission.handshake_ended(id);
+        if c.streaming {
+            admission.stop_streaming();
+        }
         let summary = if c.volume.is_empty() {
             format!("after {} writes", c.writes)
         } else {
@@ -357,6 +441,9 @@ impl<'a> Connection<'a> {
             (true, Some(t)) if matches!(self.phase, Phase::Handshake | Phase::Streaming) => {
                 Some(t + self.config.frame_timeout)
             }
+            (true, None) if self.phase == Phase::Streaming => {
+                Some(self.last_recv + self.config.idle_timeout)
+            }
             _ => None,
         };
         let result = match deadline {
@@ -375,6 +462,14 @@ impl<'a> Connection<'a> {
                     || e.raw_os_error() == Some(libc::EINTR) =>
             {
                 if let Some(d) = deadline
+                    && Instant::now() >= d
+                    && self.item_started.is_none()
+                {
+                    self.close(format!(
+                        "idle: no message for {:?}; peer gone?",
+                        self.config.idle_timeout
+                    ));
+                } else if let Some(d) = deadline
                     && Instant::now() >= d
                 {
                     let what = match self.incomplete() {
@@ -520,6 +615,18 @@ impl<'a> Connection<'a> {
             };
             return refuse(self, status, format!("handshake refused: {e}"));
         }
+        self.admission.handshake_ended(self.id);
+        if !self.admission.start_streaming() {
+            return refuse(
+                self,
+                HelloStatus::Busy,
+                format!(
+                    "refused: already {} connections streaming",
+                    self.config.max_connections
+                ),
+            );
+        }
+        self.streaming = true;
         let path = self.config.dir.join(&hello.volume);
         match open_volume(&path) {
             Ok(f) => {
@@ -688,6 +795,7 @@ impl<'a> Connection<'a> {
             return;
         }
         self.decoder.filled(res as usize);
+        self.last_recv = Instant::now();
         if self.item_started.is_none() {
             self.item_started = Some(Instant::now());
         }

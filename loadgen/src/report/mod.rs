@@ -33,37 +33,37 @@ pub fn render(r: &RunResult, settings: &RunSettings) -> String {
 /// Where reports go: stdout, or the `--output` file, created at the first write (interim
 /// reports of `--status-interval` come before the final one).
 pub struct Output {
-    path: Option<std::path::PathBuf>,
-    file: Option<std::fs::File>,
+    /// The `--output` file, checked when the run starts and renamed into place when it ends;
+    /// standard output without it.
+    file: Option<crate::outfile::OutFile>,
 }
 
 impl Output {
-    pub fn new(path: Option<std::path::PathBuf>) -> Output {
-        Output { path, file: None }
+    pub fn new(path: Option<&std::path::Path>) -> Result<Output, String> {
+        Ok(Output {
+            file: path.map(crate::outfile::OutFile::create).transpose()?,
+        })
     }
 
+    /// Writes (or with `--output`, appends) a report: interim ones, then the final one.
     pub fn write(&mut self, text: &str) -> Result<(), String> {
         use std::io::Write;
-        match &self.path {
-            Some(p) => {
-                if self.file.is_none() {
-                    self.file = Some(
-                        std::fs::File::create(p)
-                            .map_err(|e| format!("writing {}: {e}", p.display()))?,
-                    );
-                }
-                if let Some(f) = &mut self.file {
-                    f.write_all(text.as_bytes())
-                        .map_err(|e| format!("writing {}: {e}", p.display()))?;
-                }
-                Ok(())
-            }
+        match &mut self.file {
+            Some(f) => f.append(text.as_bytes()),
             None => {
                 let mut out = std::io::stdout().lock();
                 out.write_all(text.as_bytes())
                     .and_then(|_| out.flush())
                     .map_err(|e| format!("writing the report: {e}"))
             }
+        }
+    }
+
+    /// Puts the `--output` file in place once the run's reports are all in it.
+    pub fn finish(&mut self) -> Result<(), String> {
+        match self.file.take() {
+            Some(f) => f.commit(|_| Ok(())),
+            None => Ok(()),
         }
     }
 }

@@ -89,8 +89,11 @@ enum Cmd {
 }
 
 /// Scrapes one agent once, now.
+/// The largest /metrics answer read: an agent's is tens of kilobytes.
+const MAX_SCRAPE: usize = 32 << 20;
+
 pub fn scrape(url: &Url, timeout: Duration) -> Result<Reading, String> {
-    let r = http::get(url, "", timeout)?;
+    let r = http::get(url, "", timeout, MAX_SCRAPE)?;
     if r.status != 200 {
         let first = r.body.lines().next().unwrap_or("").trim();
         return Err(format!("HTTP {} {first}", r.status));
@@ -212,13 +215,13 @@ impl Drop for Samplers {
 
 fn sampler(spec: AgentSpec, rx: Receiver<Cmd>, tx: Sender<Reply>) {
     match scrape(&spec.url, Duration::from_secs(2)) {
-        Ok(r) if r.is_empty() => eprintln!(
+        Ok(r) if r.is_empty() => crate::note!(
             "loadgen: warning: agent {} ({}) serves none of the stornet metrics the analysis uses",
             spec.name,
             spec.url.display()
         ),
         Ok(_) => {}
-        Err(e) => eprintln!(
+        Err(e) => crate::note!(
             "loadgen: warning: agent {} ({}) does not answer: {e}; its samples are missing while it does not",
             spec.name,
             spec.url.display()
@@ -347,7 +350,7 @@ impl<'a> Log<'a> {
                     .max(done.saturating_sub(due) as f64 / 1e9);
                 if self.failing {
                     self.failing = false;
-                    eprintln!(
+                    crate::note!(
                         "loadgen: agent {}: samples again from {:.1} s",
                         self.spec.name,
                         at(k, interval_ns)
@@ -366,7 +369,7 @@ impl<'a> Log<'a> {
         }
         if !self.failing {
             self.failing = true;
-            eprintln!(
+            crate::note!(
                 "loadgen: warning: agent {} ({}): no sample at {at:.1} s: {why}; its data is missing until it answers",
                 self.spec.name,
                 self.spec.url.display()

@@ -1,0 +1,36 @@
+//! Prometheus's answers in fleet mode: the HTTP response, the query_range JSON, and the
+//! analysis input built from it.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use loadgen::agent_signals::Field;
+use loadgen::analyze::fleet::{self, Grid, Target};
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(r) = loadgen::http::parse_response(data) else {
+        return;
+    };
+    let Ok(matrix) = fleet::parse_matrix(&r.body) else {
+        return;
+    };
+    let g = Grid {
+        start: 1_796_013_451.0,
+        step: 2.0,
+        n: 5,
+    };
+    let answers = vec![
+        (Target::Family(Field::BlockRequests), matrix.clone()),
+        (Target::Family(Field::TcpRetransmits), matrix.clone()),
+        (
+            Target::Quantile {
+                histogram: loadgen::agent_signals::SERVICE_HISTOGRAM,
+                q: 0.99,
+            },
+            matrix,
+        ),
+    ];
+    let run = fleet::build(&g, &answers);
+    if run.validate().is_ok() {
+        let _ = analysis::analyze(&run);
+    }
+});

@@ -1,0 +1,11 @@
+//! fio job files.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let _ = loadgen::jobfile::parse(text, "fuzz.fio");
+});
