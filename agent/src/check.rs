@@ -98,14 +98,20 @@ pub fn run(config: &Config) -> ExitCode {
     }
     let up = probes.status.iter().filter(|s| s.up).count();
     drop(probes);
-    print!("{}", table(&rows));
-    if up == 0 {
-        println!("no probe can run on this host: the agent would serve only /proc and /sys data");
+    // A closed stdout (`check | head`) ends the output, not the process with a panic.
+    let mut out = table(&rows);
+    let code = if up == 0 {
+        out.push_str(
+            "no probe can run on this host: the agent would serve only /proc and /sys data\n",
+        );
         ExitCode::FAILURE
     } else {
-        println!("{up} of {} probes can run", PROBES.len());
+        out.push_str(&format!("{up} of {} probes can run\n", PROBES.len()));
         ExitCode::SUCCESS
-    }
+    };
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(out.as_bytes());
+    code
 }
 
 /// Renders rows as an aligned text table.
@@ -197,7 +203,10 @@ fn lockdown() -> Row {
         ),
         Lockdown::Unknown => (
             Status::Warn,
-            format!("unknown ({} unreadable: no lockdown LSM, or securityfs not mounted)", crate::kernel::LOCKDOWN_FILE),
+            format!(
+                "unknown ({} unreadable: no lockdown LSM, or securityfs not mounted)",
+                crate::kernel::LOCKDOWN_FILE
+            ),
         ),
     };
     row("kernel lockdown", status, detail)

@@ -105,7 +105,10 @@ impl SelfMetrics {
             Kind::Gauge,
         );
         k.scalar(
-            &[("release", &self.kernel.0), ("lockdown", self.kernel.1.as_str())],
+            &[
+                ("release", &self.kernel.0),
+                ("lockdown", self.kernel.1.as_str()),
+            ],
             1.0,
         );
         out.push(k);

@@ -64,7 +64,10 @@ pub fn counts_match_sysfs(driver: &str) {
     let cache = disk.attr("queue/write_cache").unwrap_or_default();
     let flushes = sys(|s| s.flush_ios);
     let carriers = if cache == "write back" {
-        assert_eq!(flushes, FLUSHES, "{name}: sysfs flushes with a write-back cache");
+        assert_eq!(
+            flushes, FLUSHES,
+            "{name}: sysfs flushes with a write-back cache"
+        );
         FLUSHES
     } else {
         assert_eq!(flushes, 0, "{name}: flushes on a {cache} device");
@@ -82,7 +85,11 @@ pub fn counts_match_sysfs(driver: &str) {
         ("flush", flushes, 0),
     ] {
         let l = [("device", name), ("op", op)];
-        assert_eq!(d(&|s| count(s, SIZE, &l)), ios, "{name}: agent {op} requests vs sysfs");
+        assert_eq!(
+            d(&|s| count(s, SIZE, &l)),
+            ios,
+            "{name}: agent {op} requests vs sysfs"
+        );
         if op != "flush" {
             assert_eq!(
                 d(&|s| total(s, SIZE, &l)),
@@ -106,7 +113,11 @@ pub fn counts_match_sysfs(driver: &str) {
     // Every dispatch stamp the probes took was used: none is left in the map. (A stamp left
     // behind would mean the agent mispredicted whether the kernel stamps dispatches.)
     assert_eq!(
-        sum(&after, "stornet_agent_map_entries", &[("map", "BLOCK_STAMPS")]),
+        sum(
+            &after,
+            "stornet_agent_map_entries",
+            &[("map", "BLOCK_STAMPS")]
+        ),
         0.0,
         "dispatch stamps left behind"
     );
@@ -122,7 +133,9 @@ fn bound_at_or_above(s: &[Sample], metric: &str, device: &str, limit: u64) -> St
         .filter(|&le: &f64| le >= limit as f64)
         .collect();
     les.sort_by(f64::total_cmp);
-    let le = les.first().unwrap_or_else(|| panic!("no {name} bound ≥ {limit}"));
+    let le = les
+        .first()
+        .unwrap_or_else(|| panic!("no {name} bound ≥ {limit}"));
     let text = s
         .iter()
         .filter(|x| x.name == name && x.label("device") == Some(device))
@@ -202,7 +215,8 @@ fn outstanding_reads(disk: &Disk, agent: &AgentProcess, run: Duration) -> (u64, 
 /// (fewer tags than outstanding IOs), the depth must sit at the limit.
 pub fn inflight_within_tags(driver: &str, saturates: bool) {
     let (g, disk, agent) = setup(driver);
-    disk.set_queue_attr("scheduler", "none").expect("scheduler none");
+    disk.set_queue_attr("scheduler", "none")
+        .expect("scheduler none");
     let name = disk.name.clone();
     let nr_requests: u64 = disk.attr("queue/nr_requests").unwrap().parse().unwrap();
     assert_eq!(
@@ -222,7 +236,11 @@ pub fn inflight_within_tags(driver: &str, saturates: bool) {
     let (after, s1) = settled(&scrape, &disk);
     let l = [("device", name.as_str())];
     let d = |f: &dyn Fn(&[Sample]) -> f64| f(&after) - f(&before);
-    assert_eq!(s1.read_ios - s0.read_ios, reads, "{name}: sysfs reads vs the test's");
+    assert_eq!(
+        s1.read_ios - s0.read_ios,
+        reads,
+        "{name}: sysfs reads vs the test's"
+    );
     // What the issue probe recorded, and the runs the kernel says it skipped (a program run
     // that would nest in another of its runs on the same CPU), add up to every read.
     let n = d(&|s| count(s, DEPTH, &l));
@@ -240,7 +258,13 @@ pub fn inflight_within_tags(driver: &str, saturates: bool) {
     );
     let depth_mean = d(&|s| total(s, DEPTH, &l)) / n;
     let le = bound_at_or_above(&after, DEPTH, &name, limit);
-    let within = d(&|s| sum(s, &format!("{DEPTH}_bucket"), &[("device", &name), ("le", &le)]));
+    let within = d(&|s| {
+        sum(
+            s,
+            &format!("{DEPTH}_bucket"),
+            &[("device", &name), ("le", &le)],
+        )
+    });
     let agent_max = samples.agent.iter().copied().max().unwrap_or(0);
     let kernel_max = samples.kernel.iter().copied().max().unwrap_or(0);
     let (agent_mean, kernel_mean) = (mean(&samples.agent), mean(&samples.kernel));
@@ -254,7 +278,10 @@ pub fn inflight_within_tags(driver: &str, saturates: bool) {
         samples.skipped
     );
     assert_eq!(within, n, "{name}: depths above le={le} (limit {limit})");
-    assert!(depth_mean <= limit as f64, "{name}: mean depth {depth_mean} above {limit}");
+    assert!(
+        depth_mean <= limit as f64,
+        "{name}: mean depth {depth_mean} above {limit}"
+    );
     assert!(
         (1..=limit).contains(&agent_max),
         "{name}: agent in flight {agent_max}, limit {limit}"

@@ -19,13 +19,12 @@ fn delta(before: &[Sample], after: &[Sample], name: &str, labels: &[(&str, &str)
 #[test]
 fn lossy_link_counts_match_the_kernel() {
     let p = HostPair::new("lossy").expect("host pair");
-    p.a.tc(&["qdisc", "replace", "dev", p.a_dev, "root", "netem", "loss", "3%"])
-        .expect("netem");
-    let agent = AgentProcess::with_config(
-        &format!("[net]\nnamespaces = [{:?}]\n", p.a.name),
-        &[],
-    )
-    .expect("agent starts");
+    p.a.tc(&[
+        "qdisc", "replace", "dev", p.a_dev, "root", "netem", "loss", "3%",
+    ])
+    .expect("netem");
+    let agent = AgentProcess::with_config(&format!("[net]\nnamespaces = [{:?}]\n", p.a.name), &[])
+        .expect("agent starts");
     let before = agent.scrape().unwrap();
     let snmp0 = p.a.snmp_tcp("RetransSegs").unwrap();
     let tc0 = p.a.qdisc_dropped(p.a_dev).unwrap();
@@ -40,10 +39,17 @@ fn lossy_link_counts_match_the_kernel() {
     let peer = p.b_addr().to_string();
     let d = |name: &str, labels: &[(&str, &str)]| delta(&before, &after, name, labels);
     let retransmits = d("stornet_tcp_retransmits_total", &[("peer", &peer)]);
-    let missed = d("stornet_agent_probe_misses_total", &[("probe", "tcp_retransmit")]);
+    let missed = d(
+        "stornet_agent_probe_misses_total",
+        &[("probe", "tcp_retransmit")],
+    );
     let qdisc = d(
         "stornet_qdisc_drops_total",
-        &[("namespace", &p.a.name), ("interface", p.a_dev), ("qdisc", "netem")],
+        &[
+            ("namespace", &p.a.name),
+            ("interface", p.a_dev),
+            ("qdisc", "netem"),
+        ],
     );
     let reason = if kernel_has_drop_reasons() {
         "qdisc_drop"
@@ -56,14 +62,20 @@ fn lossy_link_counts_match_the_kernel() {
         "netem loss 3%: RetransSegs {snmp}, agent {retransmits} (probe runs missed {missed}); \
          tc dropped {tc}, agent qdisc drops {qdisc}, {reason} {dropped}, by function {by_function}"
     );
-    assert!(tc > 0 && snmp > 0, "a lossy link must drop and make TCP retransmit");
+    assert!(
+        tc > 0 && snmp > 0,
+        "a lossy link must drop and make TCP retransmit"
+    );
     // Exact, unless the kernel says it skipped probe runs; never more than the kernel counts.
     assert!(
         retransmits <= snmp && retransmits + missed >= snmp,
         "agent retransmits {retransmits} (+{missed} missed) vs RetransSegs {snmp}"
     );
     assert_eq!(qdisc, tc, "agent qdisc drops vs tc -s qdisc");
-    assert!(dropped >= tc, "drops with reason {reason}: {dropped} of {tc}");
+    assert!(
+        dropped >= tc,
+        "drops with reason {reason}: {dropped} of {tc}"
+    );
     if !kernel_has_drop_reasons() {
         assert!(
             by_function >= tc,

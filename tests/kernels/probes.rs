@@ -45,7 +45,11 @@ fn check_is_clean() {
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "check failed:\n{table}");
     let failing: Vec<&str> = table.lines().filter(|l| l.contains(" FAIL ")).collect();
-    assert!(failing.is_empty(), "check rows failing:\n{}", failing.join("\n"));
+    assert!(
+        failing.is_empty(),
+        "check rows failing:\n{}",
+        failing.join("\n")
+    );
     let lockdown = table
         .lines()
         .find(|l| l.starts_with("kernel lockdown"))
@@ -56,7 +60,11 @@ fn check_is_clean() {
         guest::lockdown()
     );
     assert!(
-        table.contains(&format!("{} of {} probes can run", PROBES.len(), PROBES.len())),
+        table.contains(&format!(
+            "{} of {} probes can run",
+            PROBES.len(),
+            PROBES.len()
+        )),
         "{table}"
     );
 }

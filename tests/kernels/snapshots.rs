@@ -39,7 +39,10 @@ fn without_sock_diag_only_that_snapshot_is_lost() {
             &[("namespace", "host"), ("snapshot", "sock_diag")],
         )
     };
-    assert!(errors(&first) >= 1.0, "the failed socket snapshot is counted");
+    assert!(
+        errors(&first) >= 1.0,
+        "the failed socket snapshot is counted"
+    );
     assert!(errors(&second) > errors(&first), "at every scrape");
     assert_eq!(
         sum(

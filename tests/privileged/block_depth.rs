@@ -59,15 +59,8 @@ fn check(test: &str, scrape: &dyn Fn() -> anyhow::Result<Vec<Sample>>, stamps: &
     // (`stornet_agent_probe_misses_total`, docs/metrics.md): what the probe counted plus what
     // the kernel says it missed covers every read, and nothing is counted twice. (Other IO
     // on the machine can add misses, never counts.)
-    let misses = |probe: &str| {
-        delta(&|s| {
-            sum(
-                s,
-                "stornet_agent_probe_misses_total",
-                &[("probe", probe)],
-            )
-        })
-    };
+    let misses =
+        |probe: &str| delta(&|s| sum(s, "stornet_agent_probe_misses_total", &[("probe", probe)]));
     let seen = |what: &str, got: f64, probes: &[&str]| {
         let missed: f64 = probes.iter().map(|p| misses(p)).sum();
         let probe = probes.join(" and ");

@@ -46,7 +46,11 @@ fn block_write_errors_are_counted_by_status() {
         let (before, _) = settled(&scrape, &disk);
         let (nospc, ioerr) = write_64()?;
         let (after, _) = settled(&scrape, &disk);
-        assert!(nospc + ioerr >= 32, "only {} of 64 writes failed", nospc + ioerr);
+        assert!(
+            nospc + ioerr >= 32,
+            "only {} of 64 writes failed",
+            nospc + ioerr
+        );
         for (label, failed) in [("nospc", nospc), ("ioerr", ioerr)] {
             let labels = [
                 ("device", disk.name.as_str()),

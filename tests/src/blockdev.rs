@@ -159,7 +159,8 @@ impl LoopDevice {
         // tmpfs takes O_DIRECT only since Linux 6.6: on older kernels the loop device reads
         // its file through the page cache, which changes nothing the tests count (the IO
         // on the loop device itself).
-        if !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("Invalid argument")
+        if !out.status.success()
+            && String::from_utf8_lossy(&out.stderr).contains("Invalid argument")
         {
             out = losetup("off")?;
         }
@@ -260,10 +261,7 @@ impl DiskStat {
 
 /// A scrape and the device's sysfs counters, taken while the device was quiet: retried until
 /// sysfs reads the same before and after the scrape.
-pub fn settled<T>(
-    scrape: &dyn Fn() -> Result<T>,
-    disk: &dyn Counted,
-) -> (T, DiskStat) {
+pub fn settled<T>(scrape: &dyn Fn() -> Result<T>, disk: &dyn Counted) -> (T, DiskStat) {
     disk.settle();
     for _ in 0..50 {
         let before = disk.stat().expect("sysfs stat");

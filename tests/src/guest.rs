@@ -23,7 +23,9 @@ pub fn parse_disks(spec: &str) -> Result<Vec<GuestDisk>, String> {
         .map(|entry| {
             let parts: Vec<&str> = entry.split(':').collect();
             let [driver, name, tags, queues] = parts[..] else {
-                return Err(format!("disk entry {entry:?} is not driver:name:tags:queues"));
+                return Err(format!(
+                    "disk entry {entry:?} is not driver:name:tags:queues"
+                ));
             };
             let num = |what: &str, v: &str| {
                 v.parse::<u64>()

@@ -24,7 +24,10 @@ const PACKAGES: &[(&str, &str)] = &[
     ("util-linux", "losetup in tests"),
     ("iputils-ping", "reachability checks in the lab"),
     ("systemd", "systemd-analyze checks the packaged unit"),
-    ("qemu-system-x86", "the vm tier boots Debian's kernels in qemu"),
+    (
+        "qemu-system-x86",
+        "the vm tier boots Debian's kernels in qemu",
+    ),
     ("busybox-static", "the vm tier's guests: shell and tools"),
     ("xz-utils", "the vm tier: compressed kernel modules"),
     ("bpftool", "inspecting probes and maps"),

@@ -399,7 +399,11 @@ impl Collector for SnapshotCollector {
             match snap {
                 Ok(None) => continue,
                 Ok(Some(s)) => {
-                    self.record(&label, &s.failed, &[WHOLE, PART_QDISC, PART_SOCK_DIAG, PART_ETHTOOL]);
+                    self.record(
+                        &label,
+                        &s.failed,
+                        &[WHOLE, PART_QDISC, PART_SOCK_DIAG, PART_ETHTOOL],
+                    );
                     fams.up.scalar(&[("namespace", &label)], 1.0);
                     fams.add(&label, &s);
                     sockets.extend(s.sockets);

@@ -311,7 +311,7 @@ pub fn run(
     };
     clock::sleep_until(t0);
     if !fixed && spec.index == 0 && spec.engine == IoEngine::IoUring {
-        eprintln!(
+        crate::note!(
             "loadgen: io_uring could not register the IO buffers (locked-memory limit?); using unregistered buffers"
         );
     }

@@ -97,7 +97,7 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, String> {
     note_globals(&global);
     let mut jobs = Vec::new();
     for f in &files {
-        let text = std::fs::read_to_string(f)
+        let text = crate::files::read_text(f, crate::files::MAX_JOB_FILE)
             .map_err(|e| format!("cannot read job file {}: {e}", f.display()))?;
         let jf = jobfile::parse(&text, &f.display().to_string())?;
         settings.group_reporting |= jf.group_reporting;

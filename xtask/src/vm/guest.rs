@@ -188,7 +188,9 @@ pub fn plan(kernel: &Kernel, boot: &Boot, bins: &Binaries, work: &Path) -> Resul
     let loaded = tree.load_order(&modules)?;
 
     let mut root = Root::default();
-    for dir in ["/proc", "/sys", "/dev", "/tmp", "/run", "/root", "/var/tmp", "/etc"] {
+    for dir in [
+        "/proc", "/sys", "/dev", "/tmp", "/run", "/root", "/var/tmp", "/etc",
+    ] {
         root.dir(dir);
     }
     root.program("/bin/busybox", &host_tool("busybox")?)?;
@@ -294,8 +296,8 @@ pub fn plan(kernel: &Kernel, boot: &Boot, bins: &Binaries, work: &Path) -> Resul
 
 /// busybox applets the init script and the tests use (real tools from [`TOOLS`] win).
 const BUSYBOX_APPLETS: &[&str] = &[
-    "sh", "mount", "umount", "mkdir", "cat", "echo", "sleep", "poweroff", "insmod", "dmesg",
-    "sed", "ls", "dd", "sync", "uname", "true", "rm", "ln", "grep", "kill", "ps", "chmod",
+    "sh", "mount", "umount", "mkdir", "cat", "echo", "sleep", "poweroff", "insmod", "dmesg", "sed",
+    "ls", "dd", "sync", "uname", "true", "rm", "ln", "grep", "kill", "ps", "chmod",
 ];
 
 fn init_script(drivers: &[&Driver], tests: &[(String, Vec<String>)]) -> String {
@@ -466,9 +468,16 @@ pub fn running_when_stopped(lines: &[String]) -> Option<String> {
 /// Fails when the host lacks something every guest needs, naming it.
 pub fn host_requirements() -> Result<()> {
     let mut missing = Vec::new();
-    for tool in ["qemu-system-x86_64", "busybox", "xz", "dpkg-deb", "apt-get", "ldd"]
-        .into_iter()
-        .chain(TOOLS.iter().map(|(t, _)| *t))
+    for tool in [
+        "qemu-system-x86_64",
+        "busybox",
+        "xz",
+        "dpkg-deb",
+        "apt-get",
+        "ldd",
+    ]
+    .into_iter()
+    .chain(TOOLS.iter().map(|(t, _)| *t))
     {
         if host_tool(tool).is_err() {
             missing.push(tool);

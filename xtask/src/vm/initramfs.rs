@@ -216,7 +216,11 @@ mod tests {
             let (mode, size, namesize) = (field(1), field(6), field(11));
             let name = std::str::from_utf8(&data[at + 110..at + 110 + namesize - 1]).unwrap();
             let data_at = (at + 110 + namesize).div_ceil(4) * 4;
-            names.push((name.to_string(), mode, data[data_at..data_at + size].to_vec()));
+            names.push((
+                name.to_string(),
+                mode,
+                data[data_at..data_at + size].to_vec(),
+            ));
             if name == "TRAILER!!!" {
                 break;
             }

@@ -150,11 +150,7 @@ fn unpacked(root: &Path, s: &Series, release: &str) -> Result<Kernel> {
         root.join("usr/lib/modules").join(release),
     );
     let new_modules = new.1.clone();
-    for (vmlinuz, modules) in [
-        (old.0.clone(), old.1),
-        (old.0, new_modules),
-        (new.0, new.1),
-    ] {
+    for (vmlinuz, modules) in [(old.0.clone(), old.1), (old.0, new_modules), (new.0, new.1)] {
         if vmlinuz.is_file() && modules.is_dir() {
             return Ok(Kernel {
                 series: *s,
@@ -205,8 +201,12 @@ impl Apt {
             "-oAPT::Sandbox::User=root".into(),
         ];
         let apt = Apt { options };
-        cmd::run(Command::new("apt-get").args(&apt.options).args(["-q", "update"]))
-            .context("apt-get update of the kernel suites")?;
+        cmd::run(
+            Command::new("apt-get")
+                .args(&apt.options)
+                .args(["-q", "update"]),
+        )
+        .context("apt-get update of the kernel suites")?;
         Ok(apt)
     }
 

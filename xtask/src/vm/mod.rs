@@ -99,7 +99,13 @@ pub fn run(opts: &Options) -> Result<()> {
 }
 
 /// Boots one guest and reports its tests.
-fn boot(k: &Kernel, b: &Boot, bins: &Binaries, work: &std::path::Path, accel: Accel) -> Result<Run> {
+fn boot(
+    k: &Kernel,
+    b: &Boot,
+    bins: &Binaries,
+    work: &std::path::Path,
+    accel: Accel,
+) -> Result<Run> {
     let dir = work.join(format!("{}-{}", k.series.series, b.name));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
@@ -153,7 +159,10 @@ fn boot(k: &Kernel, b: &Boot, bins: &Binaries, work: &std::path::Path, accel: Ac
         );
     }
     if !outcome.modules_failed.is_empty() {
-        println!("FAILED: modules that did not load: {:?}", outcome.modules_failed);
+        println!(
+            "FAILED: modules that did not load: {:?}",
+            outcome.modules_failed
+        );
     }
     if outcome.check_exit != Some(0) {
         println!(
@@ -195,7 +204,10 @@ fn choose_accel(k: &Kernel, work: &std::path::Path) -> Result<Accel> {
     root.symlink("/bin/sh", "busybox");
     root.bytes(
         "/init",
-        format!("#!/bin/sh\n/bin/busybox echo '{}'\n/bin/busybox poweroff -f\n", qemu::DONE),
+        format!(
+            "#!/bin/sh\n/bin/busybox echo '{}'\n/bin/busybox poweroff -f\n",
+            qemu::DONE
+        ),
         0o755,
     );
     let initrd = work.join("kvm-probe.cpio");
@@ -239,7 +251,8 @@ fn build() -> Result<Binaries> {
             continue;
         };
         if v["reason"] == "compiler-artifact"
-            && let (Some(name), Some(exe)) = (v["target"]["name"].as_str(), v["executable"].as_str())
+            && let (Some(name), Some(exe)) =
+                (v["target"]["name"].as_str(), v["executable"].as_str())
         {
             tests.push((name.to_string(), PathBuf::from(exe)));
         }

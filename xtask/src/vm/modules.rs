@@ -160,7 +160,8 @@ mod tests {
 
     #[test]
     fn depends_from_modinfo() {
-        let blob = b"\x7fELF...\0license=GPL\0xdepends=fake\0depends=virtio_ring,virtio\0vermagic=6.1\0";
+        let blob =
+            b"\x7fELF...\0license=GPL\0xdepends=fake\0depends=virtio_ring,virtio\0vermagic=6.1\0";
         assert_eq!(depends(blob), ["virtio_ring", "virtio"]);
         assert!(depends(b"\0depends=\0").is_empty());
         assert!(depends(b"no modinfo here").is_empty());

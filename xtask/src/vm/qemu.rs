@@ -157,8 +157,8 @@ pub fn run(g: &Guest, mut on_line: impl FnMut(&str)) -> Result<Console> {
     let mut child = cmd
         .spawn()
         .context("starting qemu-system-x86_64 (cargo xtask setup installs it)")?;
-    let mut log = std::fs::File::create(&g.log)
-        .with_context(|| format!("creating {}", g.log.display()))?;
+    let mut log =
+        std::fs::File::create(&g.log).with_context(|| format!("creating {}", g.log.display()))?;
     let (tx, rx) = mpsc::channel::<String>();
     for stream in [
         Box::new(child.stdout.take().expect("piped")) as Box<dyn std::io::Read + Send>,

@@ -47,7 +47,11 @@ fn drivers(r: &Run) -> String {
             .iter()
             .filter(|t| t.name.starts_with(&format!("drivers::{}::", d.name)))
             .all(|t| t.ok);
-        cells.push(format!("{} {}", d.name, if passed { "exact" } else { "FAILED" }));
+        cells.push(format!(
+            "{} {}",
+            d.name,
+            if passed { "exact" } else { "FAILED" }
+        ));
     }
     cells.join(", ")
 }
@@ -90,7 +94,8 @@ pub fn table(runs: &[Run]) -> String {
 
 /// One line per boot: kernel, release, boot, tests passed, seconds.
 pub fn summary(runs: &[Run]) -> String {
-    let mut out = String::from("kernel  release                          boot      tests     seconds\n");
+    let mut out =
+        String::from("kernel  release                          boot      tests     seconds\n");
     for r in runs {
         let passed = r.outcome.results.iter().filter(|t| t.ok).count();
         let total = r.outcome.results.len() + r.outcome.missing.len();
