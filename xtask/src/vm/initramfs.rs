@@ -128,7 +128,7 @@ fn shared_libraries(program: &Path) -> Result<Vec<PathBuf>> {
         .filter_map(|l| {
             let l = l.trim();
             let path = match l.split_once("=>") {
-                Some((_, rest)) => rest.trim().split_whitespace().next()?,
+                Some((_, rest)) => rest.split_whitespace().next()?,
                 None => l.split_whitespace().next()?,
             };
             path.starts_with('/').then(|| PathBuf::from(path))

@@ -339,7 +339,7 @@ mod tests {
 
     #[test]
     fn natural_order_of_releases() {
-        let mut v = vec![
+        let mut v = [
             "linux-image-5.10.0-9-cloud-amd64",
             "linux-image-5.10.0-46-cloud-amd64",
             "linux-image-5.10.0-30-cloud-amd64",

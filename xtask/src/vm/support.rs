@@ -21,7 +21,7 @@ fn probes_up(r: &Run) -> String {
         .collect();
     let down: Vec<String> = rows
         .iter()
-        .filter(|l| !l.split_whitespace().nth(2).is_some_and(|s| s == "ok"))
+        .filter(|l| l.split_whitespace().nth(2).is_none_or(|s| s != "ok"))
         .filter_map(|l| l.split_whitespace().nth(1).map(str::to_string))
         .collect();
     let up = rows.len() - down.len();
