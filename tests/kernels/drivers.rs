@@ -25,12 +25,11 @@ const QUEUE: &str = "stornet_block_queue_seconds";
 const SERVICE: &str = "stornet_block_service_seconds";
 const DEPTH: &str = "stornet_block_inflight_at_issue";
 
-/// The disk of `driver`, and an agent watching it.
-fn setup(driver: &str) -> (GuestDisk, Disk, AgentProcess) {
+/// The disk of `driver`, and the agent watching it.
+fn setup(driver: &str) -> (GuestDisk, Disk, &'static AgentProcess) {
     let g = guest::disk(driver);
     let disk = Disk::existing(&g.name).expect("the guest's disk");
-    let agent = AgentProcess::start(&[]).expect("agent starts");
-    (g, disk, agent)
+    (g, disk, crate::shared::agent())
 }
 
 /// `FLUSHES` times: one O_DIRECT write, then fdatasync (a cache flush where the device has a
@@ -232,7 +231,7 @@ pub fn inflight_within_tags(driver: &str, saturates: bool) {
     let limit = g.tags * g.queues;
     let scrape = || agent.scrape();
     let (before, s0) = settled(&scrape, &disk);
-    let (reads, samples) = outstanding_reads(&disk, &agent, Duration::from_secs(3));
+    let (reads, samples) = outstanding_reads(&disk, agent, Duration::from_secs(3));
     let (after, s1) = settled(&scrape, &disk);
     let l = [("device", name.as_str())];
     let d = |f: &dyn Fn(&[Sample]) -> f64| f(&after) - f(&before);

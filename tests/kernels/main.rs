@@ -6,4 +6,5 @@
 mod drivers;
 mod net;
 mod probes;
+mod shared;
 mod snapshots;

@@ -3,7 +3,6 @@
 
 use std::process::Command;
 
-use stornet_tests::agent::AgentProcess;
 use stornet_tests::bins;
 use stornet_tests::metrics::sum;
 
@@ -23,7 +22,7 @@ const PROBES: [&str; 8] = [
 
 #[test]
 fn every_probe_is_up() {
-    let agent = AgentProcess::start(&[]).expect("agent starts");
+    let agent = crate::shared::agent();
     let samples = agent.scrape().unwrap();
     let listed = samples
         .iter()
@@ -71,7 +70,7 @@ fn check_is_clean() {
 
 #[test]
 fn kernel_info_names_release_and_lockdown() {
-    let agent = AgentProcess::start(&[]).expect("agent starts");
+    let agent = crate::shared::agent();
     let samples = agent.scrape().unwrap();
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
     let lockdown = guest::lockdown();

@@ -5,7 +5,6 @@
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 
-use stornet_tests::agent::AgentProcess;
 use stornet_tests::metrics::sum;
 
 #[test]
@@ -14,7 +13,7 @@ fn without_sock_diag_only_that_snapshot_is_lost() {
         !Path::new("/sys/module/inet_diag").exists(),
         "this test needs a guest booted without inet_diag"
     );
-    let agent = AgentProcess::start(&[]).expect("agent starts");
+    let agent = crate::shared::agent();
     // A TCP connection the socket snapshot would show.
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let _client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();

@@ -297,7 +297,7 @@ pub fn plan(kernel: &Kernel, boot: &Boot, bins: &Binaries, work: &Path) -> Resul
 /// busybox applets the init script and the tests use (real tools from [`TOOLS`] win).
 const BUSYBOX_APPLETS: &[&str] = &[
     "sh", "mount", "umount", "mkdir", "cat", "echo", "sleep", "poweroff", "insmod", "dmesg", "sed",
-    "ls", "dd", "sync", "uname", "true", "rm", "ln", "grep", "kill", "ps", "chmod",
+    "ls", "dd", "sync", "uname", "true", "rm", "ln", "grep", "kill", "killall", "ps", "chmod",
 ];
 
 fn init_script(drivers: &[&Driver], tests: &[(String, Vec<String>)]) -> String {
@@ -340,7 +340,8 @@ fn init_script(drivers: &[&Driver], tests: &[(String, Vec<String>)]) -> String {
         s.push_str(&format!(
             "/stornet/tests/{binary} --test-threads=1 --exact --show-output --logfile /tmp/{binary}.results {}\n\
              echo \"STORNET exit {binary} $?\"\n\
-             sed 's/^/STORNET result /' /tmp/{binary}.results\n",
+             sed 's/^/STORNET result /' /tmp/{binary}.results\n\
+             killall -9 stornet-agent 2> /dev/null; sleep 1\n",
             names.join(" ")
         ));
     }
