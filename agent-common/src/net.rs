@@ -47,6 +47,10 @@ pub struct NetLayout {
     pub sk_v6_daddr: u32,
     /// `sk_buff.cb` + `tcp_skb_cb.tcp_gso_segs`: segments in a TCP skb.
     pub skb_gso_segs: u32,
+    /// `sock_common.skc_net.net` (the socket's network namespace) and `net.ns.inum` (its
+    /// inode number, as /proc/<pid>/ns/net shows it); OFFSET_NONE when unresolved.
+    pub sk_net: u32,
+    pub net_inum: u32,
     /// Non-zero where `tcp_retransmit_skb` passes `err` (newer kernels fire it also for
     /// failed retransmits).
     pub rt_has_err: u32,
@@ -58,7 +62,7 @@ pub struct NetLayout {
     /// READY_* bits; a probe does nothing until its bit is set.
     pub ready: u32,
 }
-assert_size!(NetLayout, 40);
+assert_size!(NetLayout, 48);
 
 impl NetLayout {
     /// Nothing resolved: every probe stays idle.
@@ -69,6 +73,8 @@ impl NetLayout {
         sk_daddr: OFFSET_NONE,
         sk_v6_daddr: OFFSET_NONE,
         skb_gso_segs: OFFSET_NONE,
+        sk_net: OFFSET_NONE,
+        net_inum: OFFSET_NONE,
         rt_has_err: 0,
         drop_has_reason: 0,
         reason_not_specified: u32::MAX,
@@ -85,15 +91,17 @@ impl Default for NetLayout {
 pub const AF_INET: u16 = 2;
 pub const AF_INET6: u16 = 10;
 
-/// Map key: a TCP peer, the remote address of a socket. IPv4 uses the first 4 bytes.
+/// Map key: a TCP peer, the remote address of a socket, in a network namespace (its inode
+/// number; 0 where the kernel's layout did not resolve). IPv4 uses the first 4 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct PeerKey {
     pub family: u16,
     pub _pad: u16,
+    pub netns: u32,
     pub addr: [u8; 16],
 }
-assert_size!(PeerKey, 20);
+assert_size!(PeerKey, 24);
 
 user_pod!(NetLayout, PeerKey);
 

@@ -346,6 +346,22 @@ impl Btf {
         Ok(None)
     }
 
+    /// Byte offset of `member` inside the type of `outer.field` (an anonymous struct such as
+    /// `possible_net_t`), from the start of `outer`.
+    pub fn offset_of_nested(&self, outer: &str, field: &str, member: &str) -> Result<u32> {
+        let f = self.member(outer, field)?;
+        let Type::Composite { members, .. } = self.get(self.resolve(f.type_id)?)? else {
+            bail!("kernel BTF: {outer}.{field} is not a struct");
+        };
+        let m = self
+            .find_member(members, member, f.bit_offset)?
+            .with_context(|| format!("kernel BTF: {outer}.{field} has no member {member}"))?;
+        if m.bitfield_size != 0 || m.bit_offset % 8 != 0 {
+            bail!("kernel BTF: {outer}.{field}.{member} is a bitfield");
+        }
+        Ok(m.bit_offset / 8)
+    }
+
     /// Byte offset of a whole (non-bitfield, byte-aligned) member of struct `name`.
     pub fn offset_of(&self, name: &str, member: &str) -> Result<u32> {
         let m = self.member(name, member)?;

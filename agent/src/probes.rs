@@ -87,6 +87,8 @@ pub struct ProbeStatus {
 pub struct Probes {
     pub ebpf: Option<Ebpf>,
     pub status: Vec<ProbeStatus>,
+    /// The network layout the probes were loaded with.
+    net_layout: agent_common::net::NetLayout,
 }
 
 /// Load-time globals, resolved from kernel BTF, each needed by some probes.
@@ -144,12 +146,14 @@ impl Probes {
                             detail: reason.clone(),
                         })
                         .collect(),
+                    net_layout: globals.net.layout,
                 };
             }
         };
         let mut probes = Probes {
             ebpf: Some(ebpf),
             status: Vec::new(),
+            net_layout: globals.net.layout,
         };
         let kernel_btf = AyaBtf::from_sys_fs().ok();
         for spec in specs {
@@ -217,6 +221,11 @@ impl Probes {
             }
         }
         Ok(())
+    }
+
+    /// Whether the retransmit probes tell sockets' network namespaces apart.
+    pub fn net_layout_has_namespaces(&self) -> bool {
+        self.net_layout.sk_net != agent_common::net::OFFSET_NONE
     }
 
     pub fn is_up(&self, probe: &str) -> bool {

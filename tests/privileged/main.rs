@@ -27,6 +27,7 @@ mod net_buffers;
 mod net_mtu;
 mod net_sockets;
 mod net_support;
+mod net_totals;
 mod replica_faults;
 mod replica_run;
 mod replica_serve;

@@ -69,7 +69,13 @@ fn transfer(p: &HostPair, agent: &AgentProcess) -> Run {
     );
     let d = |name: &str, labels: &[(&str, &str)]| delta(&before, &after, name, labels) as u64;
     Run {
-        agent_retransmits: d("stornet_tcp_retransmits_total", &[("peer", &peer)]),
+        // Per peer, and what the namespace's RetransSegs counted that no probe run saw
+        // (tail-loss probes): together they are the namespace's RetransSegs.
+        agent_retransmits: d("stornet_tcp_retransmits_total", &[("peer", &peer)])
+            + d(
+                "stornet_tcp_retransmits_unattributed_total",
+                &[("namespace", &p.a.name)],
+            ),
         snmp_retransmits: snmp1 - snmp0,
         agent_qdisc_drops: d("stornet_qdisc_drops_total", &qdisc),
         tc_dropped: tc1 - tc0,

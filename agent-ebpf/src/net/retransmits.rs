@@ -21,16 +21,22 @@ use crate::read::field;
 static NET_RETRANSMITS: PerCpuHashMap<PeerKey, u64> =
     PerCpuHashMap::with_max_entries(MAX_PEER_ENTRIES, BPF_F_NO_PREALLOC);
 
-/// The remote address of a socket whose `struct sock_common` is at `common` (inside a typed
-/// pointer).
+/// The remote address and network namespace of a socket whose `struct sock_common` is at
+/// `common` (inside a typed pointer).
 #[inline(always)]
 fn peer(common: *const u8) -> PeerKey {
     let family: u16 = field(common, layout!(sk_family));
     let mut key = PeerKey {
         family,
         _pad: 0,
+        netns: 0,
         addr: [0; 16],
     };
+    let (sk_net, net_inum) = (layout!(sk_net), layout!(net_inum));
+    if sk_net != OFFSET_NONE && net_inum != OFFSET_NONE {
+        let net: *const u8 = field(common, sk_net);
+        key.netns = field(net, net_inum);
+    }
     if family == AF_INET {
         let a: u32 = field(common, layout!(sk_daddr));
         key.addr[..4].copy_from_slice(&a.to_ne_bytes());

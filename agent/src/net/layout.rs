@@ -108,6 +108,14 @@ fn sock_common(btf: &Btf, l: &mut NetLayout) -> Result<()> {
     l.sk_v6_daddr = btf
         .offset_of_sized("sock_common", "skc_v6_daddr", 16)
         .unwrap_or(OFFSET_NONE);
+    // The socket's namespace (absent without CONFIG_NET_NS): retransmits are then not told
+    // apart by namespace, and none is reported unattributed.
+    let net = btf.offset_of_nested("sock_common", "skc_net", "net").ok();
+    let inum = btf.offset_of_nested("net", "ns", "inum").ok();
+    if let (Some(net), Some(inum)) = (net, inum) {
+        l.sk_net = net;
+        l.net_inum = inum;
+    }
     Ok(())
 }
 

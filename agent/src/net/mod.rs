@@ -15,6 +15,7 @@ pub mod qdisc;
 pub mod retransmits;
 pub mod snapshots;
 pub mod sockdiag;
+pub mod unattributed;
 
 use std::sync::Arc;
 
@@ -44,11 +45,13 @@ pub fn collectors(probes: &mut Probes, config: &NetConfig) -> Vec<Box<dyn Collec
                 .ok()
         })
         .collect();
+    let unattributed = Arc::new(unattributed::Unattributed::default());
     let mut out: Vec<Box<dyn Collector>> = vec![Box::new(snapshots::SnapshotCollector::new(
         namespaces,
         peers.clone(),
+        unattributed.clone(),
     ))];
-    if let Err(e) = probe_collectors(probes, peers, &mut out) {
+    if let Err(e) = probe_collectors(probes, peers, unattributed, &mut out) {
         warn!(error = %format!("{e:#}"), "network probe collectors unavailable");
     }
     out
@@ -57,6 +60,7 @@ pub fn collectors(probes: &mut Probes, config: &NetConfig) -> Vec<Box<dyn Collec
 fn probe_collectors(
     probes: &mut Probes,
     peers: Arc<PeerLabels>,
+    unattributed: Arc<unattributed::Unattributed>,
     out: &mut Vec<Box<dyn Collector>>,
 ) -> Result<()> {
     let up = |p: &str| probes.is_up(p);
@@ -69,6 +73,10 @@ fn probe_collectors(
     if !(retransmit || drop || exceed || rcvqueue) {
         return Ok(());
     }
+    // Per namespace only where both retransmit probes run and sockets carry their namespace:
+    // otherwise some of what the kernel counts would be reported unattributed wrongly.
+    let by_namespace =
+        up(PROBE_RETRANSMIT) && up(PROBE_RETRANSMIT_SYNACK) && probes.net_layout_has_namespaces();
     let mut map = |name: &str| {
         probes
             .take_map(name)
@@ -80,6 +88,7 @@ fn probe_collectors(
             map("NET_RETRANSMITS")?,
             counters.clone(),
             peers,
+            by_namespace.then_some(unattributed),
         )?));
     }
     if drop {

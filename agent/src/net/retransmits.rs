@@ -1,5 +1,6 @@
 //! `stornet_tcp_retransmits_total{peer}` from the kernel's per-peer retransmit map.
 
+use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::{Arc, Mutex};
 
@@ -9,12 +10,16 @@ use aya::maps::{MapData, PerCpuHashMap};
 
 use super::counters::Counters;
 use super::peers::PeerLabels;
+use super::unattributed::Unattributed;
 use crate::model::{Collector, Family, Kind};
 
 pub struct RetransmitCollector {
     map: Mutex<PerCpuHashMap<MapData, PeerKey, u64>>,
     counters: Arc<Counters>,
     peers: Arc<PeerLabels>,
+    /// Where the probes' counts meet the namespaces' own (None where the kernel's layout
+    /// gives no namespace of a socket).
+    unattributed: Option<Arc<Unattributed>>,
 }
 
 /// The address of a kernel peer key; None for a family stornet does not know.
@@ -33,11 +38,13 @@ impl RetransmitCollector {
         map: aya::maps::Map,
         counters: Arc<Counters>,
         peers: Arc<PeerLabels>,
+        unattributed: Option<Arc<Unattributed>>,
     ) -> Result<RetransmitCollector> {
         Ok(RetransmitCollector {
             map: Mutex::new(PerCpuHashMap::try_from(map).context("NET_RETRANSMITS map")?),
             counters,
             peers,
+            unattributed,
         })
     }
 }
@@ -45,11 +52,14 @@ impl RetransmitCollector {
 impl Collector for RetransmitCollector {
     fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
         let mut items = Vec::new();
+        let mut by_namespace: HashMap<u64, u64> = HashMap::new();
         {
             let map = self.map.lock().expect("retransmit map");
             for entry in map.iter() {
                 let (key, per_cpu) = entry?;
-                items.push((peer_addr(&key), per_cpu.iter().sum::<u64>()));
+                let n = per_cpu.iter().sum::<u64>();
+                *by_namespace.entry(key.netns.into()).or_default() += n;
+                items.push((peer_addr(&key), n));
             }
         }
         // Retransmits whose peer found the map full belong to some unlabelled peer.
@@ -67,6 +77,9 @@ impl Collector for RetransmitCollector {
             }
         }
         out.push(f);
+        if let Some(u) = &self.unattributed {
+            out.push(u.family(&by_namespace));
+        }
         Ok(())
     }
 }
@@ -80,6 +93,7 @@ mod tests {
         let mut k = PeerKey {
             family: AF_INET,
             _pad: 0,
+            netns: 0,
             addr: [0; 16],
         };
         k.addr[..4].copy_from_slice(&[198, 18, 3, 2]);

@@ -15,6 +15,7 @@ use super::netlink::Netlink;
 use super::peers::PeerLabels;
 use super::qdisc::{self, Qdisc, handle_name};
 use super::sockdiag::{self, TcpSocket};
+use super::unattributed::Unattributed;
 use crate::model::{Collector, Family, Kind};
 
 /// What one namespace holds at one scrape.
@@ -24,6 +25,8 @@ pub struct Snapshot {
     pub pause: HashMap<i32, Vec<(String, u64)>>,
     pub qdiscs: Vec<Qdisc>,
     pub sockets: Vec<TcpSocket>,
+    /// `RetransSegs` of the namespace (/proc/net/snmp, as the reading thread sees it).
+    pub retrans_segs: Option<u64>,
     /// Parts that could not be read (`PART_*`), with why: a kernel without one netlink
     /// family or ioctl loses that part only.
     pub failed: Vec<(&'static str, String)>,
@@ -34,6 +37,7 @@ pub struct Snapshot {
 pub const PART_QDISC: &str = "qdisc";
 pub const PART_SOCK_DIAG: &str = "sock_diag";
 pub const PART_ETHTOOL: &str = "ethtool";
+pub const PART_SNMP: &str = "snmp";
 
 /// Reads a snapshot of the calling thread's network namespace. Only the links are required
 /// (without them the namespace cannot be read at all); the other parts fail on their own.
@@ -54,6 +58,20 @@ pub fn snapshot() -> Result<Snapshot> {
         sockdiag::open()
             .and_then(|mut s| sockdiag::dump(&mut s))
             .map(|s| sockets = s),
+    );
+    // /proc/thread-self/net is this thread's namespace (/proc/self/net is the process's).
+    let mut retrans_segs = None;
+    part(
+        PART_SNMP,
+        std::fs::read_to_string("/proc/thread-self/net/snmp")
+            .map_err(anyhow::Error::from)
+            .and_then(|t| {
+                retrans_segs = Some(
+                    super::unattributed::retrans_segs(&t)
+                        .ok_or_else(|| anyhow::anyhow!("no Tcp RetransSegs in /proc/net/snmp"))?,
+                );
+                Ok(())
+            }),
     );
     let mut speeds = HashMap::new();
     let mut pause = HashMap::new();
@@ -79,6 +97,7 @@ pub fn snapshot() -> Result<Snapshot> {
         pause,
         qdiscs,
         sockets,
+        retrans_segs,
         failed,
     })
 }
@@ -132,18 +151,25 @@ pub struct SnapshotCollector {
     failing: Mutex<HashSet<(String, &'static str)>>,
     /// Failed reads per (namespace, part) since start.
     errors: Mutex<BTreeMap<(String, &'static str), u64>>,
+    /// Each namespace's `RetransSegs` goes here, for the retransmit collector.
+    unattributed: Arc<Unattributed>,
 }
 
 /// The `snapshot` label for a namespace that could not be read at all.
 const WHOLE: &str = "namespace";
 
 impl SnapshotCollector {
-    pub fn new(namespaces: Vec<Namespace>, peers: Arc<PeerLabels>) -> SnapshotCollector {
+    pub fn new(
+        namespaces: Vec<Namespace>,
+        peers: Arc<PeerLabels>,
+        unattributed: Arc<Unattributed>,
+    ) -> SnapshotCollector {
         SnapshotCollector {
             namespaces,
             peers,
             failing: Mutex::new(HashSet::new()),
             errors: Mutex::new(BTreeMap::new()),
+            unattributed,
         }
     }
 
@@ -178,7 +204,7 @@ impl SnapshotCollector {
         let mut f = Family::new(
             "stornet_net_snapshot_errors_total",
             "Scrape-time network snapshots that could not be read, by namespace and part \
-             (namespace: the whole namespace; qdisc, sock_diag, ethtool: that part only, e.g. \
+             (namespace: the whole namespace; qdisc, sock_diag, ethtool, snmp: that part only, e.g. \
              a kernel without the sock_diag module).",
             Kind::Counter,
         );
@@ -394,16 +420,19 @@ impl Collector for SnapshotCollector {
                 if !seen.insert(id) {
                     return Ok(None);
                 }
-                run_in(ns, &file, snapshot).map(Some)
+                run_in(ns, &file, snapshot).map(|s| Some((id.1, s)))
             });
             match snap {
                 Ok(None) => continue,
-                Ok(Some(s)) => {
+                Ok(Some((inode, s))) => {
                     self.record(
                         &label,
                         &s.failed,
-                        &[WHOLE, PART_QDISC, PART_SOCK_DIAG, PART_ETHTOOL],
+                        &[WHOLE, PART_QDISC, PART_SOCK_DIAG, PART_ETHTOOL, PART_SNMP],
                     );
+                    if let Some(v) = s.retrans_segs {
+                        self.unattributed.snmp(inode, &label, v);
+                    }
                     fams.up.scalar(&[("namespace", &label)], 1.0);
                     fams.add(&label, &s);
                     sockets.extend(s.sockets);

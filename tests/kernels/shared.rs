@@ -1,0 +1,12 @@
+//! One agent for the tests of a guest that need no configuration of their own: starting
+//! one takes seconds in an emulated guest. The guest's `/init` stops it when this binary
+//! is done, before other tests count BPF programs.
+
+use std::sync::OnceLock;
+
+use stornet_tests::agent::AgentProcess;
+
+pub fn agent() -> &'static AgentProcess {
+    static AGENT: OnceLock<AgentProcess> = OnceLock::new();
+    AGENT.get_or_init(|| AgentProcess::start(&[]).expect("agent starts"))
+}
