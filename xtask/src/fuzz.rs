@@ -136,22 +136,40 @@ fn run_one(target: &str, seconds: u64, build: Build) -> Result<Outcome> {
 
 /// Builds the targets, then runs each (or only `only`) for `seconds`.
 pub fn fuzz(seconds: u64, only: Option<&str>, build: Build) -> Result<()> {
+    let chosen = chosen(only)?;
+    build_targets(build)?;
+    run_targets(&chosen, seconds, build)
+}
+
+/// Every target, or only `only` if it is one.
+fn chosen(only: Option<&str>) -> Result<Vec<String>> {
+    let all = targets()?;
+    match only {
+        None => Ok(all),
+        Some(t) if all.iter().any(|a| a == t) => Ok(vec![t.to_string()]),
+        Some(t) => bail!("no fuzz target {t}; there are: {}", all.join(", ")),
+    }
+}
+
+pub fn build_targets(build: Build) -> Result<()> {
     if cmd::output("cargo-fuzz", &["--version"]).is_none() {
         bail!("cargo-fuzz is missing; `cargo xtask setup` installs it");
     }
-    let all = targets()?;
-    let chosen: Vec<String> = match only {
-        None => all,
-        Some(t) if all.iter().any(|a| a == t) => vec![t.to_string()],
-        Some(t) => bail!("no fuzz target {t}; there are: {}", all.join(", ")),
-    };
     cmd::step("build fuzz targets", || {
         let mut c = cargo_fuzz();
         c.arg("build").args(build_flags(build));
         cmd::run(&mut c)
-    })?;
+    })
+}
+
+/// Runs every target for `seconds` each (built by `build_targets`).
+pub fn run_all(seconds: u64, build: Build) -> Result<()> {
+    run_targets(&targets()?, seconds, build)
+}
+
+fn run_targets(chosen: &[String], seconds: u64, build: Build) -> Result<()> {
     let mut outcomes = Vec::new();
-    for t in &chosen {
+    for t in chosen {
         outcomes.push(cmd::step(&format!("fuzz {t} for {seconds} s"), || {
             run_one(t, seconds, build)
         })?);

@@ -1,5 +1,6 @@
 //! stornet's task runner: `cargo xtask <task>`.
 
+mod background;
 mod bench;
 mod cmd;
 mod demo;

@@ -1,9 +1,12 @@
 //! `cargo xtask test`: the test tiers, in order. Everything builds in release mode once, so
 //! the binaries the privileged tests run are the ones users run.
 
-use anyhow::Result;
+use std::process::Command;
+
+use anyhow::{Context, Result};
 use clap::ValueEnum;
 
+use crate::background::Background;
 use crate::cmd::{self, cargo, run};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
@@ -61,8 +64,23 @@ fn unit() -> Result<()> {
     run(cargo().args(["test", "--release", "-p", "stornet-tests", "--lib"]))
 }
 
+/// The release binaries and every root tier's test binaries, so that the tiers that run side
+/// by side do not wait on each other's builds.
 fn build_binaries() -> Result<()> {
-    run(cargo().args(["build", "--release", "--bins"]))
+    run(cargo().args(["build", "--release", "--bins"]))?;
+    run(cargo().args([
+        "test",
+        "--release",
+        "-p",
+        "stornet-tests",
+        "--test",
+        "privileged",
+        "--test",
+        "scenarios",
+        "--test",
+        "kernels",
+        "--no-run",
+    ]))
 }
 
 fn root_tier(test: &str, extra: &[&str]) -> Result<()> {
@@ -85,26 +103,47 @@ fn root_tier(test: &str, extra: &[&str]) -> Result<()> {
         .args(extra))
 }
 
-/// Seconds each fuzz target runs in the unit tier: nine targets keep the tier within a few
-/// minutes (the build comes first).
-const FUZZ_SECONDS: u64 = 10;
+/// Seconds each fuzz target runs in the unit tier.
+const FUZZ_SECONDS: u64 = 30;
 
 pub fn test(only: Option<Tier>, skip_setup: bool) -> Result<()> {
     if !skip_setup {
         crate::setup::setup()?;
     }
     let wants = |t: Tier| only.is_none_or(|o| o == t);
+    let root = wants(Tier::Privileged) || wants(Tier::Scenarios);
     if wants(Tier::Unit) {
         cmd::step("lint: fmt and clippy", lint)?;
         cmd::step("unit tests", unit)?;
-        // Every parser of outside input, briefly; `cargo xtask fuzz` runs them longer.
-        cmd::step("fuzz targets", || {
-            crate::fuzz::fuzz(FUZZ_SECONDS, None, crate::fuzz::Build::Quick)
-        })?;
+        crate::fuzz::build_targets(crate::fuzz::Build::Quick)?;
     }
-    if wants(Tier::Privileged) || wants(Tier::Scenarios) {
-        cmd::step("build release binaries", build_binaries)?;
+    if root || wants(Tier::Vm) {
+        cmd::step("build release binaries and test binaries", build_binaries)?;
     }
+    // The guests of the vm tier keep the CPUs busy while the root tiers mostly wait on
+    // devices and links: when both are asked for, the vm tier runs beside them.
+    let vm = if wants(Tier::Vm) && root {
+        let exe = std::env::current_exe().context("locating cargo xtask")?;
+        let mut c = Command::new(exe);
+        c.args(["test", "--tier", "vm", "--skip-setup"]);
+        Some(Background::start("vm", &mut c)?)
+    } else {
+        None
+    };
+    let foreground = foreground(wants, vm.is_none());
+    let background = vm.map_or(Ok(()), Background::wait);
+    // Both are reported; the foreground's failure first.
+    match (foreground, background) {
+        (Ok(()), Ok(())) => {
+            println!("all requested test tiers passed");
+            Ok(())
+        }
+        (Err(f), Err(b)) => Err(f.context(format!("also: {b:#}"))),
+        (Err(e), Ok(())) | (Ok(()), Err(e)) => Err(e),
+    }
+}
+
+fn foreground(wants: impl Fn(Tier) -> bool, vm_here: bool) -> Result<()> {
     if wants(Tier::Privileged) {
         cmd::step("privileged integration tests", || {
             root_tier("privileged", &[])
@@ -116,11 +155,16 @@ pub fn test(only: Option<Tier>, skip_setup: bool) -> Result<()> {
             root_tier("scenarios", &["--nocapture"])
         })?;
     }
-    if wants(Tier::Vm) {
+    if wants(Tier::Unit) {
+        // Every parser of outside input; `cargo xtask fuzz` runs them longer.
+        cmd::step("fuzz targets", || {
+            crate::fuzz::run_all(FUZZ_SECONDS, crate::fuzz::Build::Quick)
+        })?;
+    }
+    if wants(Tier::Vm) && vm_here {
         cmd::step("vm tier: kernels and block drivers in qemu", || {
             crate::vm::run(&crate::vm::Options::default())
         })?;
     }
-    println!("all requested test tiers passed");
     Ok(())
 }
