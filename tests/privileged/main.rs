@@ -8,6 +8,7 @@ mod block_errors;
 mod block_flush;
 mod block_probes;
 mod block_util;
+mod churn;
 mod correlate_fleet;
 mod correlate_html;
 mod correlate_record;

@@ -11,6 +11,7 @@ pub mod blockdev;
 pub mod bpf;
 pub mod cgroup;
 pub mod chromium;
+pub mod churn;
 pub mod fs;
 pub mod grafana;
 pub mod guest;

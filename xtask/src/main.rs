@@ -50,6 +50,9 @@ enum Task {
     Bench {
         #[arg(value_enum)]
         name: bench::Bench,
+        /// How long the soak bench runs.
+        #[arg(long, default_value_t = 30)]
+        minutes: u64,
     },
     /// Fuzz every parser of outside input (cargo-fuzz, nightly), each for a set time from
     /// the seeds in fuzz/corpus; a crash fails with the input saved under fuzz/artifacts.
@@ -139,7 +142,7 @@ fn main() -> ExitCode {
         }
         Task::Test { tier, skip_setup } => test::test(tier, skip_setup),
         Task::Agent { args } => run_agent(&args),
-        Task::Bench { name } => bench::run(name),
+        Task::Bench { name, minutes } => bench::run(name, minutes),
         Task::Vm {
             kernels,
             boots,

@@ -6,6 +6,7 @@ mod block_overhead;
 mod loadgen_vs_fio;
 mod net_overhead;
 mod replication;
+mod soak;
 
 use anyhow::Result;
 use clap::ValueEnum;
@@ -22,15 +23,18 @@ pub enum Bench {
     LoadgenVsFio,
     /// Local-only vs one vs two replicas over veth.
     Replication,
+    /// The agent scraped every second for `--minutes` while peers and devices churn.
+    Soak,
 }
 
-pub fn run(bench: Bench) -> Result<()> {
+pub fn run(bench: Bench, minutes: u64) -> Result<()> {
     match bench {
         Bench::BlockOverhead => block_overhead::run(),
         Bench::NetOverhead => net_overhead::run(),
         Bench::AgentScrape => agent_scrape::run(),
         Bench::LoadgenVsFio => loadgen_vs_fio::run(),
         Bench::Replication => replication::run(),
+        Bench::Soak => soak::run(minutes),
     }
 }
 
