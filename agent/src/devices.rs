@@ -31,6 +31,13 @@ impl DeviceNames {
         name
     }
 
+    /// Whether the device exists and holds any sectors: a detached loop device stays in
+    /// sysfs with a size of 0, and is as gone as an unplugged disk.
+    pub fn present(&self, dev: u32) -> bool {
+        let (major, minor) = dev_major_minor(dev);
+        self.lookup(dev).is_some() && has_sectors(Path::new("/sys/dev/block"), major, minor)
+    }
+
     /// The device's name; for a device gone since, its last known name, else `MAJ:MIN`.
     pub fn name(&self, dev: u32) -> String {
         if let Some(n) = self.lookup(dev) {
@@ -45,6 +52,14 @@ impl DeviceNames {
 pub fn resolve(sys_dev_block: &Path, major: u32, minor: u32) -> Option<String> {
     let link = std::fs::read_link(sys_dev_block.join(format!("{major}:{minor}"))).ok()?;
     Some(link.file_name()?.to_string_lossy().into_owned())
+}
+
+/// Whether `major:minor` under a `/sys/dev/block`-like directory has a non-zero `size`.
+pub fn has_sectors(sys_dev_block: &Path, major: u32, minor: u32) -> bool {
+    std::fs::read_to_string(sys_dev_block.join(format!("{major}:{minor}/size")))
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .is_some_and(|n| n > 0)
 }
 
 /// Shell-style glob match of a device name: `*` any run, `?` one character.
@@ -162,6 +177,19 @@ mod tests {
         std::os::unix::fs::symlink("../../devices/virtual/block/loop3", &link).unwrap();
         assert_eq!(resolve(&dir, 7, 3).as_deref(), Some("loop3"));
         assert_eq!(resolve(&dir, 7, 4), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_device_of_no_sectors_is_absent() {
+        let dir = temp_dir("sectors");
+        std::fs::create_dir_all(dir.join("7:1")).unwrap();
+        std::fs::create_dir_all(dir.join("7:2")).unwrap();
+        std::fs::write(dir.join("7:1/size"), "2048\n").unwrap();
+        std::fs::write(dir.join("7:2/size"), "0\n").unwrap();
+        assert!(has_sectors(&dir, 7, 1));
+        assert!(!has_sectors(&dir, 7, 2), "a detached loop device");
+        assert!(!has_sectors(&dir, 7, 3), "no such device");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

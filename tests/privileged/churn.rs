@@ -11,7 +11,7 @@ use stornet_tests::churn::{self, PeerSpace};
 use stornet_tests::metrics::{Sample, sum};
 use stornet_tests::privilege::require_root;
 
-use crate::block_util::count;
+use crate::block_util::{assert_accounted, count, unseen_ends};
 use crate::net_support::{assert_up, settle};
 
 fn footprint(agent: &AgentProcess) -> (u64, usize) {
@@ -182,11 +182,11 @@ fn churn_of_devices_leaves_the_export_and_the_maps() {
         std::thread::spawn(move || {
             let mut n = 0u64;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                direct_reads(&dev, 20, 4096).expect("reads on the steady device");
+                direct_reads(&dev, 20, 4096)?;
                 n += 20;
                 std::thread::sleep(Duration::from_millis(10));
             }
-            n
+            anyhow::Ok(n)
         })
     };
     let mut base = None;
@@ -223,23 +223,45 @@ fn churn_of_devices_leaves_the_export_and_the_maps() {
         base.get_or_insert_with(|| footprint(&agent));
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let issued = reader.join().unwrap();
+    let issued = reader
+        .join()
+        .unwrap()
+        .expect("reads on the long-lived device");
     steady.settle();
     let last = agent.scrape().unwrap();
     let counted = reads_of(&last, &steady.name) - reads0;
     // Completions the kernel skipped the probe for, and counted (docs/metrics.md).
     let missed = completion_misses(&last) - misses0;
     let kernel = steady.stat().unwrap().read_ios - stat0.read_ios;
+    let unrecorded: Vec<(String, f64)> = last
+        .iter()
+        .filter(|x| x.name == "stornet_block_unrecorded_total" && x.value > 0.0)
+        .map(|x| (x.label("reason").unwrap_or("").to_string(), x.value))
+        .collect();
     eprintln!(
         "{} devices: {issued} reads issued on {}, {counted} counted, {missed} skipped by the \
-         kernel, {kernel} in /sys/block",
+         kernel, {kernel} in /sys/block; unrecorded {unrecorded:?}",
         DEVICE_WAVES * DEVICES_PER_WAVE,
         steady.name
     );
-    assert_eq!(
-        counted + missed,
+    let dispatched = count(
+        &last,
+        "stornet_block_inflight_at_issue",
+        &[("device", &steady.name)],
+    ) - count(
+        &first,
+        "stornet_block_inflight_at_issue",
+        &[("device", &steady.name)],
+    );
+
+    eprintln!("dispatches of {} seen: {dispatched}", steady.name);
+    let left = sum(&last, "stornet_block_inflight", &[("device", &steady.name)]);
+    let unseen = missed + unseen_ends(&last) - unseen_ends(&first) + left;
+    assert_accounted(
+        "reads on the long-lived device while others came and went",
+        counted,
+        unseen,
         kernel as f64,
-        "reads on the long-lived device while others came and went"
     );
     assert_within_10_percent("after 200 devices", base.unwrap(), footprint(&agent));
 }

@@ -21,9 +21,10 @@ pub fn footprint(pid: u32) -> Result<(u64, usize)> {
     Ok((rss_kib * 1024, fds))
 }
 
-/// A host pair whose host `a` reaches four more /24s through its link, where no host
-/// answers ARP: about a thousand addresses to connect to, each a new peer whose SYN the
-/// kernel retransmits after its first timeout (1 s).
+/// A host pair whose host `a` routes four more /24s through host `b`, which does not forward
+/// them: about a thousand addresses to connect to, each a new peer whose SYN the kernel
+/// retransmits after its first timeout (1 s). (A next hop that does not answer ARP would not
+/// do: the kernel does not retransmit a SYN still queued for its neighbour.)
 pub struct PeerSpace {
     pub pair: HostPair,
     _subnets: Vec<Subnet>,
@@ -38,7 +39,9 @@ impl PeerSpace {
         for _ in 0..4 {
             let s = Subnet::allocate()?;
             let net = format!("{}/24", s.addr(0));
-            pair.a.ip(&["route", "add", &net, "dev", pair.a_dev])?;
+            let via = pair.b_addr().to_string();
+            pair.a
+                .ip(&["route", "add", &net, "via", &via, "dev", pair.a_dev])?;
             addrs.extend((2..=251).map(|h| s.addr(h)));
             subnets.push(s);
         }

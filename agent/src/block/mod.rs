@@ -62,15 +62,19 @@ pub fn collector(probes: &mut Probes, config: &BlockConfig) -> Option<BlockColle
 impl Collector for BlockCollector {
     fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
         let mut maps = self.maps.lock().expect("block maps");
-        let snap = maps.snapshot()?;
+        let mut snap = maps.snapshot()?;
         let devs: std::collections::BTreeSet<u32> = snap.ops.keys().map(|k| k.dev).collect();
         let gone: Vec<u32> = devs
             .into_iter()
-            .filter(|&d| self.names.lookup(d).is_none())
+            .filter(|&d| !self.names.present(d))
             .collect();
         if !gone.is_empty() {
             maps.forget(&gone);
             self.labels.retain(|d| !gone.contains(&d));
+            // Gone from this scrape too, not only from the next one.
+            snap.ops.retain(|k, _| !gone.contains(&k.dev));
+            snap.inflight.retain(|d, _| !gone.contains(d));
+            snap.errors.retain(|k, _| !gone.contains(&k.dev));
         }
         drop(maps);
         let view = View {
