@@ -7,7 +7,7 @@ use stornet_tests::blockdev::{AlignedBuf, LoopDevice, open_direct};
 use stornet_tests::metrics::{Sample, sum};
 use stornet_tests::privilege::require_root;
 
-use crate::block_util::{assert_accounted, bucket, count, settled, total, unseen_ends};
+use crate::block_util::{assert_accounted, bucket, count, settled, total, unseen};
 
 const THREADS: usize = 16;
 const PER_THREAD: u64 = 400;
@@ -80,11 +80,8 @@ fn check(test: &str, scrape: &dyn Fn() -> anyhow::Result<Vec<Sample>>, stamps: &
         &["block_completion"]
     };
     let missed: f64 = timing.iter().map(|p| misses(p)).sum();
-    // An unseen end is found when its driver tag is dispatched again; until then the
-    // request is still counted in flight.
-    let unseen_end = delta(&|s| unseen_ends(s));
-    let left = sum(&after, "stornet_block_inflight", &dev);
-    assert_accounted("timed reads", timed, missed, unseen_end + left, n as f64);
+    let unseen_here = unseen(&before, &after, &disk.name);
+    assert_accounted("timed reads", timed, missed, unseen_here, n as f64);
     // Stamped where expected (other devices may add to the count, never take from it).
     let stamped = delta(&|s| {
         sum(
@@ -118,6 +115,7 @@ fn check(test: &str, scrape: &dyn Fn() -> anyhow::Result<Vec<Sample>>, stamps: &
     assert!(alone < issued, "no read ever met another in flight");
     let mean = delta(&|s| total(s, DEPTH, &dev)) / issued;
     assert!((1.0..=16.0).contains(&mean), "mean depth {mean}");
+    let left = sum(&after, "stornet_block_inflight", &dev);
     assert!(
         left <= n as f64 - timed,
         "{left} left in flight, {} completions unseen",

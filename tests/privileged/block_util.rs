@@ -36,6 +36,18 @@ pub fn unseen_ends(s: &[stornet_tests::metrics::Sample]) -> f64 {
     )
 }
 
+/// What the agent itself reports as not seen on `device` between two scrapes: ends found
+/// unseen (`unseen_ends`, counted for all devices) and requests still counted in flight, whose
+/// end may be one not seen yet.
+pub fn unseen(
+    before: &[stornet_tests::metrics::Sample],
+    after: &[stornet_tests::metrics::Sample],
+    device: &str,
+) -> f64 {
+    let left = stornet_tests::metrics::sum(after, "stornet_block_inflight", &[("device", device)]);
+    unseen_ends(after) - unseen_ends(before) + left
+}
+
 /// Asserts that `counted` IOs of `kernel` (the /sys/block count) are all accounted for: never
 /// more than the kernel, and any shortfall covered by the probe runs the kernel says it
 /// skipped (`missed`, exact, and on preemptible kernels up to about 1% under heavy load) and

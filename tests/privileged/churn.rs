@@ -11,7 +11,7 @@ use stornet_tests::churn::{self, PeerSpace};
 use stornet_tests::metrics::{Sample, sum};
 use stornet_tests::privilege::require_root;
 
-use crate::block_util::{assert_accounted, count, unseen_ends};
+use crate::block_util::{assert_accounted, count, unseen};
 use crate::net_support::{assert_up, settle};
 
 fn footprint(agent: &AgentProcess) -> (u64, usize) {
@@ -244,24 +244,11 @@ fn churn_of_devices_leaves_the_export_and_the_maps() {
         DEVICE_WAVES * DEVICES_PER_WAVE,
         steady.name
     );
-    let dispatched = count(
-        &last,
-        "stornet_block_inflight_at_issue",
-        &[("device", &steady.name)],
-    ) - count(
-        &first,
-        "stornet_block_inflight_at_issue",
-        &[("device", &steady.name)],
-    );
-
-    eprintln!("dispatches of {} seen: {dispatched}", steady.name);
-    let left = sum(&last, "stornet_block_inflight", &[("device", &steady.name)]);
-    let unseen = unseen_ends(&last) - unseen_ends(&first) + left;
     assert_accounted(
         "reads on the long-lived device while others came and went",
         counted,
         missed,
-        unseen,
+        unseen(&first, &last, &steady.name),
         kernel as f64,
     );
     assert_within_10_percent("after 200 devices", base.unwrap(), footprint(&agent));
