@@ -151,7 +151,9 @@ pub struct BlockControl {
     /// Non-zero: stamp every dispatch with the issue probe (a map entry per request in
     /// flight) instead of reading the kernel's `io_start_time_ns`.
     pub probe_stamps: u32,
-    pub _pad: u32,
+    /// Non-zero: count requests in flight at dispatch (`inflight_at_issue`), with a mark
+    /// per request and shared atomic adds at dispatch and completion.
+    pub track_inflight: u32,
 }
 assert_size!(BlockControl, 8);
 

@@ -25,7 +25,7 @@ impl Agent {
             .collect();
         let mut probes = Probes::load(&wanted);
         // Before collectors take maps out of the object.
-        let self_metrics = SelfMetrics::new(&probes, config.probes.run_statistics);
+        let self_metrics = SelfMetrics::new(&probes, &config.probes);
         let mut collectors: Vec<Box<dyn Collector>> = vec![Box::new(probes.status_collector())];
         if let Some(c) = block::collector(&mut probes, &config.block) {
             collectors.push(Box::new(c));

@@ -21,15 +21,22 @@ pub struct ProbesConfig {
     /// Probe names (as in `stornet_probe_up{probe}`) not to attach.
     pub disable: Vec<String>,
     /// Keep the kernel's BPF run-time statistics on while the agent runs, for the probe run
-    /// counts and times; they cost two clock reads per run of every BPF program on the host.
+    /// counts and times; they cost two clock reads per run of every BPF program on the host,
+    /// so they are off by default (`stornet-agent probe-cost` samples them for a few seconds).
     pub run_statistics: bool,
+    /// Without `run_statistics`: turn statistics on for `sample_statistics_seconds` every
+    /// this many seconds to measure each probe's cost per run (0: never).
+    pub sample_statistics_every_seconds: u64,
+    pub sample_statistics_seconds: u64,
 }
 
 impl Default for ProbesConfig {
     fn default() -> Self {
         ProbesConfig {
             disable: Vec::new(),
-            run_statistics: true,
+            run_statistics: false,
+            sample_statistics_every_seconds: 600,
+            sample_statistics_seconds: 5,
         }
     }
 }
@@ -67,6 +74,9 @@ pub struct BlockConfig {
     pub max_devices: usize,
     pub histogram: HistogramDetail,
     pub dispatch_time: DispatchTime,
+    /// Count requests in flight at each dispatch (`stornet_block_inflight_at_issue`): an
+    /// atomic add shared by all CPUs at each dispatch and completion, so opt-in.
+    pub inflight_at_issue: bool,
 }
 
 impl Default for BlockConfig {
@@ -77,6 +87,7 @@ impl Default for BlockConfig {
             max_devices: 64,
             histogram: HistogramDetail::Coarse,
             dispatch_time: DispatchTime::Auto,
+            inflight_at_issue: false,
         }
     }
 }
@@ -181,6 +192,21 @@ impl Config {
                     ));
                 }
             }
+        }
+        let p = &self.probes;
+        if p.sample_statistics_every_seconds > 0
+            && (p.sample_statistics_seconds == 0
+                || p.sample_statistics_seconds >= p.sample_statistics_every_seconds)
+        {
+            return Err(err(
+                "probes",
+                "sample_statistics_seconds",
+                None,
+                format!(
+                    "must be at least 1 and less than sample_statistics_every_seconds ({})",
+                    p.sample_statistics_every_seconds
+                ),
+            ));
         }
         if self.block.max_devices == 0 {
             return Err(err(
@@ -309,6 +335,28 @@ mod tests {
             e.key.as_deref().unwrap().starts_with("net.namespaces"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn costly_options_are_off_by_default_and_sampling_is_checked() {
+        let c = Config::default();
+        assert!(!c.probes.run_statistics && !c.block.inflight_at_issue);
+        let c = Config::parse("[block]\ninflight_at_issue = true\n").unwrap();
+        assert!(c.block.inflight_at_issue);
+        let e = Config::parse(
+            "[probes]\nsample_statistics_every_seconds = 5\nsample_statistics_seconds = 5\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.key.as_deref(),
+            Some("probes.sample_statistics_seconds"),
+            "{e}"
+        );
+        assert_eq!(e.line, Some(3), "{e}");
+        let c = Config::parse(
+            "[probes]\nsample_statistics_every_seconds = 0\nsample_statistics_seconds = 0\n",
+        );
+        assert!(c.is_ok(), "sampling off needs no length");
     }
 
     #[test]

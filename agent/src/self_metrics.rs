@@ -20,6 +20,8 @@ struct WatchedMap {
     name: String,
     fd: OwnedFd,
     key_size: usize,
+    /// Bytes of one key's value in a batch read (all CPUs' copies for per-CPU maps).
+    value_bytes: usize,
     max_entries: u32,
 }
 
@@ -32,12 +34,26 @@ pub struct SelfMetrics {
     scrapes: Mutex<Histogram>,
     /// The kernel's release and lockdown mode, read at start.
     kernel: (String, crate::kernel::Lockdown),
+    /// The probes' cost per run, sampled now and then when statistics are not kept on.
+    sampler: Option<crate::stats_sample::Sampler>,
 }
 
 impl SelfMetrics {
     /// Call right after the probes are loaded, before collectors take maps out of the object.
-    /// `run_statistics`: turn on the kernel's BPF run-time statistics while the agent runs.
-    pub fn new(probes: &Probes, run_statistics: bool) -> SelfMetrics {
+    /// With `run_statistics` the kernel's BPF run-time statistics stay on while the agent
+    /// runs; otherwise they are sampled as `config.sample_statistics_*` say.
+    pub fn new(probes: &Probes, config: &crate::config::ProbesConfig) -> SelfMetrics {
+        let run_statistics = config.run_statistics;
+        let sampler = (probes.ebpf.is_some()
+            && !run_statistics
+            && config.sample_statistics_every_seconds > 0)
+            .then(|| {
+                crate::stats_sample::Sampler::start(
+                    program_fds(probes),
+                    Duration::from_secs(config.sample_statistics_every_seconds),
+                    Duration::from_secs(config.sample_statistics_seconds),
+                )
+            });
         let stats_fd = if probes.ebpf.is_some() && run_statistics {
             match aya::sys::enable_stats(aya::sys::Stats::RunTime) {
                 Ok(fd) => Some(fd),
@@ -71,6 +87,7 @@ impl SelfMetrics {
                 sum: 0.0,
             }),
             kernel: (crate::kernel::release(), crate::kernel::lockdown()),
+            sampler,
         }
     }
 
@@ -89,6 +106,9 @@ impl SelfMetrics {
 
     pub fn collect(&self, probes: &Probes, out: &mut Vec<Family>) {
         self.probe_stats(probes, out);
+        if let Some(s) = &self.sampler {
+            s.collect(out);
+        }
         self.map_fill(out);
         process(out, self.start_time);
         let mut f = Family::new(
@@ -117,7 +137,8 @@ impl SelfMetrics {
     fn probe_stats(&self, probes: &Probes, out: &mut Vec<Family>) {
         let mut runs = Family::new(
             "stornet_agent_probe_runs_total",
-            "Times the kernel ran the probe's eBPF program (counted while BPF statistics are on).",
+            "Times the kernel ran the probe's eBPF program, counted while BPF statistics are on \
+             (kept on with run_statistics, else only during the agent's sampling windows).",
             Kind::Counter,
         );
         let mut time = Family::new(
@@ -137,7 +158,8 @@ impl SelfMetrics {
             "1 when the kernel keeps BPF program statistics (run counts and times), else 0.",
             Kind::Gauge,
         );
-        let enabled = self.stats_fd.is_some() || bpf_stats_sysctl();
+        let sampling = self.sampler.as_ref().is_some_and(|s| s.active());
+        let enabled = self.stats_fd.is_some() || sampling || bpf_stats_sysctl();
         on.scalar(&[], if enabled { 1.0 } else { 0.0 });
         if let Some(ebpf) = &probes.ebpf {
             for spec in PROBES.iter().filter(|p| probes.is_up(p.name)) {
@@ -176,7 +198,14 @@ impl SelfMetrics {
             Kind::Gauge,
         );
         for m in &self.maps {
-            match count_entries(m.fd.as_fd(), m.key_size, m.max_entries) {
+            let read = crate::map_batch::lookup_all(
+                m.fd.as_fd(),
+                m.key_size,
+                m.value_bytes,
+                m.max_entries as usize,
+                256,
+            );
+            match read.map(|b| b.len) {
                 Ok(n) => {
                     entries.scalar(&[("map", &m.name)], n as f64);
                     max.scalar(&[("map", &m.name)], m.max_entries as f64);
@@ -188,14 +217,26 @@ impl SelfMetrics {
     }
 }
 
+/// A copy of the program fd of each probe that is up, for the statistics sampler.
+fn program_fds(probes: &Probes) -> Vec<(&'static str, OwnedFd)> {
+    let Some(ebpf) = &probes.ebpf else {
+        return Vec::new();
+    };
+    PROBES
+        .iter()
+        .filter(|p| probes.is_up(p.name))
+        .filter_map(|spec| {
+            let fd = ebpf.program(spec.program)?.fd().ok()?;
+            Some((spec.name, fd.as_fd().try_clone_to_owned().ok()?))
+        })
+        .collect()
+}
+
 /// Hash-type maps keep a copy of their fd so they can be counted after a collector took them.
 fn watch(name: &str, map: &Map) -> Option<WatchedMap> {
-    let data = match map {
-        Map::HashMap(d)
-        | Map::PerCpuHashMap(d)
-        | Map::LruHashMap(d)
-        | Map::PerCpuLruHashMap(d)
-        | Map::LpmTrie(d) => d,
+    let (data, per_cpu) = match map {
+        Map::HashMap(d) | Map::LruHashMap(d) => (d, false),
+        Map::PerCpuHashMap(d) | Map::PerCpuLruHashMap(d) => (d, true),
         _ => return None,
     };
     let info = data.info().ok()?;
@@ -203,6 +244,7 @@ fn watch(name: &str, map: &Map) -> Option<WatchedMap> {
         name: name.to_string(),
         fd: data.fd().as_fd().try_clone_to_owned().ok()?,
         key_size: info.key_size() as usize,
+        value_bytes: crate::map_batch::value_bytes(info.value_size() as usize, per_cpu).ok()?,
         max_entries: info.max_entries(),
     })
 }
@@ -212,18 +254,6 @@ fn watch(name: &str, map: &Map) -> Option<WatchedMap> {
 fn bpf_stats_sysctl() -> bool {
     std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").is_ok_and(|s| s.trim() == "1")
 }
-
-/// `union bpf_attr` as `BPF_MAP_GET_NEXT_KEY` reads it (include/uapi/linux/bpf.h).
-#[repr(C)]
-struct MapNextKeyAttr {
-    map_fd: u32,
-    _pad: u32,
-    key: u64,
-    next_key: u64,
-    flags: u64,
-}
-
-const BPF_MAP_GET_NEXT_KEY: libc::c_long = 4;
 
 /// `union bpf_attr` as `BPF_OBJ_GET_INFO_BY_FD` reads it.
 #[repr(C)]
@@ -238,7 +268,7 @@ const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
 /// The kernel's `bpf_prog_info` of a program: run count and time (while statistics are on)
 /// and recursion misses (Linux ≥ 5.12: runs skipped because the program was already active
 /// on that CPU), which aya's `ProgramInfo` does not expose.
-fn prog_info(fd: BorrowedFd<'_>) -> Result<aya_obj::generated::bpf_prog_info> {
+pub(crate) fn prog_info(fd: BorrowedFd<'_>) -> Result<aya_obj::generated::bpf_prog_info> {
     // SAFETY: bpf_prog_info is plain old data; all-zero is a valid value.
     let mut info: aya_obj::generated::bpf_prog_info = unsafe { std::mem::zeroed() };
     let attr = InfoByFdAttr {
@@ -260,42 +290,6 @@ fn prog_info(fd: BorrowedFd<'_>) -> Result<aya_obj::generated::bpf_prog_info> {
         return Err(std::io::Error::last_os_error()).context("BPF_OBJ_GET_INFO_BY_FD");
     }
     Ok(info)
-}
-
-/// Counts a hash map's keys by walking them with `BPF_MAP_GET_NEXT_KEY`. A walk that races
-/// with deletions may restart; it never counts more than the capacity.
-pub fn count_entries(fd: BorrowedFd<'_>, key_size: usize, max_entries: u32) -> Result<u64> {
-    let mut key = vec![0u8; key_size.max(1)];
-    let mut next = vec![0u8; key_size.max(1)];
-    let mut n = 0u64;
-    while n < max_entries as u64 {
-        let attr = MapNextKeyAttr {
-            map_fd: fd.as_raw_fd() as u32,
-            _pad: 0,
-            key: if n == 0 { 0 } else { key.as_ptr() as u64 },
-            next_key: next.as_mut_ptr() as u64,
-            flags: 0,
-        };
-        // SAFETY: attr points to valid key/next_key buffers of the map's key size.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_bpf,
-                BPF_MAP_GET_NEXT_KEY,
-                &attr as *const MapNextKeyAttr,
-                std::mem::size_of::<MapNextKeyAttr>() as u32,
-            )
-        };
-        if r < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::ENOENT) {
-                break;
-            }
-            return Err(e).context("BPF_MAP_GET_NEXT_KEY");
-        }
-        n += 1;
-        std::mem::swap(&mut key, &mut next);
-    }
-    Ok(n)
 }
 
 /// CPU time, resident memory, start time and version of this process, from procfs.

@@ -109,6 +109,11 @@ pub fn counts_match_sysfs(driver: &str) {
         0.0,
         "{name}: left in flight"
     );
+    // The depth at dispatch is opt-in: the default configuration exports none.
+    assert!(
+        !after.iter().any(|s| s.name.starts_with(DEPTH)),
+        "{name}: {DEPTH} exported by default"
+    );
     // Every dispatch stamp the probes took was used: none is left in the map. (A stamp left
     // behind would mean the agent mispredicted whether the kernel stamps dispatches.)
     assert_eq!(
@@ -213,7 +218,8 @@ fn outstanding_reads(disk: &Disk, agent: &AgentProcess, run: Duration) -> (u64, 
 /// In-flight depth under 64 outstanding reads, against the driver's tags. With `saturates`
 /// (fewer tags than outstanding IOs), the depth must sit at the limit.
 pub fn inflight_within_tags(driver: &str, saturates: bool) {
-    let (g, disk, agent) = setup(driver);
+    let (g, disk, _) = setup(driver);
+    let agent = crate::shared::agent_with_depth();
     disk.set_queue_attr("scheduler", "none")
         .expect("scheduler none");
     let name = disk.name.clone();

@@ -10,3 +10,11 @@ pub fn agent() -> &'static AgentProcess {
     static AGENT: OnceLock<AgentProcess> = OnceLock::new();
     AGENT.get_or_init(|| AgentProcess::start(&[]).expect("agent starts"))
 }
+
+/// An agent that also counts requests in flight at dispatch (`inflight_at_issue`, opt-in).
+pub fn agent_with_depth() -> &'static AgentProcess {
+    static AGENT: OnceLock<AgentProcess> = OnceLock::new();
+    AGENT.get_or_init(|| {
+        AgentProcess::with_config("[block]\ninflight_at_issue = true\n", &[]).expect("agent starts")
+    })
+}

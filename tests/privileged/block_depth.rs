@@ -12,6 +12,8 @@ use crate::block_util::{assert_accounted, bucket, count, settled, total, unseen}
 const THREADS: usize = 16;
 const PER_THREAD: u64 = 400;
 const DEPTH: &str = "stornet_block_inflight_at_issue";
+/// The depth at dispatch is opt-in.
+const DEPTH_ON: &str = "[block]\ninflight_at_issue = true\n";
 const QUEUE: &str = "stornet_block_queue_seconds";
 const SERVICE: &str = "stornet_block_service_seconds";
 
@@ -147,7 +149,7 @@ fn block_depth_and_service_time_with_kernel_stamps() {
     if !require_root("block_depth_and_service_time_with_kernel_stamps") {
         return;
     }
-    let agent = AgentProcess::start(&[]).expect("agent starts");
+    let agent = AgentProcess::with_config(DEPTH_ON, &[]).expect("agent starts");
     check("block_depth_kernel", &|| agent.scrape(), "kernel");
 }
 
@@ -158,7 +160,8 @@ fn block_depth_and_service_time_with_probe_stamps() {
     if !require_root("block_depth_and_service_time_with_probe_stamps") {
         return;
     }
-    let agent = AgentProcess::with_config("[block]\ndispatch_time = \"probe\"\n", &[]).unwrap();
+    let config = format!("{DEPTH_ON}dispatch_time = \"probe\"\n");
+    let agent = AgentProcess::with_config(&config, &[]).unwrap();
     check("block_depth_probe", &|| agent.scrape(), "probe");
     let unrecorded = sum(
         &agent.scrape().unwrap(),

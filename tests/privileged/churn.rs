@@ -166,7 +166,8 @@ fn churn_of_devices_leaves_the_export_and_the_maps() {
     }
     let steady = LoopDevice::new("churn-steady", 16 << 20).expect("loop device");
     let agent = AgentProcess::with_config(
-        "[block]\ndevices_include = [\"loop*\"]\nmax_devices = 64\n",
+        // With in-flight tracking, so that completions the kernel ran no probe for are found.
+        "[block]\ndevices_include = [\"loop*\"]\nmax_devices = 64\ninflight_at_issue = true\n",
         &[],
     )
     .expect("agent starts");

@@ -20,7 +20,7 @@ fn service_self_metrics_match_independent_counts() {
         return;
     }
     const N: u64 = 3000;
-    let agent = AgentProcess::start(&[]).unwrap();
+    let agent = AgentProcess::with_config("[probes]\nrun_statistics = true\n", &[]).unwrap();
     let disk = LoopDevice::new("selfm", 64 << 20).unwrap();
     let probe = [("probe", "block_completion")];
 
@@ -124,18 +124,23 @@ fn service_self_metrics_match_independent_counts() {
     assert!(total(&third, "stornet_agent_scrape_duration_seconds_sum") > 0.0);
 }
 
-/// With `run_statistics = false` the agent leaves the kernel's BPF statistics alone (the
-/// gauge then follows the sysctl), and the probes still count every IO.
+/// By default the agent keeps the kernel's BPF statistics off (the gauge then follows the
+/// sysctl) and the probes still count every IO; it turns them on only for short windows in
+/// which it measures each probe's cost per run.
 #[test]
-fn service_run_statistics_can_be_left_off() {
-    if !require_root("service_run_statistics_can_be_left_off") {
+fn service_statistics_are_sampled_not_kept_on() {
+    if !require_root("service_statistics_are_sampled_not_kept_on") {
         return;
     }
     let sysctl = std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").unwrap();
-    let agent = AgentProcess::with_config("[probes]\nrun_statistics = false\n", &[]).unwrap();
+    let config = "[probes]\nsample_statistics_every_seconds = 2\nsample_statistics_seconds = 1\n";
+    let t0 = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let agent = AgentProcess::with_config(config, &[]).unwrap();
     let disk = LoopDevice::new("nostats", 16 << 20).unwrap();
     let labels = [("device", disk.name.as_str()), ("op", "write")];
-    let expected = if sysctl.trim() == "1" { 1.0 } else { 0.0 };
     up_to_three_times("probes count without run statistics", || {
         let before = agent.scrape()?;
         direct_writes(&disk.dev, 100, 4096)?;
@@ -143,7 +148,67 @@ fn service_run_statistics_can_be_left_off() {
         let ios = sum(&after, "stornet_block_io_size_bytes_count", &labels)
             - sum(&before, "stornet_block_io_size_bytes_count", &labels);
         ensure!(ios == 100.0, "{ios} writes counted of 100");
-        ensure!(total(&after, "stornet_agent_bpf_stats_enabled") == expected);
         Ok(())
     });
+
+    // Writes for 7 s (more than two 3 s cycles), while watching whether the agent holds the
+    // kernel's statistics file (`anon_inode:bpf-stats`) open.
+    let (mut open, mut closed) = (0, 0);
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(7) {
+        direct_writes(&disk.dev, 20, 4096).unwrap();
+        if holds_stats_fd(agent.pid()) {
+            open += 1;
+        } else {
+            closed += 1;
+        }
+    }
+    println!("statistics file held in {open} of {} looks", open + closed);
+    assert!(open > 0, "the agent never turned statistics on");
+    assert!(
+        closed > open,
+        "statistics on most of the time: {open} of {}",
+        open + closed
+    );
+
+    let after = agent.scrape().unwrap();
+    let completion = [("probe", "block_completion")];
+    let per_run = sum(
+        &after,
+        "stornet_agent_probe_sampled_seconds_per_run",
+        &completion,
+    );
+    let rate = sum(
+        &after,
+        "stornet_agent_probe_sampled_runs_per_second",
+        &completion,
+    );
+    let end = total(&after, "stornet_agent_probe_sample_end_time_seconds");
+    println!(
+        "sampled: block_completion {rate:.0} runs/s, {:.0} ns per run",
+        per_run * 1e9
+    );
+    assert!(rate > 0.0, "no runs in the sampling window");
+    assert!(per_run > 0.0 && per_run < 100e-6, "{per_run} s per run");
+    assert!(
+        end > t0,
+        "sample ended at {end}, before the agent started at {t0}"
+    );
+    // The gauge follows the sysctl unless a window is open.
+    let gauge = total(&after, "stornet_agent_bpf_stats_enabled");
+    if sysctl.trim() == "1" {
+        assert_eq!(gauge, 1.0);
+    }
+}
+
+/// Whether `pid` holds a BPF run-time statistics file descriptor.
+fn holds_stats_fd(pid: u32) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| {
+            d.filter_map(Result::ok).any(|e| {
+                std::fs::read_link(e.path())
+                    .is_ok_and(|l| l.to_string_lossy() == "anon_inode:bpf-stats")
+            })
+        })
+        .unwrap_or(false)
 }

@@ -63,7 +63,9 @@ pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
             None => (0, STAMP_PROBE),
         }
     };
-    leave_request(&req);
+    if ctl.track_inflight != 0 {
+        leave_request(&req);
+    }
     let dev = req.dev();
     if status != 0 && dev != 0 {
         count_error(&ErrorKey {

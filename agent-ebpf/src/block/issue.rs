@@ -1,26 +1,31 @@
 //! `block_rq_issue(struct request *rq)`: a request is dispatched to the driver.
+//!
+//! In the default configuration this probe only stamps the dispatches the kernel does not
+//! stamp itself (queue statistics off, passthrough): for the others it reads four fields and
+//! returns. Counting requests in flight (`track_inflight`) is what makes it do more.
 
 use agent_common::block::{DevOp, UNREC_STAMPS_FULL, UNREC_UNTRACKED};
 use agent_common::hist::depth_slot;
 use aya_ebpf::helpers::bpf_ktime_get_ns;
 use aya_ebpf::programs::BtfTracePointContext;
 
-use super::{Request, control, count, enter, ready, stamps, stats};
+use super::{Request, control, count, enter, kernel_stamps, lay, load, ready, stamps, stats};
 
 pub fn try_issue(ctx: &BtfTracePointContext) -> Result<(), i32> {
     if !ready() {
         return Ok(());
     }
     let ctl = control().ok_or(-1)?;
-    let req = Request::read(ctx.arg(0));
+    let rq: *const u8 = ctx.arg(0);
     // Stamp the dispatch where the kernel will not (the completion decides the same way).
-    if ctl.probe_stamps != 0 || req.start_ns == 0 || !req.kernel_stamps_dispatch() {
-        // SAFETY: bpf_ktime_get_ns has no preconditions.
-        let now = unsafe { bpf_ktime_get_ns() };
-        if stamps().insert(req.key(), now, 0).is_err() {
-            count(UNREC_STAMPS_FULL);
-        }
+    let start_ns: u64 = load(rq, lay!(rq_start_time_ns));
+    if ctl.probe_stamps != 0 || start_ns == 0 || !kernel_stamps(rq) {
+        stamp(rq);
     }
+    if ctl.track_inflight == 0 {
+        return Ok(());
+    }
+    let req = Request::read(rq);
     // One at a time: a tuple of both would make the compiler read an unset stack slot on
     // the path where the first is None, which verifiers before 5.11 refuse.
     let Some(slot) = req.queue_slot() else {
@@ -46,4 +51,13 @@ pub fn try_issue(ctx: &BtfTracePointContext) -> Result<(), i32> {
     s.depth_sum += depth;
     s.queue_slot = req.qid as u64 + 1;
     Ok(())
+}
+
+#[inline(always)]
+fn stamp(rq: *const u8) {
+    // SAFETY: bpf_ktime_get_ns has no preconditions.
+    let now = unsafe { bpf_ktime_get_ns() };
+    if stamps().insert(rq as u64, now, 0).is_err() {
+        count(UNREC_STAMPS_FULL);
+    }
 }

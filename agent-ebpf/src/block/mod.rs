@@ -5,11 +5,15 @@
 //! request starts) and `io_start_time_ns` (set at dispatch when the queue keeps statistics),
 //! so the common path keeps no per-request map entry: no hash insert at dispatch and delete at
 //! completion, which is most of what a start map keyed by request costs (that is how bcc's
-//! biolatency works). The issue probe is still needed for the depth each request meets at
-//! dispatch: a shared atomic count per request queue, moved only with the request's mark bit
-//! (see `MarkWords`), so a request already in flight when the agent starts, or a probe run the
-//! kernel skipped, cannot make it drift. Where the kernel does not stamp the dispatch (queue
-//! statistics off, passthrough), the issue probe stamps it in a map keyed by request.
+//! biolatency works). Where the kernel does not stamp the dispatch (queue statistics off,
+//! passthrough), the issue probe stamps it in a map keyed by request; elsewhere it returns
+//! after four reads. Nothing on the default per-IO path is shared between CPUs: the stats
+//! are per-CPU, summed at scrape time, and the requests in flight are the kernel's own count.
+//!
+//! Opt-in (`track_inflight`): the depth each request meets at dispatch, from a shared atomic
+//! count per request queue, moved only with the request's mark bit (see `MarkWords`), so a
+//! request already in flight when the agent starts, or a probe run the kernel skipped,
+//! cannot make it drift.
 
 pub mod complete;
 pub mod issue;
@@ -93,7 +97,6 @@ pub struct Request {
     /// The request queue's `id`: small, dense, one per disk.
     pub qid: u32,
     pub op: u32,
-    pub passthrough: bool,
     pub start_ns: u64,
     pub started: bool,
 }
@@ -121,7 +124,6 @@ impl Request {
             q,
             qid: load(q, lay!(q_id)),
             op,
-            passthrough: req_op == lay!(req_op_drv_in) || req_op == lay!(req_op_drv_out),
             start_ns: load(rq, lay!(rq_start_time_ns)),
             started: state != lay!(mq_rq_idle),
         }
@@ -177,18 +179,24 @@ impl Request {
         })
     }
 
-    /// Whether the kernel stamps `io_start_time_ns` when it dispatches this request (queue
-    /// statistics on, not passthrough), as `blk_mq_start_request` decides.
-    #[inline(always)]
-    pub fn kernel_stamps_dispatch(&self) -> bool {
-        let flags: u64 = load(self.q, lay!(q_queue_flags));
-        !self.passthrough && (flags >> lay!(queue_flag_stats)) & 1 == 1
-    }
-
     #[inline(always)]
     pub fn key(&self) -> u64 {
         self.rq as u64
     }
+}
+
+/// Whether the kernel stamps `io_start_time_ns` when it dispatches this request (queue
+/// statistics on, not passthrough), as `blk_mq_start_request` decides.
+#[inline(always)]
+pub fn kernel_stamps(rq: *const u8) -> bool {
+    let cmd_flags: u32 = load(rq, lay!(rq_cmd_flags));
+    let req_op = cmd_flags & lay!(op_mask);
+    if req_op == lay!(req_op_drv_in) || req_op == lay!(req_op_drv_out) {
+        return false;
+    }
+    let q: *const u8 = load(rq, lay!(rq_q));
+    let flags: u64 = load(q, lay!(q_queue_flags));
+    (flags >> lay!(queue_flag_stats)) & 1 == 1
 }
 
 pub fn control() -> Option<&'static BlockControl> {

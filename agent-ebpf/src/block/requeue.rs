@@ -4,7 +4,7 @@
 use agent_common::block::DevOp;
 use aya_ebpf::programs::BtfTracePointContext;
 
-use super::{Request, leave_request, ready, stamps, stats};
+use super::{Request, control, leave_request, ready, stamps, stats};
 
 pub fn try_requeue(ctx: &BtfTracePointContext) -> Result<(), i32> {
     if !ready() {
@@ -13,7 +13,9 @@ pub fn try_requeue(ctx: &BtfTracePointContext) -> Result<(), i32> {
     let req = Request::read(ctx.arg(0));
     // Counted out until it is dispatched again. (Where the driver tag is already released,
     // the mark stays set and the tag's next request is counted in its place.)
-    leave_request(&req);
+    if control().is_some_and(|c| c.track_inflight != 0) {
+        leave_request(&req);
+    }
     let _ = stamps().remove(req.key());
     let dev = req.dev();
     if dev != 0

@@ -17,6 +17,8 @@ use crate::model::{Family, Histogram, Kind};
 /// How devices are named, filtered and capped, and how fine the histograms are.
 pub struct View<'a> {
     pub fine: bool,
+    /// Whether the probes count the depth at each dispatch (`inflight_at_issue`).
+    pub depth: bool,
     pub filter: &'a DeviceFilter,
     pub labels: &'a DeviceLabels,
     /// The kernel name of a `dev_t`, None if the device is gone.
@@ -275,9 +277,12 @@ pub fn families(snap: &Snapshot, view: &View) -> Vec<Family> {
     let stamped = |i: u32| snap.counters[i as usize] as f64;
     stamps.scalar(&[("source", "kernel")], stamped(STAMP_KERNEL));
     stamps.scalar(&[("source", "probe")], stamped(STAMP_PROBE));
-    vec![
-        queue, service, size, requeues, inflight, at_issue, limits, errs, unrecorded, stamps,
-    ]
+    let mut all = vec![queue, service, size, requeues, inflight];
+    if view.depth {
+        all.push(at_issue);
+    }
+    all.extend([limits, errs, unrecorded, stamps]);
+    all
 }
 
 /// Number of finite buckets exported per histogram: (latency, size, depth).
@@ -342,6 +347,16 @@ mod tests {
     }
 
     fn render(snap: &Snapshot, fine: bool, max: usize, filter: DeviceFilter) -> Vec<Family> {
+        render_with(snap, fine, max, filter, true)
+    }
+
+    fn render_with(
+        snap: &Snapshot,
+        fine: bool,
+        max: usize,
+        filter: DeviceFilter,
+        depth: bool,
+    ) -> Vec<Family> {
         let labels = DeviceLabels::new(max);
         let name = |dev: u32| (dev != 9).then(|| format!("sd{}", (b'a' + dev as u8 - 1) as char));
         let limits = |n: &str| {
@@ -353,6 +368,7 @@ mod tests {
         };
         let view = View {
             fine,
+            depth,
             filter: &filter,
             labels: &labels,
             name: &name,
@@ -422,6 +438,17 @@ mod tests {
         let bounds: Vec<f64> = depth.buckets.iter().map(|b| b.0).take(6).collect();
         assert_eq!(bounds, [0.0, 1.0, 2.0, 4.0, 8.0, 16.0]);
         assert_eq!(depth.count, 3, "the depth histogram sums the device's ops");
+    }
+
+    #[test]
+    fn the_depth_family_is_exported_only_when_tracked() {
+        let fs = render_with(&snapshot(), false, 64, DeviceFilter::default(), false);
+        assert!(
+            fs.iter()
+                .all(|f| f.name != "stornet_block_inflight_at_issue")
+        );
+        // The in-flight gauge stays (the kernel's count when the probes do not keep one).
+        assert!(fs.iter().any(|f| f.name == "stornet_block_inflight"));
     }
 
     #[test]

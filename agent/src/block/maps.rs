@@ -1,20 +1,25 @@
-//! The block probes' maps, read into a plain snapshot (CPUs summed) at scrape time.
+//! The block probes' maps, read into a plain snapshot (CPUs summed) at scrape time, each map
+//! in one batch read.
 
 use std::collections::BTreeMap;
+use std::os::fd::{AsFd, OwnedFd};
 
 use agent_common::block::{
-    BlockControl, COUNTERS, DevOp, ErrorKey, FAST_SLOTS, FastSlot, OpStats, QueueSlot,
+    BlockControl, COUNTERS, DevOp, ErrorKey, FAST_SLOTS, FastSlot, MAX_DEV_OPS, MAX_ERROR_KEYS,
+    OpStats, QueueSlot,
 };
 use anyhow::{Context, Result};
 use aya::maps::{Array, HashMap, MapData, PerCpuArray, PerCpuHashMap, PerCpuValues};
 
+use crate::map_batch::{Batch, lookup_all, value_bytes};
 use crate::probes::Probes;
 
 /// Everything the block probes counted, summed over CPUs.
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
     pub ops: BTreeMap<DevOp, OpStats>,
-    /// Requests in flight per device (`dev_t`).
+    /// Requests in flight per device (`dev_t`): the probes' count when they track it, else
+    /// the kernel's (`/sys/block/*/inflight`), filled in by the collector.
     pub inflight: BTreeMap<u32, i64>,
     pub errors: BTreeMap<ErrorKey, u64>,
     /// The probes' event counters (`UNREC_*`, `STAMP_*`).
@@ -47,7 +52,54 @@ pub struct BlockMaps {
     queues: Array<MapData, QueueSlot>,
     control: Array<MapData, BlockControl>,
     errors: HashMap<MapData, ErrorKey, u64>,
-    counters: PerCpuArray<MapData, u64>,
+    /// Copies of the fds of the maps read at each scrape, for batch reads.
+    read_fds: ReadFds,
+}
+
+struct ReadFds {
+    fast: OwnedFd,
+    stats: OwnedFd,
+    errors: OwnedFd,
+    counters: OwnedFd,
+}
+
+/// A copy of a map's fd, kept beside the typed map that owns it.
+fn fd_of(map: &aya::maps::Map) -> Result<OwnedFd> {
+    let data = match map {
+        aya::maps::Map::Array(d)
+        | aya::maps::Map::PerCpuArray(d)
+        | aya::maps::Map::HashMap(d)
+        | aya::maps::Map::PerCpuHashMap(d) => d,
+        _ => anyhow::bail!("unexpected map type"),
+    };
+    Ok(data.fd().as_fd().try_clone_to_owned()?)
+}
+
+/// A plain value out of a batch's bytes.
+fn read<T: Copy>(bytes: &[u8]) -> T {
+    assert!(bytes.len() >= std::mem::size_of::<T>(), "short map value");
+    // SAFETY: T is a plain-old-data map value (agent_common, `user_pod!`) and the slice
+    // holds at least its size; the read is unaligned-safe.
+    unsafe { std::ptr::read_unaligned(bytes.as_ptr() as *const T) }
+}
+
+/// Each CPU's copy of a per-CPU value in a batch (8-byte aligned, back to back).
+fn per_cpu<T: Copy + 'static>(bytes: &[u8]) -> impl Iterator<Item = T> + '_ {
+    bytes
+        .chunks_exact(std::mem::size_of::<T>().div_ceil(8) * 8)
+        .map(read::<T>)
+}
+
+fn batch<K, V>(fd: &OwnedFd, per_cpu: bool, max: u32, what: &str) -> Result<Batch> {
+    let value = value_bytes(std::mem::size_of::<V>(), per_cpu)?;
+    lookup_all(
+        fd.as_fd(),
+        std::mem::size_of::<K>(),
+        value,
+        max as usize,
+        (max as usize).min(256),
+    )
+    .with_context(|| format!("reading {what}"))
 }
 
 fn take(probes: &mut Probes, name: &str) -> Result<aya::maps::Map> {
@@ -58,43 +110,57 @@ fn take(probes: &mut Probes, name: &str) -> Result<aya::maps::Map> {
 
 impl BlockMaps {
     pub fn take(probes: &mut Probes) -> Result<BlockMaps> {
+        let (fast, stats) = (take(probes, "BLOCK_FAST")?, take(probes, "BLOCK_STATS")?);
+        let (errors, counters) = (
+            take(probes, "BLOCK_ERRORS")?,
+            take(probes, "BLOCK_COUNTERS")?,
+        );
+        let read_fds = ReadFds {
+            fast: fd_of(&fast)?,
+            stats: fd_of(&stats)?,
+            errors: fd_of(&errors)?,
+            counters: fd_of(&counters)?,
+        };
+        // The counters are only read, through their fd.
+        drop(counters);
         Ok(BlockMaps {
-            fast: PerCpuArray::try_from(take(probes, "BLOCK_FAST")?)?,
-            stats: PerCpuHashMap::try_from(take(probes, "BLOCK_STATS")?)?,
+            fast: PerCpuArray::try_from(fast)?,
+            stats: PerCpuHashMap::try_from(stats)?,
             queues: Array::try_from(take(probes, "BLOCK_QUEUES")?)?,
             control: Array::try_from(take(probes, "BLOCK_CONTROL")?)?,
-            errors: HashMap::try_from(take(probes, "BLOCK_ERRORS")?)?,
-            counters: PerCpuArray::try_from(take(probes, "BLOCK_COUNTERS")?)?,
+            errors: HashMap::try_from(errors)?,
+            read_fds,
         })
     }
 
     /// Writes the settings the probes read: `probe_stamps` makes the issue probe stamp
-    /// every dispatch itself.
-    pub fn configure(&mut self, probe_stamps: bool) -> Result<()> {
+    /// every dispatch itself; `track_inflight` makes the probes count requests in flight.
+    pub fn configure(&mut self, probe_stamps: bool, track_inflight: bool) -> Result<()> {
         let ctl = BlockControl {
             probe_stamps: probe_stamps as u32,
-            ..Default::default()
+            track_inflight: track_inflight as u32,
         };
         self.control.set(0, ctl, 0).context("writing BLOCK_CONTROL")
     }
 
     pub fn snapshot(&self) -> Result<Snapshot> {
         let mut snap = Snapshot::default();
+        let fds = &self.read_fds;
         // Each CPU's copy of a direct-mapped slot names the (device, op) it holds there.
-        for i in 0..FAST_SLOTS {
-            let per_cpu = self.fast.get(&i, 0).context("reading BLOCK_FAST")?;
-            for slot in per_cpu.iter().filter(|s| s.owner.dev != 0) {
+        let fast = batch::<u32, FastSlot>(&fds.fast, true, FAST_SLOTS, "BLOCK_FAST")?;
+        for i in 0..fast.len {
+            for slot in per_cpu::<FastSlot>(fast.value(i)).filter(|s| s.owner.dev != 0) {
                 add_stats(
                     snap.ops.entry(slot.owner).or_insert(OpStats::ZERO),
                     &slot.stats,
                 );
             }
         }
-        for entry in self.stats.iter() {
-            let (key, per_cpu) = entry.context("reading BLOCK_STATS")?;
-            let total = snap.ops.entry(key).or_insert(OpStats::ZERO);
-            for v in per_cpu.iter() {
-                add_stats(total, v);
+        let stats = batch::<DevOp, OpStats>(&fds.stats, true, MAX_DEV_OPS, "BLOCK_STATS")?;
+        for i in 0..stats.len {
+            let total = snap.ops.entry(read(stats.key(i))).or_insert(OpStats::ZERO);
+            for v in per_cpu::<OpStats>(stats.value(i)) {
+                add_stats(total, &v);
             }
         }
         // The in-flight count of each device's queue.
@@ -110,16 +176,17 @@ impl BlockMaps {
                 *snap.inflight.entry(dev).or_default() += slot.inflight;
             }
         }
-        for entry in self.errors.iter() {
-            let (key, n) = entry.context("reading BLOCK_ERRORS")?;
-            snap.errors.insert(key, n);
+        let errors = batch::<ErrorKey, u64>(&fds.errors, false, MAX_ERROR_KEYS, "BLOCK_ERRORS")?;
+        for i in 0..errors.len {
+            snap.errors
+                .insert(read(errors.key(i)), read(errors.value(i)));
         }
-        for (i, total) in snap.counters.iter_mut().enumerate() {
-            let per_cpu = self
-                .counters
-                .get(&(i as u32), 0)
-                .context("reading BLOCK_COUNTERS")?;
-            *total = per_cpu.iter().sum();
+        let counters = batch::<u32, u64>(&fds.counters, true, COUNTERS as u32, "BLOCK_COUNTERS")?;
+        for i in 0..counters.len {
+            let index: u32 = read(counters.key(i));
+            if let Some(total) = snap.counters.get_mut(index as usize) {
+                *total = per_cpu::<u64>(counters.value(i)).sum();
+            }
         }
         Ok(snap)
     }

@@ -29,6 +29,8 @@ pub struct BlockCollector {
     filter: DeviceFilter,
     labels: DeviceLabels,
     fine: bool,
+    /// Whether the probes count requests in flight (`inflight_at_issue`).
+    track_inflight: bool,
 }
 
 /// Takes the block maps and configures the probes, if any block probe is up.
@@ -38,7 +40,10 @@ pub fn collector(probes: &mut Probes, config: &BlockConfig) -> Option<BlockColle
     }
     let result = (|| -> Result<BlockCollector> {
         let mut maps = BlockMaps::take(probes)?;
-        maps.configure(config.dispatch_time == DispatchTime::Probe)?;
+        maps.configure(
+            config.dispatch_time == DispatchTime::Probe,
+            config.inflight_at_issue,
+        )?;
         Ok(BlockCollector {
             maps: Mutex::new(maps),
             names: DeviceNames::default(),
@@ -48,6 +53,7 @@ pub fn collector(probes: &mut Probes, config: &BlockConfig) -> Option<BlockColle
             },
             labels: DeviceLabels::new(config.max_devices),
             fine: config.histogram == HistogramDetail::Fine,
+            track_inflight: config.inflight_at_issue,
         })
     })();
     match result {
@@ -77,8 +83,20 @@ impl Collector for BlockCollector {
             snap.errors.retain(|k, _| !gone.contains(&k.dev));
         }
         drop(maps);
+        if !self.track_inflight {
+            for dev in snap.ops.keys().map(|k| k.dev).collect::<Vec<_>>() {
+                if let Some(n) = self
+                    .names
+                    .lookup(dev)
+                    .and_then(|name| kernel_inflight(Path::new("/sys/block"), &name))
+                {
+                    snap.inflight.insert(dev, n);
+                }
+            }
+        }
         let view = View {
             fine: self.fine,
+            depth: self.track_inflight,
             filter: &self.filter,
             labels: &self.labels,
             name: &|dev| self.names.lookup(dev),
@@ -86,5 +104,34 @@ impl Collector for BlockCollector {
         };
         out.extend(export::families(&snap, &view));
         Ok(())
+    }
+}
+
+/// The kernel's count of a disk's requests in flight (dispatched to the driver, not yet
+/// completed): `/sys/block/<name>/inflight`, reads plus writes.
+fn kernel_inflight(sys_block: &Path, name: &str) -> Option<i64> {
+    let text = std::fs::read_to_string(sys_block.join(name).join("inflight")).ok()?;
+    let mut sum = 0i64;
+    for n in text.split_whitespace() {
+        sum += n.parse::<i64>().ok()?;
+    }
+    Some(sum)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_inflight_adds_reads_and_writes() {
+        let dir = std::env::temp_dir().join(format!("stornet-inflight-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("sda")).unwrap();
+        std::fs::write(dir.join("sda/inflight"), "       3        5\n").unwrap();
+        std::fs::create_dir_all(dir.join("bad")).unwrap();
+        std::fs::write(dir.join("bad/inflight"), "3 x\n").unwrap();
+        assert_eq!(kernel_inflight(&dir, "sda"), Some(8));
+        assert_eq!(kernel_inflight(&dir, "bad"), None);
+        assert_eq!(kernel_inflight(&dir, "gone"), None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
