@@ -214,6 +214,8 @@ pub const UNREC_NO_START_STAMP: u32 = 4;
 pub const UNREC_UNTRACKED: u32 = 5;
 pub const UNREC_UNSEEN_END: u32 = 6;
 pub const UNREC_COUNT: usize = 7;
+/// Not counted by the probes (the common case, kept off the per-IO path): user space derives
+/// it from the timed requests and the probe-stamped ones.
 pub const STAMP_KERNEL: u32 = 7;
 pub const STAMP_PROBE: u32 = 8;
 pub const COUNTERS: usize = 9;

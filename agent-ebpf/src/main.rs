@@ -31,6 +31,19 @@ pub fn stornet_block_rq_requeue(ctx: BtfTracePointContext) -> i32 {
     0
 }
 
+/// Empty programs on the hooks the block probes use: what any BPF program on these hooks
+/// costs, the floor against which `cargo xtask bench block-overhead` measures the probes'
+/// own work. The agent never loads them.
+#[btf_tracepoint(function = "block_rq_issue")]
+pub fn stornet_floor_block_rq_issue(_ctx: BtfTracePointContext) -> i32 {
+    0
+}
+
+#[btf_tracepoint(function = "block_rq_complete")]
+pub fn stornet_floor_block_rq_complete(_ctx: BtfTracePointContext) -> i32 {
+    0
+}
+
 #[btf_tracepoint(function = "tcp_retransmit_skb")]
 pub fn stornet_tcp_retransmit_skb(ctx: BtfTracePointContext) -> i32 {
     let _ = net::retransmits::try_retransmit(&ctx);

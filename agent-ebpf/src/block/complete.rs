@@ -84,12 +84,16 @@ pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
     s.size[size_slot(nr_bytes as u64)] += 1;
     s.bytes += nr_bytes as u64;
     if dispatch == 0 {
-        if req.started {
+        if req.started() {
             count(UNREC_NO_DISPATCH_STAMP);
         }
         return Ok(());
     }
-    count(source);
+    // Kernel stamps are the common case: user space derives their count from the timed
+    // requests, so that the per-IO path touches no counter of its own.
+    if source == STAMP_PROBE {
+        count(STAMP_PROBE);
+    }
     let service = now.saturating_sub(dispatch);
     s.service[latency_slot(service)] += 1;
     s.service_ns += service;

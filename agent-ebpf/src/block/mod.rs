@@ -98,7 +98,6 @@ pub struct Request {
     pub qid: u32,
     pub op: u32,
     pub start_ns: u64,
-    pub started: bool,
 }
 
 impl Request {
@@ -117,7 +116,6 @@ impl Request {
         } else {
             OP_OTHER
         };
-        let state: u32 = load(rq, lay!(rq_state));
         let q = load(rq, lay!(rq_q));
         Request {
             rq,
@@ -125,8 +123,14 @@ impl Request {
             qid: load(q, lay!(q_id)),
             op,
             start_ns: load(rq, lay!(rq_start_time_ns)),
-            started: state != lay!(mq_rq_idle),
         }
+    }
+
+    /// Whether the request was dispatched (read only on the rare paths that need it).
+    #[inline(always)]
+    pub fn started(&self) -> bool {
+        let state: u32 = load(self.rq, lay!(rq_state));
+        state != lay!(mq_rq_idle)
     }
 
     /// `dev_t` of the whole disk (partitions count towards their disk), from the disk's own

@@ -7,6 +7,9 @@ pub mod maps;
 
 use std::path::Path;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use agent_common::block::{STAMP_KERNEL, STAMP_PROBE};
 
 use anyhow::Result;
 use tracing::warn;
@@ -31,6 +34,9 @@ pub struct BlockCollector {
     fine: bool,
     /// Whether the probes count requests in flight (`inflight_at_issue`).
     track_inflight: bool,
+    /// Timed requests of devices that are gone, so that the derived count of kernel dispatch
+    /// stamps never goes down.
+    retired_timed: AtomicU64,
 }
 
 /// Takes the block maps and configures the probes, if any block probe is up.
@@ -54,6 +60,7 @@ pub fn collector(probes: &mut Probes, config: &BlockConfig) -> Option<BlockColle
             labels: DeviceLabels::new(config.max_devices),
             fine: config.histogram == HistogramDetail::Fine,
             track_inflight: config.inflight_at_issue,
+            retired_timed: AtomicU64::new(0),
         })
     })();
     match result {
@@ -75,6 +82,13 @@ impl Collector for BlockCollector {
             .filter(|&d| !self.names.present(d))
             .collect();
         if !gone.is_empty() {
+            let retired: u64 = snap
+                .ops
+                .iter()
+                .filter(|(k, _)| gone.contains(&k.dev))
+                .map(|(_, s)| s.service.iter().sum::<u64>())
+                .sum();
+            self.retired_timed.fetch_add(retired, Ordering::Relaxed);
             maps.forget(&gone);
             self.labels.retain(|d| !gone.contains(&d));
             // Gone from this scrape too, not only from the next one.
@@ -83,6 +97,16 @@ impl Collector for BlockCollector {
             snap.errors.retain(|k, _| !gone.contains(&k.dev));
         }
         drop(maps);
+        // Requests timed with the kernel's dispatch stamp: every timed one the probe did not
+        // stamp (`maps::Snapshot::counters`).
+        let timed: u64 = self.retired_timed.load(Ordering::Relaxed)
+            + snap
+                .ops
+                .values()
+                .map(|s| s.service.iter().sum::<u64>())
+                .sum::<u64>();
+        snap.counters[STAMP_KERNEL as usize] =
+            timed.saturating_sub(snap.counters[STAMP_PROBE as usize]);
         if !self.track_inflight {
             for dev in snap.ops.keys().map(|k| k.dev).collect::<Vec<_>>() {
                 if let Some(n) = self

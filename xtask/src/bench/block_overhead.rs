@@ -1,14 +1,24 @@
 //! `cargo xtask bench block-overhead`: what block tracing costs the IO it watches.
 //!
-//! fio (io_uring, 4 KiB random reads, iodepth 32, 2 jobs, time based) runs on a loop device
-//! over a file in /dev/shm, alternating three modes in rotated order each round: no tracing,
-//! stornet-agent running, and a bpftrace biolatency over `block_rq_issue`/`block_rq_complete`
-//! keyed by device and sector (what most tracers do). It prints each round's IOPS and the
-//! median ratio of each mode against no tracing, then, in a separate run with BPF program
-//! statistics on (they cost time themselves), the agent's run time per event and its RSS.
+//! fio (io_uring, 4 KiB random reads, iodepth 32, 2 jobs, time based) on a loop device over a
+//! file in /dev/shm, under five modes alternated in rotated order each round: no tracing;
+//! the floor (empty programs on the agent's block hooks, from the agent's own object, so the
+//! hook and program type are the agent's); the agent in its default configuration; the agent
+//! with every block option on; bpftrace's biolatency (two classic tracepoints and a start
+//! map keyed by device and sector, as most tracers do). Three passes:
 //!
-//! `STORNET_BENCH_ROUNDS` (default 5, at least 3; 0 runs only the statistics pass) and
-//! `STORNET_BENCH_SECONDS` (default 10) change the length.
+//! 1. BPF time per IO: the kernel's run-time statistics, turned on by the bench only for
+//!    this pass, summed over the mode's programs and divided by the IOs the device completed
+//!    (/sys/block). The floor's time per program run is what statistics and the hook cost any
+//!    program; the agent's work above it is its time per IO minus the floor per program times
+//!    its programs per IO.
+//! 2. CPU time per IO at a fixed rate (60% of the median no-tracing IOPS of pass 3): all
+//!    CPUs' busy time from /proc/stat over the IOs done, which also shows the cost outside
+//!    the programs (tracepoint dispatch, cache misses).
+//! 3. IOPS at saturation, as a ratio to no tracing in the same round.
+//!
+//! Then the default agent's RSS and scrape time. `STORNET_BENCH_ROUNDS` (default 5, at least
+//! 3) and `STORNET_BENCH_SECONDS` (default 10) change the length.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -18,6 +28,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
+use aya::programs::BtfTracePoint;
+use aya::{Btf, Ebpf};
 
 use super::median;
 use crate::cmd;
@@ -27,20 +39,35 @@ tracepoint:block:block_rq_complete /@start[args->dev, args->sector]/ { \
 @usecs = hist((nsecs - @start[args->dev, args->sector]) / 1000); \
 delete(@start[args->dev, args->sector]); }";
 
+/// Every block option of the agent on: the depth at dispatch, the issue probe's own dispatch
+/// stamps, fine histograms.
+const ALL_OPTIONS: &str =
+    "[block]\ninflight_at_issue = true\ndispatch_time = \"probe\"\nhistogram = \"fine\"\n";
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Mode {
     None,
+    Floor,
     Agent,
-    AgentNoStats,
+    AgentAll,
     Bpftrace,
 }
+
+const MODES: [Mode; 5] = [
+    Mode::None,
+    Mode::Floor,
+    Mode::Agent,
+    Mode::AgentAll,
+    Mode::Bpftrace,
+];
 
 impl Mode {
     fn name(self) -> &'static str {
         match self {
             Mode::None => "no tracing",
-            Mode::Agent => "stornet-agent",
-            Mode::AgentNoStats => "agent, no BPF stats",
+            Mode::Floor => "floor (empty programs)",
+            Mode::Agent => "stornet-agent default",
+            Mode::AgentAll => "agent, all block options",
             Mode::Bpftrace => "bpftrace biolatency",
         }
     }
@@ -73,14 +100,28 @@ impl Loop {
             let _ = std::fs::remove_file(&backing);
             bail!("losetup failed on {}", backing.display());
         };
-        let name = dev.trim_start_matches("/dev/");
-        std::fs::write(format!("/sys/block/{name}/queue/scheduler"), "none")
-            .with_context(|| format!("setting the scheduler of {dev}"))?;
-        Ok(Loop { dev, backing })
+        let disk = Loop { dev, backing };
+        std::fs::write(
+            format!("/sys/block/{}/queue/scheduler", disk.name()),
+            "none",
+        )
+        .with_context(|| format!("setting the scheduler of {}", disk.dev))?;
+        Ok(disk)
     }
 
     fn name(&self) -> &str {
         self.dev.trim_start_matches("/dev/")
+    }
+
+    /// Reads and writes the device completed so far (/sys/block/<dev>/stat).
+    fn ios(&self) -> Result<u64> {
+        let stat = std::fs::read_to_string(format!("/sys/block/{}/stat", self.name()))?;
+        let f: Vec<u64> = stat
+            .split_whitespace()
+            .map(|x| x.parse().unwrap_or(0))
+            .collect();
+        ensure!(f.len() >= 5, "short /sys/block stat: {stat:?}");
+        Ok(f[0] + f[4])
     }
 }
 
@@ -95,22 +136,23 @@ fn path(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
 }
 
-/// fio's read IOPS over `seconds` on `dev`.
-fn fio(dev: &str, seconds: u64) -> Result<f64> {
-    let out = Command::new("fio")
-        .args([
-            "--name=blockbench",
-            "--ioengine=io_uring",
-            "--rw=randread",
-            "--bs=4k",
-        ])
-        .args(["--iodepth=32", "--numjobs=2", "--direct=1", "--time_based"])
-        .args(["--group_reporting", "--output-format=json"])
-        .arg(format!("--filename={dev}"))
-        .arg(format!("--runtime={seconds}"))
-        .stderr(Stdio::null())
-        .output()
-        .context("running fio")?;
+/// fio's read IOPS over `seconds` on `dev`; `rate` caps the total IOPS (split over the jobs).
+fn fio(dev: &str, seconds: u64, rate: Option<u64>) -> Result<f64> {
+    let mut c = Command::new("fio");
+    c.args([
+        "--name=blockbench",
+        "--ioengine=io_uring",
+        "--rw=randread",
+        "--bs=4k",
+    ])
+    .args(["--iodepth=32", "--numjobs=2", "--direct=1", "--time_based"])
+    .args(["--group_reporting", "--output-format=json"])
+    .arg(format!("--filename={dev}"))
+    .arg(format!("--runtime={seconds}"));
+    if let Some(r) = rate {
+        c.arg(format!("--rate_iops={}", (r / 2).max(1)));
+    }
+    let out = c.stderr(Stdio::null()).output().context("running fio")?;
     ensure!(out.status.success(), "fio failed ({})", out.status);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).context("fio's JSON")?;
     v["jobs"][0]["read"]["iops"]
@@ -158,27 +200,27 @@ struct Agent {
 }
 
 impl Agent {
-    /// The agent with its default configuration, BPF run-time statistics on or off.
-    fn start(run_statistics: bool) -> Result<Agent> {
+    fn start(config: &str) -> Result<Agent> {
         let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse()?;
         let bin = cmd::workspace_root().join("target/release/stornet-agent");
-        let config = std::env::temp_dir().join(format!(
-            "stornet-bench-agent-{}-{run_statistics}.toml",
+        let file = std::env::temp_dir().join(format!(
+            "stornet-bench-agent-{}-{port}.toml",
             std::process::id()
         ));
+        // Statistics are the bench's to turn on, never the agent's.
         std::fs::write(
-            &config,
-            format!("[probes]\nrun_statistics = {run_statistics}\n"),
+            &file,
+            format!("[probes]\nsample_statistics_every_seconds = 0\n{config}"),
         )?;
         let child = Command::new(bin)
             .arg(format!("--web.listen-address={addr}"))
-            .arg(format!("--config.file={}", config.display()))
+            .arg(format!("--config.file={}", file.display()))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .context("starting stornet-agent")?;
-        let mut agent = Agent {
+        let agent = Agent {
             run: Running {
                 child,
                 signal: libc::SIGTERM,
@@ -187,12 +229,10 @@ impl Agent {
         };
         let deadline = Instant::now() + Duration::from_secs(30);
         while !http_get(addr, "/-/healthy").is_ok_and(|b| b.contains("200 OK")) {
-            if let Some(status) = agent.run.child.try_wait()? {
-                bail!("stornet-agent exited during start-up: {status}");
-            }
             ensure!(Instant::now() < deadline, "stornet-agent did not start");
             std::thread::sleep(Duration::from_millis(100));
         }
+        let _ = std::fs::remove_file(&file);
         let metrics = http_get(addr, "/metrics")?;
         for probe in ["block_issue", "block_completion", "block_requeue"] {
             ensure!(
@@ -200,24 +240,11 @@ impl Agent {
                 "probe {probe} is not up"
             );
         }
-        // In-flight tracking starts 50 ms after the probes attach.
-        std::thread::sleep(Duration::from_millis(100));
         Ok(agent)
     }
 
     fn pid(&self) -> u32 {
         self.run.child.id()
-    }
-
-    /// Reads the agent counted on `device` (`stornet_block_io_size_bytes_count`).
-    fn reads(&self, device: &str) -> Result<f64> {
-        let metrics = http_get(self.addr, "/metrics")?;
-        let want = format!("stornet_block_io_size_bytes_count{{device=\"{device}\",op=\"read\"}} ");
-        Ok(metrics
-            .lines()
-            .find_map(|l| l.strip_prefix(&want))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0.0))
     }
 }
 
@@ -257,30 +284,99 @@ fn bpftrace() -> Result<Running> {
     Ok(run)
 }
 
-/// One measurement: starts the mode's tracer, runs fio, stops the tracer.
-fn measure(mode: Mode, disk: &Loop, seconds: u64) -> Result<f64> {
-    let _tracer: Option<Box<dyn std::any::Any>> = match mode {
-        Mode::None => None,
-        Mode::Agent => Some(Box::new(Agent::start(true)?)),
-        Mode::AgentNoStats => Some(Box::new(Agent::start(false)?)),
-        Mode::Bpftrace => Some(Box::new(bpftrace()?)),
-    };
-    fio(&disk.dev, seconds)
+/// The agent's eBPF object as the last release build of stornet-agent embedded it.
+fn agent_object() -> Result<PathBuf> {
+    let build = cmd::workspace_root().join("target/release/build");
+    let mut found: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
+    for e in std::fs::read_dir(&build).with_context(|| format!("{}", build.display()))? {
+        let e = e?;
+        if !e
+            .file_name()
+            .to_string_lossy()
+            .starts_with("stornet-agent-")
+        {
+            continue;
+        }
+        let obj = e.path().join("out/stornet");
+        if let Ok(m) = obj.metadata() {
+            found.push((m.modified()?, obj));
+        }
+    }
+    found.sort();
+    found
+        .pop()
+        .map(|(_, p)| p)
+        .context("no eBPF object under target/release/build/stornet-agent-*/out")
 }
 
-/// `VmRSS` and `VmHWM` of a process, in bytes.
-fn rss(pid: u32) -> Result<(u64, u64)> {
+/// The floor: the agent object's empty programs, attached to the block hooks.
+struct Floor {
+    _ebpf: Ebpf,
+    ids: Vec<u32>,
+}
+
+impl Floor {
+    fn attach() -> Result<Floor> {
+        let bytes = std::fs::read(agent_object()?)?;
+        let mut ebpf = Ebpf::load(&bytes).context("loading the agent's eBPF object")?;
+        let btf = Btf::from_sys_fs().context("kernel BTF")?;
+        let mut ids = Vec::new();
+        for (program, event) in [
+            ("stornet_floor_block_rq_issue", "block_rq_issue"),
+            ("stornet_floor_block_rq_complete", "block_rq_complete"),
+        ] {
+            let p: &mut BtfTracePoint = ebpf
+                .program_mut(program)
+                .with_context(|| format!("{program} missing from the object"))?
+                .try_into()?;
+            p.load(event, &btf)
+                .with_context(|| format!("loading {program}"))?;
+            p.attach().with_context(|| format!("attaching {program}"))?;
+            ids.push(p.info()?.id());
+        }
+        Ok(Floor { _ebpf: ebpf, ids })
+    }
+}
+
+/// Whatever a mode runs while fio does: kept alive, then dropped to stop it.
+enum Tracer {
+    None,
+    Floor(Floor),
+    Agent(Agent),
+    Bpftrace(Running),
+}
+
+impl Tracer {
+    fn start(mode: Mode) -> Result<Tracer> {
+        Ok(match mode {
+            Mode::None => Tracer::None,
+            Mode::Floor => Tracer::Floor(Floor::attach()?),
+            Mode::Agent => Tracer::Agent(Agent::start("")?),
+            Mode::AgentAll => Tracer::Agent(Agent::start(ALL_OPTIONS)?),
+            Mode::Bpftrace => Tracer::Bpftrace(bpftrace()?),
+        })
+    }
+
+    fn program_ids(&self) -> Result<Vec<u32>> {
+        match self {
+            Tracer::None => Ok(Vec::new()),
+            Tracer::Floor(f) => Ok(f.ids.clone()),
+            Tracer::Agent(a) => program_ids(a.pid()),
+            Tracer::Bpftrace(r) => program_ids(r.child.id()),
+        }
+    }
+}
+
+/// `VmRSS` of a process, in bytes.
+fn rss(pid: u32) -> Result<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let field = |name: &str| -> Result<u64> {
-        let kb: u64 = status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .with_context(|| format!("no {name} in /proc/{pid}/status"))?;
-        Ok(kb * 1024)
-    };
-    Ok((field("VmRSS:")?, field("VmHWM:")?))
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .with_context(|| format!("no VmRSS in /proc/{pid}/status"))?;
+    Ok(kb * 1024)
 }
 
 /// Ids of the BPF programs a process holds (from its fds' fdinfo).
@@ -295,17 +391,35 @@ fn program_ids(pid: u32) -> Result<Vec<u32>> {
     Ok(ids)
 }
 
-/// Run count and run time of the given programs, by id, with their names.
-fn program_stats(ids: &[u32]) -> Result<BTreeMap<u32, (String, u64, Duration)>> {
+/// Run count and run time (ns) of the given programs, by id.
+fn program_stats(ids: &[u32]) -> Result<BTreeMap<u32, (u64, u64)>> {
     let mut out = BTreeMap::new();
     for info in aya::programs::loaded_programs() {
         let info = info?;
         if ids.contains(&info.id()) {
-            let name = info.name_as_str().unwrap_or("?").to_string();
-            out.insert(info.id(), (name, info.run_count(), info.run_time()));
+            out.insert(
+                info.id(),
+                (info.run_count(), info.run_time().as_nanos() as u64),
+            );
         }
     }
     Ok(out)
+}
+
+/// Busy and total jiffies of all CPUs (/proc/stat's first line).
+fn cpu_jiffies() -> Result<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat")?;
+    let line = stat.lines().next().context("empty /proc/stat")?;
+    let f: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    ensure!(f.len() >= 5, "short /proc/stat cpu line");
+    // user nice system idle iowait irq softirq steal (guest time is inside user).
+    let idle = f[3] + f[4];
+    let total: u64 = f.iter().take(8).sum();
+    Ok((total - idle, total))
 }
 
 fn loadavg() -> String {
@@ -314,80 +428,121 @@ fn loadavg() -> String {
         .unwrap_or_default()
 }
 
-/// Run time per program run and per IO of the BPF programs `pid` holds, over one fio run
-/// with BPF run-time statistics on. Returns the IOPS fio reached.
-fn program_costs(
-    who: &str,
-    ids: &[u32],
-    disk: &Loop,
-    seconds: u64,
-    reads: &dyn Fn() -> Result<f64>,
-) -> Result<()> {
-    ensure!(!ids.is_empty(), "found no BPF programs of {who}");
-    let stats_fd = aya::sys::enable_stats(aya::sys::Stats::RunTime)
+/// Pass 1, one mode: BPF ns per IO, ns per run of each program, and the programs that ran
+/// about once per IO.
+struct BpfCost {
+    per_io: f64,
+    per_run: Vec<f64>,
+    programs_per_io: usize,
+}
+
+fn bpf_cost(mode: Mode, disk: &Loop, seconds: u64) -> Result<BpfCost> {
+    let tracer = Tracer::start(mode)?;
+    let ids = tracer.program_ids()?;
+    ensure!(!ids.is_empty(), "{}: no BPF programs found", mode.name());
+    let stats = aya::sys::enable_stats(aya::sys::Stats::RunTime)
         .context("enabling BPF run-time statistics")?;
-    let before = program_stats(ids)?;
-    let reads_before = reads()?;
-    let iops = fio(&disk.dev, seconds)?;
-    let after = program_stats(ids)?;
-    drop(stats_fd);
-    let ios = iops * seconds as f64;
-    let counted = reads()? - reads_before;
-    println!("\n{who} with BPF statistics on ({seconds} s, {iops:.0} IOPS):");
-    // Per IO each program runs once (dispatch, completion), so the sum of the times per run
-    // is the cost per IO, whatever other devices on the machine add to the run counts.
-    let mut per_io = 0.0;
-    let mut total = Duration::ZERO;
-    for (id, (name, runs, time)) in &after {
-        let (_, runs0, time0) = before.get(id).cloned().unwrap_or_default();
-        let (runs, time) = (runs - runs0, *time - time0);
-        total += time;
-        let per = if runs > 0 {
-            time.as_nanos() as f64 / runs as f64
-        } else {
-            0.0
-        };
+    let before = program_stats(&ids)?;
+    let ios0 = disk.ios()?;
+    fio(&disk.dev, seconds, None)?;
+    let ios = (disk.ios()? - ios0).max(1) as f64;
+    let after = program_stats(&ids)?;
+    drop(stats);
+    drop(tracer);
+    let mut cost = BpfCost {
+        per_io: 0.0,
+        per_run: Vec::new(),
+        programs_per_io: 0,
+    };
+    for (id, (runs, ns)) in &after {
+        let (runs0, ns0) = before.get(id).copied().unwrap_or_default();
+        let (runs, ns) = (runs - runs0, ns - ns0);
+        cost.per_io += ns as f64 / ios;
         if runs as f64 > ios / 2.0 {
-            per_io += per;
+            cost.programs_per_io += 1;
+            cost.per_run.push(ns as f64 / runs.max(1) as f64);
         }
-        println!("  {name:<20} {runs:>10} runs  {per:>7.0} ns per run");
     }
+    Ok(cost)
+}
+
+/// Pass 2, one mode: CPU ns per IO at a fixed rate.
+fn cpu_per_io(mode: Mode, disk: &Loop, seconds: u64, rate: u64) -> Result<f64> {
+    let tracer = Tracer::start(mode)?;
+    // SAFETY: sysconf has no preconditions.
+    let ticks = 1e9 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let (busy0, _) = cpu_jiffies()?;
+    let ios0 = disk.ios()?;
+    fio(&disk.dev, seconds, Some(rate))?;
+    let ios = (disk.ios()? - ios0).max(1) as f64;
+    let (busy1, _) = cpu_jiffies()?;
+    drop(tracer);
+    Ok((busy1 - busy0) as f64 * ticks / ios)
+}
+
+/// Pass 3, one mode: IOPS at saturation.
+fn iops(mode: Mode, disk: &Loop, seconds: u64) -> Result<f64> {
+    let _tracer = Tracer::start(mode)?;
+    fio(&disk.dev, seconds, None)
+}
+
+/// Runs `measure` for every mode in `modes`, `rounds` times in rotated order.
+fn rounds(
+    what: &str,
+    modes: &[Mode],
+    n: usize,
+    mut measure: impl FnMut(Mode) -> Result<f64>,
+) -> Result<BTreeMap<Mode, Vec<f64>>> {
+    let mut out: BTreeMap<Mode, Vec<f64>> = BTreeMap::new();
+    for round in 0..n {
+        let mut line = format!("  {what} round {}:", round + 1);
+        for i in 0..modes.len() {
+            let mode = modes[(round + i) % modes.len()];
+            let v = measure(mode)?;
+            out.entry(mode).or_default().push(v);
+            line.push_str(&format!("  {v:.0}"));
+        }
+        println!("{line}");
+    }
+    Ok(out)
+}
+
+fn spread(v: &[f64]) -> String {
+    let min = v.iter().cloned().fold(f64::INFINITY, f64::min);
+    let max = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    format!("{min:.0}–{max:.0}")
+}
+
+fn spread3(v: &[f64]) -> String {
+    let min = v.iter().cloned().fold(f64::INFINITY, f64::min);
+    let max = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    format!("{min:.3}–{max:.3}")
+}
+
+/// The default agent's RSS and scrape time while fio runs.
+fn agent_footprint(disk: &Loop) -> Result<()> {
+    let agent = Agent::start("")?;
+    let dev = disk.dev.clone();
+    let load = std::thread::spawn(move || fio(&dev, 6, None));
+    std::thread::sleep(Duration::from_secs(1));
+    let mut times = Vec::new();
+    for _ in 0..40 {
+        let t = Instant::now();
+        http_get(agent.addr, "/metrics")?;
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = load.join();
+    times.sort_by(f64::total_cmp);
     println!(
-        "  per IO {per_io:.0} ns; all runs {:.2}% of {} CPUs",
-        100.0 * total.as_secs_f64() / (seconds as f64 * num_cpus() as f64),
-        num_cpus()
+        "\nagent (default configuration) during fio: RSS {:.1} MiB; /metrics scrape p50 {:.2} ms, \
+         max {:.2} ms of {} scrapes",
+        rss(agent.pid())? as f64 / 1048576.0,
+        median(&times),
+        times.last().copied().unwrap_or(0.0),
+        times.len()
     );
-    if counted > 0.0 {
-        println!(
-            "  the agent counted {counted:.0} reads on {}, fio did about {ios:.0}",
-            disk.name()
-        );
-    }
     Ok(())
-}
-
-/// The agent and bpftrace once more each, with BPF run-time statistics on (they cost time
-/// themselves, so not during the IOPS rounds): time per run, and the agent's RSS.
-fn costs(disk: &Loop, seconds: u64) -> Result<()> {
-    let agent = Agent::start(true)?;
-    let ids = program_ids(agent.pid())?;
-    program_costs("stornet-agent", &ids, disk, seconds, &|| {
-        agent.reads(disk.name())
-    })?;
-    let (rss, hwm) = rss(agent.pid())?;
-    println!(
-        "  agent RSS {:.1} MiB (peak {:.1} MiB)",
-        rss as f64 / 1048576.0,
-        hwm as f64 / 1048576.0
-    );
-    drop(agent);
-    let tracer = bpftrace()?;
-    let ids = program_ids(tracer.child.id())?;
-    program_costs("bpftrace biolatency", &ids, disk, seconds, &|| Ok(0.0))
-}
-
-fn num_cpus() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 pub fn run() -> Result<()> {
@@ -401,56 +556,91 @@ pub fn run() -> Result<()> {
             "{tool} is missing (cargo xtask setup installs it)"
         );
     }
-    let rounds = match env_u64("STORNET_BENCH_ROUNDS", 5)? {
-        0 => 0,
-        n => n.max(3),
-    };
+    let n = env_u64("STORNET_BENCH_ROUNDS", 5)?.max(3) as usize;
     let seconds = env_u64("STORNET_BENCH_SECONDS", 10)?.max(2);
     cmd::step("build stornet-agent", || {
         cmd::run(cmd::cargo().args(["build", "--release", "-p", "stornet-agent"]))
     })?;
+    ensure!(
+        std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled")
+            .is_ok_and(|s| s.trim() == "0"),
+        "BPF run-time statistics are on (sysctl kernel.bpf_stats_enabled): the IOPS and CPU \
+         passes need them off"
+    );
     let disk = Loop::new()?;
     println!(
         "fio io_uring 4k randread iodepth 32 x 2 jobs on {} (1 GiB in /dev/shm, scheduler none), \
-         {rounds} rounds of {seconds} s per mode, {} CPUs, load average {}",
+         {n} rounds of {seconds} s per mode and pass, {} CPUs, load average {}",
         disk.dev,
-        num_cpus(),
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
         loadavg()
     );
-    fio(&disk.dev, 2)?; // warm-up
-    let modes = [Mode::None, Mode::Agent, Mode::AgentNoStats, Mode::Bpftrace];
-    let mut iops: BTreeMap<Mode, Vec<f64>> = BTreeMap::new();
-    for round in 0..rounds as usize {
-        let mut line = format!("round {}:", round + 1);
-        for i in 0..modes.len() {
-            let mode = modes[(round + i) % modes.len()];
-            let v = measure(mode, &disk, seconds)?;
-            iops.entry(mode).or_default().push(v);
-            line.push_str(&format!("  {} {v:.0}", mode.name()));
-        }
-        println!("{line}");
-    }
-    if rounds == 0 {
-        return costs(&disk, seconds);
-    }
-    let base = &iops[&Mode::None];
-    println!("\nmedian IOPS, and the median of each round's ratio to no tracing:");
-    for mode in modes {
-        let v = &iops[&mode];
-        let ratios: Vec<f64> = v.iter().zip(base).map(|(a, b)| a / b).collect();
+    println!(
+        "modes, in each round's order: {}",
+        MODES.map(Mode::name).join(", ")
+    );
+    fio(&disk.dev, 2, None)?; // warm-up
+
+    println!("\npass 3 first (its no-tracing IOPS set pass 2's rate): IOPS at saturation");
+    let sat = rounds("IOPS", &MODES, n, |m| iops(m, &disk, seconds))?;
+    let base = &sat[&Mode::None];
+    let rate = (median(base) * 0.6) as u64;
+    println!("\npass 2: CPU ns per IO at {rate} IOPS (60% of no tracing)");
+    let cpu = rounds("CPU ns/IO", &MODES, n, |m| {
+        cpu_per_io(m, &disk, seconds, rate)
+    })?;
+    println!("\npass 1: BPF ns per IO with run-time statistics on");
+    let traced = &MODES[1..];
+    let mut costs: BTreeMap<Mode, Vec<BpfCost>> = BTreeMap::new();
+    rounds("BPF ns/IO", traced, n, |m| {
+        let c = bpf_cost(m, &disk, seconds.min(5))?;
+        let v = c.per_io;
+        costs.entry(m).or_default().push(c);
+        Ok(v)
+    })?;
+
+    // The floor per program run, and what each mode does above it.
+    let floor_runs: Vec<f64> = costs[&Mode::Floor]
+        .iter()
+        .flat_map(|c| c.per_run.iter().copied())
+        .collect();
+    let floor = median(&floor_runs);
+    let cpu_base = median(&cpu[&Mode::None]);
+    println!(
+        "\nresults (medians of {n} rounds, spread min–max); the floor is {floor:.0} ns per program \
+         run"
+    );
+    println!(
+        "  {:<26} {:>12} {:>14} {:>14} {:>12} {:>16}",
+        "mode", "BPF ns/IO", "above floor", "CPU ns/IO", "CPU added", "IOPS ratio"
+    );
+    for mode in MODES {
+        let (bpf, above) = match costs.get(&mode) {
+            Some(c) => {
+                let per_io: Vec<f64> = c.iter().map(|c| c.per_io).collect();
+                let progs = c.iter().map(|c| c.programs_per_io).max().unwrap_or(0);
+                let above: Vec<f64> = per_io.iter().map(|v| v - floor * progs as f64).collect();
+                (
+                    format!("{:.0} ({})", median(&per_io), spread(&per_io)),
+                    format!("{:.0} ({progs} progs)", median(&above)),
+                )
+            }
+            None => ("-".into(), "-".into()),
+        };
+        let c = &cpu[&mode];
+        let added = 100.0 * (median(c) - cpu_base) / cpu_base;
+        let ratios: Vec<f64> = sat[&mode].iter().zip(base).map(|(a, b)| a / b).collect();
         println!(
-            "  {:<20} {:>9.0} IOPS  ratio {:.3}  (rounds {})",
+            "  {:<26} {:>12} {:>14} {:>14} {:>11.1}% {:>16}",
             mode.name(),
-            median(v),
-            median(&ratios),
-            ratios
-                .iter()
-                .map(|r| format!("{r:.3}"))
-                .collect::<Vec<_>>()
-                .join(" ")
+            bpf,
+            above,
+            format!("{:.0} ({})", median(c), spread(c)),
+            added,
+            format!("{:.3} ({})", median(&ratios), spread3(&ratios)),
         );
     }
-    costs(&disk, seconds)?;
+    agent_footprint(&disk)?;
     println!("\nload average at the end: {}", loadavg());
     Ok(())
 }
