@@ -33,11 +33,24 @@ pub fn open() -> Result<Netlink> {
     Netlink::open(NETLINK_SOCK_DIAG)
 }
 
-/// Every established TCP socket (IPv4 and IPv6) of the socket's network namespace.
+/// Every established TCP socket (IPv4 and IPv6) of the socket's network namespace, which must
+/// be the calling thread's.
 pub fn dump(nl: &mut Netlink) -> Result<Vec<TcpSocket>> {
     let mut out = Vec::new();
     let mut err = None;
-    for family in [libc::AF_INET as u8, libc::AF_INET6 as u8] {
+    for (family, sockstat, prefix) in [
+        (libc::AF_INET as u8, "sockstat", "TCP:"),
+        (libc::AF_INET6 as u8, "sockstat6", "TCP6:"),
+    ] {
+        // A dump walks the kernel's whole table of established sockets, which all namespaces
+        // share (hundreds of thousands of buckets), even when this namespace has no socket
+        // of the family: skip it then.
+        let path = format!("/proc/thread-self/net/{sockstat}");
+        if let Ok(text) = std::fs::read_to_string(&path)
+            && tcp_in_use(&text, prefix) == Some(0)
+        {
+            continue;
+        }
         nl.dump(SOCK_DIAG_BY_FAMILY, &request(family), |p| match parse(p) {
             Ok(Some(s)) => out.push(s),
             Ok(None) => {}
@@ -48,6 +61,19 @@ pub fn dump(nl: &mut Netlink) -> Result<Vec<TcpSocket>> {
         Some(e) => Err(e),
         None => Ok(out),
     }
+}
+
+/// TCP sockets in use (hashed: listening or connected) from a sockstat file's `prefix` line,
+/// e.g. `TCP: inuse 3 orphan 0 tw 2 alloc 4 mem 1`.
+fn tcp_in_use(sockstat: &str, prefix: &str) -> Option<u64> {
+    let rest = sockstat.lines().find_map(|l| l.strip_prefix(prefix))?;
+    let mut words = rest.split_whitespace();
+    while let Some(w) = words.next() {
+        if w == "inuse" {
+            return words.next()?.parse().ok();
+        }
+    }
+    None
 }
 
 /// `struct inet_diag_req_v2` asking for TCP sockets in ESTABLISHED with `TCP_INFO`.
@@ -104,6 +130,16 @@ mod tests {
             assert!(s.srtt_us > 0 && s.srtt_us < 1_000_000);
             assert!(s.snd_mss > 0);
         }
+    }
+
+    #[test]
+    fn sockets_in_use_come_from_sockstat() {
+        let v4 = "sockets: used 14\nTCP: inuse 3 orphan 0 tw 206 alloc 4 mem 71\nUDP: inuse 0\n";
+        assert_eq!(tcp_in_use(v4, "TCP:"), Some(3));
+        let v6 = "TCP6: inuse 0\nUDP6: inuse 0\n";
+        assert_eq!(tcp_in_use(v6, "TCP6:"), Some(0));
+        assert_eq!(tcp_in_use(v6, "TCP:"), None);
+        assert_eq!(tcp_in_use("TCP: inuse x\n", "TCP:"), None);
     }
 
     #[test]
