@@ -1,8 +1,10 @@
-//! Whole-map reads in a few `bpf()` calls (`BPF_MAP_LOOKUP_BATCH`, Linux ≥ 5.6) instead of
-//! one call per key, or two per key for a hash walk: a scrape of a busy host would otherwise
-//! spend most of its time entering the kernel.
+//! Whole-map reads in a few `bpf()` calls (`BPF_MAP_LOOKUP_BATCH`) instead of one call per
+//! key, or two per key for a hash walk: a scrape of a busy host would otherwise spend most of
+//! its time entering the kernel. Kernels without batch reads for a map type (per-CPU arrays
+//! before 5.13) are read key by key.
 
 use std::os::fd::{AsRawFd, BorrowedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result};
 
@@ -20,7 +22,43 @@ struct BatchAttr {
     flags: u64,
 }
 
+/// `union bpf_attr` as `BPF_MAP_LOOKUP_ELEM` and `BPF_MAP_GET_NEXT_KEY` read it.
+#[repr(C)]
+struct ElemAttr {
+    map_fd: u32,
+    _pad: u32,
+    key: u64,
+    /// The value (lookup) or the next key (get next key).
+    value: u64,
+    flags: u64,
+}
+
+const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
+const BPF_MAP_GET_NEXT_KEY: libc::c_long = 4;
 const BPF_MAP_LOOKUP_BATCH: libc::c_long = 24;
+/// The kernel's ENOTSUPP, returned for map types without batch operations.
+const ENOTSUPP: i32 = 524;
+
+/// Set once a batch read was refused: later reads go key by key at once.
+static NO_BATCH: AtomicBool = AtomicBool::new(false);
+
+fn bpf<T>(cmd: libc::c_long, attr: &mut T) -> std::io::Result<()> {
+    // SAFETY: `attr` is the `bpf_attr` layout `cmd` reads; the pointers in it are the
+    // caller's buffers of the sizes the map has.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            cmd,
+            attr as *mut T,
+            std::mem::size_of::<T>() as u32,
+        )
+    };
+    if r < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
 
 /// Keys and values read in one pass, in the map's order; per-CPU values hold one
 /// 8-byte-aligned copy per possible CPU, back to back.
@@ -61,6 +99,81 @@ pub fn lookup_all(
     max_entries: usize,
     chunk: usize,
 ) -> Result<Batch> {
+    if !NO_BATCH.load(Ordering::Relaxed) {
+        match batched(fd, key_size, value_size, max_entries, chunk) {
+            Err(e)
+                if e.raw_os_error() == Some(ENOTSUPP) || e.raw_os_error() == Some(libc::EINVAL) =>
+            {
+                NO_BATCH.store(true, Ordering::Relaxed);
+            }
+            r => return r.context("BPF_MAP_LOOKUP_BATCH"),
+        }
+    }
+    one_by_one(fd, key_size, value_size, max_entries).context("reading a map key by key")
+}
+
+/// The same read without batch operations: the next key, then its value, for each key.
+fn one_by_one(
+    fd: BorrowedFd<'_>,
+    key_size: usize,
+    value_size: usize,
+    max_entries: usize,
+) -> std::io::Result<Batch> {
+    let mut out = Batch {
+        keys: Vec::new(),
+        values: Vec::new(),
+        key_size,
+        value_size,
+        len: 0,
+    };
+    let mut key = vec![0u8; key_size];
+    let mut next = vec![0u8; key_size];
+    let mut value = vec![0u8; value_size];
+    // A hash walk restarts from its first key when the current one was deleted meanwhile:
+    // a key seen before ends it, so that nothing is read twice.
+    let mut seen = std::collections::HashSet::new();
+    while out.len < max_entries {
+        let mut attr = ElemAttr {
+            map_fd: fd.as_raw_fd() as u32,
+            _pad: 0,
+            key: if out.len == 0 { 0 } else { key.as_ptr() as u64 },
+            value: next.as_mut_ptr() as u64,
+            flags: 0,
+        };
+        match bpf(BPF_MAP_GET_NEXT_KEY, &mut attr) {
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => break,
+            r => r?,
+        }
+        std::mem::swap(&mut key, &mut next);
+        if !seen.insert(key.clone()) {
+            break;
+        }
+        let mut attr = ElemAttr {
+            map_fd: fd.as_raw_fd() as u32,
+            _pad: 0,
+            key: key.as_ptr() as u64,
+            value: value.as_mut_ptr() as u64,
+            flags: 0,
+        };
+        match bpf(BPF_MAP_LOOKUP_ELEM, &mut attr) {
+            // Deleted meanwhile: go on from it.
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
+            r => r?,
+        }
+        out.keys.extend_from_slice(&key);
+        out.values.extend_from_slice(&value);
+        out.len += 1;
+    }
+    Ok(out)
+}
+
+fn batched(
+    fd: BorrowedFd<'_>,
+    key_size: usize,
+    value_size: usize,
+    max_entries: usize,
+    chunk: usize,
+) -> std::io::Result<Batch> {
     let chunk = chunk.clamp(1, max_entries.max(1));
     let mut out = Batch {
         keys: Vec::with_capacity(chunk * key_size),
@@ -85,17 +198,9 @@ pub fn lookup_all(
             map_fd: fd.as_raw_fd() as u32,
             ..Default::default()
         };
-        // SAFETY: the buffers hold `count` keys and values of the sizes the map has, and the
-        // tokens the map's key size (≤ 8 for the maps read this way) or a u32 bucket.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_bpf,
-                BPF_MAP_LOOKUP_BATCH,
-                &mut attr as *mut BatchAttr,
-                std::mem::size_of::<BatchAttr>() as u32,
-            )
-        };
-        let err = (r < 0).then(std::io::Error::last_os_error);
+        // The buffers hold `count` keys and values of the sizes the map has, and the tokens
+        // the map's key size (≤ 8 for the maps read this way) or a u32 bucket.
+        let err = bpf(BPF_MAP_LOOKUP_BATCH, &mut attr).err();
         let n = attr.count as usize;
         out.keys.extend_from_slice(&keys[..n * key_size]);
         out.values.extend_from_slice(&values[..n * value_size]);
@@ -103,7 +208,7 @@ pub fn lookup_all(
         match err {
             // The end of the map.
             Some(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(out),
-            Some(e) => return Err(e).context("BPF_MAP_LOOKUP_BATCH"),
+            Some(e) => return Err(e),
             None if out.len >= max_entries => return Ok(out),
             None => {}
         }
