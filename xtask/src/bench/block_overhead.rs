@@ -11,13 +11,15 @@
 //! `STORNET_BENCH_SECONDS` (default 10) change the length.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
+
+use stornet_tests::metrics::http_get;
 
 use super::median;
 use crate::cmd;
@@ -140,18 +142,6 @@ impl Drop for Running {
     }
 }
 
-fn http_get(addr: SocketAddr, path: &str) -> Result<String> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )?;
-    let mut body = String::new();
-    s.read_to_string(&mut body)?;
-    Ok(body)
-}
-
 struct Agent {
     run: Running,
     addr: SocketAddr,
@@ -186,14 +176,14 @@ impl Agent {
             addr,
         };
         let deadline = Instant::now() + Duration::from_secs(30);
-        while !http_get(addr, "/-/healthy").is_ok_and(|b| b.contains("200 OK")) {
+        while !matches!(http_get(addr, "/-/healthy"), Ok((200, _))) {
             if let Some(status) = agent.run.child.try_wait()? {
                 bail!("stornet-agent exited during start-up: {status}");
             }
             ensure!(Instant::now() < deadline, "stornet-agent did not start");
             std::thread::sleep(Duration::from_millis(100));
         }
-        let metrics = http_get(addr, "/metrics")?;
+        let (_, metrics) = http_get(addr, "/metrics")?;
         for probe in ["block_issue", "block_completion", "block_requeue"] {
             ensure!(
                 metrics.contains(&format!("stornet_probe_up{{probe=\"{probe}\"}} 1")),
@@ -211,7 +201,7 @@ impl Agent {
 
     /// Reads the agent counted on `device` (`stornet_block_io_size_bytes_count`).
     fn reads(&self, device: &str) -> Result<f64> {
-        let metrics = http_get(self.addr, "/metrics")?;
+        let (_, metrics) = http_get(self.addr, "/metrics")?;
         let want = format!("stornet_block_io_size_bytes_count{{device=\"{device}\",op=\"read\"}} ");
         Ok(metrics
             .lines()
