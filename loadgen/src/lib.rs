@@ -14,6 +14,7 @@ pub mod histogram;
 pub mod http;
 pub mod jobfile;
 pub mod live_metrics;
+pub mod logging;
 pub mod options;
 pub mod outfile;
 pub mod profiles;

@@ -1,7 +1,7 @@
 //! `--metrics-address`: the run's live metrics in Prometheus text format on `/metrics`,
 //! updated every interval. Latency is a cumulative histogram of the open-loop latency (from
 //! each IO's intended start) with fixed buckets, so that Prometheus can merge hosts with
-//! `histogram_quantile`; the last interval's percentiles are gauges.
+//! `histogram_quantile`; the last interval's quantiles are a summary.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -9,8 +9,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use prometheus::proto::{self, Metric, MetricFamily, MetricType};
+use prometheus::{Encoder, TextEncoder};
+
 use crate::engine::JobLive;
-use crate::histogram::Histogram;
+use crate::histogram::{Histogram, Summary as LatencySummary};
 use crate::timeline::{DirInterval, TimelineRow};
 
 /// Bucket bounds of `stornet_loadgen_latency_seconds`.
@@ -147,133 +150,248 @@ impl LiveMetrics {
         s.running = false;
     }
 
+    /// The Prometheus text format of the run so far (rendered by the prometheus crate).
     pub fn render(&self) -> String {
         let s = self.lock();
-        let mut o = String::new();
         let ops = ["read", "write"];
-        family_push(
-            &mut o,
-            "stornet_loadgen_ios_total",
-            "counter",
-            "IOs completed by loadgen (ramp included).",
-        );
-        for (d, op) in ops.iter().enumerate() {
-            o.push_str(&format!(
-                "stornet_loadgen_ios_total{{op=\"{op}\"}} {}\n",
-                s.done_ios[d] + s.cur_ios[d]
-            ));
-        }
-        family_push(
-            &mut o,
-            "stornet_loadgen_bytes_total",
-            "counter",
-            "Bytes transferred by loadgen (ramp included).",
-        );
-        for (d, op) in ops.iter().enumerate() {
-            o.push_str(&format!(
-                "stornet_loadgen_bytes_total{{op=\"{op}\"}} {}\n",
-                s.done_bytes[d] + s.cur_bytes[d]
-            ));
-        }
-        family_push(
-            &mut o,
-            "stornet_loadgen_latency_seconds",
-            "histogram",
-            "Latency of measured IOs from their intended start to completion.",
-        );
-        for (d, op) in ops.iter().enumerate() {
-            let h = &s.lat[d];
-            for le in BUCKETS_S {
-                o.push_str(&format!(
-                    "stornet_loadgen_latency_seconds_bucket{{op=\"{op}\",le=\"{le}\"}} {}\n",
-                    h.count_at_most((le * 1e9) as u64)
-                ));
-            }
-            o.push_str(&format!(
-                "stornet_loadgen_latency_seconds_bucket{{op=\"{op}\",le=\"+Inf\"}} {}\n",
-                h.count()
-            ));
-            o.push_str(&format!(
-                "stornet_loadgen_latency_seconds_sum{{op=\"{op}\"}} {}\n",
-                h.mean() * h.count() as f64 / 1e9
-            ));
-            o.push_str(&format!(
-                "stornet_loadgen_latency_seconds_count{{op=\"{op}\"}} {}\n",
-                h.count()
-            ));
-        }
+        let per_op = |make: fn(&[(&str, &str)], f64) -> Metric, v: [f64; 2]| -> Vec<Metric> {
+            ops.iter()
+                .zip(v)
+                .map(|(op, v)| make(&[("op", op)], v))
+                .collect()
+        };
+        let mut out = vec![
+            family(
+                "stornet_loadgen_ios_total",
+                "IOs completed by loadgen (ramp included).",
+                MetricType::COUNTER,
+                per_op(
+                    counter,
+                    [0, 1].map(|d| (s.done_ios[d] + s.cur_ios[d]) as f64),
+                ),
+            ),
+            family(
+                "stornet_loadgen_bytes_total",
+                "Bytes transferred by loadgen (ramp included).",
+                MetricType::COUNTER,
+                per_op(
+                    counter,
+                    [0, 1].map(|d| (s.done_bytes[d] + s.cur_bytes[d]) as f64),
+                ),
+            ),
+            family(
+                "stornet_loadgen_latency_seconds",
+                "Latency of measured IOs from their intended start to completion.",
+                MetricType::HISTOGRAM,
+                ops.iter()
+                    .zip(&s.lat)
+                    .map(|(op, h)| histogram(op, h))
+                    .collect(),
+            ),
+        ];
         if let Some(r) = &s.last {
-            family_push(
-                &mut o,
+            out.push(family(
                 "stornet_loadgen_interval_latency_seconds",
-                "gauge",
-                "Latency percentiles from intended start over the last interval.",
-            );
-            for (op, d) in [("read", &r.read), ("write", &r.write)] {
-                for (q, v) in [
-                    ("50", d.lat_ns.p50),
-                    ("90", d.lat_ns.p90),
-                    ("99", d.lat_ns.p99),
-                    ("99.9", d.lat_ns.p99_9),
-                    ("100", d.lat_ns.max),
-                ] {
-                    o.push_str(&format!(
-                        "stornet_loadgen_interval_latency_seconds{{op=\"{op}\",percentile=\"{q}\"}} {}\n",
-                        v as f64 / 1e9
-                    ));
-                }
-            }
-            family_push(
-                &mut o,
+                "Latency from intended start: quantiles over the last interval, count and sum over all measured IOs.",
+                MetricType::SUMMARY,
+                ops.iter()
+                    .zip([&r.read, &r.write])
+                    .zip(&s.lat)
+                    .map(|((op, d), h)| summary(op, &d.lat_ns, h))
+                    .collect(),
+            ));
+            out.push(family(
                 "stornet_loadgen_interval_iops",
-                "gauge",
                 "IOs per second over the last interval.",
-            );
-            for (op, d) in [("read", &r.read), ("write", &r.write)] {
-                o.push_str(&format!(
-                    "stornet_loadgen_interval_iops{{op=\"{op}\"}} {}\n",
-                    d.iops
-                ));
-            }
-            family_push(
-                &mut o,
+                MetricType::GAUGE,
+                per_op(gauge, [r.read.iops, r.write.iops]),
+            ));
+            out.push(family(
                 "stornet_loadgen_queue_depth",
-                "gauge",
                 "Average IOs in flight over the last interval.",
-            );
-            o.push_str(&format!("stornet_loadgen_queue_depth {}\n", r.queue_depth));
-            family_push(
-                &mut o,
+                MetricType::GAUGE,
+                vec![gauge(&[], r.queue_depth)],
+            ));
+            out.push(family(
                 "stornet_loadgen_process_cpu_ratio",
-                "gauge",
                 "CPU of the loadgen process over the last interval, in CPUs.",
-            );
-            o.push_str(&format!(
-                "stornet_loadgen_process_cpu_ratio {}\n",
-                r.cpu_process_pct / 100.0
+                MetricType::GAUGE,
+                vec![gauge(&[], r.cpu_process_pct / 100.0)],
             ));
         }
-        family_push(
-            &mut o,
+        out.push(family(
             "stornet_loadgen_point",
-            "gauge",
             "Index of the sweep point running (or last run).",
-        );
-        o.push_str(&format!("stornet_loadgen_point {}\n", s.point));
-        family_push(
-            &mut o,
-            "stornet_loadgen_running",
-            "gauge",
-            "1 while a point is running.",
-        );
-        o.push_str(&format!(
-            "stornet_loadgen_running {}\n",
-            u8::from(s.running)
+            MetricType::GAUGE,
+            vec![gauge(&[], s.point as f64)],
         ));
-        o
+        out.push(family(
+            "stornet_loadgen_running",
+            "1 while a point is running.",
+            MetricType::GAUGE,
+            vec![gauge(&[], f64::from(u8::from(s.running)))],
+        ));
+        let mut buf = Vec::new();
+        // Encoding into memory fails only on families the code above cannot build (a
+        // metric without a value of its family's type).
+        if let Err(e) = TextEncoder::new().encode(&out, &mut buf) {
+            return format!("# loadgen could not render its metrics: {e}\n");
+        }
+        String::from_utf8_lossy(&buf).into_owned()
     }
 }
 
-fn family_push(o: &mut String, name: &str, kind: &str, help: &str) {
-    o.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
+fn family(name: &str, help: &str, kind: MetricType, metrics: Vec<Metric>) -> MetricFamily {
+    let mut f = MetricFamily::default();
+    f.set_name(name.to_string());
+    f.set_help(help.to_string());
+    f.set_field_type(kind);
+    f.set_metric(metrics);
+    f
+}
+
+fn labelled(labels: &[(&str, &str)]) -> Metric {
+    let mut m = Metric::default();
+    m.set_label(
+        labels
+            .iter()
+            .map(|(k, v)| {
+                let mut l = proto::LabelPair::default();
+                l.set_name(k.to_string());
+                l.set_value(v.to_string());
+                l
+            })
+            .collect(),
+    );
+    m
+}
+
+fn gauge(labels: &[(&str, &str)], v: f64) -> Metric {
+    let mut m = labelled(labels);
+    let mut g = proto::Gauge::default();
+    g.set_value(v);
+    m.set_gauge(g);
+    m
+}
+
+fn counter(labels: &[(&str, &str)], v: f64) -> Metric {
+    let mut m = labelled(labels);
+    let mut c = proto::Counter::default();
+    c.set_value(v);
+    m.set_counter(c);
+    m
+}
+
+/// The cumulative latency histogram of one direction, in fixed buckets so that hosts merge.
+fn histogram(op: &str, h: &Histogram) -> Metric {
+    let mut ph = proto::Histogram::default();
+    ph.set_sample_count(h.count());
+    ph.set_sample_sum(h.mean() * h.count() as f64 / 1e9);
+    ph.set_bucket(
+        BUCKETS_S
+            .iter()
+            .map(|&le| {
+                let mut b = proto::Bucket::default();
+                b.set_upper_bound(le);
+                b.set_cumulative_count(h.count_at_most((le * 1e9) as u64));
+                b
+            })
+            .collect(),
+    );
+    let mut m = labelled(&[("op", op)]);
+    m.set_histogram(ph);
+    m
+}
+
+/// The last interval's quantiles (as Prometheus clients' summaries, over a recent window)
+/// with the count and sum of every measured IO.
+fn summary(op: &str, lat: &LatencySummary, all: &Histogram) -> Metric {
+    let mut ps = proto::Summary::default();
+    ps.set_sample_count(all.count());
+    ps.set_sample_sum(all.mean() * all.count() as f64 / 1e9);
+    ps.set_quantile(
+        [
+            (0.5, lat.p50),
+            (0.9, lat.p90),
+            (0.99, lat.p99),
+            (0.999, lat.p99_9),
+            (1.0, lat.max),
+        ]
+        .iter()
+        .map(|&(q, ns)| {
+            let mut pq = proto::Quantile::default();
+            pq.set_quantile(q);
+            pq.set_value(ns as f64 / 1e9);
+            pq
+        })
+        .collect(),
+    );
+    let mut m = labelled(&[("op", op)]);
+    m.set_summary(ps);
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timeline::DirRow;
+
+    #[test]
+    fn interval_latency_is_a_summary_with_quantiles() {
+        let m = LiveMetrics {
+            state: Mutex::new(State::default()),
+        };
+        let mut reads = DirInterval::default();
+        for us in [100, 200, 300, 4000] {
+            reads.total.record(us * 1000);
+        }
+        let read = DirRow {
+            lat_ns: reads.total.summary(),
+            iops: 4.0,
+            ..DirRow::default()
+        };
+        let row = TimelineRow {
+            read: read.clone(),
+            ..TimelineRow::default()
+        };
+        m.row(&row, &[reads, DirInterval::default()]);
+        let text = m.render();
+        let samples = crate::promtext::parse(&text).unwrap();
+        let value = |name: &str, labels: &[(&str, &str)]| {
+            samples
+                .iter()
+                .find(|s| s.name == name && labels.iter().all(|(k, v)| s.label(k) == Some(*v)))
+                .unwrap_or_else(|| panic!("no {name} {labels:?} in\n{text}"))
+                .value
+        };
+        let name = "stornet_loadgen_interval_latency_seconds";
+        assert!(text.contains(&format!("# TYPE {name} summary\n")), "{text}");
+        assert!(!text.contains("percentile"), "{text}");
+        for (q, ns) in [
+            ("0.5", read.lat_ns.p50),
+            ("0.99", read.lat_ns.p99),
+            ("1", read.lat_ns.max),
+        ] {
+            assert_eq!(
+                value(name, &[("op", "read"), ("quantile", q)]),
+                ns as f64 / 1e9,
+                "quantile {q}"
+            );
+        }
+        // The summary counts what the cumulative histogram counts.
+        assert_eq!(value(&format!("{name}_count"), &[("op", "read")]), 4.0);
+        assert_eq!(
+            value("stornet_loadgen_latency_seconds_count", &[("op", "read")]),
+            4.0
+        );
+        assert_eq!(
+            value(
+                "stornet_loadgen_latency_seconds_bucket",
+                &[("op", "read"), ("le", "0.0025")]
+            ),
+            3.0
+        );
+        assert!(text.contains("# TYPE stornet_loadgen_ios_total counter\n"));
+        assert_eq!(value("stornet_loadgen_running", &[]), 0.0);
+    }
 }

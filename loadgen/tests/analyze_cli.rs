@@ -320,7 +320,18 @@ fn bad_records_and_arguments_exit_2_with_one_line() {
             "--start=now-5m",
             "--end=now",
         ],
-        "not an http:// URL",
+        "not an http:// or https:// URL",
+    );
+    assert_usage_error(
+        &[
+            "analyze",
+            "--prometheus",
+            "https://127.0.0.1:1",
+            "--start=now-5m",
+            "--end=now",
+            "--prometheus-ca-file=/stornet-no-such-dir/ca.pem",
+        ],
+        "--prometheus-ca-file /stornet-no-such-dir/ca.pem: cannot read it",
     );
     assert_usage_error(
         &[
@@ -413,11 +424,33 @@ fn run_options_for_records_are_checked_before_anything_runs() {
         ),
         (
             vec!["--agent=127.0.0.1:9477", "--record=x.json"],
-            "not an http:// URL",
+            "not an http:// or https:// URL",
+        ),
+        // The TLS files of --agent are read before anything runs.
+        (
+            vec![
+                "--agent=https://127.0.0.1:1",
+                "--record=x.json",
+                "--agent-ca-file=/stornet-no-such-dir/ca.pem",
+            ],
+            "--agent-ca-file /stornet-no-such-dir/ca.pem: cannot read it: No such file",
         ),
         (
-            vec!["--agent=https://h:1", "--record=x.json"],
-            "https is not supported",
+            vec![
+                "--agent=https://127.0.0.1:1",
+                "--record=x.json",
+                "--agent-cert-file=/stornet-no-such-dir/c.pem",
+            ],
+            "--agent-cert-file needs --agent-key-file",
+        ),
+        (
+            vec![
+                "--agent=https://127.0.0.1:1",
+                "--record=x.json",
+                "--agent-insecure-skip-verify",
+                "--agent-ca-file=/stornet-no-such-dir/ca.pem",
+            ],
+            "--agent-insecure-skip-verify and --agent-ca-file contradict each other",
         ),
         (
             vec!["--record=/stornet-no-such-dir/r.json"],

@@ -561,18 +561,12 @@ fn latency_target_search_climbs_to_iodepth() {
 
 /// GET /metrics with a 3 s deadline; the status code, or None without an answer.
 fn scrape_status(addr: std::net::SocketAddr) -> Option<u16> {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(3)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(3))).ok()?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
-        .ok()?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).ok()?;
-    String::from_utf8_lossy(&raw)
-        .split_whitespace()
-        .nth(1)?
-        .parse()
+    use loadgen::http::{Client, Scheme, Url};
+    let url = Url::of(Scheme::Http, addr);
+    Client::default()
+        .get(&url, "/metrics", &[], Duration::from_secs(3), 1 << 20)
         .ok()
+        .map(|r| r.status)
 }
 
 /// A client that sends its request one byte at a time does not hold up other scrapes of

@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use loadgen::analyze::fleet::{self, Fleet};
-use loadgen::http::Url;
+use loadgen::http::{Client, Url};
 use serde_json::Value;
 use stornet_tests::agent::AgentProcess;
 use stornet_tests::blockdev::LoopDevice;
@@ -108,6 +108,7 @@ fn correlate_fleet_reads_block_counts_from_prometheus() {
     // Let Prometheus scrape past the window's end.
     std::thread::sleep(Duration::from_secs(3));
     let f = Fleet {
+        client: Client::default(),
         url: Url::parse(&format!("http://{}", prom.addr)).unwrap(),
         start,
         end,

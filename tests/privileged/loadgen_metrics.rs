@@ -6,8 +6,9 @@ use stornet_tests::loadgen::{Run, command, num};
 use stornet_tests::metrics::{http_get, parse, sum};
 use stornet_tests::privilege::{require_root, require_tool};
 
-/// --metrics-address serves the run's live metrics: counters grow during the run, the text
-/// passes `promtool check metrics`, and the last scrape never exceeds the final report.
+/// --metrics-address serves the run's live metrics: counters grow during the run, the last
+/// interval's latency is a summary with quantiles, the text passes `promtool check metrics`,
+/// and the last scrape never exceeds the final report.
 #[test]
 fn loadgen_serves_live_metrics() {
     if !require_root("loadgen_serves_live_metrics")
@@ -63,6 +64,28 @@ fn loadgen_serves_live_metrics() {
         ) > 0.0
     );
     assert!(sum(&last, "stornet_loadgen_interval_iops", &[("op", "read")]) > 0.0);
+    // The last interval's latency is a summary: quantiles in order, counted as the histogram.
+    let q = |q: &str| {
+        sum(
+            &last,
+            "stornet_loadgen_interval_latency_seconds",
+            &[("op", "read"), ("quantile", q)],
+        )
+    };
+    let qs = [q("0.5"), q("0.9"), q("0.99"), q("0.999"), q("1")];
+    assert!(qs[0] > 0.0 && qs.windows(2).all(|w| w[0] <= w[1]), "{qs:?}");
+    assert_eq!(
+        sum(
+            &last,
+            "stornet_loadgen_interval_latency_seconds_count",
+            &[("op", "read")]
+        ),
+        sum(
+            &last,
+            "stornet_loadgen_latency_seconds_count",
+            &[("op", "read")]
+        )
+    );
     let total = num(&r.json().unwrap(), "jobs/0/read/total_ios");
     assert!(b <= total, "scraped {b} > reported {total}");
 

@@ -13,6 +13,7 @@ mod correlate_fleet;
 mod correlate_html;
 mod correlate_record;
 mod correlate_replicated;
+mod correlate_tls;
 mod dashboards_live;
 mod lab_harness;
 mod lab_netns;

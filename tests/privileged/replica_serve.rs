@@ -13,7 +13,7 @@ use anyhow::{Context, Result, bail, ensure};
 use stornet_tests::bins;
 use stornet_tests::netns::{HostPair, Netns};
 use stornet_tests::privilege::require_root;
-use stornet_tests::replica::{ScratchDir, ServeProcess, wait_bounded};
+use stornet_tests::replica::{CONNECTION_START, ScratchDir, ServeProcess, wait_bounded};
 
 const TOKEN: &str = "lab-token-1";
 
@@ -238,12 +238,12 @@ fn replicated_writes_land_byte_exact() {
             .unwrap();
         assert!(
             end.contains(&format!("after {count} writes"))
-                && end.ends_with("peer closed the connection"),
+                && end.ends_with("reason=\"peer closed the connection\""),
             "{end}"
         );
     }
     let log = server.log();
-    assert_eq!(log.matches(": start").count(), 4, "{log}");
+    assert_eq!(log.matches(CONNECTION_START).count(), 4, "{log}");
 }
 
 /// With `--ack-on-receive` the server acknowledges before its writes complete, and keeps
@@ -416,7 +416,10 @@ fn misbehaving_peers_are_cut_off_and_a_good_client_finishes() {
             .unwrap_or_else(|e| panic!("{what}: {e:#}"));
         assert!(o.closed, "{what}: the server kept the connection open");
         let line = server
-            .wait_for_line(&format!("{}: end", o.local), Duration::from_secs(5))
+            .wait_for_line(
+                &format!("peer={} summary=", o.local),
+                Duration::from_secs(5),
+            )
             .unwrap_or_else(|e| panic!("{what}: {e:#}"));
         assert!(
             line.contains(reason),
@@ -456,10 +459,13 @@ fn misbehaving_peers_are_cut_off_and_a_good_client_finishes() {
         .iter()
         .find(|l| l.contains("(volume good)"))
         .expect("good connection's end line");
-    let conn = good_end.split(' ').take(4).collect::<Vec<_>>().join(" "); // "loadgen serve: conn N"
+    let conn = good_end
+        .split(' ')
+        .find(|f| f.starts_with("conn="))
+        .expect("conn=N in the end line");
     let good_start = lines
         .iter()
-        .position(|l| l.starts_with(&format!("{conn} ")) && l.ends_with(": start"))
+        .position(|l| l.contains(CONNECTION_START) && l.split(' ').any(|f| f == conn))
         .expect("good connection's start line");
     let trickle_pos = lines.iter().position(|l| *l == trickle_end).unwrap();
     assert!(

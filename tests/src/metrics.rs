@@ -1,10 +1,15 @@
-//! Scraping a Prometheus endpoint over plain HTTP and reading samples from the text format.
+//! Scraping a Prometheus endpoint (loadgen's HTTP client, the one of the whole tree) and
+//! reading samples from the text format.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
+use loadgen::http::{Client, Scheme, Url};
+
+/// Enough for any answer a test reads (the agent's /metrics, Prometheus's API).
+const MAX_BODY: usize = 256 << 20;
+const TIMEOUT: Duration = Duration::from_secs(30);
 
 /// GET `path` from `addr`; returns (status code, body).
 pub fn http_get(addr: SocketAddr, path: &str) -> Result<(u16, String)> {
@@ -17,80 +22,29 @@ pub fn http_get_with(
     path: &str,
     headers: &[(&str, &str)],
 ) -> Result<(u16, String)> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    s.write_all(request(addr, path, headers).as_bytes())?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw)?;
-    parse_response(&raw)
+    get(
+        &Client::default(),
+        &Url::of(Scheme::Http, addr),
+        path,
+        headers,
+    )
 }
 
-/// An HTTP/1.1 GET request that asks the server to close the connection after answering.
-pub fn request(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> String {
-    let extra: String = headers
-        .iter()
-        .map(|(k, v)| format!("{k}: {v}\r\n"))
-        .collect();
-    format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{extra}\r\n")
-}
-
-/// (status code, body) of a raw HTTP/1.1 response.
-pub fn parse_response(raw: &[u8]) -> Result<(u16, String)> {
-    let text = String::from_utf8_lossy(raw);
-    let (head, body) = text.split_once("\r\n\r\n").context("no HTTP header end")?;
-    let code = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .context("no HTTP status")?;
-    let chunked = head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked");
-    Ok((
-        code,
-        if chunked {
-            dechunk(body)?
-        } else {
-            body.to_string()
-        },
-    ))
+/// GET `path` from `url` with `client`; returns (status code, body).
+pub fn get(
+    client: &Client,
+    url: &Url,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> Result<(u16, String)> {
+    let r = client
+        .get(url, path, headers, TIMEOUT, MAX_BODY)
+        .map_err(|e| anyhow::anyhow!("GET {}{path}: {e}", url.display()))?;
+    Ok((r.status, r.body))
 }
 
 /// `Basic base64(user:password)` for an Authorization header.
-pub fn basic_auth(user: &str, password: &str) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let data = format!("{user}:{password}").into_bytes();
-    let mut out = String::from("Basic ");
-    for chunk in data.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-fn dechunk(mut body: &str) -> Result<String> {
-    let mut out = String::new();
-    loop {
-        let (size, rest) = body.split_once("\r\n").context("bad chunk")?;
-        let n = usize::from_str_radix(size.trim(), 16).context("bad chunk size")?;
-        if n == 0 {
-            return Ok(out);
-        }
-        out.push_str(rest.get(..n).context("short chunk")?);
-        body = rest.get(n + 2..).context("short chunk")?;
-    }
-}
+pub use loadgen::http::basic as basic_auth;
 
 /// One sample of the text format (loadgen's reader, which parses the agent's scrapes too).
 pub use loadgen::promtext::Sample;
@@ -159,20 +113,5 @@ mod tests {
         assert_eq!(s[1].value, 1.5);
         assert_eq!(s[2].label("x"), Some("q\""));
         assert_eq!(s[2].label("le"), Some("+Inf"));
-    }
-
-    #[test]
-    fn basic_auth_header() {
-        assert_eq!(basic_auth("prom", "s3cret"), "Basic cHJvbTpzM2NyZXQ=");
-        assert_eq!(basic_auth("a", ""), "Basic YTo=");
-        assert_eq!(basic_auth("ab", "c"), "Basic YWI6Yw==");
-    }
-
-    #[test]
-    fn dechunks() {
-        assert_eq!(
-            dechunk("3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n").unwrap(),
-            "abcde"
-        );
     }
 }

@@ -12,6 +12,10 @@ use anyhow::{Context, Result, bail};
 
 use crate::netns::Netns;
 
+/// How the server's log (logfmt) marks the start and the end of a connection.
+pub const CONNECTION_START: &str = "msg=\"connection start\"";
+pub const CONNECTION_END: &str = "msg=\"connection end\"";
+
 static SEQ: AtomicU32 = AtomicU32::new(0);
 
 fn unique(tag: &str) -> String {
@@ -74,7 +78,7 @@ impl ServeProcess {
         let mut p = ServeProcess { child, addr, log };
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            if p.log().contains("listening on") {
+            if p.log().contains("msg=listening") {
                 return Ok(p);
             }
             if let Some(status) = p.child.try_wait()? {
@@ -113,7 +117,7 @@ impl ServeProcess {
     }
 
     /// Writes the server logged for `volume` over its connections that have ended (its
-    /// own count, from the `end (volume V) after N writes` lines).
+    /// own count, from the `summary="(volume V) after N writes, …"` of the end lines).
     pub fn writes_logged(&self, volume: &str) -> u64 {
         let needle = format!("(volume {volume}) after ");
         self.log()
@@ -126,7 +130,7 @@ impl ServeProcess {
     /// Waits until the server has logged the end of `n` connections.
     pub fn wait_for_ends(&self, n: usize, timeout: Duration) -> Result<()> {
         let deadline = Instant::now() + timeout;
-        while self.log().matches(": end ").count() < n {
+        while self.log().matches(CONNECTION_END).count() < n {
             if Instant::now() > deadline {
                 bail!(
                     "fewer than {n} connection ends logged within {timeout:?}:\n{}",

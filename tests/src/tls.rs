@@ -1,16 +1,12 @@
 //! A throw-away certificate authority and server certificate for TLS tests, and an HTTPS
 //! client that trusts only that authority.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
+use loadgen::http::{Client, ClientConfig, Scheme, Url};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName};
 
 /// A CA and a server certificate for 127.0.0.1 and localhost, as PEM files in a temporary
 /// directory that is removed on drop.
@@ -59,28 +55,7 @@ pub fn https_get(
     ca_pem: &str,
     headers: &[(&str, &str)],
 ) -> Result<(u16, String)> {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
-        roots.add(cert.context("CA PEM")?)?;
-    }
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()?
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    let conn =
-        rustls::ClientConnection::new(Arc::new(config), ServerName::IpAddress(addr.ip().into()))?;
-    let sock = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
-    sock.set_read_timeout(Some(Duration::from_secs(10)))?;
-    let mut tls = rustls::StreamOwned::new(conn, sock);
-    tls.write_all(crate::metrics::request(addr, path, headers).as_bytes())?;
-    let mut raw = Vec::new();
-    match tls.read_to_end(&mut raw) {
-        Ok(_) => {}
-        // A server may close without close_notify once the response is complete.
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !raw.is_empty() => {}
-        Err(e) => return Err(e).context("reading the TLS response"),
-    }
-    crate::metrics::parse_response(&raw)
+    let client =
+        Client::new(&ClientConfig::trusting(ca_pem.as_bytes()).map_err(anyhow::Error::msg)?);
+    crate::metrics::get(&client, &Url::of(Scheme::Https, addr), path, headers)
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use analysis::{BlockOp, Host, Latency, Run, Series};
 
 use crate::agent_signals::{self, FAMILIES, Family, Field, Fold, Key, Kind, Values};
-use crate::http::{self, Url};
+use crate::http::{self, Client, Url};
 
 /// Prometheus refuses range queries with more points than this.
 const MAX_POINTS: f64 = 11_000.0;
@@ -23,6 +23,8 @@ const MAX_ANSWERS: usize = 256 << 20;
 #[derive(Clone, Debug)]
 pub struct Fleet {
     pub url: Url,
+    /// With the TLS settings and credentials of `--prometheus-*`.
+    pub client: Client,
     /// Unix seconds.
     pub start: f64,
     pub end: f64,
@@ -248,13 +250,16 @@ fn query_range(
         g.query_end(),
         g.step
     );
-    let r = http::get(&f.url, &path, Duration::from_secs(60), *budget).map_err(|e| {
-        if e.starts_with(http::TOO_LARGE) {
+    let r = f.client.get(&f.url, &path, &[], Duration::from_secs(60), *budget).map_err(|e| {
+        if e.kind == http::ErrorKind::TooLarge {
             QueryError::Failed(format!(
                 "Prometheus at {}: its answers are larger than {} MiB in all; narrow --selector or use a larger --step",
                 f.url.display(),
                 MAX_ANSWERS >> 20
             ))
+        } else if e.kind == http::ErrorKind::Tls {
+            // A setup mistake (wrong CA, plain HTTP on the port), not the server's trouble.
+            QueryError::Refused(format!("Prometheus at {}: {e}", f.url.display()))
         } else {
             QueryError::Failed(format!("Prometheus at {}: {e}", f.url.display()))
         }
@@ -430,6 +435,7 @@ mod tests {
 
     fn fleet() -> Fleet {
         Fleet {
+            client: Client::default(),
             url: Url::parse("http://127.0.0.1:9090").unwrap(),
             start: 1000.0,
             end: 1020.0,

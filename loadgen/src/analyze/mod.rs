@@ -49,6 +49,36 @@ pub struct AnalyzeArgs {
     /// Fleet mode: label matchers for every query, e.g. '{instance=~"stor.*"}'.
     #[arg(long, value_name = "MATCHERS")]
     pub selector: Option<String>,
+    /// Fleet mode: CA certificates (PEM) that verify an https Prometheus, instead of the
+    /// Mozilla roots.
+    #[arg(long, value_name = "FILE", requires = "prometheus")]
+    pub prometheus_ca_file: Option<PathBuf>,
+    /// Fleet mode: client certificate (PEM) for a Prometheus that requires mutual TLS.
+    #[arg(long, value_name = "FILE", requires = "prometheus_key_file")]
+    pub prometheus_cert_file: Option<PathBuf>,
+    /// Fleet mode: private key (PEM) of --prometheus-cert-file.
+    #[arg(long, value_name = "FILE", requires = "prometheus_cert_file")]
+    pub prometheus_key_file: Option<PathBuf>,
+    /// Fleet mode: accept any certificate from an https Prometheus (tests only: anyone
+    /// between can read and change the answers).
+    #[arg(long, requires = "prometheus")]
+    pub prometheus_insecure_skip_verify: bool,
+    /// Fleet mode: send the token in FILE as `Authorization: Bearer` (unless the URL holds
+    /// user:password@).
+    #[arg(long, value_name = "FILE", requires = "prometheus")]
+    pub prometheus_bearer_token_file: Option<PathBuf>,
+}
+
+impl AnalyzeArgs {
+    fn prometheus_client(&self) -> crate::http::ClientFiles {
+        crate::http::ClientFiles {
+            ca_file: self.prometheus_ca_file.clone(),
+            cert_file: self.prometheus_cert_file.clone(),
+            key_file: self.prometheus_key_file.clone(),
+            insecure_skip_verify: self.prometheus_insecure_skip_verify,
+            bearer_token_file: self.prometheus_bearer_token_file.clone(),
+        }
+    }
 }
 
 /// What was analysed, for the JSON output.
@@ -339,8 +369,10 @@ fn from_prometheus(a: &AnalyzeArgs, url: &str) -> Result<u8, Failure> {
         .map_err(|e| usage(format!("--step: {e}")))? as f64
         / 1e9;
     let matchers = fleet::matchers(a.selector.as_deref().unwrap_or("")).map_err(usage)?;
+    let client = a.prometheus_client().load("--prometheus").map_err(usage)?;
     let f = fleet::Fleet {
         url,
+        client: crate::http::Client::new(&client),
         start,
         end,
         step,

@@ -98,6 +98,9 @@ pub struct RunSettings {
     /// `--agent [NAME=]URL`, in the order given.
     #[serde(default)]
     pub agents: Vec<String>,
+    /// `--agent-ca-file`, `--agent-cert-file`, … for every `--agent`.
+    #[serde(default)]
+    pub agent_client: crate::http::ClientFiles,
     /// `--record FILE`.
     #[serde(default)]
     pub record: Option<PathBuf>,
@@ -126,6 +129,7 @@ impl Default for RunSettings {
             group_reporting: false,
             profile: None,
             agents: Vec::new(),
+            agent_client: crate::http::ClientFiles::default(),
             record: None,
             replicas: Vec::new(),
             replica_token_file: None,
@@ -175,6 +179,15 @@ impl RunSettings {
             "agent" => {
                 crate::scrape::AgentSpec::parse(v).map_err(err)?;
                 self.agents.push(v.to_string());
+            }
+            "agent-ca-file" => self.agent_client.ca_file = Some(PathBuf::from(v)),
+            "agent-cert-file" => self.agent_client.cert_file = Some(PathBuf::from(v)),
+            "agent-key-file" => self.agent_client.key_file = Some(PathBuf::from(v)),
+            "agent-insecure-skip-verify" => {
+                self.agent_client.insecure_skip_verify = parse_bool(v).map_err(err)?
+            }
+            "agent-bearer-token-file" => {
+                self.agent_client.bearer_token_file = Some(PathBuf::from(v))
             }
             "record" => self.record = Some(PathBuf::from(v)),
             "status-interval" => {

@@ -387,6 +387,31 @@ pub const OPTIONS: &[OptionDoc] = &[
         "sample a stornet-agent's /metrics every interval into the run record (repeatable; the host loadgen runs on first)",
     ),
     run(
+        "agent-ca-file",
+        "FILE",
+        "CA certificates (PEM) that verify https agents, instead of the Mozilla roots",
+    ),
+    run(
+        "agent-cert-file",
+        "FILE",
+        "client certificate (PEM) for agents that require mutual TLS (with --agent-key-file)",
+    ),
+    run(
+        "agent-key-file",
+        "FILE",
+        "private key (PEM) of --agent-cert-file",
+    ),
+    flag(
+        "agent-insecure-skip-verify",
+        Scope::Run,
+        "accept any certificate from https agents (tests only: anyone between can read and change the samples)",
+    ),
+    run(
+        "agent-bearer-token-file",
+        "FILE",
+        "send the token in FILE as `Authorization: Bearer` to agents whose URL has no user:password@",
+    ),
+    run(
         "record",
         "FILE",
         "write a run record (options, timeline, histograms, agents' series) for `loadgen analyze`",

@@ -12,7 +12,7 @@ use crate::agent_signals;
 use crate::clock;
 use crate::error::Failure;
 use crate::options::Plan;
-use crate::scrape::{AgentSpec, PointSamples, Samplers};
+use crate::scrape::{AgentSpec, PointSamples, Samplers, StartError};
 use crate::stats::{PointResult, RunResult};
 use crate::target::Layout;
 use crate::timeline::DirInterval;
@@ -69,7 +69,12 @@ impl Recorder {
         let samplers = if agents.is_empty() {
             None
         } else {
-            Some(Samplers::start(&agents).map_err(|e| Failure::Runtime(e.into()))?)
+            let client = s.agent_client.load("--agent").map_err(Failure::Usage)?;
+            let client = crate::http::Client::new(&client);
+            Some(Samplers::start(&agents, &client).map_err(|e| match e {
+                StartError::Spawn(e) => Failure::Runtime(e.into()),
+                StartError::Tls(m) => Failure::Usage(m),
+            })?)
         };
         Ok(Some(Recorder {
             path,

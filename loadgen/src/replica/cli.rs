@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use super::client::{BlockingClient, ClientOptions, Event, SubmitError};
 use super::protocol::{AckStatus, BLOCK_ALIGN, MAX_PAYLOAD, MAX_TOKEN_LEN, valid_volume};
 use super::server::{Server, ServerConfig};
+use crate::logging::{LogFormat, LogLevel};
 
 /// Usage and configuration errors.
 const EXIT_USAGE: u8 = 2;
@@ -41,6 +42,12 @@ pub struct ServeArgs {
     /// Connections still in their handshake do not count.
     #[arg(long, value_name = "N", default_value_t = 256)]
     pub max_connections: usize,
+    /// Only log messages of this level or above.
+    #[arg(long = "log.level", value_enum, default_value_t = LogLevel::Info)]
+    pub log_level: LogLevel,
+    /// Log line format: logfmt (`ts=… level=… msg=… key=value`) or one JSON object per line.
+    #[arg(long = "log.format", value_enum, default_value_t = LogFormat::Logfmt)]
+    pub log_format: LogFormat,
 }
 
 #[derive(clap::Args, Debug)]
@@ -130,10 +137,13 @@ pub fn serve(args: ServeArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return usage(e),
     };
+    // Flag and setup errors above are one plain line, as for every loadgen command; from
+    // here on the server logs.
+    crate::logging::init(args.log_level, args.log_format);
     match server.run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            crate::note!("loadgen serve: {e}");
+            tracing::error!(error = %e, "the server stopped");
             ExitCode::FAILURE
         }
     }

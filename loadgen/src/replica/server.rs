@@ -18,7 +18,7 @@
 
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
@@ -73,10 +73,11 @@ impl Admission {
         if h.len() >= self.max
             && let Some((old, s)) = h.pop_front()
         {
-            log(format_args!(
-                "conn {old}: closed: no hello before {} newer connections",
+            tracing::info!(
+                conn = old,
+                "connection closed: no hello before {} newer connections",
                 self.max
-            ));
+            );
             let _ = s.shutdown(Shutdown::Both);
         }
         if let Ok(handle) = stream.try_clone() {
@@ -125,11 +126,6 @@ fn keepalive(stream: &TcpStream) {
     set(libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, 10);
     set(libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 3);
     set(libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT, 60_000);
-}
-
-/// Writes to stderr, one line per event, prefixed so a log shows where it came from.
-fn log(msg: std::fmt::Arguments<'_>) {
-    let _ = writeln!(io::stderr().lock(), "loadgen serve: {msg}");
 }
 
 /// Checks that `dir` takes O_DIRECT writes (tmpfs before Linux 6.6 and some FUSE file
@@ -191,21 +187,13 @@ impl Server {
     }
 
     pub fn run(self) -> io::Result<()> {
-        log(format_args!(
-            "listening on {}, writing to {}{}{}",
-            self.local_addr()?,
-            self.config.dir.display(),
-            if self.config.token.is_some() {
-                ", token required"
-            } else {
-                ""
-            },
-            if self.config.ack_on_receive {
-                ", ack on receive"
-            } else {
-                ""
-            },
-        ));
+        tracing::info!(
+            listen = %self.local_addr()?,
+            dir = %self.config.dir.display(),
+            token_required = self.config.token.is_some(),
+            ack_on_receive = self.config.ack_on_receive,
+            "listening"
+        );
         let admission = Arc::new(Admission {
             max: self.config.max_connections,
             streaming: AtomicUsize::new(0),
@@ -217,7 +205,7 @@ impl Server {
                 Ok(s) => s,
                 Err(e) => {
                     // Out of fds or a connection reset before accept: keep serving.
-                    log(format_args!("accept failed: {e}"));
+                    tracing::warn!(error = %e, "accept failed");
                     std::thread::sleep(Duration::from_millis(10));
                     continue;
                 }
@@ -234,13 +222,19 @@ impl Server {
                 .name(format!("conn-{id}"))
                 .stack_size(256 << 10)
                 .spawn(move || {
-                    log(format_args!("conn {id} {peer}: start"));
+                    tracing::info!(conn = id, peer = %peer, "connection start");
                     let (summary, reason) = Connection::serve(stream, &config, &adm, id);
-                    log(format_args!("conn {id} {peer}: end {summary}: {reason}"));
+                    tracing::info!(
+                        conn = id,
+                        peer = %peer,
+                        summary = %summary,
+                        reason = %reason,
+                        "connection end"
+                    );
                 });
             if let Err(e) = spawned {
                 admission.handshake_ended(id);
-                log(format_args!("conn {id}: no thread for it: {e}"));
+                tracing::warn!(conn = id, error = %e, "no thread for the connection");
             }
         }
         Ok(())
@@ -712,10 +706,12 @@ impl<'a> Connection<'a> {
             AckStatus::Ok
         };
         if status != AckStatus::Ok {
-            log(format_args!(
-                "volume {}: write of request {id} failed: {status}",
-                self.volume
-            ));
+            tracing::warn!(
+                volume = %self.volume,
+                request = id,
+                status = %status,
+                "write failed"
+            );
         }
         if !self.config.ack_on_receive && self.phase != Phase::Closing {
             self.queue_ack(id, status);

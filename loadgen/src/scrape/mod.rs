@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::agent_signals::{self, Reading, Values};
 use crate::clock;
-use crate::http::{self, Url};
+use crate::http::{self, Client, Url};
 use crate::promtext;
 use deltas::Deltas;
 
@@ -92,14 +92,34 @@ enum Cmd {
 /// The largest /metrics answer read: an agent's is tens of kilobytes.
 const MAX_SCRAPE: usize = 32 << 20;
 
-pub fn scrape(url: &Url, timeout: Duration) -> Result<Reading, String> {
-    let r = http::get(url, "", timeout, MAX_SCRAPE)?;
+pub fn scrape(client: &Client, url: &Url, timeout: Duration) -> Result<Reading, String> {
+    fetch(client, url, timeout).map_err(String::from)
+}
+
+/// As `scrape`, with the kind of a failed GET kept (the start-up check tells TLS apart).
+fn fetch(client: &Client, url: &Url, timeout: Duration) -> Result<Reading, http::Error> {
+    let other = |message: String| http::Error {
+        kind: http::ErrorKind::Other,
+        message,
+    };
+    let r = client.get(url, "", &[], timeout, MAX_SCRAPE)?;
     if r.status != 200 {
         let first = r.body.lines().next().unwrap_or("").trim();
-        return Err(format!("HTTP {} {first}", r.status));
+        return Err(other(format!("HTTP {} {first}", r.status)));
     }
-    let samples = promtext::parse_filtered(&r.body, agent_signals::wanted)?;
+    let samples = promtext::parse_filtered(&r.body, agent_signals::wanted).map_err(other)?;
     Ok(agent_signals::reading(&samples))
+}
+
+/// Why sampling could not start.
+#[derive(Debug)]
+pub enum StartError {
+    /// No thread for an agent.
+    Spawn(std::io::Error),
+    /// An agent refused the TLS handshake, or loadgen refused its certificate: a setup
+    /// mistake that would leave every sample of that agent missing. One line, naming the
+    /// agent and its URL.
+    Tls(String),
 }
 
 /// How long a scrape may take: most of an interval, so that a slow agent still gives its
@@ -122,21 +142,25 @@ struct Sampler {
 }
 
 enum Reply {
+    /// The start-up check: the TLS failure, if that is how it failed.
+    Checked(Option<String>),
     Prepared,
     Point(PointSamples),
 }
 
 impl Samplers {
     /// Starts one thread per agent; each checks once that its agent answers and warns if not.
-    pub fn start(specs: &[AgentSpec]) -> std::io::Result<Samplers> {
+    /// Returns when every check is done; a TLS failure is an error.
+    pub fn start(specs: &[AgentSpec], client: &Client) -> Result<Samplers, StartError> {
         let mut agents = Vec::new();
         for spec in specs {
             let (tx, cmd_rx) = mpsc::channel();
             let (res_tx, rx) = mpsc::channel();
-            let s = spec.clone();
+            let (s, c) = (spec.clone(), client.clone());
             let thread = std::thread::Builder::new()
                 .name(format!("lg-agent-{}", agents.len()))
-                .spawn(move || sampler(s, cmd_rx, res_tx))?;
+                .spawn(move || sampler(s, c, cmd_rx, res_tx))
+                .map_err(StartError::Spawn)?;
             agents.push(Sampler {
                 spec: spec.clone(),
                 tx,
@@ -144,7 +168,13 @@ impl Samplers {
                 thread: Some(thread),
             });
         }
-        Ok(Samplers { agents })
+        let samplers = Samplers { agents };
+        for a in &samplers.agents {
+            if let Ok(Reply::Checked(Some(e))) = a.rx.recv() {
+                return Err(StartError::Tls(e));
+            }
+        }
+        Ok(samplers)
     }
 
     /// Takes every agent's reading before a point's IO starts (each within its timeout), so
@@ -181,7 +211,7 @@ impl Samplers {
                 let got = loop {
                     match a.rx.recv() {
                         Ok(Reply::Point(p)) => break p,
-                        Ok(Reply::Prepared) => {}
+                        Ok(Reply::Prepared | Reply::Checked(_)) => {}
                         Err(_) => {
                             break PointSamples {
                                 values: Values::new(),
@@ -213,25 +243,36 @@ impl Drop for Samplers {
     }
 }
 
-fn sampler(spec: AgentSpec, rx: Receiver<Cmd>, tx: Sender<Reply>) {
-    match scrape(&spec.url, Duration::from_secs(2)) {
+fn sampler(spec: AgentSpec, client: Client, rx: Receiver<Cmd>, tx: Sender<Reply>) {
+    let mut tls_failure = None;
+    match fetch(&client, &spec.url, Duration::from_secs(2)) {
         Ok(r) if r.is_empty() => crate::note!(
             "loadgen: warning: agent {} ({}) serves none of the stornet metrics the analysis uses",
             spec.name,
             spec.url.display()
         ),
         Ok(_) => {}
+        Err(e) if e.kind == http::ErrorKind::Tls => {
+            tls_failure = Some(format!(
+                "--agent {} ({}): {e}",
+                spec.name,
+                spec.url.display()
+            ))
+        }
         Err(e) => crate::note!(
             "loadgen: warning: agent {} ({}) does not answer: {e}; its samples are missing while it does not",
             spec.name,
             spec.url.display()
         ),
     }
+    if tx.send(Reply::Checked(tls_failure)).is_err() {
+        return;
+    }
     let mut prepared: Option<Result<Reading, String>> = None;
     while let Ok(cmd) = rx.recv() {
         match cmd {
             Cmd::Prepare => {
-                prepared = Some(scrape(&spec.url, Duration::from_secs(2)));
+                prepared = Some(scrape(&client, &spec.url, Duration::from_secs(2)));
                 if tx.send(Reply::Prepared).is_err() {
                     return;
                 }
@@ -242,7 +283,8 @@ fn sampler(spec: AgentSpec, rx: Receiver<Cmd>, tx: Sender<Reply>) {
                 prepared: use_it,
             } => {
                 let first = prepared.take().filter(|_| use_it);
-                let Some(out) = sample_point(&spec, &rx, start_ns, interval_ns, first) else {
+                let Some(out) = sample_point(&spec, &client, &rx, start_ns, interval_ns, first)
+                else {
                     return;
                 };
                 if tx.send(Reply::Point(out)).is_err() {
@@ -258,6 +300,7 @@ fn sampler(spec: AgentSpec, rx: Receiver<Cmd>, tx: Sender<Reply>) {
 /// scrapes once more, after the point's last IO. `first`, when given, is boundary 0.
 fn sample_point(
     spec: &AgentSpec,
+    client: &Client,
     rx: &Receiver<Cmd>,
     start_ns: u64,
     interval_ns: u64,
@@ -286,7 +329,7 @@ fn sample_point(
                 // The point's last IO has completed: this scrape closes the last interval
                 // (IOs completing after the runtime belong to it, as in the timeline).
                 let now = clock::now_ns();
-                let r = scrape(&spec.url, timeout);
+                let r = scrape(client, &spec.url, timeout);
                 log.took(k, interval_ns, now, clock::now_ns(), &r);
                 deltas.push(r.ok());
                 return Some(PointSamples {
@@ -303,7 +346,7 @@ fn sample_point(
                     log.missed(k, interval_ns, "the previous scrape took too long");
                     deltas.push(None);
                 } else {
-                    let r = scrape(&spec.url, timeout);
+                    let r = scrape(client, &spec.url, timeout);
                     let done = clock::now_ns();
                     let r = r.and_then(|r| {
                         if done > due + timeout.as_nanos() as u64 {
@@ -398,7 +441,9 @@ mod tests {
         assert_eq!(a.address(), None, "loopback says nothing about the host");
         assert!(AgentSpec::parse("=http://h:1").is_err());
         assert!(AgentSpec::parse("h1=198.18.0.2:9477").is_err());
-        assert!(AgentSpec::parse("https://h:1").is_err());
+        assert!(AgentSpec::parse("ftp://h:1").is_err());
+        let a = AgentSpec::parse("https://stor1:9477").unwrap();
+        assert_eq!(a.url.display(), "https://stor1:9477/metrics");
     }
 
     #[test]
@@ -440,7 +485,7 @@ mod tests {
             name: "h1".into(),
             url,
         };
-        let samplers = Samplers::start(std::slice::from_ref(&spec)).unwrap();
+        let samplers = Samplers::start(std::slice::from_ref(&spec), &Client::default()).unwrap();
         // The start-up check takes the first body; the point starts after it.
         std::thread::sleep(Duration::from_millis(100));
         let interval = 200_000_000;

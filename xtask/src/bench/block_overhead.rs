@@ -21,8 +21,8 @@
 //! 3) and `STORNET_BENCH_SECONDS` (default 10) change the length.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -30,6 +30,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail, ensure};
 use aya::programs::BtfTracePoint;
 use aya::{Btf, Ebpf};
+
+use stornet_tests::metrics::http_get;
 
 use super::median;
 use crate::cmd;
@@ -182,18 +184,6 @@ impl Drop for Running {
     }
 }
 
-fn http_get(addr: SocketAddr, path: &str) -> Result<String> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )?;
-    let mut body = String::new();
-    s.read_to_string(&mut body)?;
-    Ok(body)
-}
-
 struct Agent {
     run: Running,
     addr: SocketAddr,
@@ -220,7 +210,7 @@ impl Agent {
             .stderr(Stdio::null())
             .spawn()
             .context("starting stornet-agent")?;
-        let agent = Agent {
+        let mut agent = Agent {
             run: Running {
                 child,
                 signal: libc::SIGTERM,
@@ -228,12 +218,15 @@ impl Agent {
             addr,
         };
         let deadline = Instant::now() + Duration::from_secs(30);
-        while !http_get(addr, "/-/healthy").is_ok_and(|b| b.contains("200 OK")) {
+        while !matches!(http_get(addr, "/-/healthy"), Ok((200, _))) {
+            if let Some(status) = agent.run.child.try_wait()? {
+                bail!("stornet-agent exited during start-up: {status}");
+            }
             ensure!(Instant::now() < deadline, "stornet-agent did not start");
             std::thread::sleep(Duration::from_millis(100));
         }
         let _ = std::fs::remove_file(&file);
-        let metrics = http_get(addr, "/metrics")?;
+        let (_, metrics) = http_get(addr, "/metrics")?;
         for probe in ["block_issue", "block_completion", "block_requeue"] {
             ensure!(
                 metrics.contains(&format!("stornet_probe_up{{probe=\"{probe}\"}} 1")),
