@@ -15,6 +15,7 @@ pub mod logging;
 pub mod model;
 pub mod net;
 pub mod probes;
+pub mod process;
 pub mod self_metrics;
 pub mod server;
 pub mod service;

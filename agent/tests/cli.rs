@@ -354,7 +354,7 @@ fn snapshot_prints_one_set_of_metrics() {
         .iter()
         .filter_map(|f| f["name"].as_str())
         .collect();
-    for n in ["stornet_probe_up", "stornet_agent_cpu_seconds_total"] {
+    for n in ["stornet_probe_up", "process_cpu_seconds_total"] {
         assert!(names.contains(&n), "{n} missing from {names:?}");
     }
     let start = Instant::now();
@@ -363,7 +363,7 @@ fn snapshot_prints_one_set_of_metrics() {
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("# TYPE stornet_agent_resident_memory_bytes gauge"),
+        text.contains("# TYPE process_resident_memory_bytes gauge"),
         "{text}"
     );
     assert!(

@@ -209,7 +209,7 @@ impl SnapshotCollector {
             Kind::Counter,
         );
         for ((ns, part), n) in self.errors.lock().expect("snapshot errors").iter() {
-            f.scalar(&[("namespace", ns), ("snapshot", part)], *n as f64);
+            f.scalar(&[("netns", ns), ("snapshot", part)], *n as f64);
         }
         f
     }
@@ -356,7 +356,7 @@ impl Families {
             .map(|l| (l.index, l.name.as_str()))
             .collect();
         for l in &snap.links {
-            let labels = [("namespace", ns), ("interface", l.name.as_str())];
+            let labels = [("netns", ns), ("interface", l.name.as_str())];
             if let Some(mtu) = l.mtu {
                 self.mtu.scalar(&labels, mtu as f64);
             }
@@ -371,7 +371,7 @@ impl Families {
             for (name, v) in snap.pause.get(&l.index).into_iter().flatten() {
                 self.pause.scalar(
                     &[
-                        ("namespace", ns),
+                        ("netns", ns),
                         ("interface", l.name.as_str()),
                         ("counter", name),
                     ],
@@ -387,7 +387,7 @@ impl Families {
             let handle = handle_name(q.handle);
             let parent = handle_name(q.parent);
             let labels = [
-                ("namespace", ns),
+                ("netns", ns),
                 ("interface", dev.as_str()),
                 ("qdisc", q.kind.as_str()),
                 ("handle", handle.as_str()),
@@ -433,13 +433,13 @@ impl Collector for SnapshotCollector {
                     if let Some(v) = s.retrans_segs {
                         self.unattributed.snmp(inode, &label, v);
                     }
-                    fams.up.scalar(&[("namespace", &label)], 1.0);
+                    fams.up.scalar(&[("netns", &label)], 1.0);
                     fams.add(&label, &s);
                     sockets.extend(s.sockets);
                 }
                 Err(e) => {
                     self.record(&label, &[(WHOLE, format!("{e:#}"))], &[WHOLE]);
-                    fams.up.scalar(&[("namespace", &label)], 0.0);
+                    fams.up.scalar(&[("netns", &label)], 0.0);
                 }
             }
         }
