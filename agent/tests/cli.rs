@@ -314,7 +314,7 @@ fn logs_in_logfmt_and_json() {
         .unwrap_or_else(|| panic!("no serving line in {log}"));
     assert!(line.starts_with("ts="), "{line}");
     assert!(
-        line.contains(" level=info msg=\"serving metrics at /metrics\""),
+        line.contains(" level=info msg=\"serving metrics\"") && line.contains(" path=/metrics"),
         "{line}"
     );
     assert!(line.contains(&format!("address={}", a.addr)), "{line}");
@@ -329,7 +329,8 @@ fn logs_in_logfmt_and_json() {
         .unwrap_or_else(|| panic!("no serving line in {log}"));
     let v: serde_json::Value = serde_json::from_str(line).unwrap();
     assert_eq!(v["level"], "INFO", "{line}");
-    assert_eq!(v["message"], "serving metrics at /metrics", "{line}");
+    assert_eq!(v["message"], "serving metrics", "{line}");
+    assert_eq!(v["path"], "/metrics", "{line}");
     assert_eq!(v["address"], a.addr.to_string(), "{line}");
     drop(a);
 
