@@ -185,7 +185,7 @@ impl WebConfig {
                         .map(|f| base.join(f)),
                 );
                 let acceptor = crate::tls::acceptor(t, base, file.http_server_config.http2)
-                    .map_err(|e| at(with_line(&text, &format!("{e:#}"))))?;
+                    .map_err(|e| at(one_line(&with_line(&text, &format!("{e:#}")))))?;
                 Some(acceptor)
             }
         };
@@ -243,7 +243,8 @@ pub fn parse(text: &str) -> Result<WebConfigFile, String> {
             .map_err(|e| one_line(&e.to_string()))?
             .unwrap_or_default()
     };
-    check(&file).map_err(|e| with_line(text, &e))?;
+    // Names from the file (a user, a header) may hold line breaks: the report stays one line.
+    check(&file).map_err(|e| one_line(&with_line(text, &e)))?;
     Ok(file)
 }
 
@@ -492,6 +493,8 @@ basic_auth_users: {}
             e.contains("rate_limit.interval") && e.contains("line 2"),
             "{e}"
         );
+        let e = parse("http_server_config:\n  headers:\n    \"X-\\nA\": b\n").unwrap_err();
+        assert!(!e.contains('\n') && e.contains("X-"), "{e}");
         let e = parse("basic_auth_excluded_paths: [metrics]\n").unwrap_err();
         assert!(e.contains("basic_auth_excluded_paths"), "{e}");
     }
