@@ -4,6 +4,7 @@
 use anyhow::{Context, anyhow};
 
 fn main() -> anyhow::Result<()> {
+    revision();
     let metadata = cargo_metadata::MetadataCommand::new()
         .no_deps()
         .exec()
@@ -29,4 +30,29 @@ fn main() -> anyhow::Result<()> {
         "building the eBPF programs (agent-ebpf) failed; it needs the nightly toolchain with \
          rust-src and bpf-linker (`cargo xtask setup` installs them)",
     )
+}
+
+/// `STORNET_REVISION` for `stornet_agent_build_info{revision}`: the environment's value (for
+/// builds from a source archive), else the git commit, else `unknown`.
+fn revision() {
+    println!("cargo:rerun-if-env-changed=STORNET_REVISION");
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .map(|s| s.trim().to_string())
+    };
+    let revision = std::env::var("STORNET_REVISION")
+        .ok()
+        .filter(|r| !r.is_empty())
+        .or_else(|| git(&["rev-parse", "--short=12", "HEAD"]))
+        .unwrap_or_else(|| "unknown".into());
+    // A commit or checkout moves HEAD's log: the revision is read again then.
+    if let Some(dir) = git(&["rev-parse", "--absolute-git-dir"]) {
+        println!("cargo:rerun-if-changed={dir}/logs/HEAD");
+    }
+    println!("cargo:rustc-env=STORNET_REVISION={revision}");
 }

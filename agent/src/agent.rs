@@ -10,6 +10,8 @@ use crate::self_metrics::SelfMetrics;
 
 pub struct Agent {
     pub probes: Probes,
+    /// The collectors that run (probes and snapshots), by name.
+    pub collectors_enabled: Vec<&'static str>,
     collectors: Vec<Box<dyn Collector>>,
     /// The agent's own cost and map fill; reads the probes, so it is not a `Collector`.
     pub self_metrics: SelfMetrics,
@@ -21,7 +23,7 @@ impl Agent {
         let wanted: Vec<&str> = PROBES
             .iter()
             .map(|p| p.name)
-            .filter(|p| config.probe_enabled(p))
+            .filter(|p| config.collector_enabled(p))
             .collect();
         let mut probes = Probes::load(&wanted);
         // Before collectors take maps out of the object.
@@ -30,9 +32,13 @@ impl Agent {
         if let Some(c) = block::collector(&mut probes, &config.block) {
             collectors.push(Box::new(c));
         }
-        collectors.extend(crate::net::collectors(&mut probes, &config.net));
+        let snapshots = crate::net::snapshots::Parts::of(config);
+        collectors.extend(crate::net::collectors(&mut probes, &config.net, snapshots));
         Agent {
             probes,
+            collectors_enabled: crate::collectors::names()
+                .filter(|n| config.collector_enabled(n))
+                .collect(),
             collectors,
             self_metrics,
         }

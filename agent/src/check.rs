@@ -75,7 +75,7 @@ pub fn run(config: &Config) -> ExitCode {
     let wanted: Vec<&str> = PROBES
         .iter()
         .map(|p| p.name)
-        .filter(|p| config.probe_enabled(p))
+        .filter(|p| config.collector_enabled(p))
         .collect();
     let probes = Probes::load(&wanted);
     for s in &probes.status {
@@ -89,11 +89,11 @@ pub fn run(config: &Config) -> ExitCode {
             },
         ));
     }
-    for spec in PROBES.iter().filter(|p| !config.probe_enabled(p.name)) {
+    for spec in PROBES.iter().filter(|p| !config.collector_enabled(p.name)) {
         rows.push(row(
             format!("probe {}", spec.name),
             Status::Warn,
-            "disabled in the config file",
+            "disabled (collector flag or config file)",
         ));
     }
     let up = probes.status.iter().filter(|s| s.up).count();

@@ -31,15 +31,27 @@ impl std::error::Error for UsageError {}
     args_conflicts_with_subcommands = false
 )]
 pub struct Cli {
-    /// Address to serve /metrics on; `:PORT` listens on every address.
+    /// Address to serve the metrics on; `:PORT` listens on every address. Repeat it to
+    /// listen on several addresses.
     #[arg(
         long = "web.listen-address",
         default_value = ":9477",
-        value_name = "ADDR"
+        value_name = "ADDR",
+        action = clap::ArgAction::Append
     )]
-    pub listen_address: String,
+    pub listen_address: Vec<String>,
 
-    /// Web configuration (TLS and basic auth) in the Prometheus exporter-toolkit format.
+    /// Path under which the metrics are served.
+    #[arg(
+        long = "web.telemetry-path",
+        default_value = "/metrics",
+        value_name = "PATH",
+        value_parser = parse_telemetry_path
+    )]
+    pub telemetry_path: String,
+
+    /// Web configuration (TLS, client certificates, headers, rate limit, basic auth) in the
+    /// Prometheus exporter-toolkit format; re-read when it or its certificates change.
     #[arg(long = "web.config.file", value_name = "FILE")]
     pub web_config_file: Option<PathBuf>,
 
@@ -64,6 +76,9 @@ pub struct Cli {
     /// Log line format.
     #[arg(long = "log.format", value_enum, default_value_t = LogFormat::Logfmt, global = true)]
     pub log_format: LogFormat,
+
+    #[command(flatten)]
+    pub collectors: crate::collectors::CollectorFlags,
 
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -164,6 +179,20 @@ pub fn parse_listen_address(s: &str) -> Result<SocketAddr, UsageError> {
         .ok_or_else(|| bad("resolves to no address"))
 }
 
+/// A path of its own: not the landing page or the health check.
+fn parse_telemetry_path(s: &str) -> Result<String, String> {
+    if !s.starts_with('/') {
+        return Err(format!("{s:?} must start with /"));
+    }
+    if s == "/" || s == "/-/healthy" {
+        return Err(format!("{s:?} is taken by the agent's own page"));
+    }
+    if s.contains(['?', '#']) || s.chars().any(char::is_whitespace) {
+        return Err(format!("{s:?} must be a plain path"));
+    }
+    Ok(s.to_string())
+}
+
 /// Longest duration a flag takes (more than a year).
 const MAX_DURATION: Duration = Duration::from_secs(10_000 * 3600);
 
@@ -229,6 +258,50 @@ mod tests {
     }
 
     #[test]
+    fn web_and_collector_flags() {
+        let c = Cli::try_parse_from([
+            "a",
+            "--web.listen-address=127.0.0.1:1",
+            "--web.listen-address",
+            "[::1]:2",
+            "--web.telemetry-path=/stornet",
+            "--no-collector.ethtool",
+            "--collector.disable-defaults",
+            "--collector.block_issue",
+            "--collector.sock_diag",
+            "--no-collector.sock_diag",
+            "--no-collector.netlink",
+            "--collector.netlink",
+        ])
+        .unwrap();
+        assert_eq!(c.listen_address, ["127.0.0.1:1", "[::1]:2"]);
+        assert_eq!(c.telemetry_path, "/stornet");
+        assert!(c.collectors.disable_defaults);
+        let want: std::collections::BTreeMap<String, bool> = [
+            ("ethtool", false),
+            ("block_issue", true),
+            ("sock_diag", false),
+            ("netlink", true),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        assert_eq!(c.collectors.set, want);
+        // After a subcommand too.
+        let c = Cli::try_parse_from(["a", "snapshot", "--no-collector.netlink"]).unwrap();
+        assert_eq!(c.collectors.set.get("netlink"), Some(&false));
+        for bad in [
+            vec!["a", "--collector.nope"],
+            vec!["a", "--web.telemetry-path=metrics"],
+            vec!["a", "--web.telemetry-path=/"],
+        ] {
+            let e = Cli::try_parse_from(&bad).unwrap_err();
+            let line = one_line(&e.render().to_string());
+            assert!(!line.contains('\n') && !line.is_empty(), "{line}");
+        }
+    }
+
+    #[test]
     fn durations() {
         assert_eq!(parse_duration("5s").unwrap(), Duration::from_secs(5));
         assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
@@ -257,7 +330,8 @@ mod tests {
             c.config_file.as_deref(),
             Some(std::path::Path::new("/x.toml"))
         );
-        assert_eq!(c.listen_address, ":9477");
+        assert_eq!(c.listen_address, [":9477"]);
+        assert_eq!(c.telemetry_path, "/metrics");
         let e = Cli::try_parse_from(["a", "--log.level=loud"]).unwrap_err();
         let line = one_line(&e.render().to_string());
         assert!(

@@ -2,6 +2,7 @@
 //! errors, so a typo never silently changes what the agent does. A bad file is reported in
 //! one line that names the key and its line.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 
@@ -13,6 +14,11 @@ pub struct Config {
     pub probes: ProbesConfig,
     pub block: BlockConfig,
     pub net: NetConfig,
+    /// Collector name (see `collectors`) → enabled; overridden by the collector flags.
+    pub collectors: BTreeMap<String, bool>,
+    /// `--collector.disable-defaults`: collectors without an entry or flag are off.
+    #[serde(skip)]
+    pub collectors_off_by_default: bool,
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -156,8 +162,24 @@ impl Config {
         Config::parse(&text).map_err(|e| format!("config file {}: {e}", path.display()))
     }
 
-    pub fn probe_enabled(&self, probe: &str) -> bool {
-        !self.probes.disable.iter().any(|p| p == probe)
+    /// Whether a collector (a probe or a snapshot) runs: its `[collectors]` entry (where the
+    /// flags have been applied), else `[probes] disable`, else the default.
+    pub fn collector_enabled(&self, name: &str) -> bool {
+        if let Some(on) = self.collectors.get(name) {
+            return *on;
+        }
+        if self.probes.disable.iter().any(|p| p == name) {
+            return false;
+        }
+        !self.collectors_off_by_default
+    }
+
+    /// Applies the command line's collector flags: they win over the file.
+    pub fn apply_collector_flags(&mut self, flags: &crate::collectors::CollectorFlags) {
+        for (name, on) in &flags.set {
+            self.collectors.insert(name.clone(), *on);
+        }
+        self.collectors_off_by_default |= flags.disable_defaults;
     }
 
     /// Checks what the types alone do not: names, patterns and ranges.
@@ -175,6 +197,25 @@ impl Config {
                     "disable",
                     Some(name),
                     format!("unknown probe {name:?} (known: {})", known.join(", ")),
+                ));
+            }
+        }
+        for (name, on) in &self.collectors {
+            if !crate::collectors::is_known(name) {
+                let known: Vec<&str> = crate::collectors::names().collect();
+                return Err(err(
+                    "collectors",
+                    name,
+                    None,
+                    format!("unknown collector {name:?} (known: {})", known.join(", ")),
+                ));
+            }
+            if *on && self.probes.disable.iter().any(|p| p == name) {
+                return Err(err(
+                    "collectors",
+                    name,
+                    None,
+                    "enabled here but listed in [probes] disable; keep one of the two".into(),
                 ));
             }
         }
@@ -390,6 +431,44 @@ mod tests {
         let e = Config::parse("[net]\nnamespaces = [\"pid:x\"]\n").unwrap_err();
         assert_eq!(e.key.as_deref(), Some("net.namespaces"), "{e}");
         assert!(Config::parse("[net]\nnamespaces = [\"pid:1\", \"h1\"]\n").is_ok());
+    }
+
+    #[test]
+    fn collectors_section_flags_and_defaults_agree() {
+        use crate::collectors::CollectorFlags;
+        let mut c = Config::parse(
+            "[collectors]\nethtool = false\nblock_issue = true\n[probes]\ndisable = [\"skb_drop\"]\n",
+        )
+        .unwrap();
+        assert!(!c.collector_enabled("ethtool"));
+        assert!(!c.collector_enabled("skb_drop"));
+        assert!(c.collector_enabled("netlink"));
+        // Flags win over the file; disable-defaults turns off what nothing names.
+        c.apply_collector_flags(&CollectorFlags {
+            disable_defaults: true,
+            set: [
+                ("ethtool".to_string(), true),
+                ("block_issue".to_string(), false),
+            ]
+            .into(),
+        });
+        assert!(c.collector_enabled("ethtool"));
+        assert!(!c.collector_enabled("block_issue"));
+        assert!(!c.collector_enabled("netlink"));
+        assert!(!c.collector_enabled("skb_drop"));
+        let e = Config::parse("\n[collectors]\nethtol = false\n").unwrap_err();
+        assert_eq!(
+            (e.line, e.key.as_deref()),
+            (Some(3), Some("collectors.ethtol")),
+            "{e}"
+        );
+        assert!(e.message.contains("unknown collector"), "{e}");
+        let e = Config::parse("[collectors]\nethtool = \"no\"\n").unwrap_err();
+        assert_eq!(e.line, Some(2), "{e}");
+        let e =
+            Config::parse("[probes]\ndisable = [\"skb_drop\"]\n[collectors]\nskb_drop = true\n")
+                .unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("collectors.skb_drop"), "{e}");
     }
 
     #[test]

@@ -10,7 +10,7 @@ fn main() -> ExitCode {
         Err(code) => return code,
     };
     logging::init(args.log_level, args.log_format);
-    let config = match &args.config_file {
+    let mut config = match &args.config_file {
         None => Config::default(),
         Some(path) => match Config::load(path) {
             Ok(c) => c,
@@ -20,6 +20,7 @@ fn main() -> ExitCode {
             }
         },
     };
+    config.apply_collector_flags(&args.collectors);
     match args.command {
         None => service::run(&args, config),
         Some(Command::Check) => check::run(&config),

@@ -1,5 +1,6 @@
 //! What the agent costs and how full its maps are: per-probe run count and run time (the
-//! kernel's BPF program statistics), map fill, process CPU and RSS, and scrape duration.
+//! kernel's BPF program statistics), map fill, the standard process metrics, and scrape
+//! duration.
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::Mutex;
@@ -292,23 +293,9 @@ pub(crate) fn prog_info(fd: BorrowedFd<'_>) -> Result<aya_obj::generated::bpf_pr
     Ok(info)
 }
 
-/// CPU time, resident memory, start time and version of this process, from procfs.
+/// The standard process metrics, start time and version of this process.
 fn process(out: &mut Vec<Family>, start_time: f64) {
-    let mut cpu = Family::new(
-        "stornet_agent_cpu_seconds_total",
-        "User and system CPU time of the agent process (user space only; probe time is in \
-         stornet_agent_probe_run_seconds_total).",
-        Kind::Counter,
-    );
-    let mut rss = Family::new(
-        "stornet_agent_resident_memory_bytes",
-        "Resident memory of the agent process.",
-        Kind::Gauge,
-    );
-    if let Ok((c, r)) = read_proc_self() {
-        cpu.scalar(&[], c);
-        rss.scalar(&[], r);
-    }
+    out.extend(crate::process::families());
     let mut start = Family::new(
         "stornet_agent_start_time_seconds",
         "When the agent started, in seconds since the Unix epoch.",
@@ -317,60 +304,15 @@ fn process(out: &mut Vec<Family>, start_time: f64) {
     start.scalar(&[], start_time);
     let mut build = Family::new(
         "stornet_agent_build_info",
-        "Always 1; the version label says which agent this is.",
+        "Always 1; the version and revision (git commit) labels say which agent this is.",
         Kind::Gauge,
     );
-    build.scalar(&[("version", env!("CARGO_PKG_VERSION"))], 1.0);
-    out.extend([cpu, rss, start, build]);
-}
-
-/// (CPU seconds, resident bytes) of this process.
-fn read_proc_self() -> Result<(f64, f64)> {
-    let stat = std::fs::read_to_string("/proc/self/stat")?;
-    let (utime, stime) = cpu_ticks(&stat).context("unreadable /proc/self/stat")?;
-    let statm = std::fs::read_to_string("/proc/self/statm")?;
-    let pages: u64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|p| p.parse().ok())
-        .context("unreadable /proc/self/statm")?;
-    // SAFETY: sysconf has no preconditions.
-    let (tick, page) = unsafe {
-        (
-            libc::sysconf(libc::_SC_CLK_TCK),
-            libc::sysconf(libc::_SC_PAGESIZE),
-        )
-    };
-    Ok((
-        (utime + stime) as f64 / tick.max(1) as f64,
-        (pages * page.max(1) as u64) as f64,
-    ))
-}
-
-/// utime and stime (fields 14 and 15) of a /proc/PID/stat line; the command name in
-/// parentheses may hold spaces, so fields are counted after its closing parenthesis.
-pub fn cpu_ticks(stat: &str) -> Option<(u64, u64)> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // After ")" come field 3 (state) onwards: utime is field 14 → index 11.
-    Some((f.get(11)?.parse().ok()?, f.get(12)?.parse().ok()?))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_cpu_ticks_past_odd_command_names() {
-        let stat = "1234 (tokio (rt) 1) S 1 2 3 4 5 6 7 8 9 10 250 31 0 0 20 0 4 0 100";
-        assert_eq!(cpu_ticks(stat), Some((250, 31)));
-        assert_eq!(cpu_ticks("garbage"), None);
-    }
-
-    #[test]
-    fn own_process_metrics_are_plausible() {
-        let (cpu, rss) = read_proc_self().unwrap();
-        assert!(cpu >= 0.0);
-        assert!(rss > 1e5 && rss < 1e10, "{rss}");
-    }
+    build.scalar(
+        &[
+            ("version", env!("CARGO_PKG_VERSION")),
+            ("revision", env!("STORNET_REVISION")),
+        ],
+        1.0,
+    );
+    out.extend([start, build]);
 }

@@ -1,5 +1,7 @@
-//! The HTTP endpoint: `/metrics`, `/` and `/-/healthy`, over plain TCP or TLS, optionally
-//! behind basic auth (see `web_config`).
+//! The HTTP endpoint: the metrics (at `--web.telemetry-path`, gzip-compressed when the client
+//! accepts it), a landing page at `/` and `/-/healthy`, on one or more addresses, over plain
+//! TCP or TLS (HTTP/1.1, and HTTP/2 where TLS negotiates it), with the web config's client
+//! certificates, headers, rate limit and basic auth (see `web_config`).
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -12,10 +14,10 @@ use anyhow::{Context, Result};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
+use hyper::server::conn::{http1, http2};
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -24,6 +26,7 @@ use tracing::{debug, info};
 use crate::agent::Agent;
 use crate::exporter;
 use crate::web_config::WebConfig;
+use crate::web_watch::WebConfigSource;
 use crate::write_deadline::WriteDeadline;
 
 const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -84,55 +87,82 @@ impl Connections {
     }
 }
 
-/// Serves until the future `shutdown` completes, with at most `max_connections` open.
+/// What every listener serves.
+pub struct Endpoint {
+    pub agent: Arc<Agent>,
+    pub web: Arc<WebConfigSource>,
+    /// Where the metrics are (`--web.telemetry-path`).
+    pub telemetry_path: String,
+}
+
+/// Serves on every listener until the future `shutdown` completes, with at most
+/// `max_connections` open over all of them.
 pub async fn serve(
-    listener: TcpListener,
-    agent: Arc<Agent>,
-    web: WebConfig,
+    listeners: Vec<TcpListener>,
+    endpoint: Endpoint,
     max_connections: usize,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<()> {
-    info!(
-        address = %listener.local_addr()?,
-        tls = web.tls.is_some(),
-        basic_auth = web.auth.is_some(),
-        max_connections,
-        "serving metrics at /metrics"
-    );
+    let endpoint = Arc::new(endpoint);
     let conns = Arc::new(Mutex::new(Connections {
         max: max_connections.max(1),
         next: 0,
         open: BTreeMap::new(),
     }));
-    tokio::pin!(shutdown);
+    let mut tasks = tokio::task::JoinSet::new();
+    let web = endpoint.web.current().await;
+    for listener in listeners {
+        info!(
+            address = %listener.local_addr()?,
+            path = %endpoint.telemetry_path,
+            tls = web.tls.is_some(),
+            basic_auth = web.auth.is_some(),
+            max_connections,
+            "serving metrics"
+        );
+        tasks.spawn(accept_loop(listener, endpoint.clone(), conns.clone()));
+    }
+    shutdown.await;
+    tasks.abort_all();
+    Ok(())
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    endpoint: Arc<Endpoint>,
+    conns: Arc<Mutex<Connections>>,
+) {
     loop {
-        let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(a) => a,
-                // Out of fds and the like: keep serving the connections that exist.
-                Err(e) => {
-                    debug!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            () = &mut shutdown => return Ok(()),
+        let (stream, peer) = match listener.accept().await {
+            Ok(a) => a,
+            // Out of fds and the like: keep serving the connections that exist.
+            Err(e) => {
+                debug!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
         };
         let Some((id, busy, evicted)) = lock(&conns).admit() else {
             debug!(%peer, "refused: every connection is answering a request");
             continue;
         };
-        let agent = agent.clone();
-        let web = web.clone();
+        let endpoint = endpoint.clone();
         let conns = conns.clone();
         tokio::spawn(async move {
             let stream = WriteDeadline::new(stream, WRITE_TIMEOUT);
             let serving = async {
+                // Read per connection: a changed web config applies to the next one.
+                let web = endpoint.web.current().await;
                 match &web.tls {
-                    None => connection(stream, peer, agent, web.clone(), busy).await,
+                    None => {
+                        connection(stream, peer, endpoint.clone(), web.clone(), busy, false).await
+                    }
                     Some(tls) => {
                         match tokio::time::timeout(CLIENT_TIMEOUT, tls.accept(stream)).await {
-                            Ok(Ok(s)) => connection(s, peer, agent, web.clone(), busy).await,
+                            Ok(Ok(s)) => {
+                                let h2 = s.get_ref().1.alpn_protocol() == Some(b"h2");
+                                connection(s, peer, endpoint.clone(), web.clone(), busy, h2).await
+                            }
                             Ok(Err(e)) => debug!(%peer, error = %e, "TLS handshake failed"),
                             Err(_) => debug!(%peer, "TLS handshake timed out"),
                         }
@@ -179,109 +209,128 @@ pub fn http1() -> http1::Builder {
 async fn connection<S>(
     stream: S,
     peer: SocketAddr,
-    agent: Arc<Agent>,
-    web: WebConfig,
+    endpoint: Arc<Endpoint>,
+    web: Arc<WebConfig>,
     busy: Arc<AtomicBool>,
+    h2: bool,
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let service = service_fn(move |req| {
-        let (agent, web, busy) = (agent.clone(), web.clone(), busy.clone());
+        let (endpoint, web, busy) = (endpoint.clone(), web.clone(), busy.clone());
         async move {
             let _busy = Busy::new(&busy);
-            handle(req, agent, web).await
+            let mut r = handle(req, &endpoint, &web).await;
+            for (k, v) in &web.headers {
+                r.headers_mut().insert(k.clone(), v.clone());
+            }
+            Ok::<_, Infallible>(r)
         }
     });
-    if let Err(e) = http1()
-        .serve_connection(TokioIo::new(stream), service)
-        .await
-    {
+    let io = TokioIo::new(stream);
+    let served = if h2 {
+        http2::Builder::new(TokioExecutor::new())
+            .timer(TokioTimer::new())
+            .serve_connection(io, service)
+            .await
+    } else {
+        http1().serve_connection(io, service).await
+    };
+    if let Err(e) = served {
         debug!(%peer, error = %e, "connection ended");
     }
 }
 
-fn reply(status: StatusCode, content_type: &str, body: String) -> Response<Full<Bytes>> {
+fn reply(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
     Response::builder()
         .status(status)
         .header("content-type", content_type)
-        .body(Full::new(Bytes::from(body)))
+        .body(Full::new(body.into()))
         .expect("valid response")
 }
 
 async fn handle(
     req: Request<Incoming>,
-    agent: Arc<Agent>,
-    web: WebConfig,
-) -> Result<Response<Full<Bytes>>, Infallible> {
-    if let Some(auth) = web.auth {
+    endpoint: &Endpoint,
+    web: &WebConfig,
+) -> Response<Full<Bytes>> {
+    if let Some(limit) = &web.rate_limit
+        && !limit.allow()
+    {
+        return reply(
+            StatusCode::TOO_MANY_REQUESTS,
+            "text/plain",
+            "Too Many Requests\n",
+        );
+    }
+    let path = req.uri().path();
+    if let Some(auth) = web.auth.clone()
+        && !web.auth_excluded_paths.iter().any(|p| p == path)
+    {
         let header = req
             .headers()
             .get(hyper::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
-        let allowed = auth.allows(header).await;
-        if !allowed {
-            let mut r = reply(
-                StatusCode::UNAUTHORIZED,
-                "text/plain",
-                "Unauthorized\n".into(),
-            );
+        if !auth.allows(header).await {
+            let mut r = reply(StatusCode::UNAUTHORIZED, "text/plain", "Unauthorized\n");
             r.headers_mut().insert(
                 hyper::header::WWW_AUTHENTICATE,
                 hyper::header::HeaderValue::from_static("Basic realm=\"stornet-agent\""),
             );
-            return Ok(r);
+            return r;
         }
     }
-    Ok(match req.uri().path() {
-        "/metrics" => {
-            let start = Instant::now();
-            let rendered = tokio::task::spawn_blocking(move || {
-                let text = exporter::render(&agent.gather());
-                agent.self_metrics.observe_scrape(start.elapsed());
-                text
-            })
-            .await
-            .context("collecting metrics")
-            .and_then(|r| r);
-            match rendered {
-                Ok(text) => reply(StatusCode::OK, TEXT_FORMAT, text),
-                Err(e) => reply(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "text/plain",
-                    format!("{e:#}\n"),
-                ),
-            }
-        }
-        "/-/healthy" => reply(StatusCode::OK, "text/plain", "Healthy\n".into()),
-        "/" => reply(StatusCode::OK, "text/html; charset=utf-8", index(&agent)),
-        _ => reply(StatusCode::NOT_FOUND, "text/plain", "not found\n".into()),
+    if path == endpoint.telemetry_path {
+        let gzip = crate::gzip::accepted(req.headers());
+        return metrics(endpoint.agent.clone(), gzip).await;
+    }
+    match path {
+        "/-/healthy" => reply(StatusCode::OK, "text/plain", "Healthy\n"),
+        "/" => reply(
+            StatusCode::OK,
+            "text/html; charset=utf-8",
+            crate::landing::page(&endpoint.agent, &endpoint.telemetry_path),
+        ),
+        _ => reply(StatusCode::NOT_FOUND, "text/plain", "not found\n"),
+    }
+}
+
+/// One scrape: collect and render off the async threads, compressed when asked for.
+async fn metrics(agent: Arc<Agent>, gzip: bool) -> Response<Full<Bytes>> {
+    let start = Instant::now();
+    let rendered = tokio::task::spawn_blocking(move || {
+        let text = exporter::render(&agent.gather())?;
+        let body = if gzip {
+            crate::gzip::compress(text.as_bytes())?
+        } else {
+            text.into_bytes()
+        };
+        agent.self_metrics.observe_scrape(start.elapsed());
+        anyhow::Ok(body)
     })
-}
-
-fn index(agent: &Agent) -> String {
-    let rows: String = agent
-        .probes
-        .status
-        .iter()
-        .map(|s| {
-            format!(
-                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
-                html_escape(&s.name),
-                if s.up { "up" } else { "down" },
-                html_escape(&s.detail)
-            )
-        })
-        .collect();
-    format!(
-        "<!doctype html><html><head><title>stornet-agent</title></head><body>\
-         <h1>stornet-agent</h1><p><a href=\"/metrics\">Metrics</a></p>\
-         <table><tr><th>probe</th><th>status</th><th>detail</th></tr>{rows}</table></body></html>\n"
-    )
-}
-
-fn html_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+    .await
+    .context("collecting metrics")
+    .and_then(|r| r);
+    match rendered {
+        Ok(body) => {
+            let mut r = reply(StatusCode::OK, TEXT_FORMAT, body);
+            if gzip {
+                r.headers_mut().insert(
+                    hyper::header::CONTENT_ENCODING,
+                    hyper::header::HeaderValue::from_static("gzip"),
+                );
+            }
+            r.headers_mut().insert(
+                hyper::header::VARY,
+                hyper::header::HeaderValue::from_static("Accept-Encoding"),
+            );
+            r
+        }
+        Err(e) => reply(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "text/plain",
+            format!("{e:#}\n"),
+        ),
+    }
 }

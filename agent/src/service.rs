@@ -16,6 +16,7 @@ use crate::agent::Agent;
 use crate::cli::{Cli, EXIT_USAGE, UsageError};
 use crate::config::Config;
 use crate::web_config::WebConfig;
+use crate::web_watch::WebConfigSource;
 use crate::{server, systemd};
 
 /// How long in-flight work may delay the exit after a signal.
@@ -23,7 +24,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_millis(500);
 
 pub fn run(cli: &Cli, config: Config) -> ExitCode {
     raise_open_files_limit();
-    let (listener, web) = match prepare(cli) {
+    let (listeners, web) = match prepare(cli) {
         Ok(p) => p,
         Err(e) => {
             crate::logging::stderr_line(&format!("stornet-agent: {e}"));
@@ -42,7 +43,14 @@ pub fn run(cli: &Cli, config: Config) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = runtime.block_on(serve(listener, web, cli.max_connections as usize, config));
+    let web = Arc::new(WebConfigSource::new(cli.web_config_file.clone(), web));
+    let result = runtime.block_on(serve(
+        listeners,
+        web,
+        cli.telemetry_path.clone(),
+        cli.max_connections as usize,
+        config,
+    ));
     // Connection tasks still holding the agent are dropped here; so are the probes.
     runtime.shutdown_timeout(SHUTDOWN_GRACE);
     match result {
@@ -79,12 +87,21 @@ fn raise_open_files_limit() {
 }
 
 /// Everything that can be wrong with flags and files, checked before any probe is loaded.
-fn prepare(cli: &Cli) -> Result<(std::net::TcpListener, WebConfig), UsageError> {
+fn prepare(cli: &Cli) -> Result<(Vec<std::net::TcpListener>, WebConfig), UsageError> {
     let web = match &cli.web_config_file {
         Some(path) => WebConfig::load(path).map_err(UsageError)?,
         None => WebConfig::default(),
     };
-    let addr = crate::cli::parse_listen_address(&cli.listen_address)?;
+    let listeners = cli
+        .listen_address
+        .iter()
+        .map(|a| listen(a))
+        .collect::<Result<_, _>>()?;
+    Ok((listeners, web))
+}
+
+fn listen(address: &str) -> Result<std::net::TcpListener, UsageError> {
+    let addr = crate::cli::parse_listen_address(address)?;
     let listener = std::net::TcpListener::bind(addr)
         .or_else(|e| {
             // `:PORT` means every address; on a host without IPv6 that is every IPv4 one.
@@ -92,7 +109,7 @@ fn prepare(cli: &Cli) -> Result<(std::net::TcpListener, WebConfig), UsageError> 
                 e.raw_os_error(),
                 Some(libc::EAFNOSUPPORT | libc::EADDRNOTAVAIL)
             );
-            if cli.listen_address.starts_with(':') && v6_missing {
+            if address.starts_with(':') && v6_missing {
                 std::net::TcpListener::bind(("0.0.0.0", addr.port()))
             } else {
                 Err(e)
@@ -100,19 +117,19 @@ fn prepare(cli: &Cli) -> Result<(std::net::TcpListener, WebConfig), UsageError> 
         })
         .map_err(|e| {
             UsageError(format!(
-                "--web.listen-address {:?}: cannot listen on {addr}: {e}",
-                cli.listen_address
+                "--web.listen-address {address:?}: cannot listen on {addr}: {e}"
             ))
         })?;
     listener
         .set_nonblocking(true)
         .map_err(|e| UsageError(format!("listening socket: {e}")))?;
-    Ok((listener, web))
+    Ok(listener)
 }
 
 async fn serve(
-    listener: std::net::TcpListener,
-    web: WebConfig,
+    listeners: Vec<std::net::TcpListener>,
+    web: Arc<WebConfigSource>,
+    telemetry_path: String,
     max_connections: usize,
     config: Config,
 ) -> Result<()> {
@@ -120,7 +137,10 @@ async fn serve(
     // a clean exit.
     let mut term = signal(SignalKind::terminate()).context("SIGTERM handler")?;
     let mut int = signal(SignalKind::interrupt()).context("SIGINT handler")?;
-    let listener = tokio::net::TcpListener::from_std(listener)?;
+    let listeners = listeners
+        .into_iter()
+        .map(tokio::net::TcpListener::from_std)
+        .collect::<std::io::Result<Vec<_>>>()?;
     let mut starting = tokio::task::spawn_blocking(move || Agent::start(&config));
     let agent = tokio::select! {
         a = &mut starting => Arc::new(a.context("starting probes")?),
@@ -156,7 +176,12 @@ async fn serve(
         info!(signal = name, "stopping");
         notify("STOPPING=1");
     };
-    server::serve(listener, agent, web, max_connections, shutdown).await
+    let endpoint = server::Endpoint {
+        agent,
+        web,
+        telemetry_path,
+    };
+    server::serve(listeners, endpoint, max_connections, shutdown).await
 }
 
 fn notify(state: &str) {

@@ -314,7 +314,7 @@ fn logs_in_logfmt_and_json() {
         .unwrap_or_else(|| panic!("no serving line in {log}"));
     assert!(line.starts_with("ts="), "{line}");
     assert!(
-        line.contains(" level=info msg=\"serving metrics at /metrics\""),
+        line.contains(" level=info msg=\"serving metrics\"") && line.contains(" path=/metrics"),
         "{line}"
     );
     assert!(line.contains(&format!("address={}", a.addr)), "{line}");
@@ -329,7 +329,8 @@ fn logs_in_logfmt_and_json() {
         .unwrap_or_else(|| panic!("no serving line in {log}"));
     let v: serde_json::Value = serde_json::from_str(line).unwrap();
     assert_eq!(v["level"], "INFO", "{line}");
-    assert_eq!(v["message"], "serving metrics at /metrics", "{line}");
+    assert_eq!(v["message"], "serving metrics", "{line}");
+    assert_eq!(v["path"], "/metrics", "{line}");
     assert_eq!(v["address"], a.addr.to_string(), "{line}");
     drop(a);
 
@@ -354,7 +355,7 @@ fn snapshot_prints_one_set_of_metrics() {
         .iter()
         .filter_map(|f| f["name"].as_str())
         .collect();
-    for n in ["stornet_probe_up", "stornet_agent_cpu_seconds_total"] {
+    for n in ["stornet_probe_up", "process_cpu_seconds_total"] {
         assert!(names.contains(&n), "{n} missing from {names:?}");
     }
     let start = Instant::now();
@@ -363,7 +364,7 @@ fn snapshot_prints_one_set_of_metrics() {
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("# TYPE stornet_agent_resident_memory_bytes gauge"),
+        text.contains("# TYPE process_resident_memory_bytes gauge"),
         "{text}"
     );
     assert!(

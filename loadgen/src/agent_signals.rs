@@ -75,8 +75,8 @@ const SNAPSHOT: Kind = Kind::Counter {
     born_at_zero: false,
 };
 const DEV_OP: &[&str] = &["device", "op"];
-const QDISC: &[&str] = &["namespace", "interface", "qdisc", "handle", "parent"];
-const IFACE: &[&str] = &["namespace", "interface"];
+const QDISC: &[&str] = &["netns", "interface", "qdisc", "handle", "parent"];
+const IFACE: &[&str] = &["netns", "interface"];
 
 const fn family(
     field: Field,

@@ -46,7 +46,7 @@ fn lossy_link_counts_match_the_kernel() {
     let qdisc = d(
         "stornet_qdisc_drops_total",
         &[
-            ("namespace", &p.a.name),
+            ("netns", &p.a.name),
             ("interface", p.a_dev),
             ("qdisc", "netem"),
         ],

@@ -20,13 +20,13 @@ fn without_sock_diag_only_that_snapshot_is_lost() {
     let _server = listener.accept().unwrap();
     let first = agent.scrape().unwrap();
     let second = agent.scrape().unwrap();
-    let host = [("namespace", "host")];
+    let host = [("netns", "host")];
     assert_eq!(sum(&second, "stornet_net_namespace_up", &host), 1.0);
     assert_eq!(
         sum(
             &second,
             "stornet_interface_mtu",
-            &[("namespace", "host"), ("interface", "lo")]
+            &[("netns", "host"), ("interface", "lo")]
         ),
         65536.0,
         "links are still read"
@@ -35,7 +35,7 @@ fn without_sock_diag_only_that_snapshot_is_lost() {
         sum(
             s,
             "stornet_net_snapshot_errors_total",
-            &[("namespace", "host"), ("snapshot", "sock_diag")],
+            &[("netns", "host"), ("snapshot", "sock_diag")],
         )
     };
     assert!(
@@ -47,7 +47,7 @@ fn without_sock_diag_only_that_snapshot_is_lost() {
         sum(
             &second,
             "stornet_net_snapshot_errors_total",
-            &[("namespace", "host"), ("snapshot", "namespace")]
+            &[("netns", "host"), ("snapshot", "namespace")]
         ),
         0.0,
         "the namespace itself was read"

@@ -480,7 +480,7 @@ fn dashboards_live_every_panel_returns_series_for_exported_metrics() {
         let mtu = panel("stornet / Network congestion", "Interface MTU");
         for (ns, want) in [(&lab.a.name, 9000.0), (&lab.b.name, 1500.0)] {
             assert_eq!(
-                last(mtu, &[("namespace", ns), ("interface", "stor0")]),
+                last(mtu, &[("netns", ns), ("interface", "stor0")]),
                 Some(want),
                 "Interface MTU panel for {ns}"
             );

@@ -55,16 +55,12 @@ fn transfer(p: &HostPair, agent: &AgentProcess) -> Run {
     let after = agent.scrape().unwrap();
     let peer = p.b_addr().to_string();
     let qdisc = [
-        ("namespace", p.a.name.as_str()),
+        ("netns", p.a.name.as_str()),
         ("interface", p.a_dev),
         ("qdisc", "tbf"),
     ];
     assert_eq!(
-        sum(
-            &after,
-            "stornet_net_namespace_up",
-            &[("namespace", &p.a.name)]
-        ),
+        sum(&after, "stornet_net_namespace_up", &[("netns", &p.a.name)]),
         1.0
     );
     let d = |name: &str, labels: &[(&str, &str)]| delta(&before, &after, name, labels) as u64;
@@ -74,7 +70,7 @@ fn transfer(p: &HostPair, agent: &AgentProcess) -> Run {
         agent_retransmits: d("stornet_tcp_retransmits_total", &[("peer", &peer)])
             + d(
                 "stornet_tcp_retransmits_unattributed_total",
-                &[("namespace", &p.a.name)],
+                &[("netns", &p.a.name)],
             ),
         snmp_retransmits: snmp1 - snmp0,
         agent_qdisc_drops: d("stornet_qdisc_drops_total", &qdisc),

@@ -75,11 +75,11 @@ fn transfer(p: &SwitchedPair, agent: &AgentProcess) -> Run {
         port_mtu: sum(
             &during,
             "stornet_interface_mtu",
-            &[("namespace", sw), ("interface", PORT)],
+            &[("netns", sw), ("interface", PORT)],
         ),
         agent_port_drops: d(
             "stornet_interface_receive_dropped_total",
-            &[("namespace", sw), ("interface", PORT)],
+            &[("netns", sw), ("interface", PORT)],
         ),
         port_drops,
         unspecified: d("stornet_skb_drops_total", &[("reason", "not_specified")]),
@@ -89,7 +89,7 @@ fn transfer(p: &SwitchedPair, agent: &AgentProcess) -> Run {
         agent_retransmits: d("stornet_tcp_retransmits_total", &[("peer", &peer)])
             + d(
                 "stornet_tcp_retransmits_unattributed_total",
-                &[("namespace", &p.a.name)],
+                &[("netns", &p.a.name)],
             ),
         snmp_retransmits: snmp,
     }

@@ -48,7 +48,7 @@ fn srtt_matches_ss() {
     assert!(max_ms >= mean_ms);
 
     // The configured namespaces: ours read, the absent one reported down, the host read.
-    let up = |ns: &str| sum(&s, "stornet_net_namespace_up", &[("namespace", ns)]);
+    let up = |ns: &str| sum(&s, "stornet_net_namespace_up", &[("netns", ns)]);
     assert_eq!(up(&p.a.name), 1.0);
     assert_eq!(up(&missing), 0.0);
     assert_eq!(up("host"), 1.0);

@@ -43,7 +43,7 @@ fn totals_add_up(test: &str, limit: &str, streams: usize, seconds: u64, min_rate
     let counted = d("stornet_tcp_retransmits_total", &[("peer", &peer)]);
     let unattributed = d(
         "stornet_tcp_retransmits_unattributed_total",
-        &[("namespace", &p.a.name)],
+        &[("netns", &p.a.name)],
     );
     let rate = snmp as f64 / seconds as f64;
     eprintln!(

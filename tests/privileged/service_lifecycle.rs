@@ -175,11 +175,11 @@ fn service_degraded_without_bpf_permission_keeps_serving() {
         0.0,
         "probe must be down without permission"
     );
-    assert!(sum(&samples, "stornet_agent_resident_memory_bytes", &[]) > 0.0);
+    assert!(sum(&samples, "process_resident_memory_bytes", &[]) > 0.0);
     assert!(
         samples
             .iter()
-            .any(|s| s.name == "stornet_agent_cpu_seconds_total")
+            .any(|s| s.name == "process_cpu_seconds_total")
     );
     let log = agent.log();
     assert!(

@@ -98,7 +98,7 @@ fn service_self_metrics_match_independent_counts() {
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
         .unwrap();
-    let rss = total(&after, "stornet_agent_resident_memory_bytes");
+    let rss = total(&after, "process_resident_memory_bytes");
     assert!(
         (rss - vm_rss_kib * 1024.0).abs() < 0.25 * rss,
         "rss {rss} vs VmRSS {vm_rss_kib} KiB"
@@ -108,7 +108,7 @@ fn service_self_metrics_match_independent_counts() {
     // SAFETY: sysconf has no preconditions.
     let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
     let cpu_now = (f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap()) / tick;
-    let cpu = total(&after, "stornet_agent_cpu_seconds_total");
+    let cpu = total(&after, "process_cpu_seconds_total");
     assert!(cpu > 0.0 && cpu <= cpu_now, "cpu {cpu} vs /proc {cpu_now}");
 
     // The scrape histogram counts the scrapes before the current one: all of this test's.

@@ -33,8 +33,13 @@ use layout::{
 use namespaces::Namespace;
 use peers::PeerLabels;
 
-/// The network collectors: snapshots always, map readers for the probes that are up.
-pub fn collectors(probes: &mut Probes, config: &NetConfig) -> Vec<Box<dyn Collector>> {
+/// The network collectors: the snapshots enabled in `parts`, map readers for the probes that
+/// are up.
+pub fn collectors(
+    probes: &mut Probes,
+    config: &NetConfig,
+    parts: snapshots::Parts,
+) -> Vec<Box<dyn Collector>> {
     let peers = Arc::new(PeerLabels::new(config.max_peers));
     let namespaces = config
         .namespaces
@@ -46,11 +51,15 @@ pub fn collectors(probes: &mut Probes, config: &NetConfig) -> Vec<Box<dyn Collec
         })
         .collect();
     let unattributed = Arc::new(unattributed::Unattributed::default());
-    let mut out: Vec<Box<dyn Collector>> = vec![Box::new(snapshots::SnapshotCollector::new(
-        namespaces,
-        peers.clone(),
-        unattributed.clone(),
-    ))];
+    let mut out: Vec<Box<dyn Collector>> = Vec::new();
+    if parts.any() {
+        out.push(Box::new(snapshots::SnapshotCollector::new(
+            namespaces,
+            peers.clone(),
+            unattributed.clone(),
+            parts,
+        )));
+    }
     if let Err(e) = probe_collectors(probes, peers, unattributed, &mut out) {
         warn!(error = %format!("{e:#}"), "network probe collectors unavailable");
     }

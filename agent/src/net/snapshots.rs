@@ -39,11 +39,59 @@ pub const PART_SOCK_DIAG: &str = "sock_diag";
 pub const PART_ETHTOOL: &str = "ethtool";
 pub const PART_SNMP: &str = "snmp";
 
-/// Reads a snapshot of the calling thread's network namespace. Only the links are required
-/// (without them the namespace cannot be read at all); the other parts fail on their own.
-pub fn snapshot() -> Result<Snapshot> {
-    let mut rt = Netlink::open(libc::NETLINK_ROUTE)?;
-    let links = links::dump(&mut rt)?;
+/// Which parts a snapshot reads: the snapshot collectors that are enabled (`netlink`,
+/// `sock_diag`, `ethtool`), and `snmp` for the retransmit probes' unattributed count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Parts {
+    pub netlink: bool,
+    pub sock_diag: bool,
+    pub ethtool: bool,
+    pub snmp: bool,
+}
+
+impl Parts {
+    pub fn of(config: &crate::config::Config) -> Parts {
+        use crate::collectors::{ETHTOOL, NETLINK, SOCK_DIAG};
+        let on = |n: &str| config.collector_enabled(n);
+        Parts {
+            netlink: on(NETLINK),
+            sock_diag: on(SOCK_DIAG),
+            ethtool: on(ETHTOOL),
+            snmp: on(super::layout::PROBE_RETRANSMIT) || on(super::layout::PROBE_RETRANSMIT_SYNACK),
+        }
+    }
+
+    pub fn any(self) -> bool {
+        self.netlink || self.sock_diag || self.ethtool || self.snmp
+    }
+
+    /// The `snapshot` labels of the parts read, besides the whole namespace.
+    fn labels(self) -> Vec<&'static str> {
+        [
+            (self.netlink, PART_QDISC),
+            (self.sock_diag, PART_SOCK_DIAG),
+            (self.ethtool, PART_ETHTOOL),
+            (self.snmp, PART_SNMP),
+        ]
+        .into_iter()
+        .filter_map(|(on, label)| on.then_some(label))
+        .collect()
+    }
+}
+
+/// Reads a snapshot of the calling thread's network namespace. Where links are needed
+/// (netlink, and ethtool for the interface names) they are required: without them the
+/// namespace cannot be read at all; the other parts fail on their own.
+pub fn snapshot(parts: Parts) -> Result<Snapshot> {
+    let mut rt = if parts.netlink || parts.ethtool {
+        Some(Netlink::open(libc::NETLINK_ROUTE)?)
+    } else {
+        None
+    };
+    let links = match &mut rt {
+        Some(rt) => links::dump(rt)?,
+        None => Vec::new(),
+    };
     let mut failed = Vec::new();
     let mut part = |name: &'static str, r: Result<()>| {
         if let Err(e) = r {
@@ -51,46 +99,54 @@ pub fn snapshot() -> Result<Snapshot> {
         }
     };
     let mut qdiscs = Vec::new();
-    part(PART_QDISC, qdisc::dump(&mut rt).map(|q| qdiscs = q));
+    if let (true, Some(rt)) = (parts.netlink, &mut rt) {
+        part(PART_QDISC, qdisc::dump(rt).map(|q| qdiscs = q));
+    }
     let mut sockets = Vec::new();
-    part(
-        PART_SOCK_DIAG,
-        sockdiag::open()
-            .and_then(|mut s| sockdiag::dump(&mut s))
-            .map(|s| sockets = s),
-    );
+    if parts.sock_diag {
+        part(
+            PART_SOCK_DIAG,
+            sockdiag::open()
+                .and_then(|mut s| sockdiag::dump(&mut s))
+                .map(|s| sockets = s),
+        );
+    }
     // /proc/thread-self/net is this thread's namespace (/proc/self/net is the process's).
     let mut retrans_segs = None;
-    part(
-        PART_SNMP,
-        std::fs::read_to_string("/proc/thread-self/net/snmp")
-            .map_err(anyhow::Error::from)
-            .and_then(|t| {
-                retrans_segs = Some(
-                    super::unattributed::retrans_segs(&t)
-                        .ok_or_else(|| anyhow::anyhow!("no Tcp RetransSegs in /proc/net/snmp"))?,
-                );
-                Ok(())
-            }),
-    );
+    if parts.snmp {
+        part(
+            PART_SNMP,
+            std::fs::read_to_string("/proc/thread-self/net/snmp")
+                .map_err(anyhow::Error::from)
+                .and_then(|t| {
+                    retrans_segs =
+                        Some(super::unattributed::retrans_segs(&t).ok_or_else(|| {
+                            anyhow::anyhow!("no Tcp RetransSegs in /proc/net/snmp")
+                        })?);
+                    Ok(())
+                }),
+        );
+    }
     let mut speeds = HashMap::new();
     let mut pause = HashMap::new();
-    part(
-        PART_ETHTOOL,
-        Ethtool::open().map(|eth| {
-            for l in links.iter().filter(|l| !l.loopback) {
-                if let Some(s) = eth.speed_bps(&l.name) {
-                    speeds.insert(l.index, s);
+    if parts.ethtool {
+        part(
+            PART_ETHTOOL,
+            Ethtool::open().map(|eth| {
+                for l in links.iter().filter(|l| !l.loopback) {
+                    if let Some(s) = eth.speed_bps(&l.name) {
+                        speeds.insert(l.index, s);
+                    }
+                    // Drivers without statistics answer EOPNOTSUPP: no pause counters there.
+                    if let Ok(p) = eth.pause_counters(&l.name)
+                        && !p.is_empty()
+                    {
+                        pause.insert(l.index, p);
+                    }
                 }
-                // Drivers without statistics answer EOPNOTSUPP: no pause counters there.
-                if let Ok(p) = eth.pause_counters(&l.name)
-                    && !p.is_empty()
-                {
-                    pause.insert(l.index, p);
-                }
-            }
-        }),
-    );
+            }),
+        );
+    }
     Ok(Snapshot {
         links,
         speeds,
@@ -153,6 +209,7 @@ pub struct SnapshotCollector {
     errors: Mutex<BTreeMap<(String, &'static str), u64>>,
     /// Each namespace's `RetransSegs` goes here, for the retransmit collector.
     unattributed: Arc<Unattributed>,
+    parts: Parts,
 }
 
 /// The `snapshot` label for a namespace that could not be read at all.
@@ -163,6 +220,7 @@ impl SnapshotCollector {
         namespaces: Vec<Namespace>,
         peers: Arc<PeerLabels>,
         unattributed: Arc<Unattributed>,
+        parts: Parts,
     ) -> SnapshotCollector {
         SnapshotCollector {
             namespaces,
@@ -170,6 +228,7 @@ impl SnapshotCollector {
             failing: Mutex::new(HashSet::new()),
             errors: Mutex::new(BTreeMap::new()),
             unattributed,
+            parts,
         }
     }
 
@@ -209,7 +268,7 @@ impl SnapshotCollector {
             Kind::Counter,
         );
         for ((ns, part), n) in self.errors.lock().expect("snapshot errors").iter() {
-            f.scalar(&[("namespace", ns), ("snapshot", part)], *n as f64);
+            f.scalar(&[("netns", ns), ("snapshot", part)], *n as f64);
         }
         f
     }
@@ -349,21 +408,23 @@ impl Families {
         }
     }
 
-    fn add(&mut self, ns: &str, snap: &Snapshot) {
+    /// `interfaces`: whether the netlink collector is on (links may be read for ethtool
+    /// alone, and then export nothing of their own).
+    fn add(&mut self, ns: &str, snap: &Snapshot, interfaces: bool) {
         let names: HashMap<i32, &str> = snap
             .links
             .iter()
             .map(|l| (l.index, l.name.as_str()))
             .collect();
         for l in &snap.links {
-            let labels = [("namespace", ns), ("interface", l.name.as_str())];
-            if let Some(mtu) = l.mtu {
+            let labels = [("netns", ns), ("interface", l.name.as_str())];
+            if let (true, Some(mtu)) = (interfaces, l.mtu) {
                 self.mtu.scalar(&labels, mtu as f64);
             }
             if let Some(bps) = snap.speeds.get(&l.index) {
                 self.speed.scalar(&labels, *bps as f64 / 8.0);
             }
-            if let Some(stats) = &l.stats {
+            if let (true, Some(stats)) = (interfaces, &l.stats) {
                 for (f, get) in &mut self.counters {
                     f.scalar(&labels, get(stats) as f64);
                 }
@@ -371,7 +432,7 @@ impl Families {
             for (name, v) in snap.pause.get(&l.index).into_iter().flatten() {
                 self.pause.scalar(
                     &[
-                        ("namespace", ns),
+                        ("netns", ns),
                         ("interface", l.name.as_str()),
                         ("counter", name),
                     ],
@@ -387,7 +448,7 @@ impl Families {
             let handle = handle_name(q.handle);
             let parent = handle_name(q.parent);
             let labels = [
-                ("namespace", ns),
+                ("netns", ns),
                 ("interface", dev.as_str()),
                 ("qdisc", q.kind.as_str()),
                 ("handle", handle.as_str()),
@@ -420,26 +481,25 @@ impl Collector for SnapshotCollector {
                 if !seen.insert(id) {
                     return Ok(None);
                 }
-                run_in(ns, &file, snapshot).map(|s| Some((id.1, s)))
+                let parts = self.parts;
+                run_in(ns, &file, move || snapshot(parts)).map(|s| Some((id.1, s)))
             });
             match snap {
                 Ok(None) => continue,
                 Ok(Some((inode, s))) => {
-                    self.record(
-                        &label,
-                        &s.failed,
-                        &[WHOLE, PART_QDISC, PART_SOCK_DIAG, PART_ETHTOOL, PART_SNMP],
-                    );
+                    let mut parts = vec![WHOLE];
+                    parts.extend(self.parts.labels());
+                    self.record(&label, &s.failed, &parts);
                     if let Some(v) = s.retrans_segs {
                         self.unattributed.snmp(inode, &label, v);
                     }
-                    fams.up.scalar(&[("namespace", &label)], 1.0);
-                    fams.add(&label, &s);
+                    fams.up.scalar(&[("netns", &label)], 1.0);
+                    fams.add(&label, &s, self.parts.netlink);
                     sockets.extend(s.sockets);
                 }
                 Err(e) => {
                     self.record(&label, &[(WHOLE, format!("{e:#}"))], &[WHOLE]);
-                    fams.up.scalar(&[("namespace", &label)], 0.0);
+                    fams.up.scalar(&[("netns", &label)], 0.0);
                 }
             }
         }

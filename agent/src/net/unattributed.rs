@@ -35,7 +35,7 @@ impl Unattributed {
         ns.snmp = Some(retrans_segs);
     }
 
-    /// `stornet_tcp_retransmits_unattributed_total{namespace}`, given the probes' counts per
+    /// `stornet_tcp_retransmits_unattributed_total{netns}`, given the probes' counts per
     /// namespace inode. Monotonic: a moment where the probes' count ran ahead of a
     /// `RetransSegs` read a little earlier takes nothing back.
     pub fn family(&self, probes: &HashMap<u64, u64>) -> Family {
@@ -58,7 +58,7 @@ impl Unattributed {
                     ns.total = ns.total.max(seen.saturating_sub(counted));
                 }
             }
-            f.scalar(&[("namespace", &ns.label)], ns.total as f64);
+            f.scalar(&[("netns", &ns.label)], ns.total as f64);
         }
         f
     }
