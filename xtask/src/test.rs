@@ -104,7 +104,7 @@ fn root_tier(test: &str, extra: &[&str]) -> Result<()> {
 }
 
 /// Seconds each fuzz target runs in the unit tier.
-const FUZZ_SECONDS: u64 = 30;
+const FUZZ_SECONDS: u64 = 15;
 
 pub fn test(only: Option<Tier>, skip_setup: bool) -> Result<()> {
     if !skip_setup {
@@ -115,7 +115,6 @@ pub fn test(only: Option<Tier>, skip_setup: bool) -> Result<()> {
     if wants(Tier::Unit) {
         cmd::step("lint: fmt and clippy", lint)?;
         cmd::step("unit tests", unit)?;
-        crate::fuzz::build_targets(crate::fuzz::Build::Quick)?;
     }
     if root || wants(Tier::Vm) {
         cmd::step("build release binaries and test binaries", build_binaries)?;
@@ -159,6 +158,9 @@ fn foreground(wants: impl Fn(Tier) -> bool, vm_here: bool) -> Result<()> {
         })?;
     }
     if wants(Tier::Unit) {
+        // Built here rather than with the unit tests, so that the build runs beside the vm
+        // tier instead of before it.
+        crate::fuzz::build_targets(crate::fuzz::Build::Quick)?;
         // Every parser of outside input; `cargo xtask fuzz` runs them longer.
         cmd::step("fuzz targets", || {
             crate::fuzz::run_all(FUZZ_SECONDS, crate::fuzz::Build::Quick)
