@@ -15,7 +15,9 @@ pub struct Thresholds {
     pub mad_factor: f64,
     /// ...and at least this relative rise over the baseline (1.0 = twice the baseline).
     pub min_relative_rise: f64,
-    /// Fewer raised intervals than this is noise: the run is judged as a whole.
+    /// Fewer raised intervals than this is noise: the run is judged as a whole. Two was too
+    /// few: a two-interval transient of a busy host's local device outscored a replica that
+    /// an MTU mismatch had cut off.
     pub min_raised_intervals: usize,
     /// A raised interval needs at least this many IOs above the threshold (where its
     /// histogram is known).
@@ -67,7 +69,7 @@ impl Default for Thresholds {
             max_lag: 2,
             mad_factor: 5.0,
             min_relative_rise: 1.0,
-            min_raised_intervals: 2,
+            min_raised_intervals: 3,
             min_slow_ios: 3,
             rise_factor: 1.2,
             min_events: 5.0,
