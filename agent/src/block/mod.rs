@@ -86,7 +86,7 @@ impl Collector for BlockCollector {
                 .ops
                 .iter()
                 .filter(|(k, _)| gone.contains(&k.dev))
-                .map(|(_, s)| s.service.iter().sum::<u64>())
+                .map(|(_, s)| timed(s))
                 .sum();
             self.retired_timed.fetch_add(retired, Ordering::Relaxed);
             maps.forget(&gone);
@@ -99,12 +99,8 @@ impl Collector for BlockCollector {
         drop(maps);
         // Requests timed with the kernel's dispatch stamp: every timed one the probe did not
         // stamp (`maps::Snapshot::counters`).
-        let timed: u64 = self.retired_timed.load(Ordering::Relaxed)
-            + snap
-                .ops
-                .values()
-                .map(|s| s.service.iter().sum::<u64>())
-                .sum::<u64>();
+        let timed: u64 =
+            self.retired_timed.load(Ordering::Relaxed) + snap.ops.values().map(timed).sum::<u64>();
         snap.counters[STAMP_KERNEL as usize] =
             timed.saturating_sub(snap.counters[STAMP_PROBE as usize]);
         if !self.track_inflight {
@@ -129,6 +125,11 @@ impl Collector for BlockCollector {
         out.extend(export::families(&snap, &view));
         Ok(())
     }
+}
+
+/// Requests of one (device, op) timed with a dispatch stamp: its service-time observations.
+fn timed(s: &agent_common::block::OpStats) -> u64 {
+    s.service.iter().sum()
 }
 
 /// The kernel's count of a disk's requests in flight (dispatched to the driver, not yet

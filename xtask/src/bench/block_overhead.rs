@@ -500,16 +500,11 @@ fn rounds(
     Ok(out)
 }
 
-fn spread(v: &[f64]) -> String {
+/// "min–max" of `v` with `decimals` digits.
+fn spread(v: &[f64], decimals: usize) -> String {
     let min = v.iter().cloned().fold(f64::INFINITY, f64::min);
     let max = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-    format!("{min:.0}–{max:.0}")
-}
-
-fn spread3(v: &[f64]) -> String {
-    let min = v.iter().cloned().fold(f64::INFINITY, f64::min);
-    let max = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-    format!("{min:.3}–{max:.3}")
+    format!("{min:.decimals$}–{max:.decimals$}")
 }
 
 /// The default agent's RSS and scrape time while fio runs.
@@ -614,7 +609,7 @@ pub fn run() -> Result<()> {
                 let progs = c.iter().map(|c| c.programs_per_io).max().unwrap_or(0);
                 let above: Vec<f64> = per_io.iter().map(|v| v - floor * progs as f64).collect();
                 (
-                    format!("{:.0} ({})", median(&per_io), spread(&per_io)),
+                    format!("{:.0} ({})", median(&per_io), spread(&per_io, 0)),
                     format!("{:.0} ({progs} progs)", median(&above)),
                 )
             }
@@ -628,9 +623,9 @@ pub fn run() -> Result<()> {
             mode.name(),
             bpf,
             above,
-            format!("{:.0} ({})", median(c), spread(c)),
+            format!("{:.0} ({})", median(c), spread(c, 0)),
             added,
-            format!("{:.3} ({})", median(&ratios), spread3(&ratios)),
+            format!("{:.3} ({})", median(&ratios), spread(&ratios, 3)),
         );
     }
     agent_footprint(&disk)?;
