@@ -115,3 +115,35 @@ mod tests {
         assert_eq!(s[2].label("le"), Some("+Inf"));
     }
 }
+
+/// A kernel counter read just before and just after a scrape. The kernel may count while the
+/// scrape runs (a FIN sent again, a neighbour probe), so a count the agent reads during the
+/// scrape is known only to lie between the two reads.
+#[derive(Clone, Copy, Debug)]
+pub struct Around {
+    pub before: u64,
+    pub after: u64,
+}
+
+/// Runs `scrape` between two reads of the kernel counters `read` returns.
+pub fn around<const N: usize, T>(
+    read: impl Fn() -> [u64; N],
+    scrape: impl FnOnce() -> T,
+) -> ([Around; N], T) {
+    let before = read();
+    let scraped = scrape();
+    let after = read();
+    (
+        std::array::from_fn(|i| Around {
+            before: before[i],
+            after: after[i],
+        }),
+        scraped,
+    )
+}
+
+/// What the kernel counted between two scrapes, as closely as the reads around them tell: the
+/// difference of the agent's two counts must lie in this range.
+pub fn counted_between(first: Around, second: Around) -> std::ops::RangeInclusive<u64> {
+    second.before.saturating_sub(first.after)..=second.after.saturating_sub(first.before)
+}
