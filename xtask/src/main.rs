@@ -6,6 +6,7 @@ mod cmd;
 mod demo;
 mod fuzz;
 mod lab;
+mod package;
 mod setup;
 mod test;
 mod vm;
@@ -83,6 +84,13 @@ enum Task {
         #[arg(long)]
         bless: bool,
     },
+    /// Build the Debian packages (stornet-agent, loadgen) into target/debian and check them
+    /// with lintian.
+    Package {
+        /// Do not run setup first.
+        #[arg(long)]
+        skip_setup: bool,
+    },
     /// Run setup, lint, unit tests, privileged integration tests, scenarios and the vm tier.
     Test {
         /// Run only this tier.
@@ -126,6 +134,8 @@ fn main() -> ExitCode {
             action: LabAction::Clean,
         } => lab::clean(),
         Task::Setup => setup::setup(),
+        Task::Package { skip_setup } => (if skip_setup { Ok(()) } else { setup::setup() })
+            .and_then(|()| package::package().map(drop)),
         Task::Fuzz {
             seconds,
             target,

@@ -31,6 +31,9 @@ const PACKAGES: &[(&str, &str)] = &[
     ("busybox-static", "the vm tier's guests: shell and tools"),
     ("xz-utils", "the vm tier: compressed kernel modules"),
     ("bpftool", "inspecting probes and maps"),
+    ("help2man", "man pages of the Debian packages"),
+    ("lintian", "checks the Debian packages"),
+    ("debootstrap", "the vm tier's Debian guest with systemd"),
 ];
 
 const BPF_LINKER_VERSION: &str = "0.13.0";
@@ -122,27 +125,34 @@ fn bpf_linker() -> Result<()> {
     Ok(())
 }
 
-const CARGO_FUZZ_VERSION: &str = "0.13.2";
+/// Cargo subcommands: (crate, version, what for).
+const CARGO_TOOLS: &[(&str, &str, &str)] = &[
+    (
+        "cargo-fuzz",
+        "0.13.2",
+        "runs the fuzz targets in fuzz/ (`cargo xtask fuzz` and the unit tier)",
+    ),
+    (
+        "cargo-deb",
+        "3.8.0",
+        "builds the Debian packages (`cargo xtask package` and the vm tier)",
+    ),
+];
 
-/// cargo-fuzz runs the fuzz targets in `fuzz/` (`cargo xtask fuzz` and the unit tier).
-fn cargo_fuzz() -> Result<()> {
-    if let Some(v) = output("cargo-fuzz", &["--version"]) {
-        println!("cargo-fuzz: {} present, skipping", v.trim());
-        return Ok(());
-    }
-    let hint = format!("cargo install cargo-fuzz --version {CARGO_FUZZ_VERSION} --locked");
-    run(Command::new("cargo")
-        .args([
-            "install",
-            "cargo-fuzz",
-            "--version",
-            CARGO_FUZZ_VERSION,
-            "--locked",
-        ])
-        .current_dir(std::env::temp_dir()))
-    .map_err(|e| anyhow::anyhow!("{e:#}; by hand: {hint}"))?;
-    if output("cargo-fuzz", &["--version"]).is_none() {
-        bail!("cargo-fuzz installed but not on PATH; add ~/.cargo/bin to PATH");
+fn cargo_tools() -> Result<()> {
+    for (name, version, _why) in CARGO_TOOLS {
+        if let Some(v) = output(name, &["--version"]) {
+            println!("{name}: {} present, skipping", v.trim());
+            continue;
+        }
+        let hint = format!("cargo install {name} --version {version} --locked");
+        run(Command::new("cargo")
+            .args(["install", name, "--version", version, "--locked"])
+            .current_dir(std::env::temp_dir()))
+        .map_err(|e| anyhow::anyhow!("{e:#}; by hand: {hint}"))?;
+        if output(name, &["--version"]).is_none() {
+            bail!("{name} installed but not on PATH; add ~/.cargo/bin to PATH");
+        }
     }
     Ok(())
 }
@@ -185,7 +195,7 @@ pub fn setup() -> Result<()> {
     cmd::step("setup: apt packages", apt_packages)?;
     cmd::step("setup: nightly rust-src", nightly_rust_src)?;
     cmd::step("setup: bpf-linker", bpf_linker)?;
-    cmd::step("setup: cargo-fuzz", cargo_fuzz)?;
+    cmd::step("setup: cargo-fuzz, cargo-deb", cargo_tools)?;
     cmd::step("setup: tracefs", tracefs)?;
     cmd::step("setup: securityfs", securityfs)?;
     Ok(())
