@@ -77,7 +77,7 @@ enum Task {
         /// Only these kernel series (`5.10`, `6.1`, `6.12`, `7.3`); repeatable.
         #[arg(long = "kernel")]
         kernels: Vec<String>,
-        /// Only these boots (`drivers`, `lockdown`); repeatable.
+        /// Only these boots (`drivers`, `lockdown`, `systemd`); repeatable.
         #[arg(long = "boot")]
         boots: Vec<String>,
         /// Write the kernel support table of docs/agent.md from this run.

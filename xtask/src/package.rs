@@ -52,6 +52,7 @@ pub fn out_dir() -> PathBuf {
 
 /// Builds both packages (release binaries included) and checks them; returns their paths.
 pub fn package() -> Result<Vec<PathBuf>> {
+    crate::setup::cargo_tool(crate::setup::CARGO_DEB)?;
     run(cargo().args([
         "build",
         "--release",

@@ -125,34 +125,25 @@ fn bpf_linker() -> Result<()> {
     Ok(())
 }
 
-/// Cargo subcommands: (crate, version, what for).
-const CARGO_TOOLS: &[(&str, &str, &str)] = &[
-    (
-        "cargo-fuzz",
-        "0.13.2",
-        "runs the fuzz targets in fuzz/ (`cargo xtask fuzz` and the unit tier)",
-    ),
-    (
-        "cargo-deb",
-        "3.8.0",
-        "builds the Debian packages (`cargo xtask package` and the vm tier)",
-    ),
-];
+/// cargo-fuzz runs the fuzz targets in `fuzz/` (`cargo xtask fuzz` and the unit tier).
+pub const CARGO_FUZZ: (&str, &str) = ("cargo-fuzz", "0.13.2");
+/// cargo-deb builds the Debian packages. `cargo xtask package` (and so the vm tier, beside
+/// its other guests) installs it when it first needs it, rather than every setup.
+pub const CARGO_DEB: (&str, &str) = ("cargo-deb", "3.8.0");
 
-fn cargo_tools() -> Result<()> {
-    for (name, version, _why) in CARGO_TOOLS {
-        if let Some(v) = output(name, &["--version"]) {
-            println!("{name}: {} present, skipping", v.trim());
-            continue;
-        }
-        let hint = format!("cargo install {name} --version {version} --locked");
-        run(Command::new("cargo")
-            .args(["install", name, "--version", version, "--locked"])
-            .current_dir(std::env::temp_dir()))
-        .map_err(|e| anyhow::anyhow!("{e:#}; by hand: {hint}"))?;
-        if output(name, &["--version"]).is_none() {
-            bail!("{name} installed but not on PATH; add ~/.cargo/bin to PATH");
-        }
+/// Installs a cargo subcommand at a fixed version unless some version of it is present.
+pub fn cargo_tool((name, version): (&str, &str)) -> Result<()> {
+    if let Some(v) = output(name, &["--version"]) {
+        println!("{name}: {} present, skipping", v.trim());
+        return Ok(());
+    }
+    let hint = format!("cargo install {name} --version {version} --locked");
+    run(Command::new("cargo")
+        .args(["install", name, "--version", version, "--locked"])
+        .current_dir(std::env::temp_dir()))
+    .map_err(|e| anyhow::anyhow!("{e:#}; by hand: {hint}"))?;
+    if output(name, &["--version"]).is_none() {
+        bail!("{name} installed but not on PATH; add ~/.cargo/bin to PATH");
     }
     Ok(())
 }
@@ -195,7 +186,7 @@ pub fn setup() -> Result<()> {
     cmd::step("setup: apt packages", apt_packages)?;
     cmd::step("setup: nightly rust-src", nightly_rust_src)?;
     cmd::step("setup: bpf-linker", bpf_linker)?;
-    cmd::step("setup: cargo-fuzz, cargo-deb", cargo_tools)?;
+    cmd::step("setup: cargo-fuzz", || cargo_tool(CARGO_FUZZ))?;
     cmd::step("setup: tracefs", tracefs)?;
     cmd::step("setup: securityfs", securityfs)?;
     Ok(())

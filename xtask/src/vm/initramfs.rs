@@ -10,7 +10,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 enum Entry {
-    Dir,
+    Dir(u32),
     File { data: Data, mode: u32 },
     Symlink(String),
 }
@@ -33,13 +33,13 @@ impl Root {
             at += 1 + i;
             self.entries
                 .entry(path[..at].to_string())
-                .or_insert(Entry::Dir);
+                .or_insert(Entry::Dir(0o755));
         }
     }
 
     pub fn dir(&mut self, path: &str) {
         self.parents(path);
-        self.entries.insert(path.to_string(), Entry::Dir);
+        self.entries.insert(path.to_string(), Entry::Dir(0o755));
     }
 
     pub fn bytes(&mut self, path: &str, data: impl Into<Vec<u8>>, mode: u32) {
@@ -77,6 +77,36 @@ impl Root {
         Ok(())
     }
 
+    /// A host directory tree under `prefix` in the guest (`""` for the root): directories
+    /// with their modes, files and symlinks. Device nodes, fifos and sockets are left out
+    /// (the guest's devtmpfs has the devices).
+    pub fn tree(&mut self, host: &Path, prefix: &str) -> Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        let mut dirs = vec![(host.to_path_buf(), prefix.to_string())];
+        while let Some((dir, guest)) = dirs.pop() {
+            let entries =
+                std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))?;
+            for e in entries {
+                let e = e?;
+                let path = e.path();
+                let meta = std::fs::symlink_metadata(&path)?;
+                let at = format!("{guest}/{}", e.file_name().to_string_lossy());
+                let mode = meta.permissions().mode() & 0o7777;
+                if meta.is_dir() {
+                    self.parents(&at);
+                    self.entries.insert(at.clone(), Entry::Dir(mode));
+                    dirs.push((path, at));
+                } else if meta.file_type().is_symlink() {
+                    let target = std::fs::read_link(&path)?;
+                    self.symlink(&at, &target.to_string_lossy());
+                } else if meta.is_file() {
+                    self.host_file(&at, &path, mode);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Writes the archive; returns its size in bytes.
     pub fn write(&self, out: &Path) -> Result<u64> {
         let file = std::fs::File::create(out).with_context(|| format!("{}", out.display()))?;
@@ -88,7 +118,7 @@ impl Root {
         for (path, entry) in &self.entries {
             let name = path.trim_start_matches('/');
             match entry {
-                Entry::Dir => w.entry(name, 0o040755, &[])?,
+                Entry::Dir(mode) => w.entry(name, 0o040000 | mode, &[])?,
                 Entry::Symlink(t) => w.entry(name, 0o120777, t.as_bytes())?,
                 Entry::File { data, mode } => {
                     let bytes = match data {

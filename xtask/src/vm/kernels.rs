@@ -218,7 +218,7 @@ impl Apt {
 }
 
 /// The first Debian mirror of the machine's apt sources (deb822 or one-line format).
-fn debian_mirror() -> Result<String> {
+pub fn debian_mirror() -> Result<String> {
     let mut texts = Vec::new();
     for dir in ["/etc/apt/sources.list.d"] {
         if let Ok(entries) = std::fs::read_dir(dir) {

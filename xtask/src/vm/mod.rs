@@ -3,7 +3,8 @@
 //! initramfs that carries the agent, the probe tests and the tools they use, on real block
 //! drivers (NVMe, virtio-blk, AHCI, null_blk); the guest reports each test through its
 //! console. Every kernel is booted twice: with every driver, and under
-//! `lockdown=confidentiality` without the sock_diag module.
+//! `lockdown=confidentiality` without the sock_diag module. Debian 12's kernel is booted a
+//! third time, as a whole Debian system with systemd, to install and run the packages.
 
 pub mod guest;
 pub mod initramfs;
@@ -11,6 +12,7 @@ pub mod kernels;
 pub mod modules;
 pub mod qemu;
 pub mod support;
+pub mod systemd;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -60,6 +62,16 @@ pub fn run(opts: &Options) -> Result<()> {
     if kernels.is_empty() {
         bail!("no kernel of the matrix matches {:?}", opts.kernels);
     }
+    let systemd_kernel = kernels
+        .iter()
+        .find(|k| k.series.series == systemd::SERIES)
+        .filter(|_| opts.boots.is_empty() || opts.boots.iter().any(|b| b == "systemd"))
+        .cloned();
+    if systemd_kernel.is_some() {
+        systemd::host_requirements()?;
+    }
+    // The Debian root and the packages are made while the other guests boot.
+    let prepared = systemd_kernel.as_ref().map(|_| systemd::prepare());
     let boots: Vec<&Boot> = BOOTS
         .iter()
         .filter(|b| opts.boots.is_empty() || opts.boots.iter().any(|n| n == b.name))
@@ -77,11 +89,21 @@ pub fn run(opts: &Options) -> Result<()> {
         }
     }
     println!("{}", support::summary(&runs));
-    let failed: Vec<String> = runs
+    let mut failed: Vec<String> = runs
         .iter()
         .filter(|r| !r.outcome.passed())
         .map(|r| format!("{} {}", r.kernel.series.series, r.boot.name))
         .collect();
+    if let (Some(k), Some(prepared)) = (&systemd_kernel, prepared) {
+        let (root, debs) = prepared
+            .join()
+            .map_err(|_| anyhow::anyhow!("preparing the systemd guest panicked"))?
+            .context("preparing the systemd guest")?;
+        let name = format!("vm: {} ({}) systemd", k.series.series, k.release);
+        if !cmd::step(&name, || systemd::boot(k, &root, &debs, &work, accel))? {
+            failed.push(format!("{} systemd", k.series.series));
+        }
+    }
     println!(
         "vm tier: {} boots under {} in {:.0} s",
         runs.len(),
