@@ -5,6 +5,7 @@ mod bench;
 mod cmd;
 mod demo;
 mod fuzz;
+mod k8s;
 mod lab;
 mod setup;
 mod test;
@@ -70,6 +71,13 @@ enum Task {
         /// Do not run setup first.
         #[arg(long)]
         skip_setup: bool,
+    },
+    /// Write the generated Kubernetes manifests (packaging/kubernetes/stornet-rules.yaml
+    /// and stornet-dashboards.yaml) from the rule files and dashboards.
+    K8s {
+        /// Only say which files differ from their sources; fail if any does.
+        #[arg(long)]
+        check: bool,
     },
     /// The vm tier alone, or a part of it: the agent's tests in qemu guests of each kernel.
     Vm {
@@ -143,6 +151,7 @@ fn main() -> ExitCode {
         Task::Test { tier, skip_setup } => test::test(tier, skip_setup),
         Task::Agent { args } => run_agent(&args),
         Task::Bench { name, minutes } => bench::run(name, minutes),
+        Task::K8s { check } => k8s::manifests(check),
         Task::Vm {
             kernels,
             boots,
