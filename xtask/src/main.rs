@@ -5,6 +5,7 @@ mod bench;
 mod cmd;
 mod demo;
 mod fuzz;
+mod image;
 mod k8s;
 mod lab;
 mod setup;
@@ -71,6 +72,14 @@ enum Task {
         /// Do not run setup first.
         #[arg(long)]
         skip_setup: bool,
+    },
+    /// Build the stornet-agent container image without a container daemon (root; installs
+    /// buildah if missing): target/stornet-agent-image.tar, an OCI archive, checked by
+    /// running the agent from it.
+    Image {
+        /// The image name and tag inside the archive.
+        #[arg(long)]
+        tag: Option<String>,
     },
     /// Write the generated Kubernetes manifests (packaging/kubernetes/stornet-rules.yaml
     /// and stornet-dashboards.yaml) from the rule files and dashboards.
@@ -152,6 +161,7 @@ fn main() -> ExitCode {
         Task::Agent { args } => run_agent(&args),
         Task::Bench { name, minutes } => bench::run(name, minutes),
         Task::K8s { check } => k8s::manifests(check),
+        Task::Image { tag } => image::image(tag),
         Task::Vm {
             kernels,
             boots,
