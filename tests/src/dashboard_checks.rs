@@ -1,7 +1,9 @@
 //! Checks of the monitoring files that need no root: the Grafana dashboards import cleanly
 //! and read only metrics the agent exports (`docs/metrics.md`) or the recording rules
 //! define; the rules pass promtool and its unit tests cover every alert; the example
-//! Prometheus configuration and the Kubernetes manifest are well formed.
+//! Prometheus configuration and the Kubernetes manifests are well formed; the DaemonSet
+//! holds the unit's capabilities; the generated PrometheusRule and dashboard ConfigMaps
+//! match their sources.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -125,6 +127,17 @@ fn expected_variables(title: &str) -> &'static [&'static str] {
     }
 }
 
+/// The fixed uid of each dashboard: the file name with a `stornet-` prefix (Grafana allows
+/// up to 40 characters of letters, digits, `-` and `_`).
+fn expected_uid(title: &str) -> &'static str {
+    match title {
+        "stornet / Host storage" => "stornet-host-storage",
+        "stornet / Network congestion" => "stornet-network-congestion",
+        "stornet / Storage vs network" => "stornet-storage-vs-network",
+        other => panic!("unexpected dashboard {other:?}"),
+    }
+}
+
 #[test]
 fn dashboards_are_importable_into_grafana() {
     let dashboards = Dashboard::load_all().unwrap();
@@ -142,8 +155,17 @@ fn dashboards_are_importable_into_grafana() {
         let f = &d.file;
         assert_eq!(d.json["schemaVersion"], SCHEMA_VERSION, "{f}");
         assert!(d.json["id"].is_null(), "{f}: id must be null");
+        // A fixed dashboard uid keeps its URL (/d/<uid>) and bookmarks stable across
+        // re-imports and lets the Grafana sidecar replace the dashboard in place instead of
+        // adding a copy; every other uid must be the data source variable.
+        let uid = d.json["uid"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{f}: no uid"));
+        assert_eq!(uid, expected_uid(d.title()), "{f}");
+        let mut rest = d.json.clone();
+        rest.as_object_mut().unwrap().remove("uid");
         let mut problems = Vec::new();
-        walk(&d.json, &mut |k, v| match k {
+        walk(&rest, &mut |k, v| match k {
             "datasource" if *v != ds_var() => problems.push(format!(
                 "datasource {v} is not the ${{datasource}} variable"
             )),
@@ -415,6 +437,30 @@ fn yaml_documents(rel: &str) -> Vec<Value> {
         .collect()
 }
 
+/// The unit's `CapabilityBoundingSet=` as written (`CAP_BPF`, …): the agent runs as root, so
+/// that set is what it holds. It must appear exactly once, and no ambient set beside it.
+fn unit_capabilities() -> Vec<String> {
+    let text = std::fs::read_to_string(repo::path("packaging/stornet-agent.service")).unwrap();
+    let setting = |key: &str| -> Vec<&str> {
+        text.lines()
+            .filter_map(|l| l.trim().strip_prefix(key)?.strip_prefix('='))
+            .collect()
+    };
+    assert!(
+        setting("AmbientCapabilities").is_empty(),
+        "AmbientCapabilities= in the unit"
+    );
+    let values = setting("CapabilityBoundingSet");
+    assert_eq!(
+        values.len(),
+        1,
+        "CapabilityBoundingSet= in the unit: {values:?}"
+    );
+    let names: Vec<String> = values[0].split_whitespace().map(String::from).collect();
+    assert!(!names.is_empty(), "CapabilityBoundingSet= is empty");
+    names
+}
+
 #[test]
 fn daemonset_runs_the_agent_with_its_capabilities_and_host_mounts() {
     let docs = yaml_documents("packaging/kubernetes/stornet-agent.yaml");
@@ -463,15 +509,28 @@ fn daemonset_runs_the_agent_with_its_capabilities_and_host_mounts() {
     assert_eq!(sc["privileged"], false);
     assert_eq!(sc["allowPrivilegeEscalation"], false);
     assert_eq!(sc["capabilities"]["drop"], json!(["ALL"]));
-    let caps: BTreeSet<&str> = sc["capabilities"]["add"]
-        .as_array()
-        .unwrap()
+    let added = sc["capabilities"]["add"].as_array().unwrap();
+    let caps: BTreeSet<&str> = added.iter().filter_map(|c| c.as_str()).collect();
+    assert_eq!(
+        caps.len(),
+        added.len(),
+        "{added:?}: duplicates or non-strings"
+    );
+    // The pod may do exactly what the systemd unit allows, no more and no less: one list of
+    // what the agent needs, kept in the unit (Kubernetes spells the names without CAP_).
+    let unit = unit_capabilities();
+    let want: BTreeSet<&str> = unit
         .iter()
-        .filter_map(|c| c.as_str())
+        .map(|c| {
+            c.strip_prefix("CAP_")
+                .unwrap_or_else(|| panic!("{c}: no CAP_ prefix"))
+        })
         .collect();
-    for cap in ["BPF", "PERFMON", "NET_ADMIN", "SYS_ADMIN"] {
-        assert!(caps.contains(cap), "capability {cap} missing from {caps:?}");
-    }
+    assert!(want.contains("BPF") && want.contains("PERFMON"), "{want:?}");
+    assert_eq!(
+        caps, want,
+        "DaemonSet capabilities differ from the unit's CapabilityBoundingSet"
+    );
 
     // Each host path is mounted at the same path in the container.
     let volumes: BTreeMap<&str, &str> = pod["volumes"]
@@ -528,5 +587,128 @@ fn daemonset_runs_the_agent_with_its_capabilities_and_host_mounts() {
     assert_eq!(
         keep("__meta_kubernetes_pod_annotation_prometheus_io_scrape"),
         ds["spec"]["template"]["metadata"]["annotations"]["prometheus.io/scrape"]
+    );
+}
+
+#[test]
+fn generated_kubernetes_manifests_match_their_sources() {
+    let stale = crate::k8s::stale().unwrap();
+    assert!(
+        stale.is_empty(),
+        "{stale:?} differ from the dashboards and rules they are made from; run `cargo xtask k8s`"
+    );
+}
+
+/// A YAML value as JSON, for comparisons with `yaml_documents`.
+fn yaml_as_json(rel: &str) -> Value {
+    let mut docs = yaml_documents(rel);
+    assert_eq!(docs.len(), 1, "{rel}: one document");
+    docs.remove(0)
+}
+
+#[test]
+fn prometheus_rule_holds_exactly_the_groups_of_the_rule_files() {
+    let docs = yaml_documents(crate::k8s::RULES_MANIFEST);
+    assert_eq!(docs.len(), 1);
+    let rule = &docs[0];
+    assert_eq!(rule["apiVersion"], "monitoring.coreos.com/v1");
+    assert_eq!(rule["kind"], "PrometheusRule");
+    assert_eq!(rule["metadata"]["namespace"], "stornet");
+    // Parsed, not compared as text: what the operator hands Prometheus is what promtool
+    // checks and tests in dashboards/prometheus/.
+    let want: Vec<Value> = prom_rules::RULE_FILES
+        .iter()
+        .flat_map(|rel| yaml_as_json(rel)["groups"].as_array().unwrap().clone())
+        .collect();
+    assert!(want.len() >= 2, "{want:?}");
+    assert_eq!(rule["spec"]["groups"], Value::Array(want));
+    assert_eq!(rule["spec"].as_object().unwrap().len(), 1, "only groups");
+}
+
+#[test]
+fn dashboard_config_maps_carry_every_dashboard_for_the_grafana_sidecar() {
+    // Every dashboard in the folder, so that a new one cannot be left out.
+    let mut files: Vec<String> = std::fs::read_dir(repo::path("dashboards"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|f| f.ends_with(".json"))
+        .map(|f| format!("dashboards/{f}"))
+        .collect();
+    files.sort();
+    assert_eq!(files, crate::grafana::DASHBOARDS);
+
+    let docs = yaml_documents(crate::k8s::DASHBOARDS_MANIFEST);
+    assert_eq!(docs.len(), files.len(), "one ConfigMap per dashboard");
+    let mut uids = BTreeSet::new();
+    for (doc, rel) in docs.iter().zip(&files) {
+        let (name, key) = crate::k8s::dashboard_names(rel).unwrap();
+        assert_eq!(doc["apiVersion"], "v1");
+        assert_eq!(doc["kind"], "ConfigMap");
+        assert_eq!(doc["metadata"]["name"], name.as_str());
+        assert_eq!(doc["metadata"]["namespace"], "stornet");
+        // The sidecar matches the label's value as a string; an unquoted 1 would be a
+        // number, which Kubernetes refuses in labels.
+        assert_eq!(
+            doc["metadata"]["labels"]["grafana_dashboard"], "1",
+            "{name}"
+        );
+        let data = doc["data"].as_object().unwrap();
+        assert_eq!(data.len(), 1, "{name}: one dashboard");
+        let text = data[&key].as_str().unwrap();
+        assert!(
+            text == std::fs::read_to_string(repo::path(rel)).unwrap(),
+            "{name}: not the text of {rel}; run `cargo xtask k8s`"
+        );
+        let json: Value = serde_json::from_str(text).unwrap();
+        let uid = json["uid"].as_str().unwrap();
+        assert_eq!(uid, expected_uid(json["title"].as_str().unwrap()));
+        assert!(uids.insert(uid.to_string()), "uid {uid} twice");
+    }
+}
+
+#[test]
+fn service_monitor_scrapes_every_agent_pod_by_its_metrics_port() {
+    let agent = yaml_documents("packaging/kubernetes/stornet-agent.yaml");
+    let ds = &agent[2];
+    let pod_labels = &ds["spec"]["template"]["metadata"]["labels"];
+    let port = &ds["spec"]["template"]["spec"]["containers"][0]["ports"][0];
+
+    let docs = yaml_documents("packaging/kubernetes/stornet-servicemonitor.yaml");
+    let kinds: Vec<&str> = docs.iter().filter_map(|d| d["kind"].as_str()).collect();
+    assert_eq!(kinds, ["Service", "ServiceMonitor"]);
+    let (svc, sm) = (&docs[0], &docs[1]);
+    assert_eq!(svc["metadata"]["namespace"], ds["metadata"]["namespace"]);
+    assert_eq!(sm["metadata"]["namespace"], ds["metadata"]["namespace"]);
+    assert_eq!(svc["spec"]["clusterIP"], "None", "headless");
+    assert_eq!(
+        svc["spec"]["selector"], *pod_labels,
+        "selects the agent pods"
+    );
+    let svc_ports = svc["spec"]["ports"].as_array().unwrap();
+    assert_eq!(svc_ports.len(), 1);
+    let sp = &svc_ports[0];
+    assert_eq!(sp["name"], port["name"]);
+    assert_eq!(sp["port"], port["containerPort"]);
+    assert_eq!(sp["targetPort"], port["name"]);
+
+    assert_eq!(sm["apiVersion"], "monitoring.coreos.com/v1");
+    let selector = sm["spec"]["selector"]["matchLabels"].as_object().unwrap();
+    for (k, v) in selector {
+        assert_eq!(svc["metadata"]["labels"][k], *v, "Service label {k}");
+    }
+    let endpoints = sm["spec"]["endpoints"].as_array().unwrap();
+    assert_eq!(endpoints.len(), 1);
+    let ep = &endpoints[0];
+    assert_eq!(ep["port"], sp["name"], "the Service port, by name");
+    assert_eq!(ep["path"], "/metrics");
+    let instance = ep["relabelings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["targetLabel"] == "instance")
+        .expect("instance set to the node name");
+    assert_eq!(
+        instance["sourceLabels"],
+        json!(["__meta_kubernetes_pod_node_name"])
     );
 }

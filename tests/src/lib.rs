@@ -2,7 +2,8 @@
 //! switch, loop-device disks, replicated runs), loop devices, the agent and `loadgen serve` as
 //! processes, metric scrapes, BPF object checks, TLS test certificates, a real Prometheus
 //! with stornet's rules and dashboards, headless Chromium, and what a `vm` tier guest tells
-//! the tests that run in it.
+//! the tests that run in it, and the Kubernetes manifests generated from the dashboards and
+//! rules.
 //! Everything it creates is removed on drop, also when a test fails.
 
 pub mod agent;
@@ -15,6 +16,7 @@ pub mod churn;
 pub mod fs;
 pub mod grafana;
 pub mod guest;
+pub mod k8s;
 pub mod lab;
 pub mod loadgen;
 pub mod metric_docs;

@@ -5,6 +5,8 @@ mod bench;
 mod cmd;
 mod demo;
 mod fuzz;
+mod image;
+mod k8s;
 mod lab;
 mod package;
 mod setup;
@@ -71,6 +73,21 @@ enum Task {
         /// Do not run setup first.
         #[arg(long)]
         skip_setup: bool,
+    },
+    /// Build the stornet-agent container image without a container daemon (root; installs
+    /// buildah if missing): target/stornet-agent-image.tar, an OCI archive, checked by
+    /// running the agent from it.
+    Image {
+        /// The image name and tag inside the archive.
+        #[arg(long)]
+        tag: Option<String>,
+    },
+    /// Write the generated Kubernetes manifests (packaging/kubernetes/stornet-rules.yaml
+    /// and stornet-dashboards.yaml) from the rule files and dashboards.
+    K8s {
+        /// Only say which files differ from their sources; fail if any does.
+        #[arg(long)]
+        check: bool,
     },
     /// The vm tier alone, or a part of it: the agent's tests in qemu guests of each kernel.
     Vm {
@@ -153,6 +170,8 @@ fn main() -> ExitCode {
         Task::Test { tier, skip_setup } => test::test(tier, skip_setup),
         Task::Agent { args } => run_agent(&args),
         Task::Bench { name, minutes } => bench::run(name, minutes),
+        Task::K8s { check } => k8s::manifests(check),
+        Task::Image { tag } => image::image(tag),
         Task::Vm {
             kernels,
             boots,

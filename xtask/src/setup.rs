@@ -45,13 +45,15 @@ fn installed(pkg: &str) -> bool {
 }
 
 fn apt_packages() -> Result<()> {
-    let missing: Vec<&str> = PACKAGES
-        .iter()
-        .map(|(p, _)| *p)
-        .filter(|p| !installed(p))
-        .collect();
+    let packages: Vec<&str> = PACKAGES.iter().map(|(p, _)| *p).collect();
+    apt_install(&packages)
+}
+
+/// Installs those of `packages` that are missing (root only), or says what to run.
+pub fn apt_install(packages: &[&str]) -> Result<()> {
+    let missing: Vec<&str> = packages.iter().copied().filter(|p| !installed(p)).collect();
     if missing.is_empty() {
-        println!("apt packages: all {} present, skipping", PACKAGES.len());
+        println!("apt packages: all {} present, skipping", packages.len());
         return Ok(());
     }
     let hint = format!("apt-get update && apt-get install -y {}", missing.join(" "));

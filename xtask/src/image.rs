@@ -1,0 +1,266 @@
+//! `cargo xtask image`: the stornet-agent container image for the Kubernetes DaemonSet,
+//! built without a container daemon and without a base image from a registry.
+//!
+//! buildah (Debian's package, installed if missing) starts from an empty image (`scratch`)
+//! and copies in the release binary and the shared libraries `ldd` lists for it, taken from
+//! the build host, so the image holds exactly the glibc the binary was linked against. The
+//! eBPF programs are inside the binary; the configuration comes from the ConfigMap. The
+//! result is an OCI archive, which `skopeo copy`, `podman load` or containerd's
+//! `ctr images import` take. buildah keeps its storage under target/buildah (vfs driver: no
+//! overlay mounts, works inside containers and on any file system), away from the host's
+//! own container storage.
+//!
+//! The image is checked before the command succeeds: its layers are unpacked into a
+//! directory and the binary must print its version there under `chroot`, i.e. with no
+//! library but the ones in the image.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+
+use crate::cmd::{self, run};
+
+/// Where the agent lives in the image (the DaemonSet runs it as the entrypoint).
+const BIN: &str = "/usr/bin/stornet-agent";
+/// The metrics port (the DaemonSet's `metrics` container port).
+const PORT: &str = "9477/tcp";
+
+/// The buildah command with its own storage under `target/buildah`.
+fn buildah(target: &Path) -> Command {
+    let mut c = Command::new("buildah");
+    c.arg("--root")
+        .arg(target.join("buildah/storage"))
+        .arg("--runroot")
+        .arg(target.join("buildah/run"))
+        .args(["--storage-driver", "vfs"]);
+    c
+}
+
+/// stdout of a command that must succeed.
+fn stdout(cmd: &mut Command) -> Result<String> {
+    println!("$ {}", cmd::display(cmd));
+    let out = cmd
+        .output()
+        .with_context(|| format!("cannot start {}", cmd::display(cmd)))?;
+    if !out.status.success() {
+        bail!(
+            "`{}` failed ({}): {}",
+            cmd::display(cmd),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The absolute library paths in `ldd` output, as the dynamic loader looks them up:
+/// `libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x…)` and `/lib64/ld-linux-x86-64.so.2
+/// (0x…)`; the vDSO has no file. A library ldd cannot find fails: the image would not run.
+fn ldd_paths(ldd: &str) -> Result<Vec<String>> {
+    let mut paths = Vec::new();
+    for l in ldd.lines().map(str::trim) {
+        let path = match l.split_once("=>") {
+            Some((lib, right)) if right.trim() == "not found" => bail!("ldd: {lib} not found"),
+            Some((_, right)) => right.trim(),
+            None => l,
+        };
+        if let Some(p) = path
+            .split_whitespace()
+            .next()
+            .filter(|p| p.starts_with('/'))
+        {
+            paths.push(p.to_string());
+        }
+    }
+    Ok(paths)
+}
+
+/// A root file system with the binary and its libraries, each at the path the loader
+/// uses (symbolic links resolved: the image holds the files themselves).
+fn stage(bin: &Path, root: &Path) -> Result<()> {
+    if root.exists() {
+        std::fs::remove_dir_all(root).with_context(|| format!("removing {}", root.display()))?;
+    }
+    let ldd = stdout(Command::new("ldd").arg(bin))?;
+    let libs = ldd_paths(&ldd)?;
+    if !libs.iter().any(|l| l.contains("libc.so")) {
+        bail!("ldd lists no libc for {}: {ldd}", bin.display());
+    }
+    let mut files = vec![(bin.to_path_buf(), BIN.to_string())];
+    files.extend(libs.into_iter().map(|l| (PathBuf::from(&l), l)));
+    for (from, to) in files {
+        let dest = root.join(to.trim_start_matches('/'));
+        std::fs::create_dir_all(dest.parent().unwrap())?;
+        // fs::copy follows symbolic links and keeps the mode bits.
+        std::fs::copy(&from, &dest)
+            .with_context(|| format!("copying {} to {}", from.display(), dest.display()))?;
+        println!("  {}", dest.strip_prefix(root).unwrap().display());
+    }
+    Ok(())
+}
+
+/// Unpacks the image in `archive` into `dir/rootfs` and returns the image configuration.
+fn unpack(archive: &Path, dir: &Path) -> Result<(PathBuf, Value)> {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir)?;
+    }
+    let oci = dir.join("oci");
+    let rootfs = dir.join("rootfs");
+    std::fs::create_dir_all(&oci)?;
+    std::fs::create_dir_all(&rootfs)?;
+    run(Command::new("tar")
+        .arg("-xf")
+        .arg(archive)
+        .arg("-C")
+        .arg(&oci))?;
+    let blob = |digest: &Value| -> Result<PathBuf> {
+        let d = digest.as_str().context("digest")?;
+        let hex = d.strip_prefix("sha256:").context("sha256 digest")?;
+        Ok(oci.join("blobs/sha256").join(hex))
+    };
+    let json = |path: PathBuf| -> Result<Value> {
+        let text = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+        Ok(serde_json::from_slice(&text)?)
+    };
+    let index = json(oci.join("index.json"))?;
+    let manifest = json(blob(&index["manifests"][0]["digest"])?)?;
+    let config = json(blob(&manifest["config"]["digest"])?)?;
+    // Layers in order, each unpacked over the previous (tar detects compression).
+    for layer in manifest["layers"].as_array().context("no layers")? {
+        run(Command::new("tar")
+            .arg("-xf")
+            .arg(blob(&layer["digest"])?)
+            .arg("-C")
+            .arg(&rootfs))?;
+    }
+    Ok((rootfs, config))
+}
+
+/// The image must start the agent and run it with nothing from the host.
+fn verify(archive: &Path, dir: &Path, version: &str) -> Result<()> {
+    let (rootfs, config) = unpack(archive, dir)?;
+    let entry = &config["config"]["Entrypoint"];
+    if *entry != serde_json::json!([BIN]) {
+        bail!("image entrypoint is {entry}, not [{BIN:?}]");
+    }
+    if config["config"]["ExposedPorts"][PORT].is_null() {
+        bail!("image does not expose {PORT}");
+    }
+    let out = stdout(Command::new("chroot").arg(&rootfs).args([BIN, "--version"]))?;
+    let want = format!("stornet-agent {version}");
+    if out.trim() != want {
+        bail!("`stornet-agent --version` in the image printed {out:?}, not {want:?}");
+    }
+    println!("in the image: {}", out.trim());
+    Ok(())
+}
+
+/// Builds `target/stornet-agent-image.tar` (root: buildah's vfs storage and chroot).
+pub fn image(tag: Option<String>) -> Result<()> {
+    if !cmd::is_root() {
+        bail!("`cargo xtask image` runs as root (buildah without user namespaces, chroot)");
+    }
+    // The workspace's version, which the agent shares.
+    let version = env!("CARGO_PKG_VERSION");
+    let tag = tag.unwrap_or_else(|| format!("stornet-agent:{version}"));
+    let root = cmd::workspace_root();
+    let target = root.join("target");
+    let archive = target.join("stornet-agent-image.tar");
+
+    cmd::step("image: buildah", || crate::setup::apt_install(&["buildah"]))?;
+    cmd::step("image: build stornet-agent", || {
+        run(cmd::cargo().args(["build", "--release", "-p", "stornet-agent"]))
+    })?;
+    let staged = target.join("image/rootfs");
+    cmd::step("image: stage the binary and its libraries", || {
+        stage(&target.join("release/stornet-agent"), &staged)
+    })?;
+
+    cmd::step("image: commit", || {
+        let ctr = stdout(buildah(&target).args(["from", "scratch"]))?;
+        let ctr = ctr.trim().to_string();
+        // The working container is removed also when a step fails.
+        let result = (|| {
+            run(buildah(&target).arg("copy").arg(&ctr).arg(&staged).arg("/"))?;
+            let source = env!("CARGO_PKG_REPOSITORY");
+            let license = env!("CARGO_PKG_LICENSE");
+            run(buildah(&target).args([
+                "config",
+                "--entrypoint",
+                &format!("[\"{BIN}\"]"),
+                "--port",
+                PORT,
+                "--os",
+                "linux",
+                "--created-by",
+                "cargo xtask image",
+                "--label",
+                "org.opencontainers.image.title=stornet-agent",
+                "--label",
+                &format!("org.opencontainers.image.version={version}"),
+                "--label",
+                &format!("org.opencontainers.image.source={source}"),
+                "--label",
+                &format!("org.opencontainers.image.licenses={license}"),
+                &ctr,
+            ]))?;
+            if archive.exists() {
+                std::fs::remove_file(&archive)?;
+            }
+            let mut commit = buildah(&target);
+            commit.args(["commit", "--quiet"]);
+            // The commit time of the source as the image's creation time: the same source
+            // gives the same image metadata.
+            if let Some(t) = cmd::output(
+                "git",
+                &["-C", root.to_str().unwrap(), "log", "-1", "--format=%ct"],
+            ) {
+                commit.args(["--timestamp", t.trim()]);
+            }
+            commit
+                .arg(&ctr)
+                .arg(format!("oci-archive:{}:{tag}", archive.display()));
+            run(&mut commit)
+        })();
+        let removed = run(buildah(&target).args(["rm", &ctr]));
+        result.and(removed)
+    })?;
+
+    cmd::step("image: run the agent inside it", || {
+        verify(&archive, &target.join("image/check"), version)
+    })?;
+    let size = std::fs::metadata(&archive)?.len();
+    println!(
+        "{} ({:.1} MiB), tag {tag}. Push it with e.g.\n  skopeo copy oci-archive:{} docker://REGISTRY/{tag}",
+        archive.display(),
+        size as f64 / (1 << 20) as f64,
+        archive.display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ldd_paths_are_the_files_the_loader_opens() {
+        let ldd = "\tlinux-vdso.so.1 (0x00007ff1afa5a000)
+\tlibgcc_s.so.1 => /lib/x86_64-linux-gnu/libgcc_s.so.1 (0x00007ff1afa28000)
+\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007ff1af01e000)
+\t/lib64/ld-linux-x86-64.so.2 (0x00007ff1afa5c000)
+";
+        assert_eq!(
+            ldd_paths(ldd).unwrap(),
+            [
+                "/lib/x86_64-linux-gnu/libgcc_s.so.1",
+                "/lib/x86_64-linux-gnu/libc.so.6",
+                "/lib64/ld-linux-x86-64.so.2"
+            ]
+        );
+        let missing = format!("{ldd}\tlibmissing.so.1 => not found\n");
+        assert!(ldd_paths(&missing).is_err());
+    }
+}
