@@ -153,33 +153,6 @@ fn boot(
     )?;
     let seconds = start.elapsed().as_secs_f64();
     let outcome = guest::parse(&console.lines, &expected);
-    for r in outcome.results.iter().filter(|r| !r.ok) {
-        println!(
-            "FAILED on {} ({}), {} boot: {}\n{}",
-            k.series.series,
-            k.release,
-            b.name,
-            r.name,
-            guest::failure_output(&console.lines, &r.name)
-        );
-    }
-    if !console.done {
-        let how = if console.timed_out {
-            format!("did not finish within {} s and was killed", b.timeout_s)
-        } else {
-            "stopped before its tests ended (panic or crash)".to_string()
-        };
-        let running = guest::running_when_stopped(&console.lines)
-            .map(|t| format!(", while running {t}"))
-            .unwrap_or_default();
-        println!(
-            "FAILED: the {} guest of kernel {} {how}{running}; its console ({}) ended with:\n{}",
-            b.name,
-            k.release,
-            log.display(),
-            console.tail(25)
-        );
-    }
     if !outcome.modules_failed.is_empty() {
         println!(
             "FAILED: modules that did not load: {:?}",
@@ -193,18 +166,14 @@ fn boot(
             outcome.check.join("\n")
         );
     }
-    if !outcome.missing.is_empty() {
-        println!("FAILED: no result for {:?}", outcome.missing);
+    Finished {
+        kernel: k,
+        boot: b.name,
+        timeout_s: b.timeout_s,
+        log: &log,
+        seconds,
     }
-    let passed = outcome.results.iter().filter(|r| r.ok).count();
-    println!(
-        "{} {} {}: {passed} of {} tests passed in {seconds:.0} s (console: {})",
-        k.series.series,
-        k.release,
-        b.name,
-        expected.len(),
-        log.display()
-    );
+    .report(&console, &outcome, expected.len());
     Ok(Run {
         kernel: k.clone(),
         boot: *b,
@@ -212,6 +181,59 @@ fn boot(
         outcome,
         seconds,
     })
+}
+
+/// A boot that has ended, for its report.
+pub struct Finished<'a> {
+    pub kernel: &'a Kernel,
+    pub boot: &'a str,
+    pub timeout_s: u64,
+    pub log: &'a std::path::Path,
+    pub seconds: f64,
+}
+
+impl Finished<'_> {
+    /// Prints each failed test with its output, a guest that stopped early with the end of
+    /// its console, tests without a result, and a summary line.
+    pub fn report(&self, console: &qemu::Console, outcome: &Outcome, expected: usize) {
+        let (k, boot) = (self.kernel, self.boot);
+        for r in outcome.results.iter().filter(|r| !r.ok) {
+            println!(
+                "FAILED on {} ({}), {boot} boot: {}\n{}",
+                k.series.series,
+                k.release,
+                r.name,
+                guest::failure_output(&console.lines, &r.name)
+            );
+        }
+        if !console.done {
+            let how = if console.timed_out {
+                format!("did not finish within {} s and was killed", self.timeout_s)
+            } else {
+                "stopped before its tests ended (panic or crash)".to_string()
+            };
+            let running = guest::running_when_stopped(&console.lines)
+                .map(|t| format!(", while running {t}"))
+                .unwrap_or_default();
+            println!(
+                "FAILED: the {boot} guest of kernel {} {how}{running}; its console ({}) ended with:\n{}",
+                k.release,
+                self.log.display(),
+                console.tail(25)
+            );
+        }
+        if !outcome.missing.is_empty() {
+            println!("FAILED: no result for {:?}", outcome.missing);
+        }
+        let passed = outcome.results.iter().filter(|r| r.ok).count();
+        println!(
+            "{} {} {boot}: {passed} of {expected} tests passed in {:.0} s (console: {})",
+            k.series.series,
+            k.release,
+            self.seconds,
+            self.log.display()
+        );
+    }
 }
 
 /// KVM where it boots a stock kernel here, else TCG.

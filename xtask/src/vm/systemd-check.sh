@@ -29,6 +29,19 @@ agent_pid() { systemctl show -p MainPID --value stornet-agent; }
 # agent's probes. systemd's own are cgroup links.
 tracing_links() { bpftool link show | grep -c -E '^[0-9]+: (raw_tracepoint|tracing) ' || true; }
 
+install_without_btf_says_so() {
+	# Hide the kernel's BTF for the length of the install.
+	mount -t tmpfs nobtf /sys/kernel/btf || return 1
+	msg=$(dpkg -i $DEBS/stornet-agent_*.deb 2>&1)
+	rc=$?
+	umount /sys/kernel/btf
+	echo "$msg"
+	[ $rc = 0 ] || return 1
+	echo "$msg" | grep -q 'this kernel has no BTF' || { echo "the install did not say so"; return 1; }
+	! systemctl -q is-active stornet-agent || { echo "started"; return 1; }
+	dpkg -P stornet-agent > /dev/null
+}
+
 install_enables_nothing() {
 	dpkg -i $DEBS/stornet-agent_*.deb || return 1
 	test -f /etc/stornet/agent.toml || { echo "no /etc/stornet/agent.toml"; return 1; }
@@ -137,7 +150,7 @@ loadgen_package() {
 	[ ! -e /usr/bin/loadgen ] || { echo "/usr/bin/loadgen left"; return 1; }
 }
 
-for c in install_enables_nothing start_reports_ready probes_attached_in_sandbox journal_is_logfmt \
+for c in install_without_btf_says_so install_enables_nothing start_reports_ready probes_attached_in_sandbox journal_is_logfmt \
 	exposure_at_most_2 watchdog_restarts_a_stopped_agent stop_detaches_everything \
 	remove_keeps_conffiles purge_leaves_nothing loadgen_package; do
 	check $c

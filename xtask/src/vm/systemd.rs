@@ -23,6 +23,7 @@ const INCLUDE: &str = "systemd-sysv,curl,bpftool";
 
 /// The checks systemd-check.sh reports, in its order.
 pub const CHECKS: &[&str] = &[
+    "install_without_btf_says_so",
     "install_enables_nothing",
     "start_reports_ready",
     "probes_attached_in_sandbox",
@@ -47,11 +48,25 @@ pub fn debian_root() -> Result<PathBuf> {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
     let mirror = kernels::debian_mirror()?;
-    run(std::process::Command::new("debootstrap")
+    // Its hundreds of progress lines go to a log, shown only when it fails.
+    let log = dir.with_extension("log");
+    let file = std::fs::File::create(&log)?;
+    let made = run(std::process::Command::new("debootstrap")
         .args(["--variant=minbase", &format!("--include={INCLUDE}"), SUITE])
         .arg(&dir)
-        .arg(&mirror))
-    .context("debootstrap (cargo xtask setup installs it)")?;
+        .arg(&mirror)
+        .stdout(file.try_clone()?)
+        .stderr(file));
+    if let Err(e) = made {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let tail: Vec<&str> = text.lines().rev().take(30).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        bail!(
+            "{e:#} (cargo xtask setup installs debootstrap); the end of {}:\n{}",
+            log.display(),
+            tail.join("\n")
+        );
+    }
     // What the guest does not need: downloaded packages, documentation, translations.
     for sub in [
         "var/cache/apt/archives",
@@ -144,39 +159,14 @@ pub fn boot(k: &Kernel, root: &Path, debs: &[PathBuf], work: &Path, accel: Accel
     let _ = std::fs::remove_file(&initrd_path);
     let expected: Vec<String> = CHECKS.iter().map(|c| c.to_string()).collect();
     let outcome: Outcome = guest::parse(&console.lines, &expected);
-    for r in outcome.results.iter().filter(|r| !r.ok) {
-        println!(
-            "FAILED in the systemd guest of {}: {}\n{}",
-            k.release,
-            r.name,
-            guest::failure_output(&console.lines, &r.name)
-        );
+    super::Finished {
+        kernel: k,
+        boot: "systemd",
+        timeout_s: TIMEOUT.as_secs(),
+        log: &log,
+        seconds: start.elapsed().as_secs_f64(),
     }
-    if !console.done {
-        println!(
-            "FAILED: the systemd guest of {} {}; its console ({}) ended with:\n{}",
-            k.release,
-            if console.timed_out {
-                "did not finish in time and was killed"
-            } else {
-                "stopped before its checks ended"
-            },
-            log.display(),
-            console.tail(25)
-        );
-    }
-    if !outcome.missing.is_empty() {
-        println!("FAILED: no result for {:?}", outcome.missing);
-    }
-    let passed = outcome.results.iter().filter(|r| r.ok).count();
-    println!(
-        "{} {} systemd: {passed} of {} checks passed in {:.0} s (console: {})",
-        k.series.series,
-        k.release,
-        CHECKS.len(),
-        start.elapsed().as_secs_f64(),
-        log.display()
-    );
+    .report(&console, &outcome, CHECKS.len());
     Ok(console.done && outcome.missing.is_empty() && outcome.results.iter().all(|r| r.ok))
 }
 
