@@ -8,6 +8,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use stornet_tests::agent::{AgentProcess, Launch};
+use stornet_tests::fs::TempDir;
 use stornet_tests::metrics::{basic_auth, http_get};
 use stornet_tests::tls::{TestPki, https_get};
 
@@ -18,29 +19,6 @@ fn agent(args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("running stornet-agent")
-}
-
-/// A file in a per-test temporary directory.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let d = std::env::temp_dir().join(format!("stornet-cli-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        TempDir(d)
-    }
-    fn file(&self, name: &str, text: &str) -> PathBuf {
-        let p = self.0.join(name);
-        std::fs::write(&p, text).unwrap();
-        p
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// Exit code 2, and stderr is exactly one line that contains every `needle`.
@@ -105,7 +83,7 @@ fn bad_flags_exit_2_with_one_line() {
             &["/dev/zero", "is a character device, not a file"],
         );
     }
-    let dir = TempDir::new("bigconfig");
+    let dir = TempDir::new("bigconfig").unwrap();
     let big = dir.file("big.toml", &"# padding\n".repeat(200_000));
     assert_usage_error(
         &agent(&[&format!("--config.file={}", big.display())]),
@@ -115,7 +93,7 @@ fn bad_flags_exit_2_with_one_line() {
 
 #[test]
 fn bad_config_files_exit_2_naming_key_and_line() {
-    let dir = TempDir::new("config");
+    let dir = TempDir::new("config").unwrap();
     let cases: &[(&str, &[&str])] = &[
         // Unknown key.
         (
@@ -162,7 +140,7 @@ fn bad_config_files_exit_2_naming_key_and_line() {
 
 #[test]
 fn bad_web_config_exits_2() {
-    let dir = TempDir::new("webcfg");
+    let dir = TempDir::new("webcfg").unwrap();
     let hash = bcrypt::hash("pw", 4).unwrap();
     let pki = TestPki::generate("webcfg").unwrap();
     dir.file(
@@ -265,8 +243,8 @@ fn expect_datagram(sock: &UnixDatagram, want: &str, timeout: Duration) -> Vec<St
 
 #[test]
 fn tells_systemd_ready_watchdog_and_stopping() {
-    let dir = TempDir::new("notify");
-    let path = dir.0.join("notify.sock");
+    let dir = TempDir::new("notify").unwrap();
+    let path = dir.path.join("notify.sock");
     let sock = UnixDatagram::bind(&path).unwrap();
     sock.set_read_timeout(Some(Duration::from_millis(100)))
         .unwrap();
@@ -415,7 +393,7 @@ fn web_config(dir: &TempDir, pki: &TestPki, user: &str, password: &str) -> PathB
 
 #[test]
 fn tls_and_basic_auth() {
-    let dir = TempDir::new("tls");
+    let dir = TempDir::new("tls").unwrap();
     let pki = TestPki::generate("cli").unwrap();
     let web = web_config(&dir, &pki, "prom", "s3cret");
     let web_flag = format!("--web.config.file={}", web.display());
@@ -517,7 +495,7 @@ fn get_status(addr: std::net::SocketAddr, path: &str, auth: &str) -> u16 {
 fn password_guessers_do_not_hold_up_a_verified_scraper() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-    let dir = TempDir::new("guessers");
+    let dir = TempDir::new("guessers").unwrap();
     // Cost 11: tens of milliseconds per check, as real hashes take.
     let hash = bcrypt::hash("s3cret", 11).unwrap();
     let web = dir.file("web.yml", &format!("basic_auth_users:\n  prom: '{hash}'\n"));
@@ -732,7 +710,7 @@ fn at_the_connection_limit_the_oldest_idle_connection_makes_room() {
 /// which user names exist: the agent says so at start.
 #[test]
 fn hashes_of_different_costs_are_warned_about() {
-    let dir = TempDir::new("costs");
+    let dir = TempDir::new("costs").unwrap();
     let web = dir.file(
         "web.yml",
         &format!(

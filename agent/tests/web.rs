@@ -5,38 +5,15 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use stornet_tests::agent::{AgentProcess, Launch, free_port};
+use stornet_tests::fs::TempDir;
 use stornet_tests::metrics::{basic_auth, http_get};
 use stornet_tests::tls::{TestPki, https_get, https_get_as, tls_connect};
 
 const BIN: &str = env!("CARGO_BIN_EXE_stornet-agent");
-
-/// A per-test temporary directory, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let d = std::env::temp_dir().join(format!("stornet-web-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        TempDir(d)
-    }
-    fn file(&self, name: &str, text: &str) -> PathBuf {
-        let p = self.0.join(name);
-        std::fs::write(&p, text).unwrap();
-        p
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn launch(args: &[&str]) -> AgentProcess {
     AgentProcess::launch(&Launch {
@@ -103,7 +80,7 @@ fn wait_https(a: &mut AgentProcess, ca: &str, client: Option<&stornet_tests::tls
 
 #[test]
 fn mutual_tls_admits_only_clients_signed_by_the_client_ca() {
-    let dir = TempDir::new("mtls");
+    let dir = TempDir::new("mtls").unwrap();
     let server = TestPki::generate("mtls-server").unwrap();
     let clients = TestPki::generate("mtls-clients").unwrap();
     let strangers = TestPki::generate("mtls-strangers").unwrap();
@@ -144,7 +121,7 @@ fn mutual_tls_admits_only_clients_signed_by_the_client_ca() {
 
 #[test]
 fn verify_if_given_admits_clients_without_a_certificate_but_not_with_a_bad_one() {
-    let dir = TempDir::new("ifgiven");
+    let dir = TempDir::new("ifgiven").unwrap();
     let server = TestPki::generate("ifgiven-server").unwrap();
     let strangers = TestPki::generate("ifgiven-strangers").unwrap();
     let web = dir.file(
@@ -173,10 +150,10 @@ fn verify_if_given_admits_clients_without_a_certificate_but_not_with_a_bad_one()
 
 #[test]
 fn certificates_rotate_without_a_restart_and_a_bad_file_keeps_the_last_good_one() {
-    let dir = TempDir::new("rotate");
+    let dir = TempDir::new("rotate").unwrap();
     let old = TestPki::generate("rotate-old").unwrap();
     let new = TestPki::generate("rotate-new").unwrap();
-    let (cert, key) = (dir.0.join("server.crt"), dir.0.join("server.key"));
+    let (cert, key) = (dir.path.join("server.crt"), dir.path.join("server.key"));
     std::fs::copy(&old.cert_file, &cert).unwrap();
     std::fs::copy(&old.key_file, &key).unwrap();
     let web = dir.file(
@@ -236,7 +213,7 @@ fn certificates_rotate_without_a_restart_and_a_bad_file_keeps_the_last_good_one(
 
 #[test]
 fn http2_is_offered_over_tls_unless_the_web_config_turns_it_off() {
-    let dir = TempDir::new("h2");
+    let dir = TempDir::new("h2").unwrap();
     let pki = TestPki::generate("h2").unwrap();
     let base = format!(
         "tls_server_config:\n  cert_file: {}\n  key_file: {}\n",
@@ -270,7 +247,7 @@ fn http2_is_offered_over_tls_unless_the_web_config_turns_it_off() {
 
 #[test]
 fn headers_rate_limit_and_paths_excluded_from_basic_auth() {
-    let dir = TempDir::new("headers");
+    let dir = TempDir::new("headers").unwrap();
     let hash = bcrypt::hash("s3cret", 4).unwrap();
     let web = dir.file(
         "web.yml",
@@ -402,7 +379,7 @@ fn web_config_settings_rustls_cannot_honour_exit_2() {
         pki.cert_file.display(),
         pki.key_file.display()
     );
-    let dir = TempDir::new("refuse");
+    let dir = TempDir::new("refuse").unwrap();
     for (i, (extra, needles)) in [
         (
             "  cipher_suites: [TLS_RSA_WITH_AES_128_CBC_SHA]\n",

@@ -23,6 +23,13 @@ impl TempDir {
         std::fs::create_dir(&path).with_context(|| format!("creating {}", path.display()))?;
         Ok(TempDir { path })
     }
+
+    /// Writes `text` to `name` in the directory and returns its path.
+    pub fn file(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.path.join(name);
+        std::fs::write(&p, text).unwrap_or_else(|e| panic!("writing {}: {e}", p.display()));
+        p
+    }
 }
 
 impl Drop for TempDir {
