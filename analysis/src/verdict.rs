@@ -167,9 +167,10 @@ pub fn host(run: &Run, h: &Host, t: &Thresholds) -> HostAnalysis {
     }
 }
 
-/// A named cause beats an unexplained rise, which beats healthy, which beats no data;
-/// within a class, the higher confidence wins.
-fn telling(a: (Cause, f64), b: (Cause, f64)) -> std::cmp::Ordering {
+/// Which of two findings tells more: a named cause beats an unexplained rise, which beats
+/// healthy, which beats no data; within a class, the higher confidence wins. Directions,
+/// hosts and sweep points are all chosen by this one rule.
+pub fn telling(a: (Cause, f64), b: (Cause, f64)) -> std::cmp::Ordering {
     let class = |c: Cause| match c {
         c if c.is_root_cause() => 3,
         Cause::Unexplained => 2,

@@ -9,7 +9,7 @@ pub mod time;
 use std::io::Write;
 use std::path::PathBuf;
 
-use analysis::{Cause, Report, Run};
+use analysis::{Report, Run};
 use serde::Serialize;
 
 use crate::error::Failure;
@@ -143,22 +143,6 @@ fn analyze(run: &Run, what: &str) -> Result<Report, Failure> {
     analysis::analyze(run).map_err(|e| Failure::Usage(format!("{what}: {e}")))
 }
 
-/// A named cause beats an unexplained rise, which beats healthy, which beats no data; then
-/// the higher confidence.
-fn telling(r: &Report) -> (u8, f64) {
-    let c = r.verdict.cause;
-    let class = if c.is_root_cause() {
-        3
-    } else if c == Cause::Unexplained {
-        2
-    } else if c == Cause::None {
-        1
-    } else {
-        0
-    };
-    (class, r.verdict.confidence)
-}
-
 fn from_record(a: &AnalyzeArgs, path: &std::path::Path) -> Result<u8, Failure> {
     let rec = Record::read(path).map_err(Failure::Usage)?;
     if rec.points.is_empty() {
@@ -174,8 +158,9 @@ fn from_record(a: &AnalyzeArgs, path: &std::path::Path) -> Result<u8, Failure> {
         .collect::<Result<_, _>>()?;
     let chosen = (0..reports.len())
         .max_by(|&i, &j| {
-            let (a, b) = (telling(&reports[i]), telling(&reports[j]));
-            a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)).then(j.cmp(&i))
+            let finding = |r: &Report| (r.verdict.cause, r.verdict.confidence);
+            // The most telling point; between equals, the first.
+            analysis::verdict::telling(finding(&reports[i]), finding(&reports[j])).then(j.cmp(&i))
         })
         .unwrap_or(0);
     let sweep = rec.points.len() > 1;
