@@ -65,6 +65,10 @@ pub struct HostSpec {
     pub port_mtu: u32,
     /// Shaping of the port's egress (traffic from the switch toward this host).
     pub shaping: Option<Shaping>,
+    /// Segmentation and receive offloads (TSO, GSO, GRO) of the link's two ends. veth
+    /// offloads them by default, so a 64 KiB write crosses it as one packet whatever the
+    /// MTU; a physical NIC without them pays per packet, which is when the MTU matters.
+    pub offloads: bool,
 }
 
 impl HostSpec {
@@ -75,12 +79,20 @@ impl HostSpec {
             mtu: 1500,
             port_mtu: 1500,
             shaping: None,
+            offloads: true,
         }
     }
 
     pub fn mtu(mut self, host: u32, port: u32) -> HostSpec {
         self.mtu = host;
         self.port_mtu = port;
+        self
+    }
+
+    /// The link's two ends without TSO, GSO and GRO: every MTU-sized packet costs the
+    /// stack its own pass.
+    pub fn without_offloads(mut self) -> HostSpec {
+        self.offloads = false;
         self
     }
 
@@ -174,6 +186,14 @@ impl Lab {
         self.switch.set_mtu(&h.port, h.spec.port_mtu)?;
         self.switch.ip(&["link", "set", &h.port, "master", "br0"])?;
         h.ns.set_mtu(Host::DEV, h.spec.mtu)?;
+        if !h.spec.offloads {
+            let off = ["tso", "off", "gso", "off", "gro", "off"];
+            h.ns.run("ethtool", &[&["-K", Host::DEV][..], &off].concat())
+                .context("turning the host's offloads off (apt-get install ethtool)")?;
+            self.switch
+                .run("ethtool", &[&["-K", h.port.as_str()][..], &off].concat())
+                .context("turning the switch port's offloads off")?;
+        }
         if let Some(s) = &h.spec.shaping {
             tbf(&self.switch, &h.port, &s.rate, &s.burst, &s.limit)
                 .with_context(|| format!("shaping switch port {}", h.port))?;

@@ -23,6 +23,7 @@ const PACKAGES: &[(&str, &str)] = &[
     ("e2fsprogs", "mkfs.ext4 in tests"),
     ("util-linux", "losetup in tests"),
     ("iputils-ping", "reachability checks in the lab"),
+    ("ethtool", "links without offloads in the lab"),
     ("systemd", "systemd-analyze checks the packaged unit"),
     (
         "qemu-system-x86",
