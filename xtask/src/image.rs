@@ -55,41 +55,21 @@ fn stdout(cmd: &mut Command) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// The absolute library paths in `ldd` output, as the dynamic loader looks them up:
-/// `libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x…)` and `/lib64/ld-linux-x86-64.so.2
-/// (0x…)`; the vDSO has no file. A library ldd cannot find fails: the image would not run.
-fn ldd_paths(ldd: &str) -> Result<Vec<String>> {
-    let mut paths = Vec::new();
-    for l in ldd.lines().map(str::trim) {
-        let path = match l.split_once("=>") {
-            Some((lib, right)) if right.trim() == "not found" => bail!("ldd: {lib} not found"),
-            Some((_, right)) => right.trim(),
-            None => l,
-        };
-        if let Some(p) = path
-            .split_whitespace()
-            .next()
-            .filter(|p| p.starts_with('/'))
-        {
-            paths.push(p.to_string());
-        }
-    }
-    Ok(paths)
-}
-
 /// A root file system with the binary and its libraries, each at the path the loader
 /// uses (symbolic links resolved: the image holds the files themselves).
 fn stage(bin: &Path, root: &Path) -> Result<()> {
     if root.exists() {
         std::fs::remove_dir_all(root).with_context(|| format!("removing {}", root.display()))?;
     }
-    let ldd = stdout(Command::new("ldd").arg(bin))?;
-    let libs = ldd_paths(&ldd)?;
-    if !libs.iter().any(|l| l.contains("libc.so")) {
-        bail!("ldd lists no libc for {}: {ldd}", bin.display());
+    let libs = crate::ldd::shared_libraries(bin)?;
+    if !libs.iter().any(|l| l.to_string_lossy().contains("libc.so")) {
+        bail!("ldd lists no libc for {}: {libs:?}", bin.display());
     }
     let mut files = vec![(bin.to_path_buf(), BIN.to_string())];
-    files.extend(libs.into_iter().map(|l| (PathBuf::from(&l), l)));
+    files.extend(
+        libs.into_iter()
+            .map(|l| (l.clone(), l.to_string_lossy().into_owned())),
+    );
     for (from, to) in files {
         let dest = root.join(to.trim_start_matches('/'));
         std::fs::create_dir_all(dest.parent().unwrap())?;
@@ -239,28 +219,4 @@ pub fn image(tag: Option<String>) -> Result<()> {
         archive.display()
     );
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ldd_paths_are_the_files_the_loader_opens() {
-        let ldd = "\tlinux-vdso.so.1 (0x00007ff1afa5a000)
-\tlibgcc_s.so.1 => /lib/x86_64-linux-gnu/libgcc_s.so.1 (0x00007ff1afa28000)
-\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007ff1af01e000)
-\t/lib64/ld-linux-x86-64.so.2 (0x00007ff1afa5c000)
-";
-        assert_eq!(
-            ldd_paths(ldd).unwrap(),
-            [
-                "/lib/x86_64-linux-gnu/libgcc_s.so.1",
-                "/lib/x86_64-linux-gnu/libc.so.6",
-                "/lib64/ld-linux-x86-64.so.2"
-            ]
-        );
-        let missing = format!("{ldd}\tlibmissing.so.1 => not found\n");
-        assert!(ldd_paths(&missing).is_err());
-    }
 }

@@ -8,6 +8,7 @@ mod fuzz;
 mod image;
 mod k8s;
 mod lab;
+mod ldd;
 mod package;
 mod setup;
 mod test;

@@ -5,9 +5,8 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 enum Entry {
     Dir(u32),
@@ -67,7 +66,7 @@ impl Root {
     /// paths the dynamic loader looks for them.
     pub fn program(&mut self, path: &str, host: &Path) -> Result<()> {
         self.host_file(path, host, 0o755);
-        for lib in shared_libraries(host)? {
+        for lib in crate::ldd::shared_libraries(host)? {
             let guest = lib.to_string_lossy().into_owned();
             if !self.entries.contains_key(&guest) {
                 let real = std::fs::canonicalize(&lib)?;
@@ -135,35 +134,6 @@ impl Root {
         w.out.flush()?;
         Ok(w.written)
     }
-}
-
-/// The shared libraries `ldd` lists for a program, the dynamic loader included; none for a
-/// static one.
-fn shared_libraries(program: &Path) -> Result<Vec<PathBuf>> {
-    let out = Command::new("ldd")
-        .arg(program)
-        .output()
-        .context("running ldd")?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() {
-        if text.contains("not a dynamic executable")
-            || String::from_utf8_lossy(&out.stderr).contains("not a dynamic executable")
-        {
-            return Ok(Vec::new());
-        }
-        bail!("ldd {} failed", program.display());
-    }
-    Ok(text
-        .lines()
-        .filter_map(|l| {
-            let l = l.trim();
-            let path = match l.split_once("=>") {
-                Some((_, rest)) => rest.split_whitespace().next()?,
-                None => l.split_whitespace().next()?,
-            };
-            path.starts_with('/').then(|| PathBuf::from(path))
-        })
-        .collect())
 }
 
 /// A writer of the `newc` format (the kernel's initramfs format; see
