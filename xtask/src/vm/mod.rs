@@ -84,7 +84,15 @@ pub fn run(opts: &Options) -> Result<()> {
     for k in &kernels {
         for b in &boots {
             let name = format!("vm: {} ({}) {}", k.series.series, k.release, b.name);
-            let r = cmd::step(&name, || boot(k, b, &bins, &work, accel))?;
+            let mut r = cmd::step(&name, || boot(k, b, &bins, &work, accel))?;
+            // A guest whose kernel died before /init said anything ran none of stornet:
+            // under TCG a boot now and then oopses while the kernel patches its own code
+            // (int3 in sched_clock_cpu, seen on 7.3). Such a boot is tried once more; a
+            // second one, or any failure after /init started, fails the tier.
+            if r.outcome.release.is_none() && !r.outcome.passed() {
+                println!("vm: the guest's kernel stopped before /init ran; booting it once more");
+                r = cmd::step(&name, || boot(k, b, &bins, &work, accel))?;
+            }
             runs.push(r);
         }
     }
