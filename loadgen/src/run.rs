@@ -118,6 +118,11 @@ fn specs(
                     .collect(),
                 io_bytes: place.io_bytes,
                 number_ios: job.number_ios,
+                // fio: 0 means the whole depth.
+                batch_submit: match job.iodepth_batch_submit {
+                    0 => shape.iodepth,
+                    n => n,
+                },
                 distribution: job.random_distribution.clone(),
                 fsync: job.fsync,
                 fdatasync: job.fdatasync,

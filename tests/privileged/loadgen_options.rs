@@ -5,8 +5,10 @@ use anyhow::ensure;
 use serde_json::Value;
 use stornet_tests::agent::AgentProcess;
 use stornet_tests::blockdev::{DiskStat, LoopDevice, read_direct};
+use stornet_tests::fs::TempDir;
+use stornet_tests::loadgen::command;
 use stornet_tests::loadgen::run;
-use stornet_tests::privilege::require_root;
+use stornet_tests::privilege::{require_root, require_tool};
 
 use crate::block_util::{count, settled, up_to_three_times};
 
@@ -259,4 +261,91 @@ fn loadgen_files_engines_and_zones() {
         zero(&b, 10 << 20, 16 << 20),
         "no write outside the hot zone"
     );
+}
+
+/// The `to_submit` argument of every `io_uring_enter` in an strace log.
+fn submissions(log: &str) -> Vec<u64> {
+    log.lines()
+        .filter_map(|l| {
+            l.split_once("io_uring_enter(")?
+                .1
+                .split(", ")
+                .nth(1)?
+                .parse()
+                .ok()
+        })
+        .collect()
+}
+
+/// `--iodepth_batch_submit=N` (fio's default 1) submits at most N IOs per `io_uring_enter`,
+/// counted by strace from the system calls themselves (one timer may go with the last
+/// batch); 0 submits the whole depth at once. Every IO is submitted once: the sum of the
+/// calls' counts is the device's request count plus the few interval timers.
+#[test]
+fn loadgen_submits_in_fio_batches() {
+    let test = "loadgen_submits_in_fio_batches";
+    if !require_root(test) || !require_tool(test, "strace") {
+        return;
+    }
+    let d = disk("lgbatch", 64 << 20);
+    let dir = TempDir::new("lgbatch").unwrap();
+    let ios = 20_000u64;
+    for (batch, depth) in [(1u64, 32u64), (8, 32), (0, 32)] {
+        let log = dir.path.join(format!("strace-{batch}"));
+        let dev = format!("--filename={}", d.dev.display());
+        let b = format!("--iodepth_batch_submit={batch}");
+        let n = format!("--number_ios={ios}");
+        let q = format!("--iodepth={depth}");
+        let lg = command(&[
+            "--name=batch",
+            &dev,
+            "--rw=randread",
+            "--bs=4k",
+            &q,
+            &n,
+            &b,
+            // Ends at --number_ios, not at the end of the device.
+            "--time_based",
+            "--runtime=60",
+            "--output-format=json",
+        ]);
+        d.settle();
+        let before = d.stat().unwrap();
+        let out = std::process::Command::new("strace")
+            .args(["-f", "-qq", "-e", "trace=io_uring_enter", "-o"])
+            .arg(&log)
+            .arg(lg.get_program())
+            .args(lg.get_args())
+            .output()
+            .expect("strace runs");
+        assert!(
+            out.status.success(),
+            "batch {batch}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let reads = d.stat().unwrap().read_ios - before.read_ios;
+        assert_eq!(reads, ios, "batch {batch}: the device's reads");
+        let calls = submissions(&std::fs::read_to_string(&log).unwrap());
+        let sum: u64 = calls.iter().sum();
+        let max = calls.iter().copied().max().unwrap_or(0);
+        assert!(
+            (ios..ios + 100).contains(&sum),
+            "batch {batch}: {sum} submitted for {ios} IOs"
+        );
+        let cap = if batch == 0 { depth } else { batch };
+        assert!(
+            max <= cap + 1,
+            "batch {batch}: one call submitted {max} (at most {cap} IOs and a timer)"
+        );
+        // The first fill of the depth happens before anything can complete.
+        assert!(
+            max >= cap,
+            "batch {batch}: no call submitted {cap}, at most {max}"
+        );
+        let calls_with_ios = calls.iter().filter(|&&c| c > 0).count() as u64;
+        assert!(
+            calls_with_ios >= ios / (cap + 1),
+            "batch {batch}: {calls_with_ios} submitting calls for {ios} IOs"
+        );
+    }
 }

@@ -19,6 +19,7 @@ const PACKAGES: &[(&str, &str)] = &[
     ("prometheus", "promtool and the Prometheus server in tests"),
     ("chromium", "renders loadgen's HTML report to PNG in tests"),
     ("bpftrace", "reference tracer in benchmarks"),
+    ("strace", "counts loadgen's io_uring submissions in tests"),
     ("iproute2", "ip netns, veth, tc in the lab"),
     ("e2fsprogs", "mkfs.ext4 in tests"),
     ("util-linux", "losetup in tests"),

@@ -107,6 +107,9 @@ struct Job<'a> {
     /// descriptors.
     _files: Vec<File>,
     fds: Vec<RawFd>,
+    /// Each file's position after the last `sync` engine IO (None: not known), to skip
+    /// the lseek of a sequential IO, as fio's engine does.
+    file_pos: Vec<Option<u64>>,
     legs: Option<Box<dyn ExtraLegs>>,
     leg_names: Vec<String>,
     /// Earliest deadline of a timer in the ring, if any.
@@ -238,6 +241,7 @@ pub fn run(
         ring,
         bufs,
         _files: files,
+        file_pos: vec![None; fds.len()],
         fds,
         legs,
         timer: None,
@@ -712,7 +716,8 @@ impl Job<'_> {
             self.inflight += 1;
             let positional = self.spec.engine == IoEngine::Psync;
             let fd = self.fds[file as usize];
-            let res = syncio::rw(fd, dir == Dir::Write, buf, len as usize, offset, positional);
+            let pos = (!positional).then_some(&mut self.file_pos[file as usize]);
+            let res = syncio::rw(fd, dir == Dir::Write, buf, len as usize, offset, pos);
             let done = clock::now_ns();
             self.advance_qd(done);
             if done >= self.measure_start {
@@ -722,6 +727,13 @@ impl Job<'_> {
             }
             self.complete(user_data(slot, 0), res, done);
             return Ok(());
+        }
+        // fio's iodepth_batch_submit: a full batch goes to the device before the next IO
+        // is queued, so the device starts on it while the rest are prepared. The last batch
+        // goes with the call that waits for completions (one system call fewer than fio).
+        if self.prepared.len() >= self.spec.batch_submit as usize {
+            self.submitted(clock::now_ns());
+            self.ring.submit().context("io_uring_enter")?;
         }
         self.ring.push_rw(
             dir == Dir::Write,

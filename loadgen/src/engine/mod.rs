@@ -44,6 +44,8 @@ pub struct JobSpec {
     pub io_bytes: u64,
     /// Stop after this many IOs (`number_ios`).
     pub number_ios: Option<u64>,
+    /// IOs prepared before they are submitted together (`iodepth_batch_submit`, ≥ 1).
+    pub batch_submit: u32,
     pub distribution: Distribution,
     /// fsync / fdatasync after every N writes (0: never); fsync at the end.
     pub fsync: u32,

@@ -108,6 +108,11 @@ impl Ring {
         self.push(&e)
     }
 
+    /// Submits what is queued without waiting. Signals are not errors.
+    pub fn submit(&mut self) -> io::Result<()> {
+        self.submit_and_wait(0)
+    }
+
     /// Submits what is queued and waits for at least `want` completions. Signals are not
     /// errors.
     pub fn submit_and_wait(&mut self, want: usize) -> io::Result<()> {

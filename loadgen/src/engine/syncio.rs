@@ -3,26 +3,39 @@
 
 use std::os::fd::RawFd;
 
-/// Reads or writes `len` bytes at `offset`: pread/pwrite (`positional`), or lseek and
-/// read/write. Returns the bytes transferred or a negative errno, as io_uring would.
-pub fn rw(fd: RawFd, write: bool, buf: *mut u8, len: usize, offset: u64, positional: bool) -> i32 {
+/// Reads or writes `len` bytes at `offset`: pread/pwrite when `pos` is None, otherwise
+/// read/write after an lseek unless the file's position `pos` is already `offset`.
+/// Returns the bytes transferred or a negative errno, as io_uring would.
+pub fn rw(
+    fd: RawFd,
+    write: bool,
+    buf: *mut u8,
+    len: usize,
+    offset: u64,
+    pos: Option<&mut Option<u64>>,
+) -> i32 {
     // SAFETY: `buf` points to at least `len` bytes of the job's IO buffers, which outlive
     // the call; the file descriptor is the job's own.
     let n = unsafe {
-        if positional {
-            if write {
+        match pos {
+            None if write => {
                 libc::pwrite(fd, buf as *const libc::c_void, len, offset as libc::off_t)
-            } else {
-                libc::pread(fd, buf as *mut libc::c_void, len, offset as libc::off_t)
             }
-        } else {
-            if libc::lseek(fd, offset as libc::off_t, libc::SEEK_SET) < 0 {
-                return -errno();
-            }
-            if write {
-                libc::write(fd, buf as *const libc::c_void, len)
-            } else {
-                libc::read(fd, buf as *mut libc::c_void, len)
+            None => libc::pread(fd, buf as *mut libc::c_void, len, offset as libc::off_t),
+            Some(pos) => {
+                if *pos != Some(offset)
+                    && libc::lseek(fd, offset as libc::off_t, libc::SEEK_SET) < 0
+                {
+                    *pos = None;
+                    return -errno();
+                }
+                let n = if write {
+                    libc::write(fd, buf as *const libc::c_void, len)
+                } else {
+                    libc::read(fd, buf as *mut libc::c_void, len)
+                };
+                *pos = (n >= 0).then(|| offset + n as u64);
+                n
             }
         }
     };

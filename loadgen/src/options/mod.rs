@@ -150,6 +150,9 @@ pub struct JobOptions {
     /// Stop after this many IOs (`number_ios`).
     #[serde(default)]
     pub number_ios: Option<u64>,
+    /// IOs prepared per submission (`iodepth_batch_submit`; 0: the whole depth).
+    #[serde(default = "one")]
+    pub iodepth_batch_submit: u32,
     #[serde(default)]
     pub random_distribution: Distribution,
     /// fsync / fdatasync after every N writes (0: never), and at the end (`end_fsync`).
@@ -219,6 +222,7 @@ impl Default for JobOptions {
             io_size: None,
             loops: 1,
             number_ios: None,
+            iodepth_batch_submit: 1,
             random_distribution: Distribution::Random,
             fsync: 0,
             fdatasync: 0,
@@ -359,6 +363,7 @@ impl JobOptions {
                 self.iodepth_sweep.clear();
                 self.given.remove("iodepth_sweep");
             }
+            "iodepth_batch_submit" => self.iodepth_batch_submit = count_u32(v, 0).map_err(err)?,
             "iodepth_sweep" => {
                 self.iodepth_sweep = parse_list(v, depth).map_err(err)?;
                 self.given.remove("iodepth");

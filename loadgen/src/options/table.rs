@@ -156,6 +156,14 @@ pub const OPTIONS: &[OptionDoc] = &[
         "sweep: run once per IO size (reads and writes alike), one result per point (loadgen's own)",
     ),
     job("iodepth", "N", "IOs in flight per job (default: 1)"),
+    OptionDoc {
+        aliases: &["iodepth_batch"],
+        ..job(
+            "iodepth_batch_submit",
+            "N",
+            "submit IOs N at a time (default: 1, each as soon as it is prepared; 0: the whole depth at once)",
+        )
+    },
     job(
         "iodepth_sweep",
         "N,N...",
@@ -477,7 +485,6 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "hipri",
     "ignore_error",
     "invalidate",
-    "iodepth_batch",
     "iodepth_batch_complete",
     "iodepth_batch_complete_max",
     "iodepth_batch_complete_min",
