@@ -2,6 +2,7 @@
 
 mod background;
 mod bench;
+mod circles;
 mod cmd;
 mod demo;
 mod fuzz;
@@ -42,6 +43,9 @@ enum Task {
         #[command(subcommand)]
         action: LabAction,
     },
+    /// List the import circles between the modules of each crate (the lint step fails on
+    /// any).
+    Circles,
     /// Install what the build and tests need (idempotent; skips what is present).
     Setup,
     /// Set up, build and run stornet-agent in the foreground (root).
@@ -152,6 +156,7 @@ fn main() -> ExitCode {
             action: LabAction::Clean,
         } => lab::clean(),
         Task::Setup => setup::setup(),
+        Task::Circles => circles::check(&cmd::workspace_root()),
         Task::Package { skip_setup } => (if skip_setup { Ok(()) } else { setup::setup() })
             .and_then(|()| package::package().map(drop)),
         Task::Fuzz {

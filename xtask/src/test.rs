@@ -23,6 +23,7 @@ pub enum Tier {
 
 fn lint() -> Result<()> {
     run(cargo().args(["fmt", "--all", "--check"]))?;
+    crate::circles::check(&cmd::workspace_root())?;
     run(cargo().args([
         "clippy",
         "--release",
@@ -113,7 +114,7 @@ pub fn test(only: Option<Tier>, skip_setup: bool) -> Result<()> {
     let wants = |t: Tier| only.is_none_or(|o| o == t);
     let root = wants(Tier::Privileged) || wants(Tier::Scenarios);
     if wants(Tier::Unit) {
-        cmd::step("lint: fmt and clippy", lint)?;
+        cmd::step("lint: fmt, import circles and clippy", lint)?;
         cmd::step("unit tests", unit)?;
     }
     if root || wants(Tier::Vm) {
