@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use stornet_tests::agent::{AgentProcess, Launch};
-use stornet_tests::fs::TempDir;
-use stornet_tests::metrics::{basic_auth, http_get};
-use stornet_tests::tls::{TestPki, https_get};
+use stornet_lab::agent::{AgentProcess, Launch};
+use stornet_lab::fs::TempDir;
+use stornet_lab::metrics::{basic_auth, http_get};
+use stornet_lab::tls::{TestPki, https_get};
 
 const BIN: &str = env!("CARGO_BIN_EXE_stornet-agent");
 
@@ -445,7 +445,7 @@ fn relative_certificate_paths_start_at_the_web_config() {
 /// agent keeps serving and exits cleanly.
 #[test]
 fn a_broken_stderr_does_not_stop_the_agent() {
-    let port = stornet_tests::agent::free_port().unwrap();
+    let port = stornet_lab::agent::free_port().unwrap();
     let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let mut child = Command::new(BIN)
         .args([&format!("--web.listen-address={addr}"), "--log.level=debug"])
@@ -485,7 +485,7 @@ fn a_broken_stderr_does_not_stop_the_agent() {
 
 /// Sends one GET with `auth` on a fresh connection; the status code, or 0 if none came.
 fn get_status(addr: std::net::SocketAddr, path: &str, auth: &str) -> u16 {
-    stornet_tests::metrics::http_get_with(addr, path, &[("Authorization", auth)])
+    stornet_lab::metrics::http_get_with(addr, path, &[("Authorization", auth)])
         .map_or(0, |(code, _)| code)
 }
 

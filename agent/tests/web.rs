@@ -8,10 +8,10 @@ use std::net::{SocketAddr, TcpStream};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use stornet_tests::agent::{AgentProcess, Launch, free_port};
-use stornet_tests::fs::TempDir;
-use stornet_tests::metrics::{basic_auth, http_get};
-use stornet_tests::tls::{TestPki, https_get, https_get_as, tls_connect};
+use stornet_lab::agent::{AgentProcess, Launch, free_port};
+use stornet_lab::fs::TempDir;
+use stornet_lab::metrics::{basic_auth, http_get};
+use stornet_lab::tls::{TestPki, https_get, https_get_as, tls_connect};
 
 const BIN: &str = env!("CARGO_BIN_EXE_stornet-agent");
 
@@ -71,7 +71,7 @@ fn header<'a>(hs: &'a [(String, String)], name: &str) -> Option<&'a str> {
     hs.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
 }
 
-fn wait_https(a: &mut AgentProcess, ca: &str, client: Option<&stornet_tests::tls::ClientCert>) {
+fn wait_https(a: &mut AgentProcess, ca: &str, client: Option<&stornet_lab::tls::ClientCert>) {
     let addr = a.addr;
     let ca = ca.to_string();
     a.wait_until(|| https_get_as(addr, "/-/healthy", &ca, client, &[]).is_ok())

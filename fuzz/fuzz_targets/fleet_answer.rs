@@ -15,7 +15,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(body) = std::str::from_utf8(body) else {
         return;
     };
-    let Ok(matrix) = fleet::parse_matrix(body) else {
+    let Ok(matrix) = promclient::query::parse_matrix(body) else {
         return;
     };
     let g = Grid {

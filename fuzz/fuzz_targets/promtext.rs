@@ -7,7 +7,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    if let Ok(samples) = loadgen::promtext::parse(text) {
+    if let Ok(samples) = promclient::text::parse(text) {
         for s in &samples {
             let _ = s.label("le");
         }

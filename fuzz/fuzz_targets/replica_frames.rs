@@ -6,8 +6,8 @@
 use std::time::{Duration, Instant};
 
 use libfuzzer_sys::fuzz_target;
-use loadgen::replica::client::{ClientOptions, ReplicaConn};
-use loadgen::replica::decoder::Decoder;
+use replica::client::{ClientOptions, ReplicaConn};
+use replica::decoder::Decoder;
 
 fn pieces(data: &[u8]) -> (usize, &[u8]) {
     match data.split_first() {

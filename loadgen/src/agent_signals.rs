@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use analysis::{BlockOp, Host, Interface, Peer, Qdisc, Series};
 use serde::{Deserialize, Serialize};
 
-use crate::promtext::Sample;
+use promclient::text::Sample;
 
 /// A value of the model, as read from one metric family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -526,7 +526,7 @@ pub fn host(name: &str, addresses: Vec<String>, v: &Values, n: usize) -> Host {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::promtext::parse;
+    use promclient::text::parse;
 
     #[test]
     fn every_field_has_exactly_one_family() {

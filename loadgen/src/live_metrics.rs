@@ -356,7 +356,7 @@ mod tests {
         };
         m.row(&row, &[reads, DirInterval::default()]);
         let text = m.render();
-        let samples = crate::promtext::parse(&text).unwrap();
+        let samples = promclient::text::parse(&text).unwrap();
         let value = |name: &str, labels: &[(&str, &str)]| {
             samples
                 .iter()

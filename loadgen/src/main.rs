@@ -1,7 +1,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use loadgen::replica;
+use loadgen::replication;
 
 /// io_uring load generator for networked storage.
 #[derive(Parser, Debug)]
@@ -22,18 +22,18 @@ enum Command {
     /// Name the root cause of a latency rise from a run record or from Prometheus.
     Analyze(loadgen::analyze::AnalyzeArgs),
     /// Serve as a replica: write the blocks clients send into files in a directory.
-    Serve(replica::cli::ServeArgs),
+    Serve(replication::cli::ServeArgs),
     /// Stream deterministic writes to one replica and print a JSON summary.
     #[command(hide = true)]
-    ReplicaClient(replica::cli::ReplicaClientArgs),
+    ReplicaClient(replication::cli::ReplicaClientArgs),
 }
 
 fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Run { args } => loadgen::run::run(&args, None),
         Command::Analyze(args) => loadgen::analyze::run(&args),
-        Command::Serve(args) => return replica::cli::serve(args),
-        Command::ReplicaClient(args) => return replica::cli::replica_client(args),
+        Command::Serve(args) => return replication::cli::serve(args),
+        Command::ReplicaClient(args) => return replication::cli::replica_client(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

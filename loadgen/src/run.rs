@@ -216,7 +216,7 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
             );
         }
     }
-    let replicas = crate::replica::replicas::Replicas::new(&plan, &layout)
+    let replicas = crate::replication::replicas::Replicas::new(&plan, &layout)
         .map_err(Failure::Usage)?
         .map(|r| r.factory());
     let legs = legs.or(replicas.as_ref());

@@ -561,7 +561,7 @@ fn latency_target_search_climbs_to_iodepth() {
 
 /// GET /metrics with a 3 s deadline; the status code, or None without an answer.
 fn scrape_status(addr: std::net::SocketAddr) -> Option<u16> {
-    use loadgen::http::{Client, Scheme, Url};
+    use promclient::{Client, Scheme, Url};
     let url = Url::of(Scheme::Http, addr);
     Client::default()
         .get(&url, "/metrics", &[], Duration::from_secs(3), 1 << 20)

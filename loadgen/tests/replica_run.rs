@@ -8,11 +8,9 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use loadgen::replica::client::{BlockingClient, ClientOptions, Event};
-use loadgen::replica::protocol::{
-    AckStatus, HELLO_ACK_LEN, HelloAck, HelloStatus, MAX_PAYLOAD, VERSION,
-};
-use loadgen::replica::server::{Server, ServerConfig};
+use replica::client::{BlockingClient, ClientOptions, Event};
+use replica::protocol::{AckStatus, HELLO_ACK_LEN, HelloAck, HelloStatus, MAX_PAYLOAD, VERSION};
+use replica::server::{Server, ServerConfig};
 use serde_json::Value;
 
 fn scratch(name: &str) -> PathBuf {

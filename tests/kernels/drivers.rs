@@ -8,13 +8,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use stornet_tests::agent::AgentProcess;
-use stornet_tests::blockdev::{
+use stornet_lab::agent::AgentProcess;
+use stornet_lab::blockdev::{
     AlignedBuf, Disk, DiskStat, direct_reads, direct_writes, open_direct, settled,
 };
-use stornet_tests::metrics::{Sample, count, sum, total};
+use stornet_lab::metrics::{Sample, count, sum, total};
 
-use stornet_tests::guest::{self, GuestDisk};
+use stornet_lab::guest::{self, GuestDisk};
 
 const WRITES: u64 = 1000;
 const READS: u64 = 500;

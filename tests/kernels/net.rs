@@ -6,11 +6,11 @@
 
 use std::time::Duration;
 
-use stornet_tests::agent::AgentProcess;
-use stornet_tests::bpf::kernel_has_drop_reasons;
-use stornet_tests::metrics::{Sample, around, counted_between, sum};
-use stornet_tests::netns::HostPair;
-use stornet_tests::traffic::BulkTransfer;
+use stornet_lab::agent::AgentProcess;
+use stornet_lab::bpf::kernel_has_drop_reasons;
+use stornet_lab::metrics::{Sample, around, counted_between, sum};
+use stornet_lab::netns::HostPair;
+use stornet_lab::traffic::BulkTransfer;
 
 fn delta(before: &[Sample], after: &[Sample], name: &str, labels: &[(&str, &str)]) -> u64 {
     (sum(after, name, labels) - sum(before, name, labels)) as u64

@@ -3,10 +3,10 @@
 
 use std::process::Command;
 
-use stornet_tests::bins;
-use stornet_tests::metrics::sum;
+use stornet_lab::bins;
+use stornet_lab::metrics::sum;
 
-use stornet_tests::guest;
+use stornet_lab::guest;
 
 /// The probes of the agent, as `stornet_probe_up` names them.
 const PROBES: [&str; 8] = [

@@ -4,7 +4,7 @@
 
 use std::sync::OnceLock;
 
-use stornet_tests::agent::AgentProcess;
+use stornet_lab::agent::AgentProcess;
 
 pub fn agent() -> &'static AgentProcess {
     static AGENT: OnceLock<AgentProcess> = OnceLock::new();

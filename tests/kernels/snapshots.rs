@@ -5,7 +5,7 @@
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 
-use stornet_tests::metrics::sum;
+use stornet_lab::metrics::sum;
 
 #[test]
 fn without_sock_diag_only_that_snapshot_is_lost() {

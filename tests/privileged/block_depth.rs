@@ -2,10 +2,10 @@ use std::os::unix::fs::FileExt;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use stornet_tests::agent::AgentProcess;
-use stornet_tests::blockdev::{AlignedBuf, LoopDevice, open_direct};
-use stornet_tests::metrics::{Sample, sum};
-use stornet_tests::privilege::require_root;
+use stornet_lab::agent::AgentProcess;
+use stornet_lab::blockdev::{AlignedBuf, LoopDevice, open_direct};
+use stornet_lab::metrics::{Sample, sum};
+use stornet_lab::privilege::require_root;
 
 use crate::block_util::{assert_accounted, bucket, count, settled, total, unseen};
 

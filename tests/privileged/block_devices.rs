@@ -1,7 +1,7 @@
-use stornet_tests::agent::AgentProcess;
-use stornet_tests::blockdev::{LoopDevice, direct_reads};
-use stornet_tests::metrics::{Sample, sum};
-use stornet_tests::privilege::require_root;
+use stornet_lab::agent::AgentProcess;
+use stornet_lab::blockdev::{LoopDevice, direct_reads};
+use stornet_lab::metrics::{Sample, sum};
+use stornet_lab::privilege::require_root;
 
 use crate::block_util::count;
 

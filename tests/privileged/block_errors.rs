@@ -1,10 +1,10 @@
 use std::os::unix::fs::FileExt;
 
-use stornet_tests::agent::AgentProcess;
-use stornet_tests::blockdev::{AlignedBuf, LoopDevice, open_direct};
-use stornet_tests::fs::{Mount, TempDir};
-use stornet_tests::metrics::sum;
-use stornet_tests::privilege::require_root;
+use stornet_lab::agent::AgentProcess;
+use stornet_lab::blockdev::{AlignedBuf, LoopDevice, open_direct};
+use stornet_lab::fs::{Mount, TempDir};
+use stornet_lab::metrics::sum;
+use stornet_lab::privilege::require_root;
 
 use anyhow::ensure;
 

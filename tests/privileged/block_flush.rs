@@ -1,9 +1,9 @@
 use std::io::Write;
 
-use stornet_tests::agent::AgentProcess;
-use stornet_tests::blockdev::LoopDevice;
-use stornet_tests::fs::{Mount, TempDir, mkfs_ext4};
-use stornet_tests::privilege::require_root;
+use stornet_lab::agent::AgentProcess;
+use stornet_lab::blockdev::LoopDevice;
+use stornet_lab::fs::{Mount, TempDir, mkfs_ext4};
+use stornet_lab::privilege::require_root;
 
 use anyhow::ensure;
 
@@ -14,7 +14,7 @@ use crate::block_util::{count, settled, up_to_three_times};
 #[test]
 fn block_fsync_is_counted_as_flush() {
     let test = "block_fsync_is_counted_as_flush";
-    if !require_root(test) || !stornet_tests::privilege::require_tool(test, "mkfs.ext4") {
+    if !require_root(test) || !stornet_lab::privilege::require_tool(test, "mkfs.ext4") {
         return;
     }
     let agent = AgentProcess::start(&[]).expect("agent starts");
@@ -25,7 +25,7 @@ fn block_fsync_is_counted_as_flush() {
     let _mount = Mount::new("ext4", &dev, &dir.path, "noatime").expect("mount");
     let labels = [("device", disk.name.as_str()), ("op", "flush")];
     let flushes =
-        |s: &[stornet_tests::metrics::Sample]| count(s, "stornet_block_io_size_bytes", &labels);
+        |s: &[stornet_lab::metrics::Sample]| count(s, "stornet_block_io_size_bytes", &labels);
     let scrape = || agent.scrape();
     up_to_three_times(test, || {
         let (before, stat0) = settled(&scrape, &disk);

@@ -1,7 +1,7 @@
 //! Shared by the block tests: settled scrapes and reading histograms from samples.
 
-pub use stornet_tests::blockdev::settled;
-pub use stornet_tests::metrics::{bucket, count, total};
+pub use stornet_lab::blockdev::settled;
+pub use stornet_lab::metrics::{bucket, count, total};
 
 /// Runs `attempt` up to three times until it passes. On a busy machine the kernel now and
 /// then skips a BPF program run (docs/metrics.md), so an exact count can come out one short;
@@ -28,8 +28,8 @@ pub fn up_to_three_times(what: &str, mut attempt: impl FnMut() -> anyhow::Result
 /// devices attached and detached beside a busy one, about 1 in 20,000). The agent finds each
 /// such request when its driver tag is dispatched again, still marked, and counts it as
 /// `stornet_block_unrecorded_total{reason="unseen_end"}` (docs/metrics.md).
-pub fn unseen_ends(s: &[stornet_tests::metrics::Sample]) -> f64 {
-    stornet_tests::metrics::sum(
+pub fn unseen_ends(s: &[stornet_lab::metrics::Sample]) -> f64 {
+    stornet_lab::metrics::sum(
         s,
         "stornet_block_unrecorded_total",
         &[("reason", "unseen_end")],
@@ -40,11 +40,11 @@ pub fn unseen_ends(s: &[stornet_tests::metrics::Sample]) -> f64 {
 /// unseen (`unseen_ends`, counted for all devices) and requests still counted in flight, whose
 /// end may be one not seen yet.
 pub fn unseen(
-    before: &[stornet_tests::metrics::Sample],
-    after: &[stornet_tests::metrics::Sample],
+    before: &[stornet_lab::metrics::Sample],
+    after: &[stornet_lab::metrics::Sample],
     device: &str,
 ) -> f64 {
-    let left = stornet_tests::metrics::sum(after, "stornet_block_inflight", &[("device", device)]);
+    let left = stornet_lab::metrics::sum(after, "stornet_block_inflight", &[("device", device)]);
     unseen_ends(after) - unseen_ends(before) + left
 }
 

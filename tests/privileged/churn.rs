@@ -5,11 +5,11 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use stornet_tests::agent::AgentProcess;
-use stornet_tests::blockdev::{LoopDevice, direct_reads, direct_writes};
-use stornet_tests::churn::{self, PeerSpace};
-use stornet_tests::metrics::{Sample, sum};
-use stornet_tests::privilege::require_root;
+use stornet_lab::agent::AgentProcess;
+use stornet_lab::blockdev::{LoopDevice, direct_reads, direct_writes};
+use stornet_lab::churn::{self, PeerSpace};
+use stornet_lab::metrics::{Sample, sum};
+use stornet_lab::privilege::require_root;
 
 use crate::block_util::{assert_accounted, count, unseen};
 use crate::net_support::{assert_up, settle};

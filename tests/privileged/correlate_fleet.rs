@@ -8,14 +8,14 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use loadgen::analyze::fleet::{self, Fleet};
-use loadgen::http::{Client, Url};
+use promclient::{Client, Url};
 use serde_json::Value;
-use stornet_tests::agent::AgentProcess;
-use stornet_tests::blockdev::LoopDevice;
-use stornet_tests::netns::{HostPair, tbf};
-use stornet_tests::privilege::{require_root, require_tool};
-use stornet_tests::promserver::{PromConfig, PromServer};
-use stornet_tests::traffic::BulkTransfer;
+use stornet_lab::agent::AgentProcess;
+use stornet_lab::blockdev::LoopDevice;
+use stornet_lab::netns::{HostPair, tbf};
+use stornet_lab::privilege::{require_root, require_tool};
+use stornet_lab::promserver::{PromConfig, PromServer};
+use stornet_lab::traffic::BulkTransfer;
 
 fn unix_now() -> f64 {
     std::time::SystemTime::now()
@@ -30,7 +30,7 @@ struct Load(Child);
 impl Load {
     fn start(dev: &std::path::Path, iodepth: u32) -> Load {
         Load(
-            Command::new(stornet_tests::bins::path("loadgen"))
+            Command::new(stornet_lab::bins::path("loadgen"))
                 .args([
                     "run",
                     "--name=fleet",
@@ -193,7 +193,7 @@ fn correlate_fleet_names_the_congested_host_with_kernel_counts() {
 
     let html = std::env::temp_dir().join(format!("stornet-fleet-{}.html", std::process::id()));
     let t0 = Instant::now();
-    let out = Command::new(stornet_tests::bins::path("loadgen"))
+    let out = Command::new(stornet_lab::bins::path("loadgen"))
         .args([
             "analyze",
             "--prometheus",

@@ -11,11 +11,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use loadgen::record::Record;
-use stornet_tests::agent::AgentProcess;
-use stornet_tests::blockdev::LoopDevice;
-use stornet_tests::chromium::screenshot;
-use stornet_tests::loadgen::run;
-use stornet_tests::privilege::{require_root, require_tool};
+use stornet_lab::agent::AgentProcess;
+use stornet_lab::blockdev::LoopDevice;
+use stornet_lab::chromium::screenshot;
+use stornet_lab::loadgen::run;
+use stornet_lab::privilege::{require_root, require_tool};
 
 const WIDTH: u32 = 1400;
 const HEIGHT: u32 = 2400;
@@ -31,7 +31,7 @@ fn kept(name: &str) -> PathBuf {
 }
 
 fn analyze_html(record: &Path, html: &Path) {
-    let o = Command::new(stornet_tests::bins::path("loadgen"))
+    let o = Command::new(stornet_lab::bins::path("loadgen"))
         .args(["analyze", record.to_str().unwrap(), "--html"])
         .arg(html)
         .output()

@@ -4,11 +4,11 @@
 
 use anyhow::ensure;
 use loadgen::record::Record;
-use stornet_tests::agent::{AgentProcess, free_port};
-use stornet_tests::blockdev::LoopDevice;
-use stornet_tests::loadgen::{num, run};
-use stornet_tests::metrics::sum;
-use stornet_tests::privilege::require_root;
+use stornet_lab::agent::{AgentProcess, free_port};
+use stornet_lab::blockdev::LoopDevice;
+use stornet_lab::loadgen::{num, run};
+use stornet_lab::metrics::sum;
+use stornet_lab::privilege::require_root;
 
 use crate::block_util::up_to_three_times;
 

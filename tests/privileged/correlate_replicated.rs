@@ -10,14 +10,14 @@ use std::time::Duration;
 
 use loadgen::record::Record;
 use serde_json::Value;
-use stornet_tests::agent::{AgentProcess, Launch};
-use stornet_tests::bins;
-use stornet_tests::blockdev::LoopDevice;
-use stornet_tests::loadgen::Run;
-use stornet_tests::metrics::http_get;
-use stornet_tests::netns::{HostPair, tbf};
-use stornet_tests::privilege::require_root;
-use stornet_tests::replica::{ScratchDir, ServeProcess, wait_bounded};
+use stornet_lab::agent::{AgentProcess, Launch};
+use stornet_lab::bins;
+use stornet_lab::blockdev::LoopDevice;
+use stornet_lab::loadgen::Run;
+use stornet_lab::metrics::http_get;
+use stornet_lab::netns::{HostPair, tbf};
+use stornet_lab::privilege::require_root;
+use stornet_lab::replica::{ScratchDir, ServeProcess, wait_bounded};
 
 #[test]
 fn correlate_replicated_writes_through_a_congested_link_name_the_path() {

@@ -5,12 +5,12 @@
 //! insecure flag accepts the certificate. All traffic is on loopback.
 
 use loadgen::record::Record;
-use stornet_tests::agent::{AgentProcess, Launch};
-use stornet_tests::blockdev::LoopDevice;
-use stornet_tests::loadgen::run;
-use stornet_tests::metrics::{basic_auth, parse, sum};
-use stornet_tests::privilege::require_root;
-use stornet_tests::tls::{TestPki, https_get};
+use stornet_lab::agent::{AgentProcess, Launch};
+use stornet_lab::blockdev::LoopDevice;
+use stornet_lab::loadgen::run;
+use stornet_lab::metrics::{basic_auth, parse, sum};
+use stornet_lab::privilege::require_root;
+use stornet_lab::tls::{TestPki, https_get};
 
 fn record_path(tag: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("stornet-tls-{tag}-{}.json", std::process::id()))

@@ -17,15 +17,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use stornet_tests::agent::AgentProcess;
-use stornet_tests::blockdev::{AlignedBuf, LoopDevice, open_direct};
-use stornet_tests::grafana::{Dashboard, PanelResult, Window, resolve_variables, run_panels};
-use stornet_tests::netns::{Netns, Subnet, tbf, veth};
-use stornet_tests::privilege::{require_root, require_tool};
-use stornet_tests::prom_rules::{self, RULE_FILES};
-use stornet_tests::promql;
-use stornet_tests::promserver::{PromConfig, PromServer, now};
-use stornet_tests::repo;
+use stornet_lab::agent::AgentProcess;
+use stornet_lab::blockdev::{AlignedBuf, LoopDevice, open_direct};
+use stornet_lab::grafana::{Dashboard, PanelResult, Window, resolve_variables, run_panels};
+use stornet_lab::netns::{Netns, Subnet, tbf, veth};
+use stornet_lab::privilege::{require_root, require_tool};
+use stornet_lab::prom_rules::{self, RULE_FILES};
+use stornet_lab::promql;
+use stornet_lab::promserver::{PromConfig, PromServer, now};
+use stornet_lab::repo;
 
 /// How long the lab load runs while Prometheus scrapes.
 const LOAD: Duration = Duration::from_secs(25);
@@ -221,7 +221,7 @@ impl Lab {
 
 /// True when the agent takes a configuration file (`--config.file`).
 fn agent_takes_config() -> bool {
-    Command::new(stornet_tests::bins::path("stornet-agent"))
+    Command::new(stornet_lab::bins::path("stornet-agent"))
         .arg("--help")
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).contains("--config.file"))
@@ -260,7 +260,7 @@ fn why_empty(
                 reasons.push(format!("the agent exports no {name}"));
             }
         }
-        for v in stornet_tests::grafana::variable_refs(&t.expr) {
+        for v in stornet_lab::grafana::variable_refs(&t.expr) {
             if let (Some((values, _)), Some(why)) = (vars.get(&v), empty_vars.get(&v))
                 && values.is_empty()
             {

@@ -5,11 +5,11 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use stornet_tests::blockdev::LoopDevice;
-use stornet_tests::cgroup::BLKIO_ROOT;
-use stornet_tests::lab::{Disk, DiskSpec, HostSpec, Lab, Shaping, Throttle, leftovers};
-use stornet_tests::netns::{Netns, ip};
-use stornet_tests::privilege::require_root;
+use stornet_lab::blockdev::LoopDevice;
+use stornet_lab::cgroup::BLKIO_ROOT;
+use stornet_lab::lab::{Disk, DiskSpec, HostSpec, Lab, Shaping, Throttle, leftovers};
+use stornet_lab::netns::{Netns, ip};
+use stornet_lab::privilege::require_root;
 
 fn namespaces() -> String {
     ip(&["netns", "list"]).unwrap()
@@ -64,7 +64,7 @@ fn lab_hosts_sit_behind_a_shaped_switch_and_are_removed_on_drop() {
         assert_eq!(mtu(&lab.switch, "port-c"), "9000");
         // Addresses from the lab range, one subnet, hosts reach each other via the bridge.
         let a = lab.host("a");
-        assert!(stornet_tests::netns::is_lab_addr(a.addr));
+        assert!(stornet_lab::netns::is_lab_addr(a.addr));
         assert_eq!(lab.host("c").addr.octets()[..3], a.addr.octets()[..3]);
         lab.wait_connected(a).expect("a reaches b and c");
         let bridged = lab.switch.ip(&["link", "show", "master", "br0"]).unwrap();

@@ -1,5 +1,5 @@
-use stornet_tests::netns::{HostPair, ip};
-use stornet_tests::privilege::require_root;
+use stornet_lab::netns::{HostPair, ip};
+use stornet_lab::privilege::require_root;
 
 /// Two namespaces joined by veth reach each other over TCP, hold only lab addresses, have no
 /// default route, and are gone after drop.

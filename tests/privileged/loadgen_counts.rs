@@ -1,7 +1,7 @@
 use serde_json::Value;
-use stornet_tests::blockdev::LoopDevice;
-use stornet_tests::loadgen::{at, num, run};
-use stornet_tests::privilege::{require_root, require_tool};
+use stornet_lab::blockdev::LoopDevice;
+use stornet_lab::loadgen::{at, num, run};
+use stornet_lab::privilege::{require_root, require_tool};
 
 fn loop_device(tag: &str) -> LoopDevice {
     let disk = LoopDevice::new(tag, 64 << 20).expect("loop device");

@@ -2,10 +2,10 @@ use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
-use stornet_tests::blockdev::LoopDevice;
-use stornet_tests::fs::TempDir;
-use stornet_tests::loadgen::{at, run};
-use stornet_tests::privilege::{require_root, require_tool};
+use stornet_lab::blockdev::LoopDevice;
+use stornet_lab::fs::TempDir;
+use stornet_lab::loadgen::{at, run};
+use stornet_lab::privilege::{require_root, require_tool};
 
 /// The JSON kind of a value; integers and floats differ, as they do to a Python reader.
 fn kind(v: &Value) -> &'static str {

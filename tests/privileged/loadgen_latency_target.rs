@@ -1,9 +1,9 @@
 use std::process::Stdio;
 
-use stornet_tests::blockdev::LoopDevice;
-use stornet_tests::cgroup::BlkioCgroup;
-use stornet_tests::loadgen::{Run, command, num};
-use stornet_tests::privilege::require_root;
+use stornet_lab::blockdev::LoopDevice;
+use stornet_lab::cgroup::BlkioCgroup;
+use stornet_lab::loadgen::{Run, command, num};
+use stornet_lab::privilege::require_root;
 
 /// `--latency_target` on a loop device capped at 500 read IOPS by a cgroup throttle, which
 /// lets IOs through in 100 ms slices: a few IOs in flight mostly pass at once, while a queue

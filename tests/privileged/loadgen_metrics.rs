@@ -1,10 +1,10 @@
 use std::time::{Duration, Instant};
 
-use stornet_tests::agent::free_port;
-use stornet_tests::blockdev::LoopDevice;
-use stornet_tests::loadgen::{Run, command, num};
-use stornet_tests::metrics::{http_get, parse, sum};
-use stornet_tests::privilege::{require_root, require_tool};
+use stornet_lab::agent::free_port;
+use stornet_lab::blockdev::LoopDevice;
+use stornet_lab::loadgen::{Run, command, num};
+use stornet_lab::metrics::{http_get, parse, sum};
+use stornet_lab::privilege::{require_root, require_tool};
 
 /// --metrics-address serves the run's live metrics: counters grow during the run, the last
 /// interval's latency is a summary with quantiles, the text passes `promtool check metrics`,
@@ -89,5 +89,5 @@ fn loadgen_serves_live_metrics() {
     let total = num(&r.json().unwrap(), "jobs/0/read/total_ios");
     assert!(b <= total, "scraped {b} > reported {total}");
 
-    stornet_tests::prom_rules::check_metrics(&scrapes[1]).unwrap();
+    stornet_lab::prom_rules::check_metrics(&scrapes[1]).unwrap();
 }

@@ -3,12 +3,12 @@
 
 use anyhow::ensure;
 use serde_json::Value;
-use stornet_tests::agent::AgentProcess;
-use stornet_tests::blockdev::{DiskStat, LoopDevice, read_direct};
-use stornet_tests::fs::TempDir;
-use stornet_tests::loadgen::command;
-use stornet_tests::loadgen::run;
-use stornet_tests::privilege::{require_root, require_tool};
+use stornet_lab::agent::AgentProcess;
+use stornet_lab::blockdev::{DiskStat, LoopDevice, read_direct};
+use stornet_lab::fs::TempDir;
+use stornet_lab::loadgen::command;
+use stornet_lab::loadgen::run;
+use stornet_lab::privilege::{require_root, require_tool};
 
 use crate::block_util::{count, settled, up_to_three_times};
 
@@ -47,7 +47,7 @@ fn measured(d: &LoopDevice, args: &[&str]) -> (Value, DiskStat) {
 }
 
 fn n(j: &Value, path: &str) -> u64 {
-    stornet_tests::loadgen::num(j, path) as u64
+    stornet_lab::loadgen::num(j, path) as u64
 }
 
 /// Whether the 4 KiB blocks of `[from, to)` of the device are all zero (never written).

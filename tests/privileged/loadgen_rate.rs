@@ -1,10 +1,10 @@
 use std::process::Stdio;
 
 use serde_json::Value;
-use stornet_tests::blockdev::LoopDevice;
-use stornet_tests::cgroup::BlkioCgroup;
-use stornet_tests::loadgen::{Run, at, command, num};
-use stornet_tests::privilege::require_root;
+use stornet_lab::blockdev::LoopDevice;
+use stornet_lab::cgroup::BlkioCgroup;
+use stornet_lab::loadgen::{Run, at, command, num};
+use stornet_lab::privilege::require_root;
 
 /// --rate_iops above what the device can do (a loop device capped at 400 read IOPS by a
 /// cgroup blkio throttle): the achieved IOPS stay at the cap, and because latency is timed

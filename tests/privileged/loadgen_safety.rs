@@ -1,8 +1,8 @@
 use std::process::Command;
 
-use stornet_tests::blockdev::{LoopDevice, Mount};
-use stornet_tests::loadgen::run;
-use stornet_tests::privilege::{require_root, require_tool};
+use stornet_lab::blockdev::{LoopDevice, Mount};
+use stornet_lab::loadgen::run;
+use stornet_lab::privilege::{require_root, require_tool};
 
 /// A loop device holding ext4 is refused for writing (exit 2, one line naming the filesystem
 /// and the override) and not one block is written; when mounted it is refused even with

@@ -1,7 +1,7 @@
 use serde_json::Value;
-use stornet_tests::blockdev::{LoopDevice, read_direct, write_direct};
-use stornet_tests::loadgen::{at, num, run};
-use stornet_tests::privilege::require_root;
+use stornet_lab::blockdev::{LoopDevice, read_direct, write_direct};
+use stornet_lab::loadgen::{at, num, run};
+use stornet_lab::privilege::require_root;
 
 /// A run with --verify writes a header into every block and checks all of them on read-back;
 /// a block changed behind loadgen's back (a flipped byte), and one copied to the wrong place,

@@ -4,11 +4,11 @@
 use std::ops::RangeInclusive;
 use std::time::Duration;
 
-use stornet_tests::agent::AgentProcess;
-use stornet_tests::metrics::{around, counted_between, sum};
-use stornet_tests::netns::{HostPair, tbf};
-use stornet_tests::privilege::{require_root, require_tool};
-use stornet_tests::traffic::BulkTransfer;
+use stornet_lab::agent::AgentProcess;
+use stornet_lab::metrics::{around, counted_between, sum};
+use stornet_lab::netns::{HostPair, tbf};
+use stornet_lab::privilege::{require_root, require_tool};
+use stornet_lab::traffic::BulkTransfer;
 
 use crate::net_support::{ATTEMPTS, agent_watching, assert_up, delta, settle};
 
@@ -90,7 +90,7 @@ fn transfer(p: &HostPair, agent: &AgentProcess) -> Run {
 
 /// The reason the agent gives qdisc drops on this kernel.
 fn drop_reason_of_qdisc_drops() -> &'static str {
-    if stornet_tests::bpf::kernel_has_drop_reasons() {
+    if stornet_lab::bpf::kernel_has_drop_reasons() {
         "qdisc_drop"
     } else {
         "not_specified"
@@ -149,7 +149,7 @@ fn shallow_buffer_counts_match_the_kernel() {
         r.qdisc_drop_reason,
         r.tc_dropped
     );
-    if !stornet_tests::bpf::kernel_has_drop_reasons() {
+    if !stornet_lab::bpf::kernel_has_drop_reasons() {
         assert!(
             r.unspecified_by_function >= *r.tc_dropped.start(),
             "without drop reasons, the drops are counted by function: {r:?}"

@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
-use stornet_tests::agent::AgentProcess;
-use stornet_tests::metrics::{Sample, sum};
-use stornet_tests::netns::SwitchedPair;
-use stornet_tests::privilege::require_root;
-use stornet_tests::traffic::BulkTransfer;
+use stornet_lab::agent::AgentProcess;
+use stornet_lab::metrics::{Sample, sum};
+use stornet_lab::netns::SwitchedPair;
+use stornet_lab::privilege::require_root;
+use stornet_lab::traffic::BulkTransfer;
 
 use crate::net_support::{ATTEMPTS, agent_watching, assert_up, delta, settle};
 

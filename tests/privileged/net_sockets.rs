@@ -3,10 +3,10 @@
 
 use std::process::Command;
 
-use stornet_tests::metrics::sum;
-use stornet_tests::netns::HostPair;
-use stornet_tests::privilege::{require_root, require_tool};
-use stornet_tests::traffic::IdleConnections;
+use stornet_lab::metrics::sum;
+use stornet_lab::netns::HostPair;
+use stornet_lab::privilege::{require_root, require_tool};
+use stornet_lab::traffic::IdleConnections;
 
 use crate::net_support::agent_watching;
 
@@ -61,7 +61,7 @@ fn srtt_matches_ss() {
 fn bad_namespace_entry_is_a_config_error() {
     let path = std::env::temp_dir().join(format!("stornet-bad-ns-{}.toml", std::process::id()));
     std::fs::write(&path, "[net]\nnamespaces = [\"../etc\"]\n").unwrap();
-    let out = Command::new(stornet_tests::bins::path("stornet-agent"))
+    let out = Command::new(stornet_lab::bins::path("stornet-agent"))
         .arg(format!("--config.file={}", path.display()))
         .arg("--web.listen-address=127.0.0.1:0")
         .output()

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use stornet_tests::agent::AgentProcess;
-use stornet_tests::metrics::{Sample, sum};
+use stornet_lab::agent::AgentProcess;
+use stornet_lab::metrics::{Sample, sum};
 
 /// Measurements that compare the agent with the kernel's own counters are repeated (on the same
 /// namespaces and agent) until they agree, at most this often. On a machine under heavy CPU

@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
-use stornet_tests::metrics::{Sample, around, counted_between, sum};
-use stornet_tests::netns::{HostPair, tbf};
-use stornet_tests::privilege::{require_root, require_tool};
-use stornet_tests::traffic::BulkTransfer;
+use stornet_lab::metrics::{Sample, around, counted_between, sum};
+use stornet_lab::netns::{HostPair, tbf};
+use stornet_lab::privilege::{require_root, require_tool};
+use stornet_lab::traffic::BulkTransfer;
 
 use crate::net_support::{agent_watching, assert_up, settle};
 

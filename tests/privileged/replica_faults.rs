@@ -5,11 +5,11 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use stornet_tests::agent::free_port;
-use stornet_tests::bins;
-use stornet_tests::fs::{Mount, TempDir};
-use stornet_tests::loadgen::{Run, command};
-use stornet_tests::privilege::require_root;
+use stornet_lab::agent::free_port;
+use stornet_lab::bins;
+use stornet_lab::fs::{Mount, TempDir};
+use stornet_lab::loadgen::{Run, command};
+use stornet_lab::privilege::require_root;
 
 /// A 1 MiB tmpfs in a fresh directory. Bound as `let (dir, _mount)`, it is unmounted
 /// before the directory is removed.

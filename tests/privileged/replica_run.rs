@@ -10,12 +10,12 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use stornet_tests::bins;
-use stornet_tests::blockdev::LoopDevice;
-use stornet_tests::loadgen::{Run, at, num};
-use stornet_tests::netns::{HostPair, Netns};
-use stornet_tests::privilege::require_root;
-use stornet_tests::replica::{ScratchDir, ServeProcess, wait_bounded};
+use stornet_lab::bins;
+use stornet_lab::blockdev::LoopDevice;
+use stornet_lab::loadgen::{Run, at, num};
+use stornet_lab::netns::{HostPair, Netns};
+use stornet_lab::privilege::require_root;
+use stornet_lab::replica::{ScratchDir, ServeProcess, wait_bounded};
 
 const TOKEN: &str = "repl-run-token";
 const SIZE: u64 = 16 << 20;
@@ -164,7 +164,7 @@ fn replicated_writes_land_byte_exact() {
     assert_eq!(assert_mirrors(&disk.dev, &volume), 4096);
 
     // loadgen's own verify mode on the replica's file: every header in place, crc intact.
-    let check = stornet_tests::loadgen::run(&[
+    let check = stornet_lab::loadgen::run(&[
         &format!("--filename={}", volume.display()),
         "--size=16M",
         "--bs=4k",

@@ -10,10 +10,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
-use stornet_tests::bins;
-use stornet_tests::netns::{HostPair, Netns};
-use stornet_tests::privilege::require_root;
-use stornet_tests::replica::{CONNECTION_START, ScratchDir, ServeProcess, wait_bounded};
+use stornet_lab::bins;
+use stornet_lab::netns::{HostPair, Netns};
+use stornet_lab::privilege::require_root;
+use stornet_lab::replica::{CONNECTION_START, ScratchDir, ServeProcess, wait_bounded};
 
 const TOKEN: &str = "lab-token-1";
 

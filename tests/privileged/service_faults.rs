@@ -4,10 +4,10 @@
 use std::time::{Duration, Instant};
 
 use anyhow::ensure;
-use stornet_tests::agent::AgentProcess;
-use stornet_tests::blockdev::{LoopDevice, direct_writes};
-use stornet_tests::metrics::http_get;
-use stornet_tests::privilege::require_root;
+use stornet_lab::agent::AgentProcess;
+use stornet_lab::blockdev::{LoopDevice, direct_writes};
+use stornet_lab::metrics::http_get;
+use stornet_lab::privilege::require_root;
 
 use crate::block_util::{count, settled, up_to_three_times};
 

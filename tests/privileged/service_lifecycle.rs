@@ -5,11 +5,11 @@
 use std::process::Command;
 use std::time::Duration;
 
-use stornet_tests::agent::{AgentProcess, Launch};
-use stornet_tests::bins;
-use stornet_tests::bpf::{self, PROGRAM_PREFIX};
-use stornet_tests::metrics::sum;
-use stornet_tests::privilege::{require_root, require_tool};
+use stornet_lab::agent::{AgentProcess, Launch};
+use stornet_lab::bins;
+use stornet_lab::bpf::{self, PROGRAM_PREFIX};
+use stornet_lab::metrics::sum;
+use stornet_lab::privilege::{require_root, require_tool};
 
 /// Starts an agent and returns it with the program and link ids it holds, checking that
 /// every one of its programs carries stornet's name prefix.
@@ -188,7 +188,7 @@ fn service_degraded_without_bpf_permission_keeps_serving() {
             && l.contains("reason=")),
         "no warning with a reason in:\n{log}"
     );
-    let (code, page) = stornet_tests::metrics::http_get(agent.addr, "/").unwrap();
+    let (code, page) = stornet_lab::metrics::http_get(agent.addr, "/").unwrap();
     assert_eq!(code, 200);
     assert!(
         page.contains("block_completion") && page.contains("down"),

@@ -5,10 +5,10 @@
 
 use std::collections::BTreeSet;
 
-use stornet_tests::agent::AgentProcess;
-use stornet_tests::blockdev::{LoopDevice, direct_writes};
-use stornet_tests::metric_docs;
-use stornet_tests::privilege::require_root;
+use stornet_lab::agent::AgentProcess;
+use stornet_lab::blockdev::{LoopDevice, direct_writes};
+use stornet_lab::metric_docs;
+use stornet_lab::privilege::require_root;
 
 #[test]
 fn every_exported_series_is_documented() {

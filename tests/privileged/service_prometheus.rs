@@ -4,12 +4,12 @@
 
 use std::time::Duration;
 
-use stornet_tests::agent::{AgentProcess, Launch};
-use stornet_tests::blockdev::{LoopDevice, direct_writes};
-use stornet_tests::metrics::http_get;
-use stornet_tests::privilege::{require_root, require_tool};
-use stornet_tests::promserver::{PromConfig, PromServer};
-use stornet_tests::tls::{TestPki, https_get};
+use stornet_lab::agent::{AgentProcess, Launch};
+use stornet_lab::blockdev::{LoopDevice, direct_writes};
+use stornet_lab::metrics::http_get;
+use stornet_lab::privilege::{require_root, require_tool};
+use stornet_lab::promserver::{PromConfig, PromServer};
+use stornet_lab::tls::{TestPki, https_get};
 
 #[test]
 fn service_promtool_accepts_a_real_scrape() {
@@ -29,7 +29,7 @@ fn service_promtool_accepts_a_real_scrape() {
         body.contains(&format!("device=\"{}\"", disk.name)),
         "{body}"
     );
-    let report = stornet_tests::prom_rules::check_metrics(&body).unwrap();
+    let report = stornet_lab::prom_rules::check_metrics(&body).unwrap();
     assert!(
         report.trim().is_empty(),
         "promtool found problems: {report}"

@@ -3,10 +3,10 @@
 //! scrape counts against the scrapes the test made.
 
 use anyhow::ensure;
-use stornet_tests::agent::AgentProcess;
-use stornet_tests::blockdev::{LoopDevice, direct_writes};
-use stornet_tests::metrics::{Sample, sum};
-use stornet_tests::privilege::require_root;
+use stornet_lab::agent::AgentProcess;
+use stornet_lab::blockdev::{LoopDevice, direct_writes};
+use stornet_lab::metrics::{Sample, sum};
+use stornet_lab::privilege::require_root;
 
 use crate::block_util::up_to_three_times;
 

@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use stornet_tests::bins;
-use stornet_tests::privilege::{require_root, require_tool};
+use stornet_lab::bins;
+use stornet_lab::privilege::{require_root, require_tool};
 
 fn unit_path() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/stornet-agent.service")

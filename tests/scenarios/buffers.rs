@@ -11,8 +11,8 @@
 
 use std::sync::OnceLock;
 
-use stornet_tests::lab::{DiskSpec, HostSpec, Lab, Shaping, Workload};
-use stornet_tests::privilege::require_root;
+use stornet_lab::lab::{DiskSpec, HostSpec, Lab, Shaping, Workload};
+use stornet_lab::privilege::require_root;
 
 use crate::support::{self, CLIENT, REPLICA, RunDir, recorded};
 

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use stornet_tests::lab::{DiskSpec, HostSpec, Lab, Shaping, Throttle, Workload};
-use stornet_tests::privilege::require_root;
+use stornet_lab::lab::{DiskSpec, HostSpec, Lab, Shaping, Throttle, Workload};
+use stornet_lab::privilege::require_root;
 
 use crate::support::{self, CLIENT, REPLICA, RunDir};
 
@@ -35,7 +35,7 @@ fn workload(iodepth: u32) -> Workload {
 }
 
 /// No network candidate may be confirmed, and the evidence names no network signal.
-fn assert_no_network_cause(o: &stornet_tests::lab::Outcome) {
+fn assert_no_network_cause(o: &stornet_lab::lab::Outcome) {
     let confirmed = support::confirmed(o);
     assert!(
         !confirmed

@@ -5,8 +5,8 @@
 //! and the MTU would cost nothing. Informational: the numbers depend on the machine (and on
 //! who else uses its CPUs), so the test only checks that both runs completed and moved data.
 
-use stornet_tests::lab::{DiskSpec, HostSpec, Workload};
-use stornet_tests::privilege::require_root;
+use stornet_lab::lab::{DiskSpec, HostSpec, Workload};
+use stornet_lab::privilege::require_root;
 
 use crate::support::{self, CLIENT, REPLICA, RunDir};
 

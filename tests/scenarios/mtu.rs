@@ -20,8 +20,8 @@
 //! smaller bursts whose last piece is two segments, which the veth passes too, and the
 //! mistake would go unnoticed until the window grows.
 
-use stornet_tests::lab::{DiskSpec, HostSpec, Lab, ReplicatedRun, Workload};
-use stornet_tests::privilege::require_root;
+use stornet_lab::lab::{DiskSpec, HostSpec, Lab, ReplicatedRun, Workload};
+use stornet_lab::privilege::require_root;
 
 use crate::support::{self, CLIENT, REPLICA, RunDir, recorded};
 

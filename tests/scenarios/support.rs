@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use stornet_tests::lab::run::Latency;
-use stornet_tests::lab::{Disk, DiskSpec, HostSpec, Lab, Outcome, ReplicatedRun, Workload};
+use stornet_lab::lab::run::Latency;
+use stornet_lab::lab::{Disk, DiskSpec, HostSpec, Lab, Outcome, ReplicatedRun, Workload};
 
 /// The client (loadgen and the agent) and the replica (`loadgen serve`).
 pub const CLIENT: &str = "a";

@@ -47,13 +47,21 @@ fn crate_dirs(root: &Path) -> Result<Vec<PathBuf>> {
 pub fn find(root: &Path) -> Result<Vec<Circle>> {
     let mut all = Vec::new();
     for dir in crate_dirs(root)? {
-        let name = dir.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let name = dir
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
         let files = rust_files(&dir.join("src"))?;
         let mut edges = Vec::new();
         for file in &files {
             let text = std::fs::read_to_string(file)
                 .with_context(|| format!("reading {}", file.display()))?;
-            let rel = file.strip_prefix(root).unwrap_or(file).display().to_string();
+            let rel = file
+                .strip_prefix(root)
+                .unwrap_or(file)
+                .display()
+                .to_string();
             let module = module_of(file.strip_prefix(dir.join("src")).unwrap_or(file));
             edges.extend(references(&module, &text, &rel));
         }
@@ -79,7 +87,12 @@ pub fn check(root: &Path) -> Result<()> {
 
 pub fn print(found: &[Circle]) {
     for c in found {
-        println!("{}: {} -> {}", c.krate, c.members.join(" -> "), c.members[0]);
+        println!(
+            "{}: {} -> {}",
+            c.krate,
+            c.members.join(" -> "),
+            c.members[0]
+        );
         if c.tangle.len() > c.members.len() {
             println!("    (tangled together: {})", c.tangle.join(", "));
         }
@@ -112,7 +125,10 @@ fn module_of(rel: &Path) -> ModPath {
         .iter()
         .map(|p| p.to_string_lossy().trim_end_matches(".rs").to_string())
         .collect();
-    if matches!(parts.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+    if matches!(
+        parts.last().map(String::as_str),
+        Some("mod" | "lib" | "main")
+    ) {
         parts.pop();
     }
     parts
@@ -488,7 +504,10 @@ mod tests {
     use super::*;
 
     fn m(s: &str) -> ModPath {
-        s.split("::").filter(|p| !p.is_empty()).map(String::from).collect()
+        s.split("::")
+            .filter(|p| !p.is_empty())
+            .map(String::from)
+            .collect()
     }
 
     fn targets(module: &str, text: &str) -> Vec<String> {

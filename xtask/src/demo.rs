@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use stornet_tests::lab::run::Latency;
-use stornet_tests::lab::{
+use stornet_lab::lab::run::Latency;
+use stornet_lab::lab::{
     Disk, DiskSpec, HostSpec, Lab, Outcome, ReplicatedRun, Shaping, Workload, interrupt,
 };
 

@@ -1,10 +1,10 @@
 //! `cargo xtask lab clean`: removes what killed lab runs and tests left behind (namespaces,
 //! loop devices, cgroups, files in /dev/shm, processes in them) and nothing else: only
 //! things named by the harness whose creating process is gone (see
-//! `stornet_tests::lab::leftovers`).
+//! `stornet_lab::lab::leftovers`).
 
 use anyhow::{Result, bail};
-use stornet_tests::lab::leftovers;
+use stornet_lab::lab::leftovers;
 
 pub fn clean() -> Result<()> {
     if !crate::cmd::is_root() {

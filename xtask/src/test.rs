@@ -60,9 +60,7 @@ fn unit() -> Result<()> {
         "agent-ebpf",
         "--exclude",
         "stornet-tests",
-    ]))?;
-    // The lab harness's own unit tests.
-    run(cargo().args(["test", "--release", "-p", "stornet-tests", "--lib"]))
+    ]))
 }
 
 /// The release binaries and every root tier's test binaries, so that the tiers that run side

@@ -6,18 +6,18 @@
 //! `docs/analysis.md` and `docs/run-record.md` for what that leaves out.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use analysis::{BlockOp, Host, Latency, Run, Series};
 
 use crate::agent_signals::{self, FAMILIES, Family, Field, Fold, Key, Kind, Values};
-use crate::http::{self, Client, Url};
+use promclient::query::{self, MatrixSeries, QueryError, Range};
+use promclient::{Client, Url};
 
 /// Prometheus refuses range queries with more points than this.
 const MAX_POINTS: f64 = 11_000.0;
 /// The most answer bytes read over all the queries of one analysis (millions of points):
 /// the answers are all held until the analysis input is built, in a few times their size.
-const MAX_ANSWERS: usize = 256 << 20;
+pub const MAX_ANSWERS: usize = 256 << 20;
 
 /// A fleet query: where, which window, which hosts.
 #[derive(Clone, Debug)]
@@ -163,123 +163,19 @@ fn family_query(f: &Fleet, fam: &Family, w: &str) -> String {
     }
 }
 
-/// One series of a matrix answer: its labels and (time, value) points.
-pub type MatrixSeries = (BTreeMap<String, String>, Vec<(f64, f64)>);
-
-/// A `query_range` answer, read into types directly (a generic JSON tree of a large answer
-/// takes many times its size).
-#[derive(serde::Deserialize)]
-struct Answer<'a> {
-    status: String,
-    #[serde(default, rename = "errorType")]
-    error_type: Option<String>,
-    #[serde(default)]
-    error: Option<String>,
-    #[serde(default, borrow)]
-    data: Option<Data<'a>>,
-}
-
-#[derive(serde::Deserialize)]
-struct Data<'a> {
-    #[serde(rename = "resultType")]
-    result_type: String,
-    #[serde(borrow)]
-    result: &'a serde_json::value::RawValue,
-}
-
-#[derive(serde::Deserialize)]
-struct Item {
-    metric: BTreeMap<String, String>,
-    values: Vec<(f64, String)>,
-}
-
-/// Reads a `query_range` answer.
-pub fn parse_matrix(body: &str) -> Result<Vec<MatrixSeries>, String> {
-    let a: Answer =
-        serde_json::from_str(body).map_err(|e| format!("the answer is not JSON ({e})"))?;
-    if a.status != "success" {
-        return Err(format!(
-            "{}: {}",
-            a.error_type.as_deref().unwrap_or("error"),
-            a.error.as_deref().unwrap_or("no message")
-        ));
-    }
-    let data = a.data.ok_or("the answer has no data")?;
-    if data.result_type != "matrix" {
-        return Err(format!("expected a matrix, got {:?}", data.result_type));
-    }
-    let items: Vec<Item> = serde_json::from_str(data.result.get())
-        .map_err(|e| format!("a malformed result list ({e})"))?;
-    let mut out = Vec::with_capacity(items.len());
-    for r in items {
-        let mut points = Vec::with_capacity(r.values.len());
-        for (t, s) in r.values {
-            let x = match s.as_str() {
-                "NaN" => f64::NAN,
-                "+Inf" => f64::INFINITY,
-                "-Inf" => f64::NEG_INFINITY,
-                _ => s.parse().map_err(|_| {
-                    format!("bad value {:?}", s.chars().take(40).collect::<String>())
-                })?,
-            };
-            points.push((t, x));
-        }
-        out.push((r.metric, points));
-    }
-    Ok(out)
-}
-
-/// A failed query: bad input (Prometheus refused the query) or the server's trouble.
-#[derive(Debug)]
-pub enum QueryError {
-    Refused(String),
-    Failed(String),
-}
-
-/// `budget`: answer bytes still allowed; what this answer takes is subtracted.
+/// One range query over the fleet's grid.
 fn query_range(
     f: &Fleet,
     g: &Grid,
     promql: &str,
     budget: &mut usize,
 ) -> Result<Vec<MatrixSeries>, QueryError> {
-    let path = format!(
-        "/api/v1/query_range?query={}&start={:.3}&end={:.3}&step={:.3}",
-        http::encode(promql),
-        g.query_start(),
-        g.query_end(),
-        g.step
-    );
-    let r = f.client.get(&f.url, &path, &[], Duration::from_secs(60), *budget).map_err(|e| {
-        if e.kind == http::ErrorKind::TooLarge {
-            QueryError::Failed(format!(
-                "Prometheus at {}: its answers are larger than {} MiB in all; narrow --selector or use a larger --step",
-                f.url.display(),
-                MAX_ANSWERS >> 20
-            ))
-        } else if e.kind == http::ErrorKind::Tls {
-            // A setup mistake (wrong CA, plain HTTP on the port), not the server's trouble.
-            QueryError::Refused(format!("Prometheus at {}: {e}", f.url.display()))
-        } else {
-            QueryError::Failed(format!("Prometheus at {}: {e}", f.url.display()))
-        }
-    })?;
-    *budget = budget.saturating_sub(r.body.len());
-    let parsed = parse_matrix(&r.body);
-    match (r.status, parsed) {
-        (200, Ok(m)) => Ok(m),
-        (400 | 422, Err(e)) => Err(QueryError::Refused(format!(
-            "Prometheus refused `{promql}`: {e}"
-        ))),
-        (code, Err(e)) => Err(QueryError::Failed(format!(
-            "Prometheus at {} answered {code}: {e}",
-            f.url.display()
-        ))),
-        (code, Ok(_)) => Err(QueryError::Failed(format!(
-            "Prometheus at {} answered {code}",
-            f.url.display()
-        ))),
-    }
+    let range = Range {
+        start: g.query_start(),
+        end: g.query_end(),
+        step: g.step,
+    };
+    query::query_range(&f.client, &f.url, promql, range, budget)
 }
 
 /// The answers of every query, by target.
@@ -432,6 +328,7 @@ fn block_latency(o: &BlockOp, g: &Grid, q: Option<&Quantiles>) -> Option<Latency
 #[cfg(test)]
 mod tests {
     use super::*;
+    use promclient::query::parse_matrix;
 
     fn fleet() -> Fleet {
         Fleet {

@@ -13,8 +13,9 @@ use analysis::{Report, Run};
 use serde::Serialize;
 
 use crate::error::Failure;
-use crate::http::Url;
 use crate::record::Record;
+use promclient::Url;
+use promclient::query::QueryError;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -70,8 +71,8 @@ pub struct AnalyzeArgs {
 }
 
 impl AnalyzeArgs {
-    fn prometheus_client(&self) -> crate::http::ClientFiles {
-        crate::http::ClientFiles {
+    fn prometheus_client(&self) -> promclient::ClientFiles {
+        promclient::ClientFiles {
             ca_file: self.prometheus_ca_file.clone(),
             cert_file: self.prometheus_cert_file.clone(),
             key_file: self.prometheus_key_file.clone(),
@@ -357,15 +358,20 @@ fn from_prometheus(a: &AnalyzeArgs, url: &str) -> Result<u8, Failure> {
     let client = a.prometheus_client().load("--prometheus").map_err(usage)?;
     let f = fleet::Fleet {
         url,
-        client: crate::http::Client::new(&client),
+        client: promclient::Client::new(&client),
         start,
         end,
         step,
         matchers,
     };
     let (grid, answers) = fleet::fetch(&f).map_err(|e| match e {
-        fleet::QueryError::Refused(m) => Failure::Usage(m),
-        fleet::QueryError::Failed(m) => Failure::Runtime(anyhow::anyhow!(m)),
+        QueryError::Refused(m) => Failure::Usage(m),
+        QueryError::TooLarge => Failure::Runtime(anyhow::anyhow!(
+            "Prometheus at {}: its answers are larger than {} MiB in all; narrow --selector or use a larger --step",
+            f.url.display(),
+            fleet::MAX_ANSWERS >> 20
+        )),
+        QueryError::Failed(m) => Failure::Runtime(anyhow::anyhow!(m)),
     })?;
     let run = fleet::build(&grid, &answers);
     if run.hosts.is_empty() {

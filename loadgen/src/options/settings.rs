@@ -100,7 +100,7 @@ pub struct RunSettings {
     pub agents: Vec<String>,
     /// `--agent-ca-file`, `--agent-cert-file`, … for every `--agent`.
     #[serde(default)]
-    pub agent_client: crate::http::ClientFiles,
+    pub agent_client: promclient::ClientFiles,
     /// `--record FILE`.
     #[serde(default)]
     pub record: Option<PathBuf>,
@@ -129,7 +129,7 @@ impl Default for RunSettings {
             group_reporting: false,
             profile: None,
             agents: Vec::new(),
-            agent_client: crate::http::ClientFiles::default(),
+            agent_client: promclient::ClientFiles::default(),
             record: None,
             replicas: Vec::new(),
             replica_token_file: None,
@@ -198,7 +198,7 @@ impl RunSettings {
                 self.status_interval_ns = (t > 0).then_some(t);
             }
             "replica" => {
-                let addr = crate::replica::replicas::parse_addr(v).map_err(err)?;
+                let addr = crate::replication::replicas::parse_addr(v).map_err(err)?;
                 if self.replicas.contains(&addr) {
                     return Err(err(format!("{addr} is given twice")));
                 }
@@ -207,7 +207,7 @@ impl RunSettings {
             "replica_token_file" => self.replica_token_file = Some(PathBuf::from(v)),
             "replica_timeout" => {
                 self.replica_timeout_ns =
-                    Some(crate::replica::replicas::parse_timeout(v).map_err(err)?)
+                    Some(crate::replication::replicas::parse_timeout(v).map_err(err)?)
             }
             _ => return Err(format!("--{key} is not a run option")),
         }

@@ -70,7 +70,7 @@ impl Recorder {
             None
         } else {
             let client = s.agent_client.load("--agent").map_err(Failure::Usage)?;
-            let client = crate::http::Client::new(&client);
+            let client = promclient::Client::new(&client);
             Some(Samplers::start(&agents, &client).map_err(|e| match e {
                 StartError::Spawn(e) => Failure::Runtime(e.into()),
                 StartError::Tls(m) => Failure::Usage(m),

@@ -14,9 +14,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::agent_signals::{self, Reading, Values};
 use crate::clock;
-use crate::http::{self, Client, Url};
-use crate::promtext;
 use deltas::Deltas;
+use promclient::text as promtext;
+use promclient::{self as http, Client, Url};
 
 /// One `--agent [NAME=]URL`.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -13,10 +13,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use stornet_tests::agent::AgentProcess;
-use stornet_tests::blockdev::{LoopDevice, open_direct};
-use stornet_tests::metrics::http_get;
-use stornet_tests::netns::{HostPair, Netns};
+use stornet_lab::agent::AgentProcess;
+use stornet_lab::blockdev::{LoopDevice, open_direct};
+use stornet_lab::metrics::http_get;
+use stornet_lab::netns::{HostPair, Netns};
 
 use crate::cmd;
 
@@ -171,7 +171,7 @@ fn disk_load(d: &LoopDevice, stop: Arc<AtomicBool>, ios: Arc<AtomicU64>) -> Resu
     let f = open_direct(&d.dev, true)?;
     Ok(std::thread::spawn(move || {
         use std::os::unix::fs::FileExt;
-        let mut buf = stornet_tests::blockdev::AlignedBuf::new(4096, 0x5a);
+        let mut buf = stornet_lab::blockdev::AlignedBuf::new(4096, 0x5a);
         let mut i: u64 = 0;
         while !stop.load(Ordering::Relaxed) {
             let off = (i * 7919 % 8192) * 4096;

@@ -31,7 +31,7 @@ use anyhow::{Context, Result, bail, ensure};
 use aya::programs::BtfTracePoint;
 use aya::{Btf, Ebpf};
 
-use stornet_tests::metrics::http_get;
+use stornet_lab::metrics::http_get;
 
 use super::median;
 use crate::cmd;

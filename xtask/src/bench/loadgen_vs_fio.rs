@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
-use stornet_tests::blockdev::LoopDevice;
+use stornet_lab::blockdev::LoopDevice;
 
 use super::median;
 use crate::cmd;
@@ -116,12 +116,12 @@ fn run_one(tool: &str, disk: &LoopDevice, case: &Case) -> Result<Sample> {
         c.arg("--force-destroy-data");
     }
     let before = disk.stat()?;
-    let (busy0, total0) = loadgen::cpu::system_ticks();
+    let (busy0, total0) = stornet_lab::host_cpu::ticks();
     let cpu0 = children_cpu_s();
     let out = c.output().with_context(|| format!("running {tool}"))?;
     let cpu1 = children_cpu_s();
     let (user, cpu) = (cpu1.0 - cpu0.0, cpu1.0 + cpu1.1 - cpu0.0 - cpu0.1);
-    let (busy1, total1) = loadgen::cpu::system_ticks();
+    let (busy1, total1) = stornet_lab::host_cpu::ticks();
     let after = disk.stat()?;
     if !out.status.success() {
         bail!("{tool} failed ({})", out.status);

@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use stornet_tests::agent::AgentProcess;
-use stornet_tests::netns::HostPair;
+use stornet_lab::agent::AgentProcess;
+use stornet_lab::netns::HostPair;
 
 use crate::cmd;
 

@@ -20,8 +20,8 @@ use std::process::Stdio;
 
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::Value;
-use stornet_tests::netns::HostPair;
-use stornet_tests::replica::{ScratchDir, ServeProcess};
+use stornet_lab::netns::HostPair;
+use stornet_lab::replica::{ScratchDir, ServeProcess};
 
 use super::median;
 use crate::cmd;
@@ -43,7 +43,7 @@ struct Sample {
 
 /// One `loadgen run` in host a, writing `local` and replicating to `replicas`.
 fn loadgen(pair: &HostPair, local: &Path, replicas: &[SocketAddr], args: &[&str]) -> Result<Value> {
-    let bin = stornet_tests::bins::path("loadgen");
+    let bin = stornet_lab::bins::path("loadgen");
     let mut c = pair.a.command(bin.to_str().context("binary path")?);
     c.args([
         "run",
@@ -65,7 +65,7 @@ fn loadgen(pair: &HostPair, local: &Path, replicas: &[SocketAddr], args: &[&str]
 }
 
 fn measure(pair: &HostPair, local: &Path, replicas: &[SocketAddr]) -> Result<Sample> {
-    let (busy0, total0) = loadgen::cpu::system_ticks();
+    let (busy0, total0) = stornet_lab::host_cpu::ticks();
     let j = loadgen(
         pair,
         local,
@@ -78,7 +78,7 @@ fn measure(pair: &HostPair, local: &Path, replicas: &[SocketAddr]) -> Result<Sam
             "--ramp_time=1",
         ],
     )?;
-    let (busy1, total1) = loadgen::cpu::system_ticks();
+    let (busy1, total1) = stornet_lab::host_cpu::ticks();
     let w = &j["jobs"][0]["write"];
     let p = |path: &[&str]| super::json_num(w, path) / 1e3;
     let legs = w["legs"].as_array().cloned().unwrap_or_default();

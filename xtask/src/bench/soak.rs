@@ -8,10 +8,10 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
-use stornet_tests::agent::AgentProcess;
-use stornet_tests::blockdev::{LoopDevice, direct_reads, direct_writes};
-use stornet_tests::churn::{PeerSpace, Pending, footprint};
-use stornet_tests::metrics::http_get;
+use stornet_lab::agent::AgentProcess;
+use stornet_lab::blockdev::{LoopDevice, direct_reads, direct_writes};
+use stornet_lab::churn::{PeerSpace, Pending, footprint};
+use stornet_lab::metrics::http_get;
 
 use crate::cmd;
 

@@ -16,6 +16,7 @@ pub mod churn;
 pub mod fs;
 pub mod grafana;
 pub mod guest;
+pub mod host_cpu;
 pub mod k8s;
 pub mod lab;
 pub mod loadgen;

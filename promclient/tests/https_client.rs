@@ -1,4 +1,4 @@
-//! loadgen's HTTP client against an https server on loopback that requires a client
+//! The HTTP client against an https server on loopback that requires a client
 //! certificate (mutual TLS, as an agent or a proxy in front of Prometheus may): the
 //! certificate and key from `--*-cert-file`/`--*-key-file` get the answer, a client
 //! without them or trusting another CA gets a TLS error, not a panic.
@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use loadgen::http::{Client, ClientFiles, ErrorKind, Scheme, Url};
+use promclient::{Client, ClientFiles, ErrorKind, Scheme, Url};
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, ExtendedKeyUsagePurpose, IsCa, KeyPair,
 };
@@ -103,7 +103,7 @@ fn serve(pki: &Pki, clients: usize) -> (Url, std::thread::JoinHandle<()>) {
     (url, t)
 }
 
-fn get(files: &ClientFiles, url: &Url) -> Result<(u16, String), loadgen::http::Error> {
+fn get(files: &ClientFiles, url: &Url) -> Result<(u16, String), promclient::Error> {
     let client = Client::new(&files.load("--agent").unwrap());
     client
         .get(url, "/metrics", &[], Duration::from_secs(10), 1 << 20)

@@ -17,13 +17,13 @@ use std::time::Duration;
 use anyhow::anyhow;
 
 use super::cli::read_token;
-use super::client::{BlockingClient, ClientOptions};
 use super::legs::ReplicaLegs;
-use super::protocol::{BLOCK_ALIGN, MAX_PAYLOAD, MAX_VOLUME_LEN};
 use crate::engine::legs::{ExtraLegs, LegsFactory, MAX_LEGS};
 use crate::options::Plan;
 use crate::options::values::{format_bytes, parse_time_ns};
 use crate::target::Layout;
+use replica::client::{BlockingClient, ClientOptions};
+use replica::protocol::{BLOCK_ALIGN, MAX_PAYLOAD, MAX_VOLUME_LEN};
 
 pub const DEFAULT_TIMEOUT_NS: u64 = 5_000_000_000;
 /// Replicas one run can have: every IO has one local leg besides.
@@ -257,8 +257,8 @@ impl Replicas {
 mod tests {
     use super::*;
     use crate::options::parse::{Parsed, parse_args};
-    use crate::replica::protocol::valid_volume;
     use crate::target::Thread;
+    use replica::protocol::valid_volume;
 
     #[test]
     fn addresses() {

@@ -1,18 +1,13 @@
 //! Replicated writes over the network, as hyperconverged storage does them: every write
 //! also goes to one or more replicas, which write it to their own device and acknowledge.
+//! This crate is the protocol alone; loadgen drives it during runs and serves it.
 //!
 //! - [`protocol`]: the versioned wire format (`docs/replication-protocol.md`).
 //! - [`decoder`]: the incremental, bounded decoder both sides read with.
 //! - [`client`]: the client's connection state machine (sans IO) and a blocking driver.
-//! - [`legs`]: `loadgen run --replica`: each job's connections driven on its io_uring.
-//! - [`replicas`]: the `--replica` options, volume names, connecting, failure accounting.
-//! - [`server`]: `loadgen serve`, the replica target.
-//! - [`cli`]: the command-line arguments and entry points.
+//! - [`server`]: the replica target that `loadgen serve` runs.
 
-pub mod cli;
 pub mod client;
 pub mod decoder;
-pub mod legs;
 pub mod protocol;
-pub mod replicas;
 pub mod server;

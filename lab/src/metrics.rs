@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::Result;
-use loadgen::http::{Client, Scheme, Url};
+use promclient::{Client, Scheme, Url};
 
 /// Enough for any answer a test reads (the agent's /metrics, Prometheus's API).
 const MAX_BODY: usize = 256 << 20;
@@ -44,14 +44,14 @@ pub fn get(
 }
 
 /// `Basic base64(user:password)` for an Authorization header.
-pub use loadgen::http::basic as basic_auth;
+pub use promclient::basic as basic_auth;
 
 /// One sample of the text format (loadgen's reader, which parses the agent's scrapes too).
-pub use loadgen::promtext::Sample;
+pub use promclient::text::Sample;
 
 /// Parses the Prometheus text format.
 pub fn parse(text: &str) -> Result<Vec<Sample>> {
-    loadgen::promtext::parse(text).map_err(anyhow::Error::msg)
+    promclient::text::parse(text).map_err(anyhow::Error::msg)
 }
 
 /// Sum of the samples named `name` whose labels include all of `labels`.

@@ -266,7 +266,7 @@ fn check_magic(d: &[u8]) -> Result<(), ProtocolError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::replica::protocol::{MAX_PAYLOAD, ack_frame, write_header};
+    use crate::protocol::{MAX_PAYLOAD, ack_frame, write_header};
     use proptest::prelude::*;
 
     fn write_frame(id: u64, offset: u64, data: &[u8]) -> Vec<u8> {
@@ -585,7 +585,7 @@ mod tests {
             stream.extend_from_slice(&noise);
             let mut d = Decoder::new(max);
             let cap = d.capacity();
-            prop_assert!(cap <= FRAME_HEADER_LEN + (max as usize).max(crate::replica::protocol::MAX_HELLO_LEN));
+            prop_assert!(cap <= FRAME_HEADER_LEN + (max as usize).max(crate::protocol::MAX_HELLO_LEN));
             let (_out, _err) = decode_all(&mut d, &stream, &cuts);
             prop_assert_eq!(d.capacity(), cap);
         }

@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use super::client::{BlockingClient, ClientOptions, Event, SubmitError};
-use super::protocol::{AckStatus, BLOCK_ALIGN, MAX_PAYLOAD, MAX_TOKEN_LEN, valid_volume};
-use super::server::{Server, ServerConfig};
 use crate::logging::{LogFormat, LogLevel};
+use replica::client::{BlockingClient, ClientOptions, Event, SubmitError};
+use replica::protocol::{AckStatus, BLOCK_ALIGN, MAX_PAYLOAD, MAX_TOKEN_LEN, valid_volume};
+use replica::server::{Server, ServerConfig};
 
 /// Usage and configuration errors.
 const EXIT_USAGE: u8 = 2;

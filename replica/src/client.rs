@@ -10,7 +10,7 @@
 //!
 //! ```ignore
 //! use std::time::{Duration, Instant};
-//! use crate::replica::client::{ClientOptions, Event, ReplicaConn};
+//! use replica::client::{ClientOptions, Event, ReplicaConn};
 //! let opts = ClientOptions { token: vec![], volume: "job0".into(), timeout: Duration::from_secs(5) };
 //! let mut conn = ReplicaConn::new("198.18.0.2:7000", &opts, Instant::now())?;
 //! // after connect(2): send conn.hello() in full, then keep one Recv into conn.recv_buf()
@@ -578,7 +578,7 @@ impl BlockingClient {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::replica::protocol::{HelloAck, ack_frame};
+    use crate::protocol::{HelloAck, ack_frame};
 
     fn opts() -> ClientOptions {
         ClientOptions {

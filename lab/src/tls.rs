@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use loadgen::http::{Client, ClientConfig, Scheme, Url};
+use promclient::{Client, ClientConfig, Scheme, Url};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
@@ -146,7 +146,7 @@ pub fn https_get_as(
         std::fs::write(&p, text)?;
         Ok(p)
     };
-    let files = loadgen::http::ClientFiles {
+    let files = promclient::ClientFiles {
         ca_file: Some(file("ca.pem", ca_pem)?),
         cert_file: client
             .map(|c| file("client.crt", &c.cert_pem))

@@ -30,12 +30,12 @@ use std::time::Instant;
 use anyhow::Result;
 use io_uring::{opcode, squeue, types};
 
-use super::client::{Event, ReplicaConn, ReplicaError};
-use super::protocol::{AckStatus, FRAME_HEADER_LEN};
 use super::replicas::ReplicasFailed;
 use crate::clock;
 use crate::engine::legs::{ExtraLegs, IoDesc, user_data};
 use crate::stats::Dir;
+use replica::client::{Event, ReplicaConn, ReplicaError};
+use replica::protocol::{AckStatus, FRAME_HEADER_LEN};
 
 /// Slot numbers of a connection's own operations (IO slots are below 4096); the leg byte of
 /// their user_data says which connection.

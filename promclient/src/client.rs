@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use super::tls::ClientConfig;
-use super::url::Url;
+use crate::tls::ClientConfig;
+use crate::url::Url;
 
 /// A response: status code and body.
 #[derive(Debug)]

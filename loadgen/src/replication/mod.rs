@@ -1,0 +1,10 @@
+//! Replicated writes during a run, and the replica side: the protocol itself is the
+//! `replica` crate.
+//!
+//! - [`legs`]: `loadgen run --replica`: each job's connections driven on its io_uring.
+//! - [`replicas`]: the `--replica` options, volume names, connecting, failure accounting.
+//! - [`cli`]: the command-line arguments and entry points of `serve` and `replica-client`.
+
+pub mod cli;
+pub mod legs;
+pub mod replicas;
