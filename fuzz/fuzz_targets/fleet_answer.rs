@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use loadgen::agent_signals::Field;
+use loadgen::sampling::agent_signals::Field;
 use loadgen::analyze::fleet::{self, Grid, Target};
 
 fuzz_target!(|data: &[u8]| {
@@ -28,7 +28,7 @@ fuzz_target!(|data: &[u8]| {
         (Target::Family(Field::TcpRetransmits), matrix.clone()),
         (
             Target::Quantile {
-                histogram: loadgen::agent_signals::SERVICE_HISTOGRAM,
+                histogram: loadgen::sampling::agent_signals::SERVICE_HISTOGRAM,
                 q: 0.99,
             },
             matrix,

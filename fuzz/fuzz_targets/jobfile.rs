@@ -7,5 +7,5 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let _ = loadgen::jobfile::parse(text, "fuzz.fio");
+    let _ = loadgen::options::jobfile::parse(text, "fuzz.fio");
 });

@@ -1,30 +1,27 @@
 //! loadgen: an io_uring storage load generator with fio's options, open-loop latency,
-//! mergeable histograms, a per-interval timeline, and data-safety checks.
+//! mergeable histograms, a per-interval timeline, and data-safety checks; replicated writes
+//! to peers; agent sampling during a run; and the root-cause analysis of a run or a fleet.
+//!
+//! `run` reads top to bottom: `options` (command line, job files, profiles → a validated
+//! plan) → `target` (what each job opens, and the safety checks) → `engine` (io_uring jobs,
+//! with `replication` legs) → `results` (histograms, timeline, reports); `live` shows the
+//! run while it runs, `sampling` reads the agents and the devices, `record` keeps it all,
+//! and `analyze` names the cause.
 
-pub mod agent_signals;
 pub mod analyze;
 pub mod clock;
 pub mod console;
 pub mod cpu;
-pub mod diskstats;
 pub mod engine;
 pub mod error;
 pub mod files;
-pub mod histogram;
-pub mod jobfile;
-pub mod live_metrics;
+pub mod live;
 pub mod logging;
 pub mod options;
-pub mod outfile;
-pub mod profiles;
-pub mod progress;
 pub mod record;
 pub mod replication;
-pub mod report;
+pub mod results;
 pub mod run;
-pub mod safety;
-pub mod scrape;
-pub mod stats;
+pub mod sampling;
 pub mod target;
-pub mod timeline;
 pub mod verify;

@@ -2,21 +2,21 @@
 
 use std::sync::Arc;
 
-use crate::diskstats::DiskWatch;
-use crate::engine::latency_target::Target as LatencyTarget;
 use crate::engine::{self, FileRegion, JobLive, JobSpec, Think, Watcher, legs::LegsFactory};
 use crate::error::Failure;
-use crate::live_metrics::LiveMetrics;
+use crate::live::metrics::LiveMetrics;
+use crate::live::progress::Progress;
 use crate::options::parse::{Parsed, parse_args};
 use crate::options::sweep::{self, Point};
 use crate::options::{IoEngine, Plan, RateProcess, table, validate::validate};
-use crate::progress::Progress;
 use crate::record::Recorder;
-use crate::report;
-use crate::safety::{self, DeviceGuard};
-use crate::stats::{PointResult, RunResult};
+use crate::results::latency_search::Target as LatencyTarget;
+use crate::results::report;
+use crate::results::stats::{PointResult, RunResult};
+use crate::results::timeline::{DirInterval, TimelineRow};
+use crate::sampling::diskstats::DiskWatch;
+use crate::target::safety::{self, DeviceGuard};
 use crate::target::{self, Kind, Layout, Placement};
-use crate::timeline::{DirInterval, TimelineRow};
 
 /// Progress bar, live metrics, the run record and interim reports, fed by the engine's
 /// collector.

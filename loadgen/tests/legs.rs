@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::Result;
 use io_uring::{opcode, squeue};
 use loadgen::engine::legs::{ExtraLegs, IoDesc, LegsFactory, user_data};
-use loadgen::stats::Dir;
+use loadgen::results::stats::Dir;
 use serde_json::Value;
 
 struct NopLeg;

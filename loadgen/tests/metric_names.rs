@@ -2,7 +2,7 @@
 //! agent's own names are held to the same document (tests/privileged/service_metric_names.rs),
 //! so a metric renamed in the agent cannot leave loadgen reading a name nobody exports.
 
-use loadgen::agent_signals::{FAMILIES, QUEUE_HISTOGRAM, SERVICE_HISTOGRAM};
+use loadgen::sampling::agent_signals::{FAMILIES, QUEUE_HISTOGRAM, SERVICE_HISTOGRAM};
 use stornet_lab::metric_docs::{load, series_names};
 
 #[test]

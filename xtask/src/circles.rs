@@ -286,8 +286,7 @@ fn tokenize(code: &str) -> Vec<(String, usize)> {
 fn path_tree(tokens: &[(String, usize)]) -> (Vec<Vec<String>>, usize) {
     let mut prefix = Vec::new();
     let mut k = 0;
-    loop {
-        let Some((t, _)) = tokens.get(k) else { break };
+    while let Some((t, _)) = tokens.get(k) {
         if t == "{" {
             let mut paths = Vec::new();
             k += 1;

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use analysis::{BlockOp, Host, Latency, Run, Series};
 
-use crate::agent_signals::{self, FAMILIES, Family, Field, Fold, Key, Kind, Values};
+use crate::sampling::agent_signals::{self, FAMILIES, Family, Field, Fold, Key, Kind, Values};
 use promclient::query::{self, MatrixSeries, QueryError, Range};
 use promclient::{Client, Url};
 

@@ -5,7 +5,7 @@
 //! popular ranks are spread over the region by a fixed permutation, as fio spreads them by
 //! a hash, unless a base places the most popular one.
 
-use super::workload::Rng;
+use super::rng::Rng;
 use crate::options::distribution::Distribution;
 
 /// Ranks summed for Zipf's normalising constant, as fio caps it.

@@ -15,28 +15,9 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 
 use anyhow::{Context, Result};
-use serde::{Deserialize, Serialize};
 
-use crate::histogram::fio;
-
-/// The logs a job writes (`write_*_log` give the names' stem; None: not written).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct LogOptions {
-    pub lat: Option<String>,
-    pub bw: Option<String>,
-    pub iops: Option<String>,
-    pub hist: Option<String>,
-    /// Average over windows of this many ms (0: a line per IO).
-    pub avg_msec: u64,
-    /// Window of the histogram log, in ms.
-    pub hist_msec: u64,
-}
-
-impl LogOptions {
-    pub fn any(&self) -> bool {
-        self.lat.is_some() || self.bw.is_some() || self.iops.is_some() || self.hist.is_some()
-    }
-}
+use crate::options::LogOptions;
+use crate::results::histogram::fio;
 
 /// Sums of one window: per direction and latency (lat, slat, clat) the sum and count, and
 /// bytes and IOs.

@@ -22,12 +22,12 @@ use super::syncio;
 use super::workload::Workload;
 use super::{JobSpec, Msg, Shared};
 use crate::clock;
-use crate::histogram::Histogram;
 use crate::options::IoEngine;
-use crate::stats::{
+use crate::results::histogram::Histogram;
+use crate::results::stats::{
     Dir, DirStats, IntervalCount, IoDists, JobResult, LegStats, SyncStats, ThreadCpu, VerifyStats,
 };
-use crate::timeline::IntervalSample;
+use crate::results::timeline::IntervalSample;
 use crate::verify::{self, BlockMap, Corruption};
 
 /// Corruptions listed per job; more are only counted.

@@ -6,7 +6,7 @@
 use anyhow::Result;
 use io_uring::squeue;
 
-use crate::stats::Dir;
+use crate::results::stats::Dir;
 
 /// Most legs one IO can have (the local one included).
 pub const MAX_LEGS: usize = 8;

@@ -10,6 +10,7 @@ pub mod latency_target;
 pub mod legs;
 pub mod pacing;
 pub mod ring;
+pub mod rng;
 pub mod syncio;
 pub mod workload;
 
@@ -26,8 +27,8 @@ use crate::cpu;
 use crate::options::distribution::Distribution;
 use crate::options::sizes::SizeDist;
 use crate::options::{IoEngine, Rw};
-use crate::stats::{DirStats, JobResult, PointResult};
-use crate::timeline::{DirInterval, IntervalSample, TimelineBuilder, TimelineRow};
+use crate::results::stats::{DirStats, JobResult, PointResult};
+use crate::results::timeline::{DirInterval, IntervalSample, TimelineBuilder, TimelineRow};
 use legs::LegsFactory;
 
 /// Everything one job thread needs.
@@ -55,7 +56,7 @@ pub struct JobSpec {
     /// Pause of `thinktime_ns` (the first `spin_ns` of it spinning) after every `blocks` IOs.
     pub think: Think,
     /// fio's interval logs, and the part of their names after the stem (`1`, `2`, …).
-    pub logs: iolog::LogOptions,
+    pub logs: crate::options::LogOptions,
     pub log_suffix: String,
     /// `latency_target`: search for the highest depth that meets it (up to `iodepth`).
     pub latency: Option<latency_target::Target>,
@@ -264,7 +265,7 @@ impl SoFar {
     fn add(&mut self, job: usize, s: &IntervalSample) {
         let j = &mut self.jobs[job];
         j.runtime_ns += s.covered_ns;
-        j.intervals.push(crate::stats::IntervalCount {
+        j.intervals.push(crate::results::stats::IntervalCount {
             covered_ns: s.covered_ns,
             ios: [s.dirs[0].ios, s.dirs[1].ios],
             bytes: [s.dirs[0].bytes, s.dirs[1].bytes],

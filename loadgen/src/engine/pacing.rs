@@ -6,7 +6,7 @@
 //! from when it was due.
 
 use super::workload::Rng;
-use crate::stats::Dir;
+use crate::results::stats::Dir;
 
 struct Schedule {
     bytes_per_s: u64,

@@ -2,7 +2,9 @@
 //! `parse` reads them from a command line, job files and profiles; `validate` checks them.
 
 pub mod distribution;
+pub mod jobfile;
 pub mod parse;
+pub mod profiles;
 pub mod settings;
 pub mod sizes;
 pub mod sweep;
@@ -15,13 +17,31 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::iolog::LogOptions;
 use distribution::Distribution;
 pub use settings::{Eta, OutputFormat, RunSettings};
 use sizes::SizeDist;
 use values::{SizeSpec, excerpt, parse_bool, parse_count, parse_list, parse_size, parse_time_ns};
 
 /// fio's `rw` values.
+/// The logs a job writes (`write_*_log` give the names' stem; None: not written).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LogOptions {
+    pub lat: Option<String>,
+    pub bw: Option<String>,
+    pub iops: Option<String>,
+    pub hist: Option<String>,
+    /// Average over windows of this many ms (0: a line per IO).
+    pub avg_msec: u64,
+    /// Window of the histogram log, in ms.
+    pub hist_msec: u64,
+}
+
+impl LogOptions {
+    pub fn any(&self) -> bool {
+        self.lat.is_some() || self.bw.is_some() || self.iops.is_some() || self.hist.is_some()
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Rw {

@@ -4,12 +4,9 @@
 
 use std::path::PathBuf;
 
-use super::table::{self, Arity, Scope};
+use super::table::{self, Arity, Pairs, Scope};
 use super::{JobOptions, Plan, RunSettings};
-use crate::{jobfile, profiles};
-
-/// Options in the order given, by canonical name; None is a flag without a value.
-pub type Pairs = Vec<(String, Option<String>)>;
+use super::{jobfile, profiles};
 
 pub enum Parsed {
     Help,
@@ -131,6 +128,77 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, String> {
 mod tests {
     use super::*;
     use crate::options::Rw;
+
+    /// A job file with a global section and two jobs.
+    const FILE: &str = "\
+; a fio job file
+[global]
+ioengine=io_uring
+direct=1
+bs=4k
+time_based
+runtime=10
+group_reporting
+
+[reads]
+rw=randread
+iodepth=32
+filename=/dev/loop7
+
+# second job
+[writes]
+rw = randwrite
+bs=64k
+";
+
+    #[test]
+    fn job_file_sections_inherit_global() {
+        let jf = jobfile::parse(FILE, "t.fio").unwrap();
+        assert!(jf.group_reporting);
+        assert_eq!(jf.jobs.len(), 2);
+        let jobs: Vec<_> = jf
+            .jobs
+            .iter()
+            .map(|(name, g, own)| {
+                let np = vec![("name".to_string(), Some(name.clone()))];
+                build_job(&[g, &np, own]).unwrap()
+            })
+            .collect();
+        assert_eq!(jobs[0].name, "reads");
+        assert_eq!(
+            (jobs[0].rw, jobs[0].bs[0], jobs[0].iodepth),
+            (Rw::RandRead, 4096, 32)
+        );
+        assert_eq!((jobs[1].rw, jobs[1].bs[0]), (Rw::RandWrite, 65536));
+        assert!(jobs[1].time_based);
+        assert_eq!(jobs[1].runtime_ns, Some(10_000_000_000));
+    }
+
+    #[test]
+    fn job_file_errors_about_long_lines_stay_short() {
+        let long = "x".repeat(100_000);
+        for text in [
+            format!("[a]\n{long}\n"),
+            format!("[a]\n{}\n", "y".repeat(5000)),
+            format!("[a]\nbs={}\n", "9".repeat(5000)),
+            format!("[{}]\nbogus\n", "z".repeat(3000)),
+        ] {
+            let e = match jobfile::parse(&text, "f") {
+                Err(e) => e,
+                Ok(jf) => {
+                    let (name, g, own) = &jf.jobs[0];
+                    let np = vec![("name".to_string(), Some(name.clone()))];
+                    build_job(&[g, &np, own]).unwrap_err()
+                }
+            };
+            assert!(
+                e.len() < 200 && !e.contains('\n'),
+                "{} bytes: {}",
+                e.len(),
+                &e[..80]
+            );
+        }
+    }
 
     fn plan(args: &[&str]) -> Result<Plan, String> {
         let v: Vec<String> = args.iter().map(|s| s.to_string()).collect();

@@ -177,7 +177,7 @@ impl RunSettings {
             "group_reporting" => self.group_reporting = parse_bool(v).map_err(err)?,
             "profile" => self.profile = Some(v.to_string()),
             "agent" => {
-                crate::scrape::AgentSpec::parse(v).map_err(err)?;
+                super::values::AgentSpec::parse(v).map_err(err)?;
                 self.agents.push(v.to_string());
             }
             "agent-ca-file" => self.agent_client.ca_file = Some(PathBuf::from(v)),
@@ -198,7 +198,7 @@ impl RunSettings {
                 self.status_interval_ns = (t > 0).then_some(t);
             }
             "replica" => {
-                let addr = crate::replication::replicas::parse_addr(v).map_err(err)?;
+                let addr = super::values::parse_addr(v).map_err(err)?;
                 if self.replicas.contains(&addr) {
                     return Err(err(format!("{addr} is given twice")));
                 }
@@ -206,8 +206,7 @@ impl RunSettings {
             }
             "replica_token_file" => self.replica_token_file = Some(PathBuf::from(v)),
             "replica_timeout" => {
-                self.replica_timeout_ns =
-                    Some(crate::replication::replicas::parse_timeout(v).map_err(err)?)
+                self.replica_timeout_ns = Some(super::values::parse_timeout(v).map_err(err)?)
             }
             _ => return Err(format!("--{key} is not a run option")),
         }

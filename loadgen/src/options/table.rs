@@ -1,6 +1,9 @@
 //! Every option `loadgen run` knows: its fio name, aliases, whether it takes a value, where
 //! it may appear, and its help line. Parsing and `loadgen run --help` both read this table.
 
+/// Options in the order given, by canonical name; None is a flag without a value.
+pub type Pairs = Vec<(String, Option<String>)>;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scope {
     /// Belongs to a job (command line before or after `--name`, or a job file section).

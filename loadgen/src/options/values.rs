@@ -1,6 +1,9 @@
 //! fio's value syntax: sizes (`4k`, `1G`, `512`, `50%`), times (`60` is seconds, `500ms`,
 //! `2m`), booleans (`1`, `0`, `true`, `on`), and comma-separated lists for sweeps.
 
+use std::net::SocketAddr;
+
+use promclient::Url;
 use serde::{Deserialize, Serialize};
 
 /// A size as fio accepts it: bytes, or a percentage of the target's size.
@@ -149,9 +152,86 @@ pub fn format_bytes(n: u64) -> String {
     n.to_string()
 }
 
+/// `--replica`: an IP address and a port (`198.18.0.2:7480`, `[fd00::2]:7480`).
+pub fn parse_addr(v: &str) -> Result<SocketAddr, String> {
+    let addr: SocketAddr = v
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{v}` is not an IP address with a port (e.g. 198.18.0.2:7480)"))?;
+    if addr.port() == 0 {
+        return Err(format!("`{v}` has port 0"));
+    }
+    if addr.ip().is_unspecified() || addr.ip().is_multicast() {
+        return Err(format!("`{v}` is not the address of one host"));
+    }
+    Ok(addr)
+}
+
+/// `--replica_timeout`: fio's time syntax, from 1ms to a day.
+pub fn parse_timeout(v: &str) -> Result<u64, String> {
+    let t = parse_time_ns(v)?;
+    if !(1_000_000..=86_400_000_000_000).contains(&t) {
+        return Err(format!("`{v}` is not between 1ms and 1d"));
+    }
+    Ok(t)
+}
+
+/// One `--agent [NAME=]URL`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentSpec {
+    /// The host's name in the record and the analysis (default: `host:port` of the URL).
+    pub name: String,
+    pub url: Url,
+}
+
+impl AgentSpec {
+    /// Parses `http://HOST:PORT[/path]` or `NAME=http://...`; the path defaults to
+    /// `/metrics`.
+    pub fn parse(s: &str) -> Result<AgentSpec, String> {
+        let (name, url) = match s.split_once('=') {
+            Some((n, u)) if !n.contains("://") => (Some(n.trim()), u.trim()),
+            _ => (None, s.trim()),
+        };
+        if name.is_some_and(str::is_empty) {
+            return Err(format!("`{s}`: empty name before `=`"));
+        }
+        let mut url = Url::parse(url)?;
+        if url.path.is_empty() {
+            url.path = "/metrics".into();
+        }
+        Ok(AgentSpec {
+            name: name.map_or_else(|| url.authority(), str::to_string),
+            url,
+        })
+    }
+
+    /// The host's address when the URL names it by IP (not loopback).
+    pub fn address(&self) -> Option<String> {
+        let ip: std::net::IpAddr = self.url.host.parse().ok()?;
+        (!ip.is_loopback() && !ip.is_unspecified()).then(|| ip.to_string())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn agent_specs_take_an_optional_name() {
+        let a = AgentSpec::parse("http://198.18.0.2:9477").unwrap();
+        assert_eq!(a.name, "198.18.0.2:9477");
+        assert_eq!(a.url.path, "/metrics");
+        assert_eq!(a.address().as_deref(), Some("198.18.0.2"));
+        let a = AgentSpec::parse("h1=http://127.0.0.1:9477/custom").unwrap();
+        assert_eq!(a.name, "h1");
+        assert_eq!(a.url.path, "/custom");
+        assert_eq!(a.address(), None, "loopback says nothing about the host");
+        assert!(AgentSpec::parse("=http://h:1").is_err());
+        assert!(AgentSpec::parse("h1=198.18.0.2:9477").is_err());
+        assert!(AgentSpec::parse("ftp://h:1").is_err());
+        let a = AgentSpec::parse("https://stor1:9477").unwrap();
+        assert_eq!(a.url.display(), "https://stor1:9477/metrics");
+    }
 
     #[test]
     fn sizes_follow_fio() {

@@ -4,9 +4,9 @@
 
 use analysis::{Histogram as AHistogram, Latency, Series};
 
-use crate::agent_signals::replica_address;
-use crate::histogram::Histogram;
-use crate::timeline::{DirRow, TimelineRow};
+use crate::results::histogram::Histogram;
+use crate::results::timeline::{DirRow, TimelineRow};
+use crate::sampling::agent_signals::replica_address;
 
 /// Buckets per power of two of the recorded interval histograms (9% apart).
 const PER_OCTAVE: i32 = 8;
@@ -114,7 +114,7 @@ pub fn slots_in_use(rows: &[TimelineRow], slots: u32) -> Series {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::timeline::LegRow;
+    use crate::results::timeline::LegRow;
 
     fn hist(values_ns: &[u64]) -> Histogram {
         let mut h = Histogram::new();
@@ -151,7 +151,7 @@ mod tests {
             .iter()
             .map(|(n, mean, count)| LegRow {
                 name: n.to_string(),
-                lat_ns: crate::histogram::Summary {
+                lat_ns: crate::results::histogram::Summary {
                     n: *count,
                     mean: *mean,
                     ..Default::default()

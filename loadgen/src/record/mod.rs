@@ -10,8 +10,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::scrape::SampleStatus;
-use crate::stats::RunResult;
+use crate::results::stats::RunResult;
+use crate::sampling::scrape::SampleStatus;
 
 pub use recorder::Recorder;
 
@@ -120,11 +120,11 @@ impl Record {
 
     /// Writes the record as JSON (see [`OutFile`] for how the file is replaced).
     pub fn write(&self, path: &Path) -> Result<(), String> {
-        self.write_to(crate::outfile::OutFile::create(path)?)
+        self.write_to(crate::results::outfile::OutFile::create(path)?)
     }
 
     /// Writes the record into a file set up before the run.
-    pub fn write_to(&self, out: crate::outfile::OutFile) -> Result<(), String> {
+    pub fn write_to(&self, out: crate::results::outfile::OutFile) -> Result<(), String> {
         out.commit(|w| {
             serde_json::to_writer(&mut *w, self)?;
             w.write_all(b"\n")
@@ -183,10 +183,10 @@ impl Record {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::histogram::Histogram;
     use crate::options::{JobOptions, Plan, RunSettings};
-    use crate::stats::{DirStats, LegStats, PointResult};
-    use crate::timeline::TimelineRow;
+    use crate::results::histogram::Histogram;
+    use crate::results::stats::{DirStats, LegStats, PointResult};
+    use crate::results::timeline::TimelineRow;
 
     fn sample() -> Record {
         let mut lat = Histogram::new();

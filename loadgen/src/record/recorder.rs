@@ -8,14 +8,15 @@ use std::path::PathBuf;
 use analysis::{Histogram as AHistogram, Host, Run};
 
 use super::{AgentEntry, PointJob, PointRecord, Record, latency, system};
-use crate::agent_signals;
 use crate::clock;
 use crate::error::Failure;
 use crate::options::Plan;
-use crate::scrape::{AgentSpec, PointSamples, Samplers, StartError};
-use crate::stats::{PointResult, RunResult};
+use crate::options::values::AgentSpec;
+use crate::results::stats::{PointResult, RunResult};
+use crate::results::timeline::DirInterval;
+use crate::sampling::agent_signals;
+use crate::sampling::scrape::{PointSamples, Samplers, StartError};
 use crate::target::Layout;
-use crate::timeline::DirInterval;
 
 struct Point {
     start_unix_seconds: f64,
@@ -25,7 +26,7 @@ struct Point {
 
 pub struct Recorder {
     path: PathBuf,
-    out: crate::outfile::OutFile,
+    out: crate::results::outfile::OutFile,
     agents: Vec<AgentSpec>,
     samplers: Option<Samplers>,
     interval_ns: u64,
@@ -51,7 +52,7 @@ impl Recorder {
             return Ok(None);
         };
         // The record is written at the end; where it goes is checked now, before any IO.
-        let out = crate::outfile::OutFile::create(&path)
+        let out = crate::results::outfile::OutFile::create(&path)
             .map_err(|e| Failure::Usage(format!("--record: {e}")))?;
         let agents: Vec<AgentSpec> = s
             .agents

@@ -30,10 +30,10 @@ use std::time::Instant;
 use anyhow::Result;
 use io_uring::{opcode, squeue, types};
 
-use super::replicas::ReplicasFailed;
+use super::health::ReplicasFailed;
 use crate::clock;
 use crate::engine::legs::{ExtraLegs, IoDesc, user_data};
-use crate::stats::Dir;
+use crate::results::stats::Dir;
 use replica::client::{Event, ReplicaConn, ReplicaError};
 use replica::protocol::{AckStatus, FRAME_HEADER_LEN};
 

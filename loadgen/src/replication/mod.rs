@@ -2,9 +2,11 @@
 //! `replica` crate.
 //!
 //! - [`legs`]: `loadgen run --replica`: each job's connections driven on its io_uring.
+//! - [`health`]: failures per replica, and the error a job fails with.
 //! - [`replicas`]: the `--replica` options, volume names, connecting, failure accounting.
 //! - [`cli`]: the command-line arguments and entry points of `serve` and `replica-client`.
 
 pub mod cli;
+pub mod health;
 pub mod legs;
 pub mod replicas;

@@ -8,19 +8,19 @@
 //! writes volume `db.0` on every replica; without `--filename` (one file per thread),
 //! `db.0` and `db.1`.
 
-use std::fmt;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::anyhow;
 
 use super::cli::read_token;
+use super::health::{Health, ReplicasFailed};
 use super::legs::ReplicaLegs;
 use crate::engine::legs::{ExtraLegs, LegsFactory, MAX_LEGS};
 use crate::options::Plan;
-use crate::options::values::{format_bytes, parse_time_ns};
+use crate::options::values::format_bytes;
 use crate::target::Layout;
 use replica::client::{BlockingClient, ClientOptions};
 use replica::protocol::{BLOCK_ALIGN, MAX_PAYLOAD, MAX_VOLUME_LEN};
@@ -28,30 +28,6 @@ use replica::protocol::{BLOCK_ALIGN, MAX_PAYLOAD, MAX_VOLUME_LEN};
 pub const DEFAULT_TIMEOUT_NS: u64 = 5_000_000_000;
 /// Replicas one run can have: every IO has one local leg besides.
 pub const MAX_REPLICAS: usize = MAX_LEGS - 1;
-
-/// `--replica`: an IP address and a port (`198.18.0.2:7480`, `[fd00::2]:7480`).
-pub fn parse_addr(v: &str) -> Result<SocketAddr, String> {
-    let addr: SocketAddr = v
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{v}` is not an IP address with a port (e.g. 198.18.0.2:7480)"))?;
-    if addr.port() == 0 {
-        return Err(format!("`{v}` has port 0"));
-    }
-    if addr.ip().is_unspecified() || addr.ip().is_multicast() {
-        return Err(format!("`{v}` is not the address of one host"));
-    }
-    Ok(addr)
-}
-
-/// `--replica_timeout`: fio's time syntax, from 1ms to a day.
-pub fn parse_timeout(v: &str) -> Result<u64, String> {
-    let t = parse_time_ns(v)?;
-    if !(1_000_000..=86_400_000_000_000).contains(&t) {
-        return Err(format!("`{v}` is not between 1ms and 1d"));
-    }
-    Ok(t)
-}
 
 /// The name of the replica volume for job `job`, thread `jobnum`.
 pub fn volume_name(job: &str, jobnum: u32) -> String {
@@ -98,75 +74,6 @@ pub fn volumes(plan: &Plan, layout: &Layout) -> Result<Vec<String>, String> {
     }
     Ok(out)
 }
-
-/// What went wrong with one replica, summed over every job thread's connection to it.
-#[derive(Default)]
-pub struct Health {
-    /// Writes the replica did not acknowledge as written.
-    pub failed_writes: AtomicU64,
-    /// Connections to it that failed.
-    pub failed_connections: AtomicU64,
-    /// The first reason.
-    pub cause: Mutex<Option<String>>,
-}
-
-impl Health {
-    pub fn record(&self, cause: &dyn fmt::Display, writes: u64, connection_failed: bool) {
-        self.failed_writes.fetch_add(writes, Ordering::Relaxed);
-        if connection_failed {
-            self.failed_connections.fetch_add(1, Ordering::Relaxed);
-        }
-        let mut c = self.cause.lock().unwrap_or_else(|e| e.into_inner());
-        if c.is_none() {
-            *c = Some(cause.to_string());
-        }
-    }
-
-    /// Writes that failed for a cause already recorded.
-    pub fn add_writes(&self, n: u64) {
-        self.failed_writes.fetch_add(n, Ordering::Relaxed);
-    }
-}
-
-/// The error a job thread fails with when a replica fails. It is displayed once the run has
-/// stopped (every job thread has been joined by then), so its counts cover all jobs.
-#[derive(Clone)]
-pub struct ReplicasFailed {
-    pub addrs: Arc<Vec<SocketAddr>>,
-    pub health: Arc<Vec<Health>>,
-}
-
-impl fmt::Display for ReplicasFailed {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut first = true;
-        for (addr, h) in self.addrs.iter().zip(self.health.iter()) {
-            let cause = h.cause.lock().unwrap_or_else(|e| e.into_inner()).clone();
-            let Some(cause) = cause else { continue };
-            let writes = h.failed_writes.load(Ordering::Relaxed);
-            let conns = h.failed_connections.load(Ordering::Relaxed);
-            if !first {
-                f.write_str("; ")?;
-            }
-            first = false;
-            write!(
-                f,
-                "replica {addr} failed: {cause}; {writes} write(s) failed"
-            )?;
-            if conns > 1 {
-                write!(f, " on {conns} connections")?;
-            }
-        }
-        Ok(())
-    }
-}
-
-impl fmt::Debug for ReplicasFailed {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
-    }
-}
-
-impl std::error::Error for ReplicasFailed {}
 
 /// Everything the job threads need to replicate their writes.
 pub struct Replicas {
@@ -257,6 +164,7 @@ impl Replicas {
 mod tests {
     use super::*;
     use crate::options::parse::{Parsed, parse_args};
+    use crate::options::values::{parse_addr, parse_timeout};
     use crate::target::Thread;
     use replica::protocol::valid_volume;
 

@@ -11,8 +11,8 @@ use analysis::breakdown::PartKind;
 use analysis::text::{pct, secs};
 use analysis::{Direction, DirectionResult, Host, Report, Run, Series, Verdict};
 
-use crate::histogram::Histogram;
-use crate::stats::PointResult;
+use crate::results::histogram::Histogram;
+use crate::results::stats::PointResult;
 use svg::{Chart, Line, Panel, Scale, Unit};
 
 const READ: &str = "#1f77b4";

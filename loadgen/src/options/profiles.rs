@@ -1,7 +1,7 @@
 //! Preset workloads. A profile supplies defaults; every option given on the command line or
 //! in a job file overrides them.
 
-use crate::options::parse::Pairs;
+use crate::options::table::Pairs;
 
 pub struct Profile {
     pub name: &'static str,

@@ -2,6 +2,8 @@
 //! resolved to a block device or a regular file, sizes and alignment checked against it, and
 //! files created and laid out before the run.
 
+pub mod safety;
+
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::fd::AsRawFd;

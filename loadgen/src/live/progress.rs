@@ -7,7 +7,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::engine::JobLive;
 use crate::options::Eta;
-use crate::report::text::count;
+use crate::results::report::text::count;
 
 pub struct Progress {
     enabled: bool,

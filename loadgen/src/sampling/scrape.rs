@@ -4,55 +4,18 @@
 //! (`deltas`). A slow or dead agent costs only its own samples: a scrape that fails or
 //! answers too late for its boundary is missing data, with a warning on stderr.
 
-pub mod deltas;
-
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::agent_signals::{self, Reading, Values};
+use super::deltas::Deltas;
 use crate::clock;
-use deltas::Deltas;
+use crate::options::values::AgentSpec;
+use crate::sampling::agent_signals::{self, Reading, Values};
 use promclient::text as promtext;
 use promclient::{self as http, Client, Url};
-
-/// One `--agent [NAME=]URL`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AgentSpec {
-    /// The host's name in the record and the analysis (default: `host:port` of the URL).
-    pub name: String,
-    pub url: Url,
-}
-
-impl AgentSpec {
-    /// Parses `http://HOST:PORT[/path]` or `NAME=http://...`; the path defaults to
-    /// `/metrics`.
-    pub fn parse(s: &str) -> Result<AgentSpec, String> {
-        let (name, url) = match s.split_once('=') {
-            Some((n, u)) if !n.contains("://") => (Some(n.trim()), u.trim()),
-            _ => (None, s.trim()),
-        };
-        if name.is_some_and(str::is_empty) {
-            return Err(format!("`{s}`: empty name before `=`"));
-        }
-        let mut url = Url::parse(url)?;
-        if url.path.is_empty() {
-            url.path = "/metrics".into();
-        }
-        Ok(AgentSpec {
-            name: name.map_or_else(|| url.authority(), str::to_string),
-            url,
-        })
-    }
-
-    /// The host's address when the URL names it by IP (not loopback).
-    pub fn address(&self) -> Option<String> {
-        let ip: std::net::IpAddr = self.url.host.parse().ok()?;
-        (!ip.is_loopback() && !ip.is_unspecified()).then(|| ip.to_string())
-    }
-}
 
 /// How one agent's sampling of one point went.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -428,23 +391,6 @@ fn at(k: u64, interval_ns: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn agent_specs_take_an_optional_name() {
-        let a = AgentSpec::parse("http://198.18.0.2:9477").unwrap();
-        assert_eq!(a.name, "198.18.0.2:9477");
-        assert_eq!(a.url.path, "/metrics");
-        assert_eq!(a.address().as_deref(), Some("198.18.0.2"));
-        let a = AgentSpec::parse("h1=http://127.0.0.1:9477/custom").unwrap();
-        assert_eq!(a.name, "h1");
-        assert_eq!(a.url.path, "/custom");
-        assert_eq!(a.address(), None, "loopback says nothing about the host");
-        assert!(AgentSpec::parse("=http://h:1").is_err());
-        assert!(AgentSpec::parse("h1=198.18.0.2:9477").is_err());
-        assert!(AgentSpec::parse("ftp://h:1").is_err());
-        let a = AgentSpec::parse("https://stor1:9477").unwrap();
-        assert_eq!(a.url.display(), "https://stor1:9477/metrics");
-    }
 
     #[test]
     fn scrape_timeouts_stay_within_the_interval() {

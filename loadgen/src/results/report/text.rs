@@ -4,11 +4,11 @@
 use std::fmt::Write;
 
 use super::{entries, rates};
-use crate::engine::latency_target::SearchResult;
-use crate::histogram::Summary;
 use crate::options::sizes;
-use crate::stats::{DirStats, PointResult, RunResult};
-use crate::timeline::TimelineRow;
+use crate::results::histogram::Summary;
+use crate::results::latency_search::SearchResult;
+use crate::results::stats::{DirStats, PointResult, RunResult};
+use crate::results::timeline::TimelineRow;
 
 /// 812ns, 130.0us, 12.3ms, 1.20s.
 pub fn ns(v: u64) -> String {

@@ -13,8 +13,8 @@ use prometheus::proto::{self, Metric, MetricFamily, MetricType};
 use prometheus::{Encoder, TextEncoder};
 
 use crate::engine::JobLive;
-use crate::histogram::{Histogram, Summary as LatencySummary};
-use crate::timeline::{DirInterval, TimelineRow};
+use crate::results::histogram::{Histogram, Summary as LatencySummary};
+use crate::results::timeline::{DirInterval, TimelineRow};
 
 /// Bucket bounds of `stornet_loadgen_latency_seconds`.
 const BUCKETS_S: [f64; 16] = [
@@ -334,7 +334,7 @@ fn summary(op: &str, lat: &LatencySummary, all: &Histogram) -> Metric {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::timeline::DirRow;
+    use crate::results::timeline::DirRow;
 
     #[test]
     fn interval_latency_is_a_summary_with_quantiles() {

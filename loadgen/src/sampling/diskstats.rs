@@ -5,7 +5,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::stats::DiskUtil;
+use crate::results::stats::DiskUtil;
 
 /// Counters of one device at the start of the run.
 struct Device {

@@ -2,8 +2,7 @@
 //! lines and bare flags, `;` and `#` comments. A `[global]` section applies to the job
 //! sections after it, as in fio. Keys are the same options as on the command line.
 
-use crate::options::parse::Pairs;
-use crate::options::table::{self, Scope};
+use crate::options::table::{self, Pairs, Scope};
 use crate::options::values::excerpt;
 
 #[derive(Debug)]
@@ -167,52 +166,6 @@ fn parse_with(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::options::Rw;
-    use crate::options::parse::build_job;
-
-    const FILE: &str = "\
-; a fio job file
-[global]
-ioengine=io_uring
-direct=1
-bs=4k
-time_based
-runtime=10
-group_reporting
-
-[reads]
-rw=randread
-iodepth=32
-filename=/dev/loop7
-
-# second job
-[writes]
-rw = randwrite
-bs=64k
-";
-
-    #[test]
-    fn sections_inherit_global() {
-        let jf = parse(FILE, "t.fio").unwrap();
-        assert!(jf.group_reporting);
-        assert_eq!(jf.jobs.len(), 2);
-        let jobs: Vec<_> = jf
-            .jobs
-            .iter()
-            .map(|(name, g, own)| {
-                let np = vec![("name".to_string(), Some(name.clone()))];
-                build_job(&[g, &np, own]).unwrap()
-            })
-            .collect();
-        assert_eq!(jobs[0].name, "reads");
-        assert_eq!(
-            (jobs[0].rw, jobs[0].bs[0], jobs[0].iodepth),
-            (Rw::RandRead, 4096, 32)
-        );
-        assert_eq!((jobs[1].rw, jobs[1].bs[0]), (Rw::RandWrite, 65536));
-        assert!(jobs[1].time_based);
-        assert_eq!(jobs[1].runtime_ns, Some(10_000_000_000));
-    }
 
     #[test]
     fn variables_expand_as_fio_does() {
@@ -229,32 +182,6 @@ bs=64k
         assert!(parse_with("[a]\nfilename=${DEV\n", "f", &env).is_err());
         let jf = parse_with("[a]\nfilename=/tmp/a$\n", "f", &env).unwrap();
         assert_eq!(jf.jobs[0].2[0].1.as_deref(), Some("/tmp/a$"));
-    }
-
-    #[test]
-    fn errors_about_long_lines_stay_short() {
-        let long = "x".repeat(100_000);
-        for text in [
-            format!("[a]\n{long}\n"),
-            format!("[a]\n{}\n", "y".repeat(5000)),
-            format!("[a]\nbs={}\n", "9".repeat(5000)),
-            format!("[{}]\nbogus\n", "z".repeat(3000)),
-        ] {
-            let e = match parse(&text, "f") {
-                Err(e) => e,
-                Ok(jf) => {
-                    let (name, g, own) = &jf.jobs[0];
-                    let np = vec![("name".to_string(), Some(name.clone()))];
-                    build_job(&[g, &np, own]).unwrap_err()
-                }
-            };
-            assert!(
-                e.len() < 200 && !e.contains('\n'),
-                "{} bytes: {}",
-                e.len(),
-                &e[..80]
-            );
-        }
     }
 
     #[test]

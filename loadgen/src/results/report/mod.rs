@@ -8,7 +8,7 @@ pub mod terse;
 pub mod text;
 
 use crate::options::RunSettings;
-use crate::stats::{DirStats, IntervalCount, JobResult, PointResult, RunResult};
+use crate::results::stats::{DirStats, IntervalCount, JobResult, PointResult, RunResult};
 
 /// The report in the requested formats.
 pub fn render(r: &RunResult, settings: &RunSettings) -> String {
@@ -35,13 +35,15 @@ pub fn render(r: &RunResult, settings: &RunSettings) -> String {
 pub struct Output {
     /// The `--output` file, checked when the run starts and renamed into place when it ends;
     /// standard output without it.
-    file: Option<crate::outfile::OutFile>,
+    file: Option<crate::results::outfile::OutFile>,
 }
 
 impl Output {
     pub fn new(path: Option<&std::path::Path>) -> Result<Output, String> {
         Ok(Output {
-            file: path.map(crate::outfile::OutFile::create).transpose()?,
+            file: path
+                .map(crate::results::outfile::OutFile::create)
+                .transpose()?,
         })
     }
 

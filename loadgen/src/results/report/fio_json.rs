@@ -11,10 +11,10 @@ use serde_json::json;
 
 use super::ordered::{J, Obj};
 use super::{entries, interval_samples, rates, sample_stats};
-use crate::histogram::{FIO_PERCENTILES, Histogram, fio};
 use crate::options::RunSettings;
 use crate::options::sizes;
-use crate::stats::{DirStats, IntervalCount, IoDists, JobResult, PointResult, RunResult};
+use crate::results::histogram::{FIO_PERCENTILES, Histogram, fio};
+use crate::results::stats::{DirStats, IntervalCount, IoDists, JobResult, PointResult, RunResult};
 
 /// Pretty JSON with a final newline.
 pub fn to_string(o: &Obj) -> String {

@@ -4,11 +4,11 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cpu::CpuUsage;
-use crate::engine::latency_target::SearchResult;
-use crate::histogram::Histogram;
 use crate::options::sizes::SizeDist;
 use crate::options::{Plan, Rw};
-use crate::timeline::TimelineRow;
+use crate::results::histogram::Histogram;
+use crate::results::latency_search::SearchResult;
+use crate::results::timeline::TimelineRow;
 use crate::verify::Corruption;
 
 /// Read or write: index into per-direction arrays.

@@ -5,9 +5,9 @@
 use std::fmt::Write;
 
 use super::{entries, interval_samples, sample_stats};
-use crate::histogram::{FIO_PERCENTILES, Histogram};
 use crate::options::RunSettings;
-use crate::stats::{DirStats, JobResult, PointResult, RunResult};
+use crate::results::histogram::{FIO_PERCENTILES, Histogram};
+use crate::results::stats::{DirStats, JobResult, PointResult, RunResult};
 
 /// Percentile fields per direction: fio always writes 20.
 const PERCENTILE_FIELDS: usize = 20;

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::histogram::{Histogram, Summary};
+use crate::results::histogram::{Histogram, Summary};
 
 /// One direction of one job in one interval.
 #[derive(Clone, Debug, Default)]
