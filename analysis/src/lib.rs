@@ -26,7 +26,7 @@ pub mod thresholds;
 pub mod units;
 pub mod verdict;
 
-pub use histogram::Histogram;
+pub use histogram::BucketHistogram;
 pub use model::{
     BlockOp, Device, Direction, Host, Interface, Latency, ModelError, Peer, Qdisc, Run, Series,
 };
