@@ -165,6 +165,29 @@ pub fn device_location(devices: &[String], host: &str, replica: Option<&str>) ->
     }
 }
 
+/// Interfaces on a path whose MTUs differ: each MTU, largest first, with the (host,
+/// interface) pairs that have it.
+pub fn mtus_differ(groups: &[(f64, Vec<(&str, &str)>)]) -> String {
+    let groups: Vec<String> = groups
+        .iter()
+        .map(|(v, on)| {
+            let names: Vec<String> = on.iter().map(|(h, i)| format!("{h} {i}")).collect();
+            format!("{v:.0} on {}", names.join(", "))
+        })
+        .collect();
+    format!("MTUs differ on the path: {}", groups.join("; "))
+}
+
+/// A path MTU below the interface MTU.
+pub fn path_mtu_below(addr: &str, pmtu: f64, local: f64) -> String {
+    format!("path MTU to {addr} is {pmtu:.0} bytes, below the {local:.0}-byte interface MTU")
+}
+
+/// An MSS too small for the interface MTU.
+pub fn mss_too_small(addr: &str, mss: f64, local: f64) -> String {
+    format!("MSS to {addr} is {mss:.0} bytes, too small for the {local:.0}-byte interface MTU")
+}
+
 /// The finding of an MTU candidate when no interface on the path differs.
 pub const NO_MTU_DIFFERENCE: &str = "no MTU difference on the path";
 
