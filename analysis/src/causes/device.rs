@@ -122,7 +122,7 @@ pub(super) fn view(cx: &Context, target: &Target) -> DeviceView {
 }
 
 /// Intervals where in-flight requests reach `inflight_at_limit` of the queue limit.
-pub(super) fn at_limit(cx: &Context, target: &Target) -> Option<Limit> {
+fn at_limit(cx: &Context, target: &Target) -> Option<Limit> {
     let idx = cx.intervals();
     let mut l = Limit {
         intervals: 0,

@@ -9,14 +9,14 @@ use crate::thresholds::Thresholds;
 
 /// Signal weights: a cause's own signals count fully, shared ones (retransmits, RTT) less.
 pub(super) const SPECIFIC: f64 = 1.0;
-pub(super) const SHARED: f64 = 0.7;
+const SHARED: f64 = 0.7;
 /// A signal that did not rise in the raised intervals counts half.
-pub(super) const NOT_RISEN: f64 = 0.5;
+const NOT_RISEN: f64 = 0.5;
 /// Evidence of one kind only (share or signals) counts this much.
-pub(super) const SINGLE_EVIDENCE: f64 = 0.8;
+const SINGLE_EVIDENCE: f64 = 0.8;
 
 /// Combines the share of latency with the signal evidence; unmet requirement scales down.
-pub(super) fn combine(share: Option<f64>, assoc: Option<f64>, met: bool, t: &Thresholds) -> f64 {
+fn combine(share: Option<f64>, assoc: Option<f64>, met: bool, t: &Thresholds) -> f64 {
     let s = match (share, assoc) {
         (Some(s), Some(a)) => 0.5 * s + 0.5 * a,
         (Some(x), None) | (None, Some(x)) => SINGLE_EVIDENCE * x,
