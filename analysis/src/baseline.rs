@@ -112,12 +112,12 @@ mod tests {
 
     #[test]
     fn a_lone_straggler_is_not_a_rise() {
-        use crate::histogram::Histogram;
+        use crate::histogram::BucketHistogram;
         // Ten intervals of 140 IOs around 1 ms; in two of them the p99 is pushed to 4.5 ms
         // by stragglers: two IOs in one (noise), twenty in the other (a rise).
         let bounds = vec![0.001, 0.002, 0.004, 0.008];
         let h = |slow: u64| {
-            Some(Histogram {
+            Some(BucketHistogram {
                 bounds_seconds: bounds.clone(),
                 counts: vec![140 - slow, 0, 0, slow, 0],
             })
@@ -138,12 +138,12 @@ mod tests {
 
     #[test]
     fn p99_comes_from_histograms_where_missing() {
-        use crate::histogram::Histogram;
+        use crate::histogram::BucketHistogram;
         let lat = Latency {
             p99_seconds: vec![Some(0.003), None],
             histograms: vec![
                 None,
-                Some(Histogram {
+                Some(BucketHistogram {
                     bounds_seconds: vec![0.001, 0.01],
                     counts: vec![0, 10, 0],
                 }),

@@ -6,17 +6,17 @@ use serde::{Deserialize, Serialize};
 /// Counts per bucket. `counts[i]` holds values in `(bounds[i-1], bounds[i]]` (the first
 /// bucket starts at 0); the last count holds values above the last bound.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Histogram {
+pub struct BucketHistogram {
     /// Upper bounds in seconds, increasing.
     pub bounds_seconds: Vec<f64>,
     /// `bounds_seconds.len() + 1` counts, not cumulative.
     pub counts: Vec<u64>,
 }
 
-impl Histogram {
+impl BucketHistogram {
     /// Builds one from Prometheus-style cumulative buckets `(le, count)` (without `+Inf`)
     /// and the total count.
-    pub fn from_cumulative(buckets: &[(f64, u64)], total: u64) -> Histogram {
+    pub fn from_cumulative(buckets: &[(f64, u64)], total: u64) -> BucketHistogram {
         let mut counts = Vec::with_capacity(buckets.len() + 1);
         let mut prev = 0u64;
         for &(_, c) in buckets {
@@ -24,7 +24,7 @@ impl Histogram {
             prev = prev.max(c);
         }
         counts.push(total.saturating_sub(prev));
-        Histogram {
+        BucketHistogram {
             bounds_seconds: buckets.iter().map(|b| b.0).collect(),
             counts,
         }
@@ -44,7 +44,7 @@ impl Histogram {
     }
 
     /// Adds another histogram's counts; `false` (and no change) when the buckets differ.
-    pub fn merge(&mut self, other: &Histogram) -> bool {
+    pub fn merge(&mut self, other: &BucketHistogram) -> bool {
         if self.bounds_seconds != other.bounds_seconds || self.counts.len() != other.counts.len() {
             return false;
         }
@@ -98,8 +98,11 @@ impl Histogram {
 
 /// Merges the histograms of the given intervals; `None` when none is present or their
 /// buckets differ.
-pub fn merged(histograms: &[Option<Histogram>], intervals: &[usize]) -> Option<Histogram> {
-    let mut out: Option<Histogram> = None;
+pub fn merged(
+    histograms: &[Option<BucketHistogram>],
+    intervals: &[usize],
+) -> Option<BucketHistogram> {
+    let mut out: Option<BucketHistogram> = None;
     for h in intervals
         .iter()
         .filter_map(|&i| histograms.get(i)?.as_ref())
@@ -120,8 +123,8 @@ pub fn merged(histograms: &[Option<Histogram>], intervals: &[usize]) -> Option<H
 mod tests {
     use super::*;
 
-    fn h(counts: &[u64]) -> Histogram {
-        Histogram {
+    fn h(counts: &[u64]) -> BucketHistogram {
+        BucketHistogram {
             bounds_seconds: vec![0.001, 0.002, 0.004, 0.008],
             counts: counts.to_vec(),
         }
@@ -155,7 +158,7 @@ mod tests {
         assert_eq!(m.quantile(0.99), Some(0.008));
         let avg = (a.quantile(0.99).unwrap() + b.quantile(0.99).unwrap()) / 2.0;
         assert!(avg < 0.005);
-        let mut other = Histogram {
+        let mut other = BucketHistogram {
             bounds_seconds: vec![0.5],
             counts: vec![1, 1],
         };
@@ -165,7 +168,7 @@ mod tests {
 
     #[test]
     fn from_cumulative_matches_prometheus_buckets() {
-        let x = Histogram::from_cumulative(&[(0.001, 1), (0.002, 3)], 4);
+        let x = BucketHistogram::from_cumulative(&[(0.001, 1), (0.002, 3)], 4);
         assert_eq!(x.counts, vec![1, 2, 1]);
         assert!(x.is_well_formed());
     }

@@ -12,23 +12,26 @@
 pub mod baseline;
 pub mod breakdown;
 pub mod causes;
+pub mod context;
 pub mod correlation;
 pub mod histogram;
 pub mod model;
 pub mod mtu;
+pub mod prose;
+pub mod render;
+pub mod report;
 pub mod series;
 pub mod signals;
-pub mod text;
 pub mod thresholds;
+pub mod units;
 pub mod verdict;
 
-pub use causes::{Candidate, Cause};
-pub use histogram::Histogram;
+pub use histogram::BucketHistogram;
 pub use model::{
     BlockOp, Device, Direction, Host, Interface, Latency, ModelError, Peer, Qdisc, Run, Series,
 };
+pub use report::{Candidate, Cause, DirectionResult, HostAnalysis, Report, State, Verdict};
 pub use thresholds::Thresholds;
-pub use verdict::{DirectionResult, HostAnalysis, Report, State, Verdict};
 
 /// Analyses a run with the default thresholds.
 pub fn analyze(run: &Run) -> Result<Report, ModelError> {
@@ -45,6 +48,6 @@ pub fn analyze_with(run: &Run, t: &Thresholds) -> Result<Report, ModelError> {
 impl Report {
     /// The report as text: verdict, evidence, then per host and direction.
     pub fn to_text(&self) -> String {
-        text::render(self)
+        render::render(self)
     }
 }

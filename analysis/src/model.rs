@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::histogram::Histogram;
+use crate::histogram::BucketHistogram;
 
 /// One value per interval; `None` where the interval has no data.
 pub type Series = Vec<Option<f64>>;
@@ -76,7 +76,7 @@ pub struct Latency {
     pub mean_seconds: Series,
     /// Latency histogram of each interval (mergeable; empty when not recorded).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub histograms: Vec<Option<Histogram>>,
+    pub histograms: Vec<Option<BucketHistogram>>,
     /// Mean time per IO spent on the local device, from submission to completion as the
     /// application sees it (includes time above the block layer such as cgroup throttling).
     #[serde(default)]

@@ -1,6 +1,7 @@
 //! MTU differences on the path to a peer.
 
 use crate::model::{Host, Interface, Run};
+use crate::prose;
 use crate::series::{all, last, sum_over};
 use crate::thresholds::Thresholds;
 
@@ -59,16 +60,10 @@ pub fn mismatch(run: &Run, subject: &Host, peer: Option<&str>, t: &Thresholds) -
     }
     let (p, addr, local) = (p?, peer?, local_min?);
     if let Some(pmtu) = last(&p.path_mtu_bytes) {
-        return (pmtu < local).then(|| {
-            format!(
-                "path MTU to {addr} is {pmtu:.0} bytes, below the {local:.0}-byte interface MTU"
-            )
-        });
+        return (pmtu < local).then(|| prose::path_mtu_below(addr, pmtu, local));
     }
     let mss = last(&p.mss_bytes)?;
-    (mss + t.mss_overhead_bytes < local).then(|| {
-        format!("MSS to {addr} is {mss:.0} bytes, too small for the {local:.0}-byte interface MTU")
-    })
+    (mss + t.mss_overhead_bytes < local).then(|| prose::mss_too_small(addr, mss, local))
 }
 
 fn differing(path: &[Mtu]) -> Option<String> {
@@ -78,19 +73,19 @@ fn differing(path: &[Mtu]) -> Option<String> {
     if values.len() < 2 {
         return None;
     }
-    let groups: Vec<String> = values
+    let groups: Vec<(f64, Vec<(&str, &str)>)> = values
         .iter()
         .rev()
         .map(|v| {
-            let names: Vec<String> = path
+            let on = path
                 .iter()
                 .filter(|m| m.bytes == *v)
-                .map(|m| format!("{} {}", m.host, m.interface))
+                .map(|m| (m.host.as_str(), m.interface.as_str()))
                 .collect();
-            format!("{v:.0} on {}", names.join(", "))
+            (*v, on)
         })
         .collect();
-    Some(format!("MTUs differ on the path: {}", groups.join("; ")))
+    Some(prose::mtus_differ(&groups))
 }
 
 #[cfg(test)]

@@ -2,7 +2,9 @@
 //! every write to h2 (198.18.0.2) through a switch, with one fault injected in chosen
 //! intervals and optional noise in signals that are not causal.
 
-use analysis::{BlockOp, Device, Histogram, Host, Interface, Latency, Peer, Qdisc, Run, Series};
+use analysis::{
+    BlockOp, BucketHistogram, Device, Host, Interface, Latency, Peer, Qdisc, Run, Series,
+};
 
 /// Deterministic xorshift noise.
 pub struct Rng(u64);
@@ -357,13 +359,13 @@ fn iface(mtu: Series, rx_drops: Series) -> Interface {
 }
 
 /// A histogram of 1,000 IOs: 98.5% around the mean, the rest near the p99.
-fn histogram(mean: f64, p99: f64) -> Histogram {
+fn histogram(mean: f64, p99: f64) -> BucketHistogram {
     let bounds: Vec<f64> = (0..40).map(|k| 1e-5 * 1.4f64.powi(k)).collect();
     let mut counts = vec![0u64; bounds.len() + 1];
     let bucket = |v: f64| bounds.iter().position(|b| v <= *b).unwrap_or(bounds.len());
     counts[bucket(mean)] += 985;
     counts[bucket(p99)] += 15;
-    Histogram {
+    BucketHistogram {
         bounds_seconds: bounds,
         counts,
     }

@@ -202,7 +202,7 @@ fn from_record(a: &AnalyzeArgs, path: &std::path::Path) -> Result<u8, Failure> {
         rec.points.len(),
         if sweep { "s" } else { "" },
         rec.points.iter().map(|p| p.run.len()).sum::<usize>(),
-        analysis::text::secs(first.interval_seconds),
+        analysis::units::secs(first.interval_seconds),
         hosts.join(", "),
         rec.host
     );
@@ -403,7 +403,7 @@ fn from_prometheus(a: &AnalyzeArgs, url: &str) -> Result<u8, Failure> {
             .collect::<Vec<_>>()
             .join(", "),
         grid.n,
-        analysis::text::secs(grid.step),
+        analysis::units::secs(grid.step),
         time::format(start),
         time::format(start + grid.step * grid.n as f64),
     );

@@ -2,7 +2,7 @@
 //! IOPS, p50, p99 and mean latency (from each IO's intended start), the interval's
 //! histogram, and the split into local device time and each replica's round trip.
 
-use analysis::{Histogram as AHistogram, Latency, Series};
+use analysis::{BucketHistogram, Latency, Series};
 
 use crate::results::histogram::Histogram;
 use crate::results::timeline::{DirRow, TimelineRow};
@@ -21,7 +21,7 @@ pub fn bounds() -> Vec<f64> {
 }
 
 /// loadgen's fine histogram (nanoseconds) in the analysis layout; `None` when empty.
-pub fn convert(h: &Histogram, bounds: &[f64]) -> Option<AHistogram> {
+pub fn convert(h: &Histogram, bounds: &[f64]) -> Option<BucketHistogram> {
     if h.count() == 0 {
         return None;
     }
@@ -31,7 +31,7 @@ pub fn convert(h: &Histogram, bounds: &[f64]) -> Option<AHistogram> {
         let i = bounds.partition_point(|b| *b < mid);
         counts[i] += c;
     }
-    Some(AHistogram {
+    Some(BucketHistogram {
         bounds_seconds: bounds.to_vec(),
         counts,
     })
@@ -50,7 +50,7 @@ fn secs(ns: f64, n: u64) -> Option<f64> {
 pub fn latency(
     rows: &[TimelineRow],
     read: bool,
-    histograms: &[Option<AHistogram>],
+    histograms: &[Option<BucketHistogram>],
 ) -> Option<Latency> {
     if !rows.iter().any(|r| dir(r, read).ios > 0) {
         return None;

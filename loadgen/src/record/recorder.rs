@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use analysis::{Histogram as AHistogram, Host, Run};
+use analysis::{BucketHistogram, Host, Run};
 
 use super::{AgentEntry, PointJob, PointRecord, Record, latency, system};
 use crate::clock;
@@ -20,7 +20,7 @@ use crate::target::Layout;
 
 struct Point {
     start_unix_seconds: f64,
-    histograms: [Vec<Option<AHistogram>>; 2],
+    histograms: [Vec<Option<BucketHistogram>>; 2],
     agents: Vec<(AgentSpec, PointSamples)>,
 }
 

@@ -8,7 +8,7 @@ pub mod svg;
 use std::fmt::Write;
 
 use analysis::breakdown::PartKind;
-use analysis::text::{pct, secs};
+use analysis::units::{pct, secs};
 use analysis::{Direction, DirectionResult, Host, Report, Run, Series, Verdict};
 
 use crate::results::histogram::Histogram;
@@ -393,7 +393,7 @@ fn shares(o: &mut String, d: &DirectionResult) {
         let _ = write!(
             o,
             "<tr><td class=\"l\">{}</td><td>{}</td><td class=\"l\"><span class=\"bar\" style=\"width:{:.0}px\"></span></td><td>{}</td><td>{}</td></tr>",
-            esc(&analysis::text::part_phrase(p.part, &p.key)),
+            esc(&analysis::prose::part_phrase(p.part, &p.key)),
             pct(p.share),
             p.share * 300.0,
             p.baseline_seconds.map_or("".into(), secs),
@@ -437,7 +437,7 @@ fn histogram_chart(r: &PointResult) -> Chart {
             continue;
         }
         lines.push(Line::new(
-            format!("{d}s ({} IOs)", analysis::text::count(s.ios as f64)),
+            format!("{d}s ({} IOs)", analysis::units::count(s.ios as f64)),
             c,
             density(&s.total),
         ));
@@ -551,11 +551,11 @@ fn scores(o: &mut String, host: &str, d: &DirectionResult) {
     if !sig.is_empty() {
         o.push_str("<table><tr><th class=\"l\">signal</th><th>rank correlation</th><th>lag</th><th>points</th><th>run</th><th>raised</th><th>others</th><th class=\"l\">rose</th></tr>");
         for s in sig.iter().take(14) {
-            let lv = |v: Option<f64>| v.map_or("-".into(), |v| analysis::text::level(s.kind, v));
+            let lv = |v: Option<f64>| v.map_or("-".into(), |v| analysis::units::level(s.kind, v));
             let _ = write!(
                 o,
                 "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
-                esc(&analysis::text::phrase(host, s)),
+                esc(&analysis::prose::phrase(host, s)),
                 s.rho.map_or("-".into(), |r| format!("{r:.2}")),
                 s.lag.map_or("-".into(), |l| l.to_string()),
                 s.points,

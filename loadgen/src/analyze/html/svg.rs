@@ -33,14 +33,14 @@ pub enum Unit {
 
 pub fn format(unit: Unit, v: f64) -> String {
     match unit {
-        Unit::Seconds => analysis::text::secs(v),
+        Unit::Seconds => analysis::units::secs(v),
         Unit::Count => {
             if v >= 1e6 {
                 format!("{:.1}M", v / 1e6)
             } else if v >= 1e4 {
                 format!("{:.0}k", v / 1e3)
             } else {
-                analysis::text::count(v)
+                analysis::units::count(v)
             }
         }
         Unit::Plain => {

@@ -1,0 +1,42 @@
+//! Candidate causes and their scores.
+//!
+//! Each candidate acts on one part of the latency (the path to a replica, a device) and is
+//! scored from two kinds of evidence: the share of the latency (rise) in that part, and
+//! its own signals (rank correlation in raised intervals, anomaly strength for a whole run).
+//! A candidate whose defining condition is not met keeps only a fraction of its score.
+//!
+//! The scoring framework is in [`score`]; each cause is judged in its own module.
+
+mod device;
+mod device_saturation;
+mod mtu_mismatch;
+mod network;
+mod network_congestion;
+mod score;
+mod slow_device;
+
+use crate::context::Context;
+use crate::report::Candidate;
+use device::device_targets;
+use device_saturation::device_saturation;
+use mtu_mismatch::mtu_mismatch;
+use network::peers;
+use network_congestion::network_congestion;
+use slow_device::slow_device;
+
+/// Every candidate, best first.
+pub fn rank(cx: &Context) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    for peer in peers(cx) {
+        let mtu = mtu_mismatch(cx, peer.as_deref());
+        // Retransmits that an MTU mismatch explains are not evidence of congestion.
+        out.push(network_congestion(cx, peer.as_deref(), mtu.requirement_met));
+        out.push(mtu);
+    }
+    for target in device_targets(cx) {
+        out.push(device_saturation(cx, &target));
+        out.push(slow_device(cx, &target));
+    }
+    out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.cause.cmp(&b.cause)));
+    out
+}

@@ -1,0 +1,50 @@
+//! `mtu_mismatch`: MTUs that differ on the path to a peer, seen in length drops and errors.
+
+use super::network::{net_location, net_share, net_signals};
+use super::score::{
+    association, candidate, counter_anomaly, findings, judge_signals, score, weigh,
+};
+use crate::context::Context;
+use crate::mtu;
+use crate::prose;
+use crate::report::{Candidate, Cause};
+use crate::signals::{DropClass, Signal, SignalKind, drop_class};
+
+fn is_length(s: &Signal) -> bool {
+    use SignalKind::*;
+    matches!(
+        s.kind,
+        InterfaceRxDrops | InterfaceTxDrops | InterfaceRxErrors | InterfaceTxErrors
+    ) || (s.kind == SkbDrops && drop_class(&s.key) == DropClass::Length)
+}
+
+pub(super) fn mtu_mismatch(cx: &Context, peer: Option<&str>) -> Candidate {
+    let mismatch = mtu::mismatch(cx.run, cx.subject, peer, cx.t);
+    let sigs = net_signals(cx, peer);
+    let picks = weigh(cx, &sigs, is_length, |s| s.kind == SignalKind::Retransmits);
+    let mut c = candidate(
+        Cause::MtuMismatch,
+        net_location(cx, peer),
+        net_share(cx, peer),
+    );
+    if cx.raised() {
+        let (assoc, risen) = association(cx, &picks);
+        let length_rose = risen.iter().any(|&i| is_length(&cx.signals[i]));
+        c.requirement_met = mismatch.is_some() && length_rose;
+        c.association = assoc;
+        c.findings = findings(cx, &risen, 3);
+    } else {
+        let anomalies: Vec<(usize, f64)> = picks
+            .iter()
+            .filter(|(i, _)| is_length(&cx.signals[*i]) && mismatch.is_some())
+            .map(|&(i, _)| (i, counter_anomaly(cx, i)))
+            .collect();
+        judge_signals(cx, &mut c, &anomalies);
+    }
+    c.findings.insert(
+        0,
+        mismatch.unwrap_or_else(|| prose::NO_MTU_DIFFERENCE.into()),
+    );
+    c.score = score(cx, &c);
+    c
+}

@@ -1,0 +1,72 @@
+//! The network paths the network causes act on: the peers, their share of the latency and
+//! the signals on the path to each.
+
+use crate::breakdown::PartKind;
+use crate::context::Context;
+use crate::prose;
+use crate::signals::{SignalKind, path_hosts};
+
+/// Replica peers (from the breakdown) and TCP peers; one host-wide entry when there are
+/// network signals but no peer.
+pub(super) fn peers(cx: &Context) -> Vec<Option<String>> {
+    let mut out: Vec<Option<String>> = cx.parts.replicas().map(|p| Some(p.key.clone())).collect();
+    for addr in cx.subject.peers.keys() {
+        if !out.iter().any(|p| p.as_deref() == Some(addr)) {
+            out.push(Some(addr.clone()));
+        }
+    }
+    if out.is_empty()
+        && cx
+            .signals
+            .iter()
+            .any(|s| s.kind.is_interface_level() || s.kind == SignalKind::SkbDrops)
+    {
+        out.push(None);
+    }
+    out
+}
+
+/// The replica's share; none at all when the application's breakdown has no part for
+/// this peer (local-only IO), unknown without a breakdown.
+pub(super) fn net_share(cx: &Context, peer: Option<&str>) -> Option<f64> {
+    let replica = peer.and_then(|p| cx.share(PartKind::Replica, Some(p)));
+    let known = cx.parts.complete && !cx.shares.is_empty();
+    replica.or(known.then_some(0.0))
+}
+
+pub(super) fn net_location(cx: &Context, peer: Option<&str>) -> String {
+    let replica = peer.is_some_and(|p| cx.parts.replicas().any(|r| r.key == p));
+    prose::net_location(peer, replica, &cx.subject.name)
+}
+
+/// Network signals on the path to `peer`: TCP toward it, and drops, qdiscs and interfaces
+/// of the hosts on the path (only the route's interface on the analysed host, when known).
+pub(super) fn net_signals(cx: &Context, peer: Option<&str>) -> Vec<usize> {
+    let hosts: Vec<&str> = path_hosts(cx.run, cx.subject, cx.parts)
+        .into_iter()
+        .filter(|h| {
+            h.name == cx.subject.name
+                || h.switch
+                || peer.is_some_and(|p| h.addresses.iter().any(|a| a == p))
+        })
+        .map(|h| h.name.as_str())
+        .collect();
+    let only = peer.and_then(|p| cx.subject.peers.get(p)?.interface.as_deref());
+    cx.signals
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| match s.kind {
+            SignalKind::Retransmits | SignalKind::Srtt => {
+                peer.is_some() && s.peer.as_deref() == peer
+            }
+            k if k.is_interface_level() || k == SignalKind::SkbDrops => {
+                hosts.contains(&s.host.as_str())
+                    && !(s.host == cx.subject.name
+                        && only.is_some()
+                        && s.interface.as_deref() != only)
+            }
+            _ => false,
+        })
+        .map(|(i, _)| i)
+        .collect()
+}

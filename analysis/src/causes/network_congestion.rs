@@ -1,0 +1,60 @@
+//! `network_congestion`: congestion on the path to a peer (qdisc drops and backlog,
+//! congestion drops), seen in retransmits and the round trip.
+
+use super::network::{net_location, net_share, net_signals};
+use super::score::{
+    association, candidate, counter_anomaly, findings, judge_signals, magnitude, score, weigh,
+};
+use crate::context::Context;
+use crate::report::{Candidate, Cause};
+use crate::signals::{DropClass, Signal, SignalKind, drop_class};
+
+fn is_congestion(s: &Signal) -> bool {
+    use SignalKind::*;
+    matches!(s.kind, QdiscDrops | QdiscBacklog | QdiscOverlimits)
+        || (s.kind == SkbDrops && drop_class(&s.key) == DropClass::Congestion)
+}
+
+pub(super) fn network_congestion(
+    cx: &Context,
+    peer: Option<&str>,
+    mtu_explains: bool,
+) -> Candidate {
+    let sigs = net_signals(cx, peer);
+    let picks = weigh(cx, &sigs, is_congestion, |s| {
+        matches!(s.kind, SignalKind::Retransmits | SignalKind::Srtt)
+    });
+    let mut c = candidate(
+        Cause::NetworkCongestion,
+        net_location(cx, peer),
+        net_share(cx, peer),
+    );
+    if cx.raised() {
+        let (assoc, risen) = association(cx, &picks);
+        c.requirement_met = risen
+            .iter()
+            .any(|&i| is_congestion(&cx.signals[i]) || !mtu_explains);
+        c.association = assoc;
+        c.findings = findings(cx, &risen, 4);
+    } else {
+        let anomalies: Vec<(usize, f64)> = picks
+            .iter()
+            .filter(|(i, _)| is_congestion(&cx.signals[*i]) || !mtu_explains)
+            .filter_map(|&(i, _)| Some((i, congestion_anomaly(cx, i)?)))
+            .collect();
+        judge_signals(cx, &mut c, &anomalies);
+    }
+    c.score = score(cx, &c);
+    c
+}
+
+/// Whole-run anomaly strength of a congestion signal (retransmits, drops, backlog).
+fn congestion_anomaly(cx: &Context, i: usize) -> Option<f64> {
+    match cx.signals[i].kind {
+        SignalKind::QdiscBacklog => Some(magnitude(cx.scores[i].run?, cx.t.backlog_bytes)),
+        SignalKind::Retransmits | SignalKind::QdiscDrops | SignalKind::SkbDrops => {
+            Some(counter_anomaly(cx, i))
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,65 @@
+//! What a direction is judged on: the run, the analysed host and direction, its latency
+//! breakdown and scored signals, and whether raised intervals or the whole run are judged.
+
+use crate::breakdown::{PartKind, PartShare, Parts};
+use crate::model::{Direction, Host, Run};
+use crate::series::{all, at};
+use crate::signals::{Signal, SignalScore};
+use crate::thresholds::Thresholds;
+
+/// Judging raised intervals against the rest, or a whole run that is slow throughout.
+#[derive(Clone, Copy, Debug)]
+pub enum Mode<'a> {
+    Raised {
+        raised: &'a [usize],
+        others: &'a [usize],
+    },
+    Whole,
+}
+
+pub struct Context<'a> {
+    pub run: &'a Run,
+    pub subject: &'a Host,
+    pub direction: Direction,
+    pub t: &'a Thresholds,
+    pub parts: &'a Parts,
+    pub shares: &'a [PartShare],
+    pub signals: &'a [Signal],
+    pub scores: &'a [SignalScore],
+    pub mode: Mode<'a>,
+}
+
+impl Context<'_> {
+    /// The judged intervals: the raised ones, or all of the run.
+    pub fn intervals(&self) -> Vec<usize> {
+        match self.mode {
+            Mode::Raised { raised, .. } => raised.to_vec(),
+            Mode::Whole => all(self.run.len()),
+        }
+    }
+
+    /// The share of latency (rise) in a part, of one key when given.
+    pub fn share(&self, kind: PartKind, key: Option<&str>) -> Option<f64> {
+        self.shares
+            .iter()
+            .find(|s| s.part == kind && key.is_none_or(|k| s.key == k))
+            .map(|s| s.share)
+    }
+
+    pub fn raised(&self) -> bool {
+        matches!(self.mode, Mode::Raised { .. })
+    }
+
+    /// Seconds covered by the intervals where a series has data.
+    pub fn seconds_with_data(&self, i: usize) -> f64 {
+        let s = &self.signals[i].series;
+        (0..s.len()).filter(|&k| at(s, k).is_some()).count() as f64 * self.run.interval_seconds
+    }
+
+    /// IOs of the analysed direction over the run, when IOPS were recorded.
+    pub fn ios(&self) -> Option<f64> {
+        let lat = self.subject.latency(self.direction)?;
+        let sum: f64 = (0..self.run.len()).filter_map(|i| at(&lat.iops, i)).sum();
+        (sum > 0.0).then_some(sum * self.run.interval_seconds)
+    }
+}

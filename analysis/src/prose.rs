@@ -1,0 +1,504 @@
+//! Every sentence and phrase the analysis writes: what a signal or a part of the latency
+//! is, the findings behind a candidate, and the evidence and confidence of a verdict.
+
+use std::fmt::Write;
+
+use crate::breakdown::{PartKind, PartShare};
+use crate::context::{Context, Mode};
+use crate::model::Direction;
+use crate::report::{Candidate, Cause, DirectionResult, State};
+use crate::signals::{SignalKind, SignalScore};
+use crate::units::{count, level, pct, secs};
+
+// ---- signals and parts ----
+
+/// What a signal is, as a phrase: "retransmits to 198.18.0.2".
+pub fn phrase(subject: &str, s: &SignalScore) -> String {
+    use SignalKind::*;
+    let on = |what: &str| format!("{what} on {} {}", s.host, s.key);
+    let (iface, qdisc) = s.key.split_once(' ').unwrap_or((&s.key, ""));
+    let from = if s.host == subject {
+        String::new()
+    } else {
+        format!(" from {}", s.host)
+    };
+    match s.kind {
+        Retransmits => format!("retransmits{from} to {}", s.key),
+        Srtt => format!("smoothed RTT{from} to {}", s.key),
+        SkbDrops => format!("packets dropped on {} with reason {}", s.host, s.key),
+        QdiscDrops => format!("drops at the {qdisc} qdisc on {} {iface}", s.host),
+        QdiscBacklog => format!("backlog of the {qdisc} qdisc on {} {iface}", s.host),
+        QdiscOverlimits => format!("overlimits of the {qdisc} qdisc on {} {iface}", s.host),
+        InterfaceRxDrops => on("rx drops"),
+        InterfaceTxDrops => on("tx drops"),
+        InterfaceRxErrors => on("rx errors"),
+        InterfaceTxErrors => on("tx errors"),
+        InflightRatio => on("in-flight requests"),
+        QueueTime => on("block-layer queue time"),
+        ServiceTime => on("device service time"),
+        BlockErrors => on("IO errors"),
+        AboveBlock => format!("time above the block layer on {}", s.host),
+        ReplicaRtt => format!("round trip to replica {}", s.key),
+    }
+}
+
+fn correlation(s: &SignalScore) -> String {
+    let Some(rho) = s.rho else {
+        return "no rank correlation (too few points or a constant series)".into();
+    };
+    let lag = match s.lag.unwrap_or(0) {
+        0 => String::new(),
+        1 => " with the signal one interval ahead".into(),
+        -1 => " with the signal one interval behind".into(),
+        l if l > 0 => format!(" with the signal {l} intervals ahead"),
+        l => format!(" with the signal {} intervals behind", -l),
+    };
+    format!("rank correlation {rho:.2}{lag}")
+}
+
+/// A signal in raised intervals against the others, with its correlation.
+pub fn describe_raised(cx: &Context, i: usize) -> String {
+    let s = &cx.scores[i];
+    let (r, o) = match cx.mode {
+        Mode::Raised { raised, others } => (raised.len(), others.len()),
+        Mode::Whole => (0, 0),
+    };
+    let what = phrase(&cx.subject.name, s);
+    let (during, before) = (s.raised.unwrap_or(0.0), s.others.unwrap_or(0.0));
+    if s.kind.is_counter() {
+        format!(
+            "{} {what} in the {r} raised intervals ({} in the other {o}); {}",
+            count(during),
+            count(before),
+            correlation(s)
+        )
+    } else {
+        format!(
+            "{what} {} in the raised intervals against {} in the others; {}",
+            level(s.kind, during),
+            level(s.kind, before),
+            correlation(s)
+        )
+    }
+}
+
+/// A signal over the whole run: events and rate, or its mean.
+pub fn describe_run(cx: &Context, i: usize) -> String {
+    let s = &cx.scores[i];
+    let what = phrase(&cx.subject.name, s);
+    let run = s.run.unwrap_or(0.0);
+    if !s.kind.is_counter() {
+        return format!("{what} {} on average over the run", level(s.kind, run));
+    }
+    let seconds = cx.run.len() as f64 * cx.run.interval_seconds;
+    let mut out = format!(
+        "{} {what} over the run ({:.1} per second",
+        count(run),
+        run / seconds
+    );
+    if s.kind == SignalKind::Retransmits
+        && let Some(lat) = cx.subject.latency(cx.direction)
+    {
+        let ios: f64 = lat
+            .iops
+            .iter()
+            .flatten()
+            .filter(|v| v.is_finite())
+            .sum::<f64>()
+            * cx.run.interval_seconds;
+        if ios > 0.0 {
+            let _ = write!(out, ", {:.2} per {} IO", run / ios, cx.direction);
+        }
+    }
+    out.push(')');
+    out
+}
+
+/// A part of the latency, as a phrase: "waiting for replica 198.18.0.2".
+pub fn part_phrase(kind: PartKind, key: &str) -> String {
+    let on = if key.is_empty() {
+        String::new()
+    } else {
+        format!(" of {key}")
+    };
+    match kind {
+        PartKind::LocalDevice => format!("on the local device{on}"),
+        PartKind::AboveBlock => format!("above the block layer{on}"),
+        PartKind::Queue => format!("in the block-layer queue{on}"),
+        PartKind::Service => format!("in device service time{on}"),
+        PartKind::Replica => format!("waiting for replica {key}"),
+    }
+}
+
+/// A part of the latency, as a short label: "local device".
+pub fn part_label(kind: PartKind) -> &'static str {
+    match kind {
+        PartKind::LocalDevice => "local device",
+        PartKind::AboveBlock => "above block layer",
+        PartKind::Queue => "queue",
+        PartKind::Service => "service",
+        PartKind::Replica => "replica",
+    }
+}
+
+// ---- where candidates act, and their findings ----
+
+/// Where a network candidate acts: "path to replica 198.18.0.2".
+pub fn net_location(peer: Option<&str>, replica: bool, subject: &str) -> String {
+    match peer {
+        Some(p) if replica => format!("path to replica {p}"),
+        Some(p) => format!("path to peer {p}"),
+        None => format!("network of {subject}"),
+    }
+}
+
+/// Where a device candidate acts: "device loop3 on h1", "device sdb on h2 (replica …)".
+pub fn device_location(devices: &[String], host: &str, replica: Option<&str>) -> String {
+    let devs = if devices.is_empty() {
+        "local device".to_string()
+    } else {
+        format!("device {}", devices.join(", "))
+    };
+    match replica {
+        Some(p) => format!("{devs} on {host} (replica {p})"),
+        None => format!("{devs} on {host}"),
+    }
+}
+
+/// Interfaces on a path whose MTUs differ: each MTU, largest first, with the (host,
+/// interface) pairs that have it.
+pub fn mtus_differ(groups: &[(f64, Vec<(&str, &str)>)]) -> String {
+    let groups: Vec<String> = groups
+        .iter()
+        .map(|(v, on)| {
+            let names: Vec<String> = on.iter().map(|(h, i)| format!("{h} {i}")).collect();
+            format!("{v:.0} on {}", names.join(", "))
+        })
+        .collect();
+    format!("MTUs differ on the path: {}", groups.join("; "))
+}
+
+/// A path MTU below the interface MTU.
+pub fn path_mtu_below(addr: &str, pmtu: f64, local: f64) -> String {
+    format!("path MTU to {addr} is {pmtu:.0} bytes, below the {local:.0}-byte interface MTU")
+}
+
+/// An MSS too small for the interface MTU.
+pub fn mss_too_small(addr: &str, mss: f64, local: f64) -> String {
+    format!("MSS to {addr} is {mss:.0} bytes, too small for the {local:.0}-byte interface MTU")
+}
+
+/// The finding of an MTU candidate when no interface on the path differs.
+pub const NO_MTU_DIFFERENCE: &str = "no MTU difference on the path";
+
+/// In-flight requests at the device's queue limit in enough intervals.
+pub fn at_queue_limit(
+    inflight: f64,
+    limit: f64,
+    intervals: usize,
+    of: usize,
+    raised: bool,
+) -> String {
+    let scope = if raised {
+        "raised intervals"
+    } else {
+        "intervals"
+    };
+    format!(
+        "in-flight at the queue limit ({inflight:.0} of {limit:.0}) in {intervals} of {of} {scope}"
+    )
+}
+
+/// A whole run whose block-layer queue time exceeds the device's service time.
+pub fn queue_dominant(queue: f64, service: f64) -> String {
+    format!(
+        "mean block-layer queue time {} against {} of service",
+        secs(queue),
+        secs(service)
+    )
+}
+
+/// A whole run with a long device service time.
+pub fn slow_service(service: f64, slow_from: f64) -> String {
+    format!(
+        "mean device service time {} (slow from {})",
+        secs(service),
+        secs(slow_from)
+    )
+}
+
+/// A whole run whose IOs wait above the block layer while the device has room.
+pub fn held_above_block(above: f64, local: f64) -> String {
+    format!(
+        "{} per IO held above the block layer ({} of the local device time) while the device queue had room: throttling (such as a cgroup IO limit) before the device",
+        secs(above),
+        pct(above / local)
+    )
+}
+
+// ---- verdicts ----
+
+/// Why no verdict could be given.
+pub fn no_verdict(why: &str) -> String {
+    format!("no verdict: {why}")
+}
+
+/// A run without latency to analyse.
+pub const NO_HOST_LATENCY: &str = "no host in the run has read or write latency";
+
+/// A host without latency to analyse.
+pub fn host_without_latency(host: &str) -> String {
+    format!("host {host} has no read or write latency")
+}
+
+/// Another host's verdict, told beside the chosen one.
+pub fn other_host(host: &str, cause: Cause, confidence: f64) -> String {
+    format!("host {host}: {cause} (confidence {confidence:.2})")
+}
+
+/// Another direction's verdict, told beside the chosen one.
+pub fn other_direction(
+    d: Direction,
+    cause: Cause,
+    location: Option<&str>,
+    confidence: f64,
+) -> String {
+    let at = location.map_or(String::new(), |l| format!(" at {l}"));
+    format!("{d}s: {cause}{at} (confidence {confidence:.2})")
+}
+
+/// Too few intervals with a p99 to analyse a direction.
+pub fn too_few_intervals(d: Direction, present: usize, n: usize, min: usize) -> String {
+    format!("only {present} of {n} intervals have a {d} p99; the analysis needs at least {min}")
+}
+
+/// The first evidence of a direction: its p99 against the baseline.
+pub fn headline(d: Direction, r: &DirectionResult) -> String {
+    let p99 = r.p99_seconds.map_or("-".into(), secs);
+    let base = r
+        .baseline
+        .as_ref()
+        .map_or("-".into(), |b| secs(b.p99_seconds));
+    match r.state {
+        State::Raised => format!(
+            "p99 {d} latency {p99} against a {base} baseline in {} of {} intervals",
+            r.raised_intervals.len(),
+            r.intervals
+        ),
+        _ => format!(
+            "p99 {d} latency {p99} over {} intervals, none raised above the run's own baseline: the run is judged as a whole",
+            r.intervals
+        ),
+    }
+}
+
+/// Where the latency (rise) goes: the largest part, others after it.
+pub fn where_it_goes(shares: &[PartShare]) -> Option<String> {
+    let mut top: Vec<&PartShare> = shares
+        .iter()
+        .filter(|s| matches!(s.part, PartKind::LocalDevice | PartKind::Replica))
+        .collect();
+    top.sort_by(|a, b| b.share.total_cmp(&a.share));
+    let amount = |s: &PartShare| match s.baseline_seconds {
+        Some(b) => format!("{} -> {}", secs(b), secs(s.seconds)),
+        None => secs(s.seconds),
+    };
+    let describe = |s: &PartShare| {
+        format!(
+            "{} {} ({})",
+            pct(s.share),
+            part_phrase(s.part, &s.key),
+            amount(s)
+        )
+    };
+    let first = top.first()?;
+    let of = if first.baseline_seconds.is_some() {
+        "of the rise is"
+    } else {
+        "of the latency is"
+    };
+    let mut out = format!(
+        "{} {of} {} ({})",
+        pct(first.share),
+        part_phrase(first.part, &first.key),
+        amount(first)
+    );
+    for s in top.iter().skip(1) {
+        out.push_str(&format!("; {}", describe(s)));
+    }
+    if first.part == PartKind::LocalDevice {
+        let mut sub: Vec<&PartShare> = shares
+            .iter()
+            .filter(|s| {
+                matches!(
+                    s.part,
+                    PartKind::Queue | PartKind::Service | PartKind::AboveBlock
+                )
+            })
+            .collect();
+        sub.sort_by(|a, b| b.share.total_cmp(&a.share));
+        if let Some(s) = sub.first() {
+            out.push_str(&format!("; of the local device's part, {}", describe(s)));
+        }
+    }
+    Some(out)
+}
+
+/// IOs waited for a free slot in `full` of `of` intervals, `mean` seconds on average.
+pub fn slot_wait(mean: f64, full: usize, of: usize) -> String {
+    format!(
+        "IOs waited {} on average for a free IO slot in {full} of {of} intervals, all slots busy with IOs in flight: that wait is counted with the parts that held the slots",
+        secs(mean)
+    )
+}
+
+/// The best candidate of a rise no cause explains.
+pub fn best_candidate(top: Option<&Candidate>) -> String {
+    top.map_or("no candidate could be formed".into(), |c| {
+        format!(
+            "the best candidate, {} at {}, scores {:.2}",
+            c.cause, c.location, c.score
+        )
+    })
+}
+
+/// The confidence of an unexplained rise: its best candidate scores too low.
+pub fn unexplained_confidence(best: &str, min_score: f64) -> String {
+    format!("no cause named: {best}, below the {min_score:.2} needed")
+}
+
+/// The evidence of an unexplained rise.
+pub fn unexplained(best: &str) -> String {
+    format!(
+        "no measured part or signal explains the rise ({best}); CPU, the application or an unmeasured hop remain possible"
+    )
+}
+
+/// How a named cause's confidence was reached: its score, its evidence, the runner-up.
+pub fn named_confidence(
+    state: State,
+    c: &Candidate,
+    runner: Option<&Candidate>,
+    confidence: f64,
+) -> String {
+    let second = runner.map_or(0.0, |o| o.score);
+    let what = if state == State::Raised {
+        "of the rise"
+    } else {
+        "of the latency"
+    };
+    let signal = if state == State::Raised {
+        "signal correlation"
+    } else {
+        "anomaly strength"
+    };
+    let how = match (c.share, c.association) {
+        (Some(s), Some(a)) => format!("0.5 × {} {what} there + 0.5 × {signal} {a:.2}", pct(s)),
+        (Some(s), None) => format!("0.8 × {} {what} there, no signal to confirm it", pct(s)),
+        (None, Some(a)) => format!("0.8 × {signal} {a:.2}, no latency breakdown to place it"),
+        (None, None) => "no evidence".into(),
+    };
+    let unmet = if c.requirement_met {
+        ""
+    } else {
+        "; its defining condition is not met, so it keeps 30%"
+    };
+    let next = runner.map_or("no other cause scores".into(), |o| {
+        format!(
+            "the next cause, {} at {}, scores {:.2}",
+            o.cause, o.location, o.score
+        )
+    });
+    format!(
+        "{} at {} scores {:.2} ({how}{unmet}); {next}; confidence = {:.2} - 0.5 × {second:.2} = {:.2}",
+        c.cause, c.location, c.score, c.score, confidence
+    )
+}
+
+/// A named cause whose defining condition does not hold.
+pub fn not_confirmed(cause: Cause) -> String {
+    format!("not confirmed: none of the signals that define {cause} was measured or rose")
+}
+
+/// How a healthy direction's confidence was reached, from the kinds of evidence missing.
+pub fn healthy_confidence(missing: &[&str], measured: usize, confidence: f64) -> String {
+    if missing.is_empty() {
+        format!("no anomaly, with all three kinds of evidence measured: confidence {confidence:.2}")
+    } else {
+        format!(
+            "no anomaly, but {} not measured: confidence 0.5 + 0.5 × {measured}/3 = {confidence:.2}",
+            missing.join(" and ")
+        )
+    }
+}
+
+/// The evidence of a healthy direction: what was checked.
+pub fn healthy(cx: &Context) -> String {
+    format!("no anomalous signal: {}", checked(cx))
+}
+
+/// A summary of the signals that were checked: totals of counters, the largest levels.
+fn checked(cx: &Context) -> String {
+    // With replicas in the breakdown, the retransmits that matter are those to them (the
+    // agent counts every peer of the machine).
+    let replicas: Vec<&str> = cx.parts.replicas().map(|p| p.key.as_str()).collect();
+    let relevant = |s: &SignalScore| {
+        s.kind != SignalKind::Retransmits
+            || replicas.is_empty()
+            || s.peer.as_deref().is_some_and(|p| replicas.contains(&p))
+    };
+    let sum = |k: SignalKind| -> Option<f64> {
+        let v: Vec<f64> = cx
+            .scores
+            .iter()
+            .filter(|s| s.kind == k && relevant(s))
+            .filter_map(|s| s.run)
+            .collect();
+        (!v.is_empty()).then(|| v.iter().sum())
+    };
+    let max = |k: SignalKind| -> Option<f64> {
+        cx.scores
+            .iter()
+            .filter(|s| s.kind == k)
+            .filter_map(|s| s.run)
+            .reduce(f64::max)
+    };
+    let mut out = Vec::new();
+    let retransmits = if replicas.is_empty() {
+        "retransmits"
+    } else {
+        "retransmits to the replicas"
+    };
+    for (k, what) in [
+        (SignalKind::Retransmits, retransmits),
+        (SignalKind::QdiscDrops, "qdisc drops"),
+        (SignalKind::InterfaceRxDrops, "interface rx drops"),
+        (SignalKind::BlockErrors, "IO errors"),
+    ] {
+        // The agent counts a peer's retransmits from the first one: a replica with RTT
+        // samples and no retransmit series had none.
+        let none_yet = k == SignalKind::Retransmits
+            && !replicas.is_empty()
+            && cx.scores.iter().any(|s| {
+                s.kind == SignalKind::Srtt
+                    && s.peer.as_deref().is_some_and(|p| replicas.contains(&p))
+            });
+        if let Some(v) = sum(k).or(none_yet.then_some(0.0)) {
+            out.push(format!("{} {what}", count(v)));
+        }
+    }
+    for (k, what) in [
+        (SignalKind::ServiceTime, "device service time"),
+        (SignalKind::QueueTime, "block-layer queue time"),
+        (SignalKind::InflightRatio, "in-flight"),
+    ] {
+        if let Some(v) = max(k) {
+            out.push(format!("{what} {}", level(k, v)));
+        }
+    }
+    if out.is_empty() {
+        "no signal was measured".into()
+    } else {
+        out.join(", ")
+    }
+}
