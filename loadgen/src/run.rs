@@ -16,7 +16,7 @@ use crate::results::stats::{PointResult, RunResult};
 use crate::results::timeline::{DirInterval, TimelineRow};
 use crate::sampling::diskstats::DiskWatch;
 use crate::target::safety::{self, DeviceGuard};
-use crate::target::{self, Kind, Layout, Placement};
+use crate::target::{self, Layout, Placement, TargetKind};
 
 /// Progress bar, live metrics, the run record and interim reports, fed by the engine's
 /// collector.
@@ -209,7 +209,7 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
 
     let mut guards: Vec<DeviceGuard> = Vec::new();
     for t in &layout.targets {
-        if t.kind == Kind::BlockDevice && t.written {
+        if t.kind == TargetKind::BlockDevice && t.written {
             guards.push(
                 safety::check_block_device(&t.path, t.size, plan.settings.force_destroy_data)
                     .map_err(Failure::Usage)?,

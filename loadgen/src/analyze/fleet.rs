@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 
 use analysis::{BlockOp, Host, Latency, Run, Series};
 
-use crate::sampling::agent_signals::{self, FAMILIES, Family, Field, Fold, Key, Kind, Values};
+use crate::sampling::agent_signals::{
+    self, FAMILIES, Field, Fold, Key, MetricType, SignalFamily, Values,
+};
 use promclient::query::{self, MatrixSeries, QueryError, Range};
 use promclient::{Client, Url};
 
@@ -111,7 +113,7 @@ pub fn matchers(selector: &str) -> Result<String, String> {
 /// What a query result fills.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Target {
-    Family(Field),
+    SignalFamily(Field),
     /// A percentile of a block-layer histogram, per instance and op.
     Quantile {
         histogram: &'static str,
@@ -125,7 +127,7 @@ pub fn queries(f: &Fleet) -> Vec<(Target, String)> {
     let mut out: Vec<(Target, String)> = FAMILIES
         .iter()
         .filter(|fam| fam.field != Field::AgentStart)
-        .map(|fam| (Target::Family(fam.field), family_query(f, fam, &w)))
+        .map(|fam| (Target::SignalFamily(fam.field), family_query(f, fam, &w)))
         .collect();
     for histogram in [
         agent_signals::QUEUE_HISTOGRAM,
@@ -144,15 +146,15 @@ pub fn queries(f: &Fleet) -> Vec<(Target, String)> {
     out
 }
 
-fn family_query(f: &Fleet, fam: &Family, w: &str) -> String {
+fn family_query(f: &Fleet, fam: &SignalFamily, w: &str) -> String {
     let by = std::iter::once("instance")
         .chain(fam.labels.iter().copied())
         .collect::<Vec<_>>()
         .join(", ");
     let sel = f.selector(fam.metric);
     match fam.kind {
-        Kind::Counter { .. } => format!("sum by ({by}) (increase({sel}[{w}]))"),
-        Kind::Gauge => {
+        MetricType::Counter { .. } => format!("sum by ({by}) (increase({sel}[{w}]))"),
+        MetricType::Gauge => {
             let fold = match fam.fold {
                 Fold::Sum => "sum",
                 Fold::Min => "min",
@@ -219,7 +221,7 @@ pub fn build(g: &Grid, answers: &Answers) -> Run {
             let label = |k: &str| labels.get(k).cloned().unwrap_or_default();
             let s = series_of(points, g);
             match target {
-                Target::Family(field) => {
+                Target::SignalFamily(field) => {
                     let fam = agent_signals::family_of(*field);
                     let key = Key {
                         field: *field,
@@ -346,7 +348,7 @@ mod tests {
         let q = queries(&fleet());
         let find = |field: Field| {
             q.iter()
-                .find(|(t, _)| *t == Target::Family(field))
+                .find(|(t, _)| *t == Target::SignalFamily(field))
                 .map(|(_, s)| s.as_str())
                 .unwrap()
         };
@@ -362,7 +364,7 @@ mod tests {
             == "histogram_quantile(0.99, sum by (instance, device, op, le) (increase(stornet_block_service_seconds_bucket{instance=~\"stor.*\"}[5000ms])))"));
         assert!(
             !q.iter()
-                .any(|(t, _)| *t == Target::Family(Field::AgentStart))
+                .any(|(t, _)| *t == Target::SignalFamily(Field::AgentStart))
         );
         assert_eq!(matchers("").unwrap(), "");
         assert_eq!(matchers(" job=\"a\" ").unwrap(), "job=\"a\"");
@@ -413,7 +415,7 @@ mod tests {
             series_of(&m[1].1, &g),
             vec![None, Some(458.0), Some(492.0), Some(496.0), Some(536.0)]
         );
-        let run = build(&g, &vec![(Target::Family(Field::BlockRequests), m)]);
+        let run = build(&g, &vec![(Target::SignalFamily(Field::BlockRequests), m)]);
         let h = &run.hosts[0];
         assert_eq!(h.name, "127.0.0.1:19481");
         assert!(h.addresses.is_empty(), "loopback is no host address");
@@ -448,7 +450,7 @@ mod tests {
         let dev = [inst, ("device", "loop3"), ("op", "write")];
         let answers: Answers = vec![
             (
-                Target::Family(Field::BlockRequests),
+                Target::SignalFamily(Field::BlockRequests),
                 vec![
                     answer(&dev, &[500.0, 500.0, 0.0, 500.0]),
                     // A system disk's few reads and writes: too few to analyse, and not
@@ -461,23 +463,23 @@ mod tests {
                 ],
             ),
             (
-                Target::Family(Field::BlockQueueSum),
+                Target::SignalFamily(Field::BlockQueueSum),
                 vec![answer(&dev, &[0.5, 0.5, 0.0, 0.5])],
             ),
             (
-                Target::Family(Field::BlockQueueCount),
+                Target::SignalFamily(Field::BlockQueueCount),
                 vec![answer(&dev, &[500.0, 500.0, 0.0, 500.0])],
             ),
             (
-                Target::Family(Field::BlockServiceSum),
+                Target::SignalFamily(Field::BlockServiceSum),
                 vec![answer(&dev, &[0.25, 0.25, 0.0, 0.25])],
             ),
             (
-                Target::Family(Field::BlockServiceCount),
+                Target::SignalFamily(Field::BlockServiceCount),
                 vec![answer(&dev, &[500.0, 500.0, 0.0, 500.0])],
             ),
             (
-                Target::Family(Field::TcpRetransmits),
+                Target::SignalFamily(Field::TcpRetransmits),
                 vec![answer(
                     &[inst, ("peer", "198.18.7.2")],
                     &[0.0, 40.0, 2.0, 0.0],

@@ -157,6 +157,41 @@ fn from_record(a: &AnalyzeArgs, path: &std::path::Path) -> Result<u8, Failure> {
         .iter()
         .map(|p| analyze(&p.run, &format!("{} point {}", path.display(), p.index)))
         .collect::<Result<_, _>>()?;
+    let (chosen, top) = top_report(&rec, &reports);
+    let summary = record_summary(&rec, chosen, path);
+    let notes = record_notes(&rec);
+    let sweep = rec.points.len() > 1;
+    let out = Output {
+        source: Source::Record {
+            path: path.display().to_string(),
+        },
+        report: &top,
+        points: if sweep {
+            rec.points
+                .iter()
+                .zip(&reports)
+                .map(|(p, r)| PointVerdict {
+                    index: p.index,
+                    label: p.label(),
+                    verdict: r.verdict.clone(),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
+    };
+    if let Some(html_path) = &a.html {
+        let page = record_page(&rec, &reports, &top, &summary, &notes);
+        write_html(html_path, &html::render(&page))?;
+    }
+    print(a.format, &out, || {
+        record_text(&rec, &reports, &top, &summary, &notes)
+    })
+}
+
+/// The point whose report the record's verdict is, and that report; in a sweep, its evidence
+/// says which point it is and what the others found.
+fn top_report(rec: &Record, reports: &[Report]) -> (usize, Report) {
     let chosen = (0..reports.len())
         .max_by(|&i, &j| {
             let finding = |r: &Report| (r.verdict.cause, r.verdict.confidence);
@@ -164,9 +199,8 @@ fn from_record(a: &AnalyzeArgs, path: &std::path::Path) -> Result<u8, Failure> {
             analysis::verdict::telling(finding(&reports[i]), finding(&reports[j])).then(j.cmp(&i))
         })
         .unwrap_or(0);
-    let sweep = rec.points.len() > 1;
     let mut top = reports[chosen].clone();
-    if sweep {
+    if rec.points.len() > 1 {
         let p = &rec.points[chosen];
         top.verdict.evidence.insert(
             0,
@@ -177,7 +211,7 @@ fn from_record(a: &AnalyzeArgs, path: &std::path::Path) -> Result<u8, Failure> {
                 p.label()
             ),
         );
-        for (i, (p, r)) in rec.points.iter().zip(&reports).enumerate() {
+        for (i, (p, r)) in rec.points.iter().zip(reports).enumerate() {
             if i != chosen {
                 top.verdict.evidence.push(format!(
                     "point {} ({}): {} (confidence {:.2})",
@@ -189,6 +223,11 @@ fn from_record(a: &AnalyzeArgs, path: &std::path::Path) -> Result<u8, Failure> {
             }
         }
     }
+    (chosen, top)
+}
+
+/// The first line of the report: what the record holds.
+fn record_summary(rec: &Record, chosen: usize, path: &std::path::Path) -> String {
     let hosts: Vec<&str> = rec.points[chosen]
         .run
         .hosts
@@ -196,16 +235,20 @@ fn from_record(a: &AnalyzeArgs, path: &std::path::Path) -> Result<u8, Failure> {
         .map(|h| h.name.as_str())
         .collect();
     let first = &rec.points[0].run;
-    let summary = format!(
+    format!(
         "run record {}: {} point{}, {} intervals of {}, hosts {}; loadgen ran on {}",
         path.display(),
         rec.points.len(),
-        if sweep { "s" } else { "" },
+        if rec.points.len() > 1 { "s" } else { "" },
         rec.points.iter().map(|p| p.run.len()).sum::<usize>(),
         analysis::units::secs(first.interval_seconds),
         hosts.join(", "),
         rec.host
-    );
+    )
+}
+
+/// What the record lacks: agents' missing samples, or no agent at all.
+fn record_notes(rec: &Record) -> Vec<String> {
     let mut notes = Vec::new();
     for (i, agent) in rec.agents.iter().enumerate() {
         let missing: usize = rec
@@ -233,99 +276,95 @@ fn from_record(a: &AnalyzeArgs, path: &std::path::Path) -> Result<u8, Failure> {
             "no agent was sampled (loadgen run --agent): only loadgen's own latency and its split are known".into(),
         );
     }
-    let text = || {
-        let mut t = format!("{summary}\n");
-        for n in &notes {
-            t.push_str(&format!("note: {n}\n"));
-        }
-        t.push('\n');
-        if sweep {
-            t.push_str(&verdict_text(&top));
-            for (i, (p, r)) in rec.points.iter().zip(&reports).enumerate() {
-                t.push_str(&format!(
-                    "\n== point {} of {}: {} ==\n{}",
-                    i + 1,
-                    rec.points.len(),
-                    p.label(),
-                    r.to_text()
-                ));
-            }
-        } else {
-            t.push_str(&top.to_text());
-        }
-        t
-    };
-    let out = Output {
-        source: Source::Record {
-            path: path.display().to_string(),
-        },
-        report: &top,
-        points: if sweep {
-            rec.points
-                .iter()
-                .zip(&reports)
-                .map(|(p, r)| PointVerdict {
-                    index: p.index,
-                    label: p.label(),
-                    verdict: r.verdict.clone(),
-                })
-                .collect()
-        } else {
-            Vec::new()
-        },
-    };
-    if let Some(html_path) = &a.html {
-        let sections = rec
-            .points
-            .iter()
-            .zip(&reports)
-            .map(|(p, r)| html::Section {
-                title: format!(
-                    "Point {} of {}: {}",
-                    p.index + 1,
-                    rec.points.len(),
-                    p.label()
-                ),
-                run: &p.run,
-                report: r,
-                result: rec.result.points.iter().find(|x| x.index == p.index),
-            })
-            .collect();
-        let sweep_points = rec
-            .result
-            .points
-            .iter()
-            .zip(&rec.points)
-            .map(|(r, p)| {
-                let dir = |d: usize| {
-                    let s = &r.merged[d];
-                    let secs = r.runtime_ns as f64 / 1e9;
-                    (s.ios > 0).then(|| {
-                        (
-                            s.ios as f64 / secs.max(1e-9),
-                            s.total.percentile(99.0) as f64 / 1e9,
-                        )
-                    })
-                };
-                let (rd, wr) = (dir(0), dir(1));
-                html::SweepPoint {
-                    label: p.label(),
-                    iops: [rd.map(|x| x.0), wr.map(|x| x.0)],
-                    p99_seconds: [rd.map(|x| x.1), wr.map(|x| x.1)],
-                }
-            })
-            .collect();
-        let page = html::Page {
-            title: format!("stornet: {}", top.verdict.cause),
-            source: summary.clone(),
-            notes: notes.clone(),
-            verdict: &top.verdict,
-            sweep: sweep_points,
-            sections,
-        };
-        write_html(html_path, &html::render(&page))?;
+    notes
+}
+
+/// The text report: summary, notes, and the verdict; in a sweep, every point's report.
+fn record_text(
+    rec: &Record,
+    reports: &[Report],
+    top: &Report,
+    summary: &str,
+    notes: &[String],
+) -> String {
+    let mut t = format!("{summary}\n");
+    for n in notes {
+        t.push_str(&format!("note: {n}\n"));
     }
-    print(a.format, &out, text)
+    t.push('\n');
+    if rec.points.len() > 1 {
+        t.push_str(&verdict_text(top));
+        for (i, (p, r)) in rec.points.iter().zip(reports).enumerate() {
+            t.push_str(&format!(
+                "\n== point {} of {}: {} ==\n{}",
+                i + 1,
+                rec.points.len(),
+                p.label(),
+                r.to_text()
+            ));
+        }
+    } else {
+        t.push_str(&top.to_text());
+    }
+    t
+}
+
+/// The HTML report of a record: a section per point, and the sweep's IOPS and p99.
+fn record_page<'a>(
+    rec: &'a Record,
+    reports: &'a [Report],
+    top: &'a Report,
+    summary: &str,
+    notes: &[String],
+) -> html::Page<'a> {
+    let sections = rec
+        .points
+        .iter()
+        .zip(reports)
+        .map(|(p, r)| html::Section {
+            title: format!(
+                "Point {} of {}: {}",
+                p.index + 1,
+                rec.points.len(),
+                p.label()
+            ),
+            run: &p.run,
+            report: r,
+            result: rec.result.points.iter().find(|x| x.index == p.index),
+        })
+        .collect();
+    let sweep = rec
+        .result
+        .points
+        .iter()
+        .zip(&rec.points)
+        .map(|(r, p)| {
+            let dir = |d: usize| {
+                let s = &r.merged[d];
+                let secs = r.runtime_ns as f64 / 1e9;
+                (s.ios > 0).then(|| {
+                    (
+                        s.ios as f64 / secs.max(1e-9),
+                        s.total.percentile(99.0) as f64 / 1e9,
+                    )
+                })
+            };
+            let (rd, wr) = (dir(0), dir(1));
+            html::SweepPoint {
+                label: p.label(),
+                iops: [rd.map(|x| x.0), wr.map(|x| x.0)],
+                p99_seconds: [rd.map(|x| x.1), wr.map(|x| x.1)],
+            }
+        })
+        .collect();
+    html::Page {
+        title: format!("stornet: {}", top.verdict.cause),
+        source: summary.to_string(),
+        notes: notes.to_vec(),
+        verdict: &top.verdict,
+        sweep,
+        sections,
+    }
 }
 
 /// The overall verdict alone, as `Report::to_text` prints it.

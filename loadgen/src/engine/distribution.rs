@@ -11,7 +11,7 @@ use crate::options::distribution::Distribution;
 /// Ranks summed for Zipf's normalising constant, as fio caps it.
 const ZIPF_MAX_GEN: u64 = 10_000_000;
 
-enum Kind {
+enum Shape {
     Uniform,
     Zipf {
         theta: f64,
@@ -31,7 +31,7 @@ enum Kind {
 }
 
 pub struct Spread {
-    kind: Kind,
+    kind: Shape,
     units: u64,
     /// Rank r lands on unit (r * mul + off) % units (mul coprime to units: a permutation).
     mul: u64,
@@ -59,14 +59,14 @@ impl Spread {
             }
         };
         let (kind, (mul, off)) = match d {
-            Distribution::Random => (Kind::Uniform, (1, 0)),
+            Distribution::Random => (Shape::Uniform, (1, 0)),
             Distribution::Zipf { theta, base } => {
                 let n = units as f64;
                 let zetan: f64 = (1..=units.min(ZIPF_MAX_GEN))
                     .map(|i| (i as f64).powf(-theta))
                     .sum();
                 let zeta2 = 1.0 + 0.5f64.powf(*theta);
-                let kind = Kind::Zipf {
+                let kind = Shape::Zipf {
                     theta: *theta,
                     zetan,
                     alpha: 1.0 / (1.0 - theta),
@@ -75,13 +75,13 @@ impl Spread {
                 (kind, scatter(*base, rng))
             }
             Distribution::Pareto { h, base } => (
-                Kind::Pareto {
+                Shape::Pareto {
                     pow: h.ln() / (1.0 - h).ln(),
                 },
                 scatter(*base, rng),
             ),
             Distribution::Normal { dev, center } => (
-                Kind::Normal {
+                Shape::Normal {
                     center: center * (units - 1) as f64,
                     dev: dev / 100.0 * units as f64,
                 },
@@ -98,7 +98,7 @@ impl Spread {
                     out.push((acc, at.min(units - 1), n));
                     at += n;
                 }
-                (Kind::Zones(out), (1, 0))
+                (Shape::Zones(out), (1, 0))
             }
             Distribution::ZonedAbs(z) => {
                 let mut out = Vec::new();
@@ -110,7 +110,7 @@ impl Spread {
                     out.push((acc, start, n));
                     at += n;
                 }
-                (Kind::Zones(out), (1, 0))
+                (Shape::Zones(out), (1, 0))
             }
         };
         Spread {
@@ -126,8 +126,8 @@ impl Spread {
     pub fn next(&self, rng: &mut Rng) -> u64 {
         let n = self.units;
         let rank = match &self.kind {
-            Kind::Uniform => return rng.below(n),
-            Kind::Zipf {
+            Shape::Uniform => return rng.below(n),
+            Shape::Zipf {
                 theta,
                 zetan,
                 alpha,
@@ -144,11 +144,11 @@ impl Spread {
                 };
                 v.clamp(1, n) - 1
             }
-            Kind::Pareto { pow } => {
+            Shape::Pareto { pow } => {
                 let v = ((n - 1) as f64 * rng.unit().powf(*pow)) as u64;
                 (n - 1) - v.min(n - 1)
             }
-            Kind::Normal { center, dev } => loop {
+            Shape::Normal { center, dev } => loop {
                 // Box–Muller; draws outside the region are drawn again.
                 let (a, b) = (rng.unit(), rng.unit());
                 let g = (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos();
@@ -157,7 +157,7 @@ impl Spread {
                     return x as u64;
                 }
             },
-            Kind::Zones(z) => {
+            Shape::Zones(z) => {
                 let r = rng.below(100) as u32;
                 let &(_, start, len) = z.iter().find(|x| r < x.0).unwrap_or(&z[z.len() - 1]);
                 return start + rng.below(len);

@@ -44,7 +44,7 @@ pub enum Field {
 
 /// How a family's samples become per-interval values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub enum MetricType {
     /// A counter: the interval's increase. `born_at_zero`: the agent creates the series at
     /// its first event (eBPF-counted), so a series absent from a complete scrape is 0;
     /// otherwise (kernel counters read from netlink) a new series' history is unknown.
@@ -61,17 +61,17 @@ pub enum Fold {
     Max,
 }
 
-pub struct Family {
+pub struct SignalFamily {
     pub field: Field,
     pub metric: &'static str,
     /// The labels that tell series apart, in key order.
     pub labels: &'static [&'static str],
-    pub kind: Kind,
+    pub kind: MetricType,
     pub fold: Fold,
 }
 
-const EBPF: Kind = Kind::Counter { born_at_zero: true };
-const SNAPSHOT: Kind = Kind::Counter {
+const EBPF: MetricType = MetricType::Counter { born_at_zero: true };
+const SNAPSHOT: MetricType = MetricType::Counter {
     born_at_zero: false,
 };
 const DEV_OP: &[&str] = &["device", "op"];
@@ -82,10 +82,10 @@ const fn family(
     field: Field,
     metric: &'static str,
     labels: &'static [&'static str],
-    kind: Kind,
+    kind: MetricType,
     fold: Fold,
-) -> Family {
-    Family {
+) -> SignalFamily {
+    SignalFamily {
         field,
         metric,
         labels,
@@ -95,7 +95,7 @@ const fn family(
 }
 
 /// Every family the analysis uses.
-pub const FAMILIES: &[Family] = &[
+pub const FAMILIES: &[SignalFamily] = &[
     family(
         Field::BlockQueueSum,
         "stornet_block_queue_seconds_sum",
@@ -142,7 +142,7 @@ pub const FAMILIES: &[Family] = &[
         Field::BlockInflight,
         "stornet_block_inflight",
         &["device"],
-        Kind::Gauge,
+        MetricType::Gauge,
         Fold::Sum,
     ),
     // `limit` is nr_requests or the device's own queue depth: the smaller one binds.
@@ -150,7 +150,7 @@ pub const FAMILIES: &[Family] = &[
         Field::BlockQueueLimit,
         "stornet_block_queue_limit",
         &["device"],
-        Kind::Gauge,
+        MetricType::Gauge,
         Fold::Min,
     ),
     family(
@@ -164,21 +164,21 @@ pub const FAMILIES: &[Family] = &[
         Field::TcpSrtt,
         "stornet_tcp_srtt_seconds",
         &["peer"],
-        Kind::Gauge,
+        MetricType::Gauge,
         Fold::Max,
     ),
     family(
         Field::TcpPathMtu,
         "stornet_tcp_path_mtu_bytes",
         &["peer"],
-        Kind::Gauge,
+        MetricType::Gauge,
         Fold::Min,
     ),
     family(
         Field::TcpMss,
         "stornet_tcp_mss_bytes",
         &["peer"],
-        Kind::Gauge,
+        MetricType::Gauge,
         Fold::Min,
     ),
     family(
@@ -206,14 +206,14 @@ pub const FAMILIES: &[Family] = &[
         Field::QdiscBacklog,
         "stornet_qdisc_backlog_bytes",
         QDISC,
-        Kind::Gauge,
+        MetricType::Gauge,
         Fold::Sum,
     ),
     family(
         Field::InterfaceMtu,
         "stornet_interface_mtu",
         IFACE,
-        Kind::Gauge,
+        MetricType::Gauge,
         Fold::Max,
     ),
     family(
@@ -262,7 +262,7 @@ pub const FAMILIES: &[Family] = &[
         Field::AgentStart,
         "stornet_agent_start_time_seconds",
         &[],
-        Kind::Gauge,
+        MetricType::Gauge,
         Fold::Max,
     ),
 ];
@@ -275,14 +275,14 @@ pub const SERVICE_HISTOGRAM: &str = "stornet_block_service_seconds";
 /// The namespace label value of the agent's own network namespace.
 const OWN_NAMESPACE: &str = "host";
 
-pub fn family_of(field: Field) -> &'static Family {
+pub fn family_of(field: Field) -> &'static SignalFamily {
     FAMILIES
         .iter()
         .find(|f| f.field == field)
         .expect("every field has a family")
 }
 
-fn by_metric(name: &str) -> Option<&'static Family> {
+fn by_metric(name: &str) -> Option<&'static SignalFamily> {
     FAMILIES.iter().find(|f| f.metric == name)
 }
 

@@ -3,7 +3,7 @@
 //! counter that went down (reset) or an agent restart make the interval missing, never
 //! zero.
 
-use crate::sampling::agent_signals::{Field, Key, Kind, Reading, Values, family_of};
+use crate::sampling::agent_signals::{Field, Key, MetricType, Reading, Values, family_of};
 
 /// Accumulates readings taken at consecutive boundaries; boundary `k` closes interval
 /// `k - 1`.
@@ -55,9 +55,9 @@ impl Deltas {
         for key in keys {
             let fam = family_of(key.field);
             let value = match fam.kind {
-                Kind::Gauge => c.get(&key).copied(),
-                Kind::Counter { .. } if restarted => None,
-                Kind::Counter { born_at_zero } => {
+                MetricType::Gauge => c.get(&key).copied(),
+                MetricType::Counter { .. } if restarted => None,
+                MetricType::Counter { born_at_zero } => {
                     let before = p.get(&key).copied().or(born_at_zero.then_some(0.0));
                     match (before, c.get(&key).copied()) {
                         (Some(b), Some(a)) if a >= b => Some(a - b),
@@ -67,7 +67,7 @@ impl Deltas {
             };
             let s = self.series.entry(key).or_insert_with(|| match fam.kind {
                 // A series the agent creates at its first event was 0 before it appeared.
-                Kind::Counter { born_at_zero: true } => {
+                MetricType::Counter { born_at_zero: true } => {
                     before_ok.iter().map(|&ok| ok.then_some(0.0)).collect()
                 }
                 _ => vec![None; i],
@@ -84,8 +84,8 @@ impl Deltas {
             if n > 0 && s.len() > n {
                 let tail: Vec<Option<f64>> = s.drain(n - 1..).collect();
                 let folded = match family_of(key.field).kind {
-                    Kind::Gauge => tail.last().copied().flatten(),
-                    Kind::Counter { .. } => tail.iter().copied().sum::<Option<f64>>(),
+                    MetricType::Gauge => tail.last().copied().flatten(),
+                    MetricType::Counter { .. } => tail.iter().copied().sum::<Option<f64>>(),
                 };
                 s.push(folded);
             }

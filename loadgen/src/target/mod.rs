@@ -19,7 +19,7 @@ const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
 const BLKSSZGET: libc::c_ulong = 0x1268;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub enum TargetKind {
     BlockDevice,
     File,
 }
@@ -27,7 +27,7 @@ pub enum Kind {
 #[derive(Clone, Debug)]
 pub struct Target {
     pub path: PathBuf,
-    pub kind: Kind,
+    pub kind: TargetKind,
     /// Current size in bytes (0 for a file that does not exist yet).
     pub size: u64,
     /// The device's logical block size: direct IO sizes must be multiples of it.
@@ -136,7 +136,7 @@ fn inspect(path: &Path) -> Result<Target, String> {
     }
     let mut t = Target {
         path: path.to_path_buf(),
-        kind: Kind::File,
+        kind: TargetKind::File,
         size: 0,
         logical_block: 512,
         exists: true,
@@ -146,7 +146,7 @@ fn inspect(path: &Path) -> Result<Target, String> {
     match std::fs::metadata(path) {
         Ok(m) if m.file_type().is_block_device() => {
             let (size, lbs) = block_device_geometry(path)?;
-            t.kind = Kind::BlockDevice;
+            t.kind = TargetKind::BlockDevice;
             t.size = size;
             t.logical_block = lbs;
         }
@@ -260,7 +260,7 @@ pub fn resolve(plan: &Plan) -> Result<(Layout, Vec<Placement>), String> {
                         ));
                     }
                 };
-                if t.kind == Kind::BlockDevice && offset + region > t.size {
+                if t.kind == TargetKind::BlockDevice && offset + region > t.size {
                     return Err(format!(
                         "job {name}: offset {offset} + size {} is larger than {shown} ({} bytes)",
                         format_bytes(region),
@@ -313,7 +313,7 @@ pub fn resolve(plan: &Plan) -> Result<(Layout, Vec<Placement>), String> {
 /// that reads hit written blocks rather than holes.
 pub fn prepare(layout: &Layout) -> anyhow::Result<()> {
     for t in &layout.targets {
-        if t.kind != Kind::File || t.size >= t.needed {
+        if t.kind != TargetKind::File || t.size >= t.needed {
             continue;
         }
         crate::note!(
