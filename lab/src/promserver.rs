@@ -10,6 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use promclient::encode;
 use serde_json::Value;
 
 use crate::agent::free_port;
@@ -308,25 +309,12 @@ fn series(data: &Value) -> Result<Vec<Series>> {
         .collect()
 }
 
-/// Percent-encodes a query parameter value.
-pub fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn encodes_and_reads_answers() {
-        assert_eq!(encode("up{job=\"a b\"}"), "up%7Bjob%3D%22a%20b%22%7D");
         let matrix: Value = serde_json::from_str(
             r#"{"resultType":"matrix","result":[{"metric":{"peer":"198.18.0.2"},"values":[[1.5,"3"],[2.5,"NaN"]]}]}"#,
         )
