@@ -4,7 +4,7 @@ use tracing::warn;
 
 use crate::block;
 use crate::config::Config;
-use crate::model::{Collector, Family};
+use crate::model::{Collector, MetricFamily};
 use crate::probes::{PROBES, Probes};
 use crate::self_metrics::SelfMetrics;
 
@@ -45,7 +45,7 @@ impl Agent {
     }
 
     /// Collects every family; a failing collector is logged and skipped.
-    pub fn gather(&self) -> Vec<Family> {
+    pub fn gather(&self) -> Vec<MetricFamily> {
         let mut out = Vec::new();
         for c in &self.collectors {
             if let Err(e) = c.collect(&mut out) {

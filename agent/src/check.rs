@@ -180,7 +180,7 @@ fn layouts() -> Vec<Row> {
         }
         Err(e) => rows.push(row("block layout", Status::Fail, format!("{e:#}"))),
     }
-    let net = crate::net::layout::NetGlobals::resolve(&Ok(btf));
+    let net = crate::net::probed::layout::NetGlobals::resolve(&Ok(btf));
     let reasons = if net.layout.drop_has_reason != 0 {
         "the kernel's drop reasons"
     } else {

@@ -7,8 +7,8 @@ use aya::{Btf as AyaBtf, Ebpf, EbpfLoader};
 use tracing::{debug, info, warn};
 
 use crate::btf::Btf;
-use crate::model::{Collector, Family, Kind};
-use crate::net::layout as net;
+use crate::model::{Collector, MetricFamily, MetricKind};
+use crate::net::probed::layout as net;
 
 /// The eBPF object built by `build.rs` from the `agent-ebpf` crate.
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/stornet"));
@@ -276,11 +276,11 @@ fn load_object(globals: &Globals) -> Result<Ebpf> {
 pub struct StatusCollector(Vec<ProbeStatus>);
 
 impl Collector for StatusCollector {
-    fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
-        let mut f = Family::new(
+    fn collect(&self, out: &mut Vec<MetricFamily>) -> Result<()> {
+        let mut f = MetricFamily::new(
             "stornet_probe_up",
             "Whether a probe is attached (1) or down (0); the log and / say why.",
-            Kind::Gauge,
+            MetricKind::Gauge,
         );
         for s in &self.0 {
             f.scalar(&[("probe", &s.name)], if s.up { 1.0 } else { 0.0 });

@@ -2,15 +2,14 @@
 //! kernel's BPF program statistics), map fill, the standard process metrics, and scrape
 //! duration.
 
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use anyhow::{Context, Result};
 use aya::maps::Map;
 use tracing::{debug, info};
 
-use crate::model::{Family, Histogram, Kind};
+use crate::model::{HistogramValue, MetricFamily, MetricKind};
 use crate::probes::{PROBES, Probes};
 
 /// Upper bounds of the scrape duration histogram, in seconds.
@@ -32,7 +31,7 @@ pub struct SelfMetrics {
     stats_fd: Option<OwnedFd>,
     maps: Vec<WatchedMap>,
     start_time: f64,
-    scrapes: Mutex<Histogram>,
+    scrapes: Mutex<HistogramValue>,
     /// The kernel's release and lockdown mode, read at start.
     kernel: (String, crate::kernel::Lockdown),
     /// The probes' cost per run, sampled now and then when statistics are not kept on.
@@ -82,7 +81,7 @@ impl SelfMetrics {
                 .duration_since(UNIX_EPOCH)
                 .unwrap_or_default()
                 .as_secs_f64(),
-            scrapes: Mutex::new(Histogram {
+            scrapes: Mutex::new(HistogramValue {
                 buckets: SCRAPE_BUCKETS.iter().map(|&le| (le, 0)).collect(),
                 count: 0,
                 sum: 0.0,
@@ -105,25 +104,25 @@ impl SelfMetrics {
         h.sum += s;
     }
 
-    pub fn collect(&self, probes: &Probes, out: &mut Vec<Family>) {
+    pub fn collect(&self, probes: &Probes, out: &mut Vec<MetricFamily>) {
         self.probe_stats(probes, out);
         if let Some(s) = &self.sampler {
             s.collect(out);
         }
         self.map_fill(out);
         process(out, self.start_time);
-        let mut f = Family::new(
+        let mut f = MetricFamily::new(
             "stornet_agent_scrape_duration_seconds",
             "Time to collect and render /metrics, of scrapes before this one.",
-            Kind::Histogram,
+            MetricKind::Histogram,
         );
         f.histogram(&[], self.scrapes.lock().expect("scrape histogram").clone());
         out.push(f);
-        let mut k = Family::new(
+        let mut k = MetricFamily::new(
             "stornet_kernel_info",
             "Always 1; the running kernel's release and lockdown mode (none, integrity, \
              confidentiality; unknown without securityfs), which decide what the probes can do.",
-            Kind::Gauge,
+            MetricKind::Gauge,
         );
         k.scalar(
             &[
@@ -135,29 +134,29 @@ impl SelfMetrics {
         out.push(k);
     }
 
-    fn probe_stats(&self, probes: &Probes, out: &mut Vec<Family>) {
-        let mut runs = Family::new(
+    fn probe_stats(&self, probes: &Probes, out: &mut Vec<MetricFamily>) {
+        let mut runs = MetricFamily::new(
             "stornet_agent_probe_runs_total",
             "Times the kernel ran the probe's eBPF program, counted while BPF statistics are on \
              (kept on with run_statistics, else only during the agent's sampling windows).",
-            Kind::Counter,
+            MetricKind::Counter,
         );
-        let mut time = Family::new(
+        let mut time = MetricFamily::new(
             "stornet_agent_probe_run_seconds_total",
             "CPU time the kernel spent in the probe's eBPF program (while BPF statistics are on).",
-            Kind::Counter,
+            MetricKind::Counter,
         );
-        let mut misses = Family::new(
+        let mut misses = MetricFamily::new(
             "stornet_agent_probe_misses_total",
             "Events the kernel skipped the probe's eBPF program for, because the program was \
              already running on that CPU (e.g. an IO completing in an interrupt while the probe \
              handled another): what they would have counted is missing.",
-            Kind::Counter,
+            MetricKind::Counter,
         );
-        let mut on = Family::new(
+        let mut on = MetricFamily::new(
             "stornet_agent_bpf_stats_enabled",
             "1 when the kernel keeps BPF program statistics (run counts and times), else 0.",
-            Kind::Gauge,
+            MetricKind::Gauge,
         );
         let sampling = self.sampler.as_ref().is_some_and(|s| s.active());
         let enabled = self.stats_fd.is_some() || sampling || bpf_stats_sysctl();
@@ -171,7 +170,7 @@ impl SelfMetrics {
                 let info = program
                     .fd()
                     .map_err(anyhow::Error::from)
-                    .and_then(|fd| prog_info(fd.as_fd()));
+                    .and_then(|fd| crate::prog_info::prog_info(fd.as_fd()));
                 match info {
                     Ok(info) => {
                         let l = [("probe", spec.name)];
@@ -187,16 +186,16 @@ impl SelfMetrics {
         out.extend([on, runs, time, misses]);
     }
 
-    fn map_fill(&self, out: &mut Vec<Family>) {
-        let mut entries = Family::new(
+    fn map_fill(&self, out: &mut Vec<MetricFamily>) {
+        let mut entries = MetricFamily::new(
             "stornet_agent_map_entries",
             "Entries in the eBPF hash map now.",
-            Kind::Gauge,
+            MetricKind::Gauge,
         );
-        let mut max = Family::new(
+        let mut max = MetricFamily::new(
             "stornet_agent_map_max_entries",
             "Capacity of the eBPF hash map; a full map cannot record new keys.",
-            Kind::Gauge,
+            MetricKind::Gauge,
         );
         for m in &self.maps {
             let read = crate::map_batch::lookup_all(
@@ -256,56 +255,19 @@ fn bpf_stats_sysctl() -> bool {
     std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").is_ok_and(|s| s.trim() == "1")
 }
 
-/// `union bpf_attr` as `BPF_OBJ_GET_INFO_BY_FD` reads it.
-#[repr(C)]
-struct InfoByFdAttr {
-    bpf_fd: u32,
-    info_len: u32,
-    info: u64,
-}
-
-const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
-
-/// The kernel's `bpf_prog_info` of a program: run count and time (while statistics are on)
-/// and recursion misses (Linux ≥ 5.12: runs skipped because the program was already active
-/// on that CPU), which aya's `ProgramInfo` does not expose.
-pub(crate) fn prog_info(fd: BorrowedFd<'_>) -> Result<aya_obj::generated::bpf_prog_info> {
-    // SAFETY: bpf_prog_info is plain old data; all-zero is a valid value.
-    let mut info: aya_obj::generated::bpf_prog_info = unsafe { std::mem::zeroed() };
-    let attr = InfoByFdAttr {
-        bpf_fd: fd.as_raw_fd() as u32,
-        info_len: std::mem::size_of_val(&info) as u32,
-        info: &mut info as *mut _ as u64,
-    };
-    // SAFETY: attr points to a bpf_prog_info of the size it states; no pointers inside it
-    // are set, so the kernel fills only the fixed fields.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            BPF_OBJ_GET_INFO_BY_FD,
-            &attr as *const InfoByFdAttr,
-            std::mem::size_of::<InfoByFdAttr>() as u32,
-        )
-    };
-    if r < 0 {
-        return Err(std::io::Error::last_os_error()).context("BPF_OBJ_GET_INFO_BY_FD");
-    }
-    Ok(info)
-}
-
 /// The standard process metrics, start time and version of this process.
-fn process(out: &mut Vec<Family>, start_time: f64) {
+fn process(out: &mut Vec<MetricFamily>, start_time: f64) {
     out.extend(crate::process::families());
-    let mut start = Family::new(
+    let mut start = MetricFamily::new(
         "stornet_agent_start_time_seconds",
         "When the agent started, in seconds since the Unix epoch.",
-        Kind::Gauge,
+        MetricKind::Gauge,
     );
     start.scalar(&[], start_time);
-    let mut build = Family::new(
+    let mut build = MetricFamily::new(
         "stornet_agent_build_info",
         "Always 1; the version and revision (git commit) labels say which agent this is.",
-        Kind::Gauge,
+        MetricKind::Gauge,
     );
     build.scalar(
         &[

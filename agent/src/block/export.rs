@@ -10,9 +10,9 @@ use agent_common::hist::{
     DEPTH_FINITE, LAT_FINITE, SIZE_FINITE, depth_bound, latency_bound_ns, size_bound,
 };
 
-use super::maps::{Snapshot, add_stats};
+use super::maps::{BlockSnapshot, add_stats};
 use crate::devices::{DeviceFilter, DeviceLabels, OTHER};
-use crate::model::{Family, Histogram, Kind};
+use crate::model::{HistogramValue, MetricFamily, MetricKind};
 
 /// How devices are named, filtered and capped, and how fine the histograms are.
 pub struct View<'a> {
@@ -98,7 +98,7 @@ fn histogram(
     bound: impl Fn(usize) -> f64,
     keep: impl Fn(usize) -> bool,
     sum: f64,
-) -> Histogram {
+) -> HistogramValue {
     let finite = slots.len() - 1;
     let mut cumulative = 0;
     let mut buckets = Vec::new();
@@ -108,7 +108,7 @@ fn histogram(
             buckets.push((bound(i), cumulative));
         }
     }
-    Histogram {
+    HistogramValue {
         buckets,
         count: cumulative + slots[finite],
         sum,
@@ -120,7 +120,7 @@ fn every_fourth(fine: bool) -> impl Fn(usize) -> bool {
     move |i| fine || i % 4 == 0
 }
 
-fn latency(slots: &[u64], sum_ns: u64, fine: bool) -> Histogram {
+fn latency(slots: &[u64], sum_ns: u64, fine: bool) -> HistogramValue {
     histogram(
         slots,
         |i| latency_bound_ns(i) as f64 / 1e9,
@@ -129,7 +129,7 @@ fn latency(slots: &[u64], sum_ns: u64, fine: bool) -> Histogram {
     )
 }
 
-fn depth(s: &OpStats, fine: bool) -> Histogram {
+fn depth(s: &OpStats, fine: bool) -> HistogramValue {
     histogram(
         &s.depth,
         |i| depth_bound(i) as f64,
@@ -146,7 +146,7 @@ struct Device {
 }
 
 /// The block metric families of one scrape.
-pub fn families(snap: &Snapshot, view: &View) -> Vec<Family> {
+pub fn families(snap: &BlockSnapshot, view: &View) -> Vec<MetricFamily> {
     // Group by `device` label: a device's own name, or `other` beyond the cap.
     let mut devices: BTreeMap<String, Device> = BTreeMap::new();
     let mut errors: BTreeMap<(String, u32, u32), u64> = BTreeMap::new();
@@ -185,45 +185,45 @@ pub fn families(snap: &Snapshot, view: &View) -> Vec<Family> {
     }
 
     let op_name = |op: u32| OP_NAMES.get(op as usize).copied().unwrap_or("other");
-    let mut queue = Family::new(
+    let mut queue = MetricFamily::new(
         "stornet_block_queue_seconds",
         "Time from a request's start (created, or merged into) to its dispatch to the driver.",
-        Kind::Histogram,
+        MetricKind::Histogram,
     );
-    let mut service = Family::new(
+    let mut service = MetricFamily::new(
         "stornet_block_service_seconds",
         "Time from a request's dispatch to the driver to its completion (device service time).",
-        Kind::Histogram,
+        MetricKind::Histogram,
     );
-    let mut size = Family::new(
+    let mut size = MetricFamily::new(
         "stornet_block_io_size_bytes",
         "Bytes of each completed request.",
-        Kind::Histogram,
+        MetricKind::Histogram,
     );
-    let mut requeues = Family::new(
+    let mut requeues = MetricFamily::new(
         "stornet_block_requeues_total",
         "Requests handed back to the block layer to be dispatched again.",
-        Kind::Counter,
+        MetricKind::Counter,
     );
-    let mut inflight = Family::new(
+    let mut inflight = MetricFamily::new(
         "stornet_block_inflight",
         "Requests dispatched to the driver and not yet completed.",
-        Kind::Gauge,
+        MetricKind::Gauge,
     );
-    let mut at_issue = Family::new(
+    let mut at_issue = MetricFamily::new(
         "stornet_block_inflight_at_issue",
         "Requests in flight on the device when each request was dispatched, itself included.",
-        Kind::Histogram,
+        MetricKind::Histogram,
     );
-    let mut limits = Family::new(
+    let mut limits = MetricFamily::new(
         "stornet_block_queue_limit",
         "Queue limits from sysfs: nr_requests (per hardware queue) and device queue_depth.",
-        Kind::Gauge,
+        MetricKind::Gauge,
     );
-    let mut errs = Family::new(
+    let mut errs = MetricFamily::new(
         "stornet_block_errors_total",
         "Requests completed with an error, by the kernel's block status.",
-        Kind::Counter,
+        MetricKind::Counter,
     );
     for (label, d) in &devices {
         let mut all_ops = OpStats::ZERO;
@@ -260,19 +260,19 @@ pub fn families(snap: &Snapshot, view: &View) -> Vec<Family> {
             *n as f64,
         );
     }
-    let mut unrecorded = Family::new(
+    let mut unrecorded = MetricFamily::new(
         "stornet_block_unrecorded_total",
         "Block events the probes could not record, by reason.",
-        Kind::Counter,
+        MetricKind::Counter,
     );
     for (reason, n) in UNREC_NAMES.iter().zip(snap.counters) {
         unrecorded.scalar(&[("reason", reason)], n as f64);
     }
-    let mut stamps = Family::new(
+    let mut stamps = MetricFamily::new(
         "stornet_block_dispatch_stamps_total",
         "Timed requests by where their dispatch stamp came from: the kernel's own, or the issue \
          probe's (where the queue keeps no statistics, or when configured).",
-        Kind::Counter,
+        MetricKind::Counter,
     );
     let stamped = |i: u32| snap.counters[i as usize] as f64;
     stamps.scalar(&[("source", "kernel")], stamped(STAMP_KERNEL));
@@ -317,8 +317,8 @@ mod tests {
         s
     }
 
-    fn snapshot() -> Snapshot {
-        let mut snap = Snapshot::default();
+    fn snapshot() -> BlockSnapshot {
+        let mut snap = BlockSnapshot::default();
         for (dev, op) in [
             (1, OP_READ),
             (1, OP_WRITE),
@@ -346,17 +346,22 @@ mod tests {
         snap
     }
 
-    fn render(snap: &Snapshot, fine: bool, max: usize, filter: DeviceFilter) -> Vec<Family> {
+    fn render(
+        snap: &BlockSnapshot,
+        fine: bool,
+        max: usize,
+        filter: DeviceFilter,
+    ) -> Vec<MetricFamily> {
         render_with(snap, fine, max, filter, true)
     }
 
     fn render_with(
-        snap: &Snapshot,
+        snap: &BlockSnapshot,
         fine: bool,
         max: usize,
         filter: DeviceFilter,
         depth: bool,
-    ) -> Vec<Family> {
+    ) -> Vec<MetricFamily> {
         let labels = DeviceLabels::new(max);
         let name = |dev: u32| (dev != 9).then(|| format!("sd{}", (b'a' + dev as u8 - 1) as char));
         let limits = |n: &str| {
@@ -377,11 +382,11 @@ mod tests {
         families(snap, &view)
     }
 
-    fn family<'a>(fs: &'a [Family], name: &str) -> &'a Family {
+    fn family<'a>(fs: &'a [MetricFamily], name: &str) -> &'a MetricFamily {
         fs.iter().find(|f| f.name == name).unwrap()
     }
 
-    fn hist<'a>(f: &'a Family, device: &str, op: Option<&str>) -> &'a Histogram {
+    fn hist<'a>(f: &'a MetricFamily, device: &str, op: Option<&str>) -> &'a HistogramValue {
         let s = f
             .series
             .iter()
@@ -397,7 +402,7 @@ mod tests {
     }
 
     /// Prometheus series of one family: a histogram has its buckets, `+Inf`, sum and count.
-    fn series_count(f: &Family) -> usize {
+    fn series_count(f: &MetricFamily) -> usize {
         f.series
             .iter()
             .map(|s| match &s.value {
@@ -528,7 +533,7 @@ mod tests {
     /// The per-device series counts docs/metrics.md states.
     #[test]
     fn series_per_device_match_the_docs() {
-        let mut snap = Snapshot::default();
+        let mut snap = BlockSnapshot::default();
         snap.ops.insert(
             DevOp {
                 dev: 1,

@@ -16,7 +16,7 @@ use crate::probes::Probes;
 
 /// Everything the block probes counted, summed over CPUs.
 #[derive(Clone, Debug, Default)]
-pub struct Snapshot {
+pub struct BlockSnapshot {
     pub ops: BTreeMap<DevOp, OpStats>,
     /// Requests in flight per device (`dev_t`): the probes' count when they track it, else
     /// the kernel's (`/sys/block/*/inflight`), filled in by the collector.
@@ -143,8 +143,8 @@ impl BlockMaps {
         self.control.set(0, ctl, 0).context("writing BLOCK_CONTROL")
     }
 
-    pub fn snapshot(&self) -> Result<Snapshot> {
-        let mut snap = Snapshot::default();
+    pub fn snapshot(&self) -> Result<BlockSnapshot> {
+        let mut snap = BlockSnapshot::default();
         let fds = &self.read_fds;
         // Each CPU's copy of a direct-mapped slot names the (device, op) it holds there.
         let fast = batch::<u32, FastSlot>(&fds.fast, true, FAST_SLOTS, "BLOCK_FAST")?;

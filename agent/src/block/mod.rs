@@ -18,7 +18,7 @@ pub use layout::layout;
 
 use crate::config::{BlockConfig, DispatchTime, HistogramDetail};
 use crate::devices::{DeviceFilter, DeviceLabels, DeviceNames, queue_limits};
-use crate::model::{Collector, Family};
+use crate::model::{Collector, MetricFamily};
 use crate::probes::Probes;
 use export::View;
 use maps::BlockMaps;
@@ -73,7 +73,7 @@ pub fn collector(probes: &mut Probes, config: &BlockConfig) -> Option<BlockColle
 }
 
 impl Collector for BlockCollector {
-    fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
+    fn collect(&self, out: &mut Vec<MetricFamily>) -> Result<()> {
         let mut maps = self.maps.lock().expect("block maps");
         let mut snap = maps.snapshot()?;
         let devs: std::collections::BTreeSet<u32> = snap.ops.keys().map(|k| k.dev).collect();
@@ -98,7 +98,7 @@ impl Collector for BlockCollector {
         }
         drop(maps);
         // Requests timed with the kernel's dispatch stamp: every timed one the probe did not
-        // stamp (`maps::Snapshot::counters`).
+        // stamp (`maps::BlockSnapshot::counters`).
         let timed: u64 =
             self.retired_timed.load(Ordering::Relaxed) + snap.ops.values().map(timed).sum::<u64>();
         snap.counters[STAMP_KERNEL as usize] =

@@ -9,9 +9,9 @@ use anyhow::{Context, Result};
 use aya::maps::{MapData, PerCpuHashMap};
 
 use super::counters::Counters;
-use super::peers::PeerLabels;
-use super::unattributed::Unattributed;
-use crate::model::{Collector, Family, Kind};
+use crate::model::{Collector, MetricFamily, MetricKind};
+use crate::net::peers::PeerLabels;
+use crate::net::unattributed::Unattributed;
 
 pub struct RetransmitCollector {
     map: Mutex<PerCpuHashMap<MapData, PeerKey, u64>>,
@@ -50,7 +50,7 @@ impl RetransmitCollector {
 }
 
 impl Collector for RetransmitCollector {
-    fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
+    fn collect(&self, out: &mut Vec<MetricFamily>) -> Result<()> {
         let mut items = Vec::new();
         let mut by_namespace: HashMap<u64, u64> = HashMap::new();
         {
@@ -65,14 +65,14 @@ impl Collector for RetransmitCollector {
         // Retransmits whose peer found the map full belong to some unlabelled peer.
         items.push((None, self.counters.get(COUNTER_RETRANS_OVERFLOW)?));
         let by_label = self.peers.fold(items, |v| *v, |a: &mut u64, v| *a += v);
-        let mut f = Family::new(
+        let mut f = MetricFamily::new(
             "stornet_tcp_retransmits_total",
             "TCP segments retransmitted to a peer, in any network namespace \
              (tcp_retransmit_skb, tcp_retransmit_synack; as RetransSegs in /proc/net/snmp).",
-            Kind::Counter,
+            MetricKind::Counter,
         );
         for (peer, n) in by_label {
-            if n > 0 || peer != super::peers::OTHER {
+            if n > 0 || peer != crate::net::peers::OTHER {
                 f.scalar(&[("peer", &peer)], n as f64);
             }
         }

@@ -9,7 +9,7 @@ use agent_common::net::{
 use anyhow::{Context, Result};
 use aya::maps::{MapData, PerCpuArray};
 
-use crate::model::{Collector, Family, Kind};
+use crate::model::{Collector, MetricFamily, MetricKind};
 
 pub struct Counters(Mutex<PerCpuArray<MapData, u64>>);
 
@@ -35,14 +35,14 @@ pub struct PressureCollector {
 }
 
 impl Collector for PressureCollector {
-    fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
+    fn collect(&self, out: &mut Vec<MetricFamily>) -> Result<()> {
         let c = &self.counters;
         if self.exceed_up {
-            let mut f = Family::new(
+            let mut f = MetricFamily::new(
                 "stornet_sock_buffer_limit_exceeded_total",
                 "Times a socket asked for buffer memory beyond the protocol's limits \
                  (sock_exceed_buf_limit), by direction.",
-                Kind::Counter,
+                MetricKind::Counter,
             );
             for (dir, slot) in [
                 ("send", COUNTER_EXCEED_SEND),
@@ -54,20 +54,20 @@ impl Collector for PressureCollector {
             out.push(f);
         }
         if self.rcvqueue_up {
-            let mut f = Family::new(
+            let mut f = MetricFamily::new(
                 "stornet_sock_receive_queue_full_total",
                 "Packets refused because the socket's receive queue was full \
                  (sock_rcvqueue_full; datagram and raw sockets, TCP counts these as drops).",
-                Kind::Counter,
+                MetricKind::Counter,
             );
             f.scalar(&[], c.get(COUNTER_RCVQUEUE_FULL)? as f64);
             out.push(f);
         }
-        let mut full = Family::new(
+        let mut full = MetricFamily::new(
             "stornet_net_map_full_total",
             "Events a full kernel map could not record by their key (still counted, as \
              peer=\"other\" or function=\"other\").",
-            Kind::Counter,
+            MetricKind::Counter,
         );
         full.scalar(
             &[("map", "tcp_retransmits")],

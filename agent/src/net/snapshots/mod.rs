@@ -2,24 +2,31 @@
 //! pause-frame counters, qdisc statistics (rtnetlink, ethtool) and TCP sockets (sock_diag).
 //! Per-packet signals come from here, never from packet hooks.
 
+pub mod ethtool;
+pub mod links;
+pub mod namespaces;
+pub mod netlink;
+pub mod qdisc;
+pub mod sockdiag;
+
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
 use tracing::{info, warn};
 
-use super::ethtool::Ethtool;
-use super::links::{self, Link};
-use super::namespaces::{Namespace, run_in};
-use super::netlink::Netlink;
-use super::peers::PeerLabels;
-use super::qdisc::{self, Qdisc, handle_name};
-use super::sockdiag::{self, TcpSocket};
-use super::unattributed::Unattributed;
-use crate::model::{Collector, Family, Kind};
+use crate::model::{Collector, MetricFamily, MetricKind};
+use crate::net::peers::PeerLabels;
+use crate::net::unattributed::Unattributed;
+use ethtool::Ethtool;
+use links::Link;
+use namespaces::{Namespace, run_in};
+use netlink::Netlink;
+use qdisc::{Qdisc, handle_name};
+use sockdiag::TcpSocket;
 
 /// What one namespace holds at one scrape.
-pub struct Snapshot {
+pub struct NetSnapshot {
     pub links: Vec<Link>,
     pub speeds: HashMap<i32, u64>,
     pub pause: HashMap<i32, Vec<(String, u64)>>,
@@ -57,7 +64,8 @@ impl Parts {
             netlink: on(NETLINK),
             sock_diag: on(SOCK_DIAG),
             ethtool: on(ETHTOOL),
-            snmp: on(super::layout::PROBE_RETRANSMIT) || on(super::layout::PROBE_RETRANSMIT_SYNACK),
+            snmp: on(crate::net::probed::layout::PROBE_RETRANSMIT)
+                || on(crate::net::probed::layout::PROBE_RETRANSMIT_SYNACK),
         }
     }
 
@@ -82,7 +90,7 @@ impl Parts {
 /// Reads a snapshot of the calling thread's network namespace. Where links are needed
 /// (netlink, and ethtool for the interface names) they are required: without them the
 /// namespace cannot be read at all; the other parts fail on their own.
-pub fn snapshot(parts: Parts) -> Result<Snapshot> {
+pub fn snapshot(parts: Parts) -> Result<NetSnapshot> {
     let mut rt = if parts.netlink || parts.ethtool {
         Some(Netlink::open(libc::NETLINK_ROUTE)?)
     } else {
@@ -120,7 +128,7 @@ pub fn snapshot(parts: Parts) -> Result<Snapshot> {
                 .map_err(anyhow::Error::from)
                 .and_then(|t| {
                     retrans_segs =
-                        Some(super::unattributed::retrans_segs(&t).ok_or_else(|| {
+                        Some(crate::net::unattributed::retrans_segs(&t).ok_or_else(|| {
                             anyhow::anyhow!("no Tcp RetransSegs in /proc/net/snmp")
                         })?);
                     Ok(())
@@ -147,7 +155,7 @@ pub fn snapshot(parts: Parts) -> Result<Snapshot> {
             }),
         );
     }
-    Ok(Snapshot {
+    Ok(NetSnapshot {
         links,
         speeds,
         pause,
@@ -259,13 +267,13 @@ impl SnapshotCollector {
         }
     }
 
-    fn errors_family(&self) -> Family {
-        let mut f = Family::new(
+    fn errors_family(&self) -> MetricFamily {
+        let mut f = MetricFamily::new(
             "stornet_net_snapshot_errors_total",
             "Scrape-time network snapshots that could not be read, by namespace and part \
              (namespace: the whole namespace; qdisc, sock_diag, ethtool, snmp: that part only, e.g. \
              a kernel without the sock_diag module).",
-            Kind::Counter,
+            MetricKind::Counter,
         );
         for ((ns, part), n) in self.errors.lock().expect("snapshot errors").iter() {
             f.scalar(&[("netns", ns), ("snapshot", part)], *n as f64);
@@ -277,24 +285,24 @@ impl SnapshotCollector {
 /// A metric family and how to read its value from a link's or qdisc's statistics.
 type LinkValue = fn(&links::LinkStats) -> u64;
 type QdiscValue = fn(&Qdisc) -> u64;
-type LinkCounter = (Family, LinkValue);
-type QdiscStat = (Family, QdiscValue);
+type LinkCounter = (MetricFamily, LinkValue);
+type QdiscStat = (MetricFamily, QdiscValue);
 
 struct Families {
-    up: Family,
-    mtu: Family,
-    speed: Family,
+    up: MetricFamily,
+    mtu: MetricFamily,
+    speed: MetricFamily,
     counters: Vec<LinkCounter>,
-    pause: Family,
+    pause: MetricFamily,
     qdisc: Vec<QdiscStat>,
 }
 
-fn counter(name: &str, help: &str) -> Family {
-    Family::new(name, help, Kind::Counter)
+fn counter(name: &str, help: &str) -> MetricFamily {
+    MetricFamily::new(name, help, MetricKind::Counter)
 }
 
-fn gauge(name: &str, help: &str) -> Family {
-    Family::new(name, help, Kind::Gauge)
+fn gauge(name: &str, help: &str) -> MetricFamily {
+    MetricFamily::new(name, help, MetricKind::Gauge)
 }
 
 /// Interface counters: metric name, help, and where the value is in the link's statistics.
@@ -347,33 +355,33 @@ const LINK_COUNTERS: &[(&str, &str, LinkValue)] = &[
 ];
 
 /// qdisc statistics: kind, metric name, help, and where the value is.
-const QDISC_STATS: &[(Kind, &str, &str, QdiscValue)] = &[
+const QDISC_STATS: &[(MetricKind, &str, &str, QdiscValue)] = &[
     (
-        Kind::Counter,
+        MetricKind::Counter,
         "stornet_qdisc_drops_total",
         "Packets the qdisc dropped (tc -s qdisc: dropped).",
         |q| q.drops,
     ),
     (
-        Kind::Counter,
+        MetricKind::Counter,
         "stornet_qdisc_overlimits_total",
         "Times the qdisc held packets back over its rate or limit (overlimits).",
         |q| q.overlimits,
     ),
     (
-        Kind::Counter,
+        MetricKind::Counter,
         "stornet_qdisc_requeues_total",
         "Packets the qdisc had to queue again (requeues).",
         |q| q.requeues,
     ),
     (
-        Kind::Gauge,
+        MetricKind::Gauge,
         "stornet_qdisc_backlog_bytes",
         "Bytes queued in the qdisc at scrape time.",
         |q| q.backlog_bytes,
     ),
     (
-        Kind::Gauge,
+        MetricKind::Gauge,
         "stornet_qdisc_backlog_packets",
         "Packets queued in the qdisc at scrape time.",
         |q| q.backlog_packets,
@@ -403,14 +411,14 @@ impl Families {
             ),
             qdisc: QDISC_STATS
                 .iter()
-                .map(|&(kind, name, help, value)| (Family::new(name, help, kind), value))
+                .map(|&(kind, name, help, value)| (MetricFamily::new(name, help, kind), value))
                 .collect(),
         }
     }
 
     /// `interfaces`: whether the netlink collector is on (links may be read for ethtool
     /// alone, and then export nothing of their own).
-    fn add(&mut self, ns: &str, snap: &Snapshot, interfaces: bool) {
+    fn add(&mut self, ns: &str, snap: &NetSnapshot, interfaces: bool) {
         let names: HashMap<i32, &str> = snap
             .links
             .iter()
@@ -460,7 +468,7 @@ impl Families {
         }
     }
 
-    fn into_vec(self) -> Vec<Family> {
+    fn into_vec(self) -> Vec<MetricFamily> {
         let mut out = vec![self.up, self.mtu, self.speed];
         out.extend(self.counters.into_iter().map(|(f, _)| f));
         out.push(self.pause);
@@ -470,7 +478,7 @@ impl Families {
 }
 
 impl Collector for SnapshotCollector {
-    fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
+    fn collect(&self, out: &mut Vec<MetricFamily>) -> Result<()> {
         let mut fams = Families::new();
         let mut sockets: Vec<TcpSocket> = Vec::new();
         let mut seen = HashSet::new();
@@ -511,7 +519,7 @@ impl Collector for SnapshotCollector {
 }
 
 /// `stornet_tcp_*{peer}` from the sockets of every namespace read.
-pub fn socket_families(peers: &PeerLabels, sockets: Vec<TcpSocket>) -> Vec<Family> {
+pub fn socket_families(peers: &PeerLabels, sockets: Vec<TcpSocket>) -> Vec<MetricFamily> {
     let by_peer = peers.fold(
         sockets.into_iter().map(|s| (Some(s.peer), s)).collect(),
         |_| 1,
