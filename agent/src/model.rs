@@ -41,7 +41,25 @@ pub struct MetricFamily {
     pub series: Vec<Series>,
 }
 
+impl From<metric_names::MetricType> for MetricKind {
+    fn from(t: metric_names::MetricType) -> MetricKind {
+        use metric_names::MetricType;
+        match t {
+            MetricType::Counter => MetricKind::Counter,
+            MetricType::Gauge => MetricKind::Gauge,
+            MetricType::Histogram => MetricKind::Histogram,
+        }
+    }
+}
+
 impl MetricFamily {
+    /// An empty family of one of the agent's metrics (name, help and type from
+    /// `metric_names`).
+    pub fn of(m: &metric_names::Metric) -> MetricFamily {
+        MetricFamily::new(m.name, m.help, m.kind.into())
+    }
+
+    /// An empty family of a metric named elsewhere (the `prometheus` crate's process metrics).
     pub fn new(name: &str, help: &str, kind: MetricKind) -> MetricFamily {
         MetricFamily {
             name: name.to_string(),

@@ -7,7 +7,7 @@ use aya::{Btf as AyaBtf, Ebpf, EbpfLoader};
 use tracing::{debug, info, warn};
 
 use crate::btf::Btf;
-use crate::model::{Collector, MetricFamily, MetricKind};
+use crate::model::{Collector, MetricFamily};
 use crate::net::probed::layout as net;
 
 /// The eBPF object built by `build.rs` from the `agent-ebpf` crate.
@@ -277,11 +277,7 @@ pub struct StatusCollector(Vec<ProbeStatus>);
 
 impl Collector for StatusCollector {
     fn collect(&self, out: &mut Vec<MetricFamily>) -> Result<()> {
-        let mut f = MetricFamily::new(
-            "stornet_probe_up",
-            "Whether a probe is attached (1) or down (0); the log and / say why.",
-            MetricKind::Gauge,
-        );
+        let mut f = MetricFamily::of(&metric_names::agent::PROBE_UP);
         for s in &self.0 {
             f.scalar(&[("probe", &s.name)], if s.up { 1.0 } else { 0.0 });
         }

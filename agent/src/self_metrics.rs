@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use aya::maps::Map;
 use tracing::{debug, info};
 
-use crate::model::{HistogramValue, MetricFamily, MetricKind};
+use crate::model::{HistogramValue, MetricFamily};
 use crate::probes::{PROBES, Probes};
 
 /// Upper bounds of the scrape duration histogram, in seconds.
@@ -111,19 +111,10 @@ impl SelfMetrics {
         }
         self.map_fill(out);
         process(out, self.start_time);
-        let mut f = MetricFamily::new(
-            "stornet_agent_scrape_duration_seconds",
-            "Time to collect and render /metrics, of scrapes before this one.",
-            MetricKind::Histogram,
-        );
+        let mut f = MetricFamily::of(&metric_names::agent::SCRAPE_DURATION_SECONDS);
         f.histogram(&[], self.scrapes.lock().expect("scrape histogram").clone());
         out.push(f);
-        let mut k = MetricFamily::new(
-            "stornet_kernel_info",
-            "Always 1; the running kernel's release and lockdown mode (none, integrity, \
-             confidentiality; unknown without securityfs), which decide what the probes can do.",
-            MetricKind::Gauge,
-        );
+        let mut k = MetricFamily::of(&metric_names::agent::KERNEL_INFO);
         k.scalar(
             &[
                 ("release", &self.kernel.0),
@@ -135,29 +126,10 @@ impl SelfMetrics {
     }
 
     fn probe_stats(&self, probes: &Probes, out: &mut Vec<MetricFamily>) {
-        let mut runs = MetricFamily::new(
-            "stornet_agent_probe_runs_total",
-            "Times the kernel ran the probe's eBPF program, counted while BPF statistics are on \
-             (kept on with run_statistics, else only during the agent's sampling windows).",
-            MetricKind::Counter,
-        );
-        let mut time = MetricFamily::new(
-            "stornet_agent_probe_run_seconds_total",
-            "CPU time the kernel spent in the probe's eBPF program (while BPF statistics are on).",
-            MetricKind::Counter,
-        );
-        let mut misses = MetricFamily::new(
-            "stornet_agent_probe_misses_total",
-            "Events the kernel skipped the probe's eBPF program for, because the program was \
-             already running on that CPU (e.g. an IO completing in an interrupt while the probe \
-             handled another): what they would have counted is missing.",
-            MetricKind::Counter,
-        );
-        let mut on = MetricFamily::new(
-            "stornet_agent_bpf_stats_enabled",
-            "1 when the kernel keeps BPF program statistics (run counts and times), else 0.",
-            MetricKind::Gauge,
-        );
+        let mut runs = MetricFamily::of(&metric_names::agent::PROBE_RUNS_TOTAL);
+        let mut time = MetricFamily::of(&metric_names::agent::PROBE_RUN_SECONDS_TOTAL);
+        let mut misses = MetricFamily::of(&metric_names::agent::PROBE_MISSES_TOTAL);
+        let mut on = MetricFamily::of(&metric_names::agent::BPF_STATS_ENABLED);
         let sampling = self.sampler.as_ref().is_some_and(|s| s.active());
         let enabled = self.stats_fd.is_some() || sampling || bpf_stats_sysctl();
         on.scalar(&[], if enabled { 1.0 } else { 0.0 });
@@ -187,16 +159,8 @@ impl SelfMetrics {
     }
 
     fn map_fill(&self, out: &mut Vec<MetricFamily>) {
-        let mut entries = MetricFamily::new(
-            "stornet_agent_map_entries",
-            "Entries in the eBPF hash map now.",
-            MetricKind::Gauge,
-        );
-        let mut max = MetricFamily::new(
-            "stornet_agent_map_max_entries",
-            "Capacity of the eBPF hash map; a full map cannot record new keys.",
-            MetricKind::Gauge,
-        );
+        let mut entries = MetricFamily::of(&metric_names::agent::MAP_ENTRIES);
+        let mut max = MetricFamily::of(&metric_names::agent::MAP_MAX_ENTRIES);
         for m in &self.maps {
             let read = crate::map_batch::lookup_all(
                 m.fd.as_fd(),
@@ -258,17 +222,9 @@ fn bpf_stats_sysctl() -> bool {
 /// The standard process metrics, start time and version of this process.
 fn process(out: &mut Vec<MetricFamily>, start_time: f64) {
     out.extend(crate::process::families());
-    let mut start = MetricFamily::new(
-        "stornet_agent_start_time_seconds",
-        "When the agent started, in seconds since the Unix epoch.",
-        MetricKind::Gauge,
-    );
+    let mut start = MetricFamily::of(&metric_names::agent::START_TIME_SECONDS);
     start.scalar(&[], start_time);
-    let mut build = MetricFamily::new(
-        "stornet_agent_build_info",
-        "Always 1; the version and revision (git commit) labels say which agent this is.",
-        MetricKind::Gauge,
-    );
+    let mut build = MetricFamily::of(&metric_names::agent::BUILD_INFO);
     build.scalar(
         &[
             ("version", env!("CARGO_PKG_VERSION")),

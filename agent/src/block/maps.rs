@@ -28,22 +28,70 @@ pub struct BlockSnapshot {
 
 /// Adds `b` into `a`, slot by slot.
 pub fn add_stats(a: &mut OpStats, b: &OpStats) {
-    let pairs = a
-        .queue
-        .iter_mut()
-        .zip(&b.queue)
-        .chain(a.service.iter_mut().zip(&b.service))
-        .chain(a.size.iter_mut().zip(&b.size))
-        .chain(a.depth.iter_mut().zip(&b.depth));
-    for (x, y) in pairs {
-        *x += y;
+    for (x, y) in additive_mut(a).into_iter().zip(additive(b)) {
+        for (x, y) in x.iter_mut().zip(y) {
+            *x += y;
+        }
     }
-    a.queue_ns += b.queue_ns;
-    a.service_ns += b.service_ns;
-    a.bytes += b.bytes;
-    a.depth_sum += b.depth_sum;
-    a.requeues += b.requeues;
+    // Not a count: the device's in-flight slot, the same in every copy that knows it.
     a.queue_slot = a.queue_slot.max(b.queue_slot);
+}
+
+/// The fields of `OpStats` that add up (histogram slots, sums, counters), in one order.
+/// Destructured without `..`, so that a new field is placed here or in `add_stats` before
+/// the agent builds.
+fn additive(s: &OpStats) -> [&[u64]; 9] {
+    let OpStats {
+        queue,
+        service,
+        size,
+        depth,
+        queue_ns,
+        service_ns,
+        bytes,
+        depth_sum,
+        requeues,
+        queue_slot: _,
+    } = s;
+    use std::slice::from_ref as one;
+    [
+        queue,
+        service,
+        size,
+        depth,
+        one(queue_ns),
+        one(service_ns),
+        one(bytes),
+        one(depth_sum),
+        one(requeues),
+    ]
+}
+
+fn additive_mut(s: &mut OpStats) -> [&mut [u64]; 9] {
+    let OpStats {
+        queue,
+        service,
+        size,
+        depth,
+        queue_ns,
+        service_ns,
+        bytes,
+        depth_sum,
+        requeues,
+        queue_slot: _,
+    } = s;
+    use std::slice::from_mut as one;
+    [
+        queue,
+        service,
+        size,
+        depth,
+        one(queue_ns),
+        one(service_ns),
+        one(bytes),
+        one(depth_sum),
+        one(requeues),
+    ]
 }
 
 pub struct BlockMaps {

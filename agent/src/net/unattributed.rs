@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::model::{MetricFamily, MetricKind};
+use crate::model::MetricFamily;
 
 #[derive(Default)]
 struct Ns {
@@ -39,13 +39,7 @@ impl Unattributed {
     /// namespace inode. Monotonic: a moment where the probes' count ran ahead of a
     /// `RetransSegs` read a little earlier takes nothing back.
     pub fn family(&self, probes: &HashMap<u64, u64>) -> MetricFamily {
-        let mut f = MetricFamily::new(
-            "stornet_tcp_retransmits_unattributed_total",
-            "TCP segments the namespace's RetransSegs counted and no retransmit probe run saw \
-             (e.g. tail-loss probes), since the agent first read the namespace: per-peer \
-             retransmits of the namespace plus this equal its RetransSegs.",
-            MetricKind::Counter,
-        );
+        let mut f = MetricFamily::of(&metric_names::net::TCP_RETRANSMITS_UNATTRIBUTED_TOTAL);
         let mut m = self.namespaces.lock().expect("unattributed retransmits");
         for (inode, ns) in m.iter_mut() {
             let Some(snmp) = ns.snmp else { continue };

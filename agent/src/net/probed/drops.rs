@@ -14,7 +14,7 @@ use aya::maps::{MapData, PerCpuArray, PerCpuHashMap};
 use super::counters::Counters;
 use super::kallsyms::Symbols;
 use crate::btf::Btf;
-use crate::model::{Collector, MetricFamily, MetricKind};
+use crate::model::{Collector, MetricFamily};
 
 const ENUM: &str = "skb_drop_reason";
 
@@ -127,22 +127,12 @@ impl DropCollector {
 
 impl Collector for DropCollector {
     fn collect(&self, out: &mut Vec<MetricFamily>) -> Result<()> {
-        let mut f = MetricFamily::new(
-            "stornet_skb_drops_total",
-            "Packets the kernel dropped, by its drop reason (kfree_skb; enum skb_drop_reason \
-             of the running kernel; not_specified for all on kernels before 5.17), in any \
-             network namespace.",
-            MetricKind::Counter,
-        );
+        let mut f = MetricFamily::of(&metric_names::net::SKB_DROPS_TOTAL);
         for (reason, n) in self.reasons()? {
             f.scalar(&[("reason", &reason)], n as f64);
         }
         out.push(f);
-        let mut u = MetricFamily::new(
-            "stornet_skb_drops_unspecified_total",
-            "Drops with reason not_specified, by the kernel function that dropped the packet.",
-            MetricKind::Counter,
-        );
+        let mut u = MetricFamily::of(&metric_names::net::SKB_DROPS_UNSPECIFIED_TOTAL);
         for (function, n) in self.unspecified()? {
             u.scalar(&[("function", &function)], n as f64);
         }

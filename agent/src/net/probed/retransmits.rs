@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use aya::maps::{MapData, PerCpuHashMap};
 
 use super::counters::Counters;
-use crate::model::{Collector, MetricFamily, MetricKind};
+use crate::model::{Collector, MetricFamily};
 use crate::net::peers::PeerLabels;
 use crate::net::unattributed::Unattributed;
 
@@ -65,12 +65,7 @@ impl Collector for RetransmitCollector {
         // Retransmits whose peer found the map full belong to some unlabelled peer.
         items.push((None, self.counters.get(COUNTER_RETRANS_OVERFLOW)?));
         let by_label = self.peers.fold(items, |v| *v, |a: &mut u64, v| *a += v);
-        let mut f = MetricFamily::new(
-            "stornet_tcp_retransmits_total",
-            "TCP segments retransmitted to a peer, in any network namespace \
-             (tcp_retransmit_skb, tcp_retransmit_synack; as RetransSegs in /proc/net/snmp).",
-            MetricKind::Counter,
-        );
+        let mut f = MetricFamily::of(&metric_names::net::TCP_RETRANSMITS_TOTAL);
         for (peer, n) in by_label {
             if n > 0 || peer != crate::net::peers::OTHER {
                 f.scalar(&[("peer", &peer)], n as f64);

@@ -15,11 +15,12 @@ use std::sync::{Arc, Mutex};
 use anyhow::Result;
 use tracing::{info, warn};
 
-use crate::model::{Collector, MetricFamily, MetricKind};
+use crate::model::{Collector, MetricFamily};
 use crate::net::peers::PeerLabels;
 use crate::net::unattributed::Unattributed;
 use ethtool::Ethtool;
 use links::Link;
+use metric_names::{Metric, net};
 use namespaces::{Namespace, run_in};
 use netlink::Netlink;
 use qdisc::{Qdisc, handle_name};
@@ -268,13 +269,7 @@ impl SnapshotCollector {
     }
 
     fn errors_family(&self) -> MetricFamily {
-        let mut f = MetricFamily::new(
-            "stornet_net_snapshot_errors_total",
-            "Scrape-time network snapshots that could not be read, by namespace and part \
-             (namespace: the whole namespace; qdisc, sock_diag, ethtool, snmp: that part only, e.g. \
-             a kernel without the sock_diag module).",
-            MetricKind::Counter,
-        );
+        let mut f = MetricFamily::of(&net::SNAPSHOT_ERRORS_TOTAL);
         for ((ns, part), n) in self.errors.lock().expect("snapshot errors").iter() {
             f.scalar(&[("netns", ns), ("snapshot", part)], *n as f64);
         }
@@ -297,121 +292,42 @@ struct Families {
     qdisc: Vec<QdiscStat>,
 }
 
-fn counter(name: &str, help: &str) -> MetricFamily {
-    MetricFamily::new(name, help, MetricKind::Counter)
-}
-
-fn gauge(name: &str, help: &str) -> MetricFamily {
-    MetricFamily::new(name, help, MetricKind::Gauge)
-}
-
-/// Interface counters: metric name, help, and where the value is in the link's statistics.
-const LINK_COUNTERS: &[(&str, &str, LinkValue)] = &[
-    (
-        "stornet_interface_receive_bytes_total",
-        "Bytes received.",
-        |s| s.rx_bytes,
-    ),
-    (
-        "stornet_interface_transmit_bytes_total",
-        "Bytes sent.",
-        |s| s.tx_bytes,
-    ),
-    (
-        "stornet_interface_receive_packets_total",
-        "Packets received.",
-        |s| s.rx_packets,
-    ),
-    (
-        "stornet_interface_transmit_packets_total",
-        "Packets sent.",
-        |s| s.tx_packets,
-    ),
-    (
-        "stornet_interface_receive_errors_total",
-        "Receive errors the driver counted.",
-        |s| s.rx_errors,
-    ),
-    (
-        "stornet_interface_transmit_errors_total",
-        "Transmit errors the driver counted.",
-        |s| s.tx_errors,
-    ),
-    (
-        "stornet_interface_receive_dropped_total",
-        "Received packets dropped by the interface (e.g. larger than its MTU).",
-        |s| s.rx_dropped,
-    ),
-    (
-        "stornet_interface_transmit_dropped_total",
-        "Packets dropped on the way out of the interface.",
-        |s| s.tx_dropped,
-    ),
-    (
-        "stornet_interface_receive_missed_total",
-        "Packets lost because the NIC's receive ring was full.",
-        |s| s.rx_missed,
-    ),
+/// Interface counters: the metric, and where its value is in the link's statistics.
+const LINK_COUNTERS: &[(Metric, LinkValue)] = &[
+    (net::INTERFACE_RECEIVE_BYTES_TOTAL, |s| s.rx_bytes),
+    (net::INTERFACE_TRANSMIT_BYTES_TOTAL, |s| s.tx_bytes),
+    (net::INTERFACE_RECEIVE_PACKETS_TOTAL, |s| s.rx_packets),
+    (net::INTERFACE_TRANSMIT_PACKETS_TOTAL, |s| s.tx_packets),
+    (net::INTERFACE_RECEIVE_ERRORS_TOTAL, |s| s.rx_errors),
+    (net::INTERFACE_TRANSMIT_ERRORS_TOTAL, |s| s.tx_errors),
+    (net::INTERFACE_RECEIVE_DROPPED_TOTAL, |s| s.rx_dropped),
+    (net::INTERFACE_TRANSMIT_DROPPED_TOTAL, |s| s.tx_dropped),
+    (net::INTERFACE_RECEIVE_MISSED_TOTAL, |s| s.rx_missed),
 ];
 
-/// qdisc statistics: kind, metric name, help, and where the value is.
-const QDISC_STATS: &[(MetricKind, &str, &str, QdiscValue)] = &[
-    (
-        MetricKind::Counter,
-        "stornet_qdisc_drops_total",
-        "Packets the qdisc dropped (tc -s qdisc: dropped).",
-        |q| q.drops,
-    ),
-    (
-        MetricKind::Counter,
-        "stornet_qdisc_overlimits_total",
-        "Times the qdisc held packets back over its rate or limit (overlimits).",
-        |q| q.overlimits,
-    ),
-    (
-        MetricKind::Counter,
-        "stornet_qdisc_requeues_total",
-        "Packets the qdisc had to queue again (requeues).",
-        |q| q.requeues,
-    ),
-    (
-        MetricKind::Gauge,
-        "stornet_qdisc_backlog_bytes",
-        "Bytes queued in the qdisc at scrape time.",
-        |q| q.backlog_bytes,
-    ),
-    (
-        MetricKind::Gauge,
-        "stornet_qdisc_backlog_packets",
-        "Packets queued in the qdisc at scrape time.",
-        |q| q.backlog_packets,
-    ),
+/// qdisc statistics: the metric, and where its value is.
+const QDISC_STATS: &[(Metric, QdiscValue)] = &[
+    (net::QDISC_DROPS_TOTAL, |q| q.drops),
+    (net::QDISC_OVERLIMITS_TOTAL, |q| q.overlimits),
+    (net::QDISC_REQUEUES_TOTAL, |q| q.requeues),
+    (net::QDISC_BACKLOG_BYTES, |q| q.backlog_bytes),
+    (net::QDISC_BACKLOG_PACKETS, |q| q.backlog_packets),
 ];
 
 impl Families {
     fn new() -> Families {
         Families {
-            up: gauge(
-                "stornet_net_namespace_up",
-                "Whether the agent could read the network namespace's statistics (1) or not (0).",
-            ),
-            mtu: gauge("stornet_interface_mtu", "Interface MTU, bytes."),
-            speed: gauge(
-                "stornet_interface_speed_bytes_per_second",
-                "Link speed the driver reports (ethtool), bytes per second.",
-            ),
+            up: MetricFamily::of(&net::NAMESPACE_UP),
+            mtu: MetricFamily::of(&net::INTERFACE_MTU),
+            speed: MetricFamily::of(&net::INTERFACE_SPEED_BYTES_PER_SECOND),
             counters: LINK_COUNTERS
                 .iter()
-                .map(|&(name, help, value)| (counter(name, help), value))
+                .map(|(m, value)| (MetricFamily::of(m), *value))
                 .collect(),
-            pause: counter(
-                "stornet_interface_pause_frames_total",
-                "Pause (flow control) frame counters of the driver's statistics (ethtool -S), \
-                 by the driver's counter name.",
-            ),
+            pause: MetricFamily::of(&net::INTERFACE_PAUSE_FRAMES_TOTAL),
             qdisc: QDISC_STATS
                 .iter()
-                .map(|&(kind, name, help, value)| (MetricFamily::new(name, help, kind), value))
+                .map(|(m, value)| (MetricFamily::of(m), *value))
                 .collect(),
         }
     }
@@ -525,26 +441,11 @@ pub fn socket_families(peers: &PeerLabels, sockets: Vec<TcpSocket>) -> Vec<Metri
         |_| 1,
         |a: &mut PeerSockets, s| a.merge(&PeerSockets::of(&s)),
     );
-    let mut count = gauge(
-        "stornet_tcp_sockets",
-        "Established TCP sockets to the peer (sock_diag).",
-    );
-    let mut srtt = gauge(
-        "stornet_tcp_srtt_seconds",
-        "Mean smoothed round-trip time over the peer's established sockets (TCP_INFO).",
-    );
-    let mut srtt_max = gauge(
-        "stornet_tcp_srtt_max_seconds",
-        "Largest smoothed round-trip time among the peer's established sockets (TCP_INFO).",
-    );
-    let mut pmtu = gauge(
-        "stornet_tcp_path_mtu_bytes",
-        "Smallest path MTU among the peer's established sockets (TCP_INFO tcpi_pmtu).",
-    );
-    let mut mss = gauge(
-        "stornet_tcp_mss_bytes",
-        "Smallest send MSS among the peer's established sockets (TCP_INFO tcpi_snd_mss).",
-    );
+    let mut count = MetricFamily::of(&net::TCP_SOCKETS);
+    let mut srtt = MetricFamily::of(&net::TCP_SRTT_SECONDS);
+    let mut srtt_max = MetricFamily::of(&net::TCP_SRTT_MAX_SECONDS);
+    let mut pmtu = MetricFamily::of(&net::TCP_PATH_MTU_BYTES);
+    let mut mss = MetricFamily::of(&net::TCP_MSS_BYTES);
     for (peer, p) in by_peer {
         let labels = [("peer", peer.as_str())];
         count.scalar(&labels, p.sockets as f64);
