@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::probes::PROBES;
+use crate::probes::spec::PROBES;
 
 /// Interface counters, MTU and qdisc statistics (rtnetlink).
 pub const NETLINK: &str = "netlink";

@@ -190,8 +190,8 @@ impl Config {
             message,
         };
         for name in &self.probes.disable {
-            if !crate::probes::PROBES.iter().any(|p| p.name == name) {
-                let known: Vec<&str> = crate::probes::PROBES.iter().map(|p| p.name).collect();
+            if !crate::probes::spec::PROBES.iter().any(|p| p.name == name) {
+                let known: Vec<&str> = crate::probes::spec::PROBES.iter().map(|p| p.name).collect();
                 return Err(err(
                     "probes",
                     "disable",

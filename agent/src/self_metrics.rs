@@ -10,7 +10,8 @@ use aya::maps::Map;
 use tracing::{debug, info};
 
 use crate::model::{HistogramValue, MetricFamily};
-use crate::probes::{PROBES, Probes};
+use crate::probes::Probes;
+use crate::probes::spec::PROBES;
 
 /// Upper bounds of the scrape duration histogram, in seconds.
 const SCRAPE_BUCKETS: [f64; 10] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0];

@@ -20,11 +20,9 @@ use crate::config::{BlockConfig, DispatchTime, HistogramDetail};
 use crate::devices::{DeviceFilter, DeviceLabels, DeviceNames, queue_limits};
 use crate::model::{Collector, MetricFamily};
 use crate::probes::Probes;
+use crate::probes::spec::ProbeCollector;
 use export::View;
 use maps::BlockMaps;
-
-/// The block probes, in `stornet_probe_up`.
-pub const PROBES: [&str; 3] = ["block_issue", "block_completion", "block_requeue"];
 
 pub struct BlockCollector {
     maps: Mutex<BlockMaps>,
@@ -41,7 +39,7 @@ pub struct BlockCollector {
 
 /// Takes the block maps and configures the probes, if any block probe is up.
 pub fn collector(probes: &mut Probes, config: &BlockConfig) -> Option<BlockCollector> {
-    if !PROBES.iter().any(|p| probes.is_up(p)) {
+    if !ProbeCollector::Block.probes().any(|p| probes.is_up(p.name)) {
         return None;
     }
     let result = (|| -> Result<BlockCollector> {

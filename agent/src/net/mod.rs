@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use tracing::warn;
 
+use crate::btf::Btf;
 use crate::config::NetConfig;
 use crate::model::Collector;
 use crate::probes::Probes;
@@ -22,6 +23,7 @@ use snapshots::namespaces::Namespace;
 /// are up.
 pub fn collectors(
     probes: &mut Probes,
+    btf: &anyhow::Result<Btf>,
     config: &NetConfig,
     parts: snapshots::Parts,
 ) -> Vec<Box<dyn Collector>> {
@@ -45,7 +47,7 @@ pub fn collectors(
             parts,
         )));
     }
-    if let Err(e) = probed::collectors(probes, peers, unattributed, &mut out) {
+    if let Err(e) = probed::collectors(probes, btf, peers, unattributed, &mut out) {
         warn!(error = %format!("{e:#}"), "network probe collectors unavailable");
     }
     out

@@ -2,6 +2,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use agent_common::maps;
 use agent_common::net::{
     COUNTER_EXCEED_OTHER, COUNTER_EXCEED_RECV, COUNTER_EXCEED_SEND, COUNTER_RCVQUEUE_FULL,
     COUNTER_RETRANS_OVERFLOW, COUNTER_UNSPECIFIED_OVERFLOW,
@@ -16,7 +17,7 @@ pub struct Counters(Mutex<PerCpuArray<MapData, u64>>);
 impl Counters {
     pub fn new(map: aya::maps::Map) -> Result<Counters> {
         Ok(Counters(Mutex::new(
-            PerCpuArray::try_from(map).context("NET_COUNTERS map")?,
+            PerCpuArray::try_from(map).context(maps::NET_COUNTERS)?,
         )))
     }
 

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use agent_common::maps;
 use agent_common::net::{
     COUNTER_UNSPECIFIED_OVERFLOW, DROP_REASON_SUBSYSTEM_SLOT, MAX_DROP_LOCATIONS, REASON_NONE_SLOT,
 };
@@ -70,9 +71,9 @@ impl DropCollector {
         counters: Arc<Counters>,
     ) -> Result<DropCollector> {
         Ok(DropCollector {
-            reasons: Mutex::new(PerCpuArray::try_from(reasons).context("NET_DROP_REASONS map")?),
+            reasons: Mutex::new(PerCpuArray::try_from(reasons).context(maps::NET_DROP_REASONS)?),
             locations: Mutex::new(
-                PerCpuHashMap::try_from(locations).context("NET_UNSPECIFIED_DROPS map")?,
+                PerCpuHashMap::try_from(locations).context(maps::NET_UNSPECIFIED_DROPS)?,
             ),
             names: reason_names(btf)?,
             symbols: Mutex::new(Symbols::default()),

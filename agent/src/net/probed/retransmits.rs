@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::{Arc, Mutex};
 
+use agent_common::maps;
 use agent_common::net::{AF_INET, AF_INET6, COUNTER_RETRANS_OVERFLOW, PeerKey};
 use anyhow::{Context, Result};
 use aya::maps::{MapData, PerCpuHashMap};
@@ -41,7 +42,7 @@ impl RetransmitCollector {
         unattributed: Option<Arc<Unattributed>>,
     ) -> Result<RetransmitCollector> {
         Ok(RetransmitCollector {
-            map: Mutex::new(PerCpuHashMap::try_from(map).context("NET_RETRANSMITS map")?),
+            map: Mutex::new(PerCpuHashMap::try_from(map).context(maps::NET_RETRANSMITS)?),
             counters,
             peers,
             unattributed,

@@ -65,8 +65,9 @@ impl Parts {
             netlink: on(NETLINK),
             sock_diag: on(SOCK_DIAG),
             ethtool: on(ETHTOOL),
-            snmp: on(crate::net::probed::layout::PROBE_RETRANSMIT)
-                || on(crate::net::probed::layout::PROBE_RETRANSMIT_SYNACK),
+            snmp: crate::probes::spec::ProbeCollector::Retransmits
+                .probes()
+                .any(|p| on(p.name)),
         }
     }
 
