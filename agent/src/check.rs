@@ -155,7 +155,7 @@ fn layouts(kernel: &KernelBtf) -> Vec<Row> {
         return Vec::new();
     };
     let mut rows = Vec::new();
-    match crate::block::layout(btf, crate::kernel::version()) {
+    match crate::probes::block_layout::layout(btf, crate::kernel::version()) {
         Ok(l) => {
             let stats = if btf.enumerator("QUEUE_FLAG_STATS").is_ok() {
                 "kernel BTF"
@@ -183,7 +183,7 @@ fn layouts(kernel: &KernelBtf) -> Vec<Row> {
         }
         Err(e) => rows.push(row("block layout", Status::Fail, format!("{e:#}"))),
     }
-    let net = crate::net::probed::layout::NetGlobals::resolve(&kernel.btf);
+    let net = crate::probes::net_layout::NetGlobals::resolve(&kernel.btf);
     let reasons = if net.layout.drop_has_reason != 0 {
         "the kernel's drop reasons"
     } else {

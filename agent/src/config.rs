@@ -261,7 +261,7 @@ impl Config {
             return Err(err("net", "max_peers", None, "must be at least 1".into()));
         }
         for ns in &self.net.namespaces {
-            if let Err(e) = crate::net::snapshots::namespaces::Namespace::parse(ns) {
+            if let Err(e) = crate::netns::Namespace::parse(ns) {
                 return Err(err("net", "namespaces", Some(ns), format!("{e:#}")));
             }
         }

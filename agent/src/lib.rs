@@ -15,6 +15,7 @@ pub mod logging;
 pub mod map_batch;
 pub mod model;
 pub mod net;
+pub mod netns;
 pub mod probes;
 pub mod process;
 pub mod prog_info;

@@ -2,7 +2,6 @@
 //! that turns their maps into `stornet_block_*` families at each scrape.
 
 pub mod export;
-pub mod layout;
 pub mod maps;
 
 use std::path::Path;
@@ -13,8 +12,6 @@ use agent_common::block::{STAMP_KERNEL, STAMP_PROBE};
 
 use anyhow::Result;
 use tracing::warn;
-
-pub use layout::layout;
 
 use crate::config::{BlockConfig, DispatchTime, HistogramDetail};
 use crate::devices::{DeviceFilter, DeviceLabels, DeviceNames, queue_limits};

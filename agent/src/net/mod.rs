@@ -15,9 +15,9 @@ use tracing::warn;
 use crate::btf::Btf;
 use crate::config::NetConfig;
 use crate::model::Collector;
+use crate::netns::Namespace;
 use crate::probes::Probes;
 use peers::PeerLabels;
-use snapshots::namespaces::Namespace;
 
 /// The network collectors: the snapshots enabled in `parts`, map readers for the probes that
 /// are up.

@@ -6,11 +6,13 @@ use aya::programs::{BtfTracePoint, RawTracePoint, TracePoint};
 use aya::{Btf as AyaBtf, Ebpf, EbpfLoader};
 use tracing::{debug, info, warn};
 
+pub mod block_layout;
+pub mod net_layout;
 pub mod spec;
 
 use crate::btf::{Btf, KernelBtf};
 use crate::model::{Collector, MetricFamily};
-use crate::net::probed::layout as net;
+use net_layout as net;
 use spec::{Hook, PROBES, ProbeCollector, ProbeSpec};
 
 /// The eBPF object built by `build.rs` from the `agent-ebpf` crate.
@@ -41,7 +43,7 @@ pub struct Globals {
 impl Globals {
     pub fn resolve(btf: &Result<Btf>) -> Globals {
         let block = match btf {
-            Ok(btf) => crate::block::layout(btf, crate::kernel::version()),
+            Ok(btf) => block_layout::layout(btf, crate::kernel::version()),
             Err(e) => Err(anyhow::anyhow!("{e:#}")),
         };
         Globals {

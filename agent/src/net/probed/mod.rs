@@ -4,7 +4,6 @@
 pub mod counters;
 pub mod drops;
 pub mod kallsyms;
-pub mod layout;
 pub mod retransmits;
 
 use std::sync::Arc;

@@ -4,7 +4,6 @@
 
 pub mod ethtool;
 pub mod links;
-pub mod namespaces;
 pub mod netlink;
 pub mod qdisc;
 pub mod sockdiag;
@@ -18,10 +17,10 @@ use tracing::{info, warn};
 use crate::model::{Collector, MetricFamily};
 use crate::net::peers::PeerLabels;
 use crate::net::unattributed::Unattributed;
+use crate::netns::{Namespace, run_in};
 use ethtool::Ethtool;
 use links::Link;
 use metric_names::{Metric, net};
-use namespaces::{Namespace, run_in};
 use netlink::Netlink;
 use qdisc::{Qdisc, handle_name};
 use sockdiag::TcpSocket;
