@@ -40,7 +40,7 @@ pub fn collectors(
     let unattributed = Arc::new(unattributed::Unattributed::default());
     let mut out: Vec<Box<dyn Collector>> = Vec::new();
     if parts.any() {
-        out.push(Box::new(snapshots::SnapshotCollector::new(
+        out.push(Box::new(snapshots::collector::SnapshotCollector::new(
             namespaces,
             peers.clone(),
             unattributed.clone(),
