@@ -110,6 +110,64 @@ impl OpStats {
         requeues: 0,
         queue_slot: 0,
     };
+
+    /// The fields that add up over CPUs and devices (histogram slots, sums, counters), in
+    /// one order. Destructured without `..`, so that a new field is placed here (or summed
+    /// apart, as `queue_slot`) before anything builds.
+    pub fn additive(&self) -> [&[u64]; 9] {
+        let OpStats {
+            queue,
+            service,
+            size,
+            depth,
+            queue_ns,
+            service_ns,
+            bytes,
+            depth_sum,
+            requeues,
+            queue_slot: _,
+        } = self;
+        use core::slice::from_ref as one;
+        [
+            queue,
+            service,
+            size,
+            depth,
+            one(queue_ns),
+            one(service_ns),
+            one(bytes),
+            one(depth_sum),
+            one(requeues),
+        ]
+    }
+
+    /// [`OpStats::additive`], to add into.
+    pub fn additive_mut(&mut self) -> [&mut [u64]; 9] {
+        let OpStats {
+            queue,
+            service,
+            size,
+            depth,
+            queue_ns,
+            service_ns,
+            bytes,
+            depth_sum,
+            requeues,
+            queue_slot: _,
+        } = self;
+        use core::slice::from_mut as one;
+        [
+            queue,
+            service,
+            size,
+            depth,
+            one(queue_ns),
+            one(service_ns),
+            one(bytes),
+            one(depth_sum),
+            one(requeues),
+        ]
+    }
 }
 
 /// A slot of the direct-mapped, per-CPU stats array: the (device, op) it holds on this CPU

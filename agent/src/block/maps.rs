@@ -29,70 +29,13 @@ pub struct BlockSnapshot {
 
 /// Adds `b` into `a`, slot by slot.
 pub fn add_stats(a: &mut OpStats, b: &OpStats) {
-    for (x, y) in additive_mut(a).into_iter().zip(additive(b)) {
+    for (x, y) in a.additive_mut().into_iter().zip(b.additive()) {
         for (x, y) in x.iter_mut().zip(y) {
             *x += y;
         }
     }
     // Not a count: the device's in-flight slot, the same in every copy that knows it.
     a.queue_slot = a.queue_slot.max(b.queue_slot);
-}
-
-/// The fields of `OpStats` that add up (histogram slots, sums, counters), in one order.
-/// Destructured without `..`, so that a new field is placed here or in `add_stats` before
-/// the agent builds.
-fn additive(s: &OpStats) -> [&[u64]; 9] {
-    let OpStats {
-        queue,
-        service,
-        size,
-        depth,
-        queue_ns,
-        service_ns,
-        bytes,
-        depth_sum,
-        requeues,
-        queue_slot: _,
-    } = s;
-    use std::slice::from_ref as one;
-    [
-        queue,
-        service,
-        size,
-        depth,
-        one(queue_ns),
-        one(service_ns),
-        one(bytes),
-        one(depth_sum),
-        one(requeues),
-    ]
-}
-
-fn additive_mut(s: &mut OpStats) -> [&mut [u64]; 9] {
-    let OpStats {
-        queue,
-        service,
-        size,
-        depth,
-        queue_ns,
-        service_ns,
-        bytes,
-        depth_sum,
-        requeues,
-        queue_slot: _,
-    } = s;
-    use std::slice::from_mut as one;
-    [
-        queue,
-        service,
-        size,
-        depth,
-        one(queue_ns),
-        one(service_ns),
-        one(bytes),
-        one(depth_sum),
-        one(requeues),
-    ]
 }
 
 pub struct BlockMaps {

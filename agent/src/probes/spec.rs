@@ -49,7 +49,7 @@ pub struct ProbeSpec {
     pub collector: ProbeCollector,
     /// The maps it writes (`agent_common::maps`).
     pub maps: &'static [&'static str],
-    /// The metrics its events feed.
+    /// The metrics its events feed (the block probes feed the block metrics together).
     pub metrics: &'static [Metric],
 }
 
@@ -60,11 +60,7 @@ pub const BLOCK_ISSUE: ProbeSpec = ProbeSpec {
     ready: ready::BLOCK_ISSUE,
     collector: ProbeCollector::Block,
     maps: maps::BLOCK,
-    metrics: &[
-        block::INFLIGHT_AT_ISSUE,
-        block::DISPATCH_STAMPS_TOTAL,
-        block::UNRECORDED_TOTAL,
-    ],
+    metrics: block::ALL,
 };
 
 pub const BLOCK_COMPLETION: ProbeSpec = ProbeSpec {
@@ -74,14 +70,7 @@ pub const BLOCK_COMPLETION: ProbeSpec = ProbeSpec {
     ready: ready::BLOCK_COMPLETION,
     collector: ProbeCollector::Block,
     maps: maps::BLOCK,
-    metrics: &[
-        block::QUEUE_SECONDS,
-        block::SERVICE_SECONDS,
-        block::IO_SIZE_BYTES,
-        block::ERRORS_TOTAL,
-        block::DISPATCH_STAMPS_TOTAL,
-        block::UNRECORDED_TOTAL,
-    ],
+    metrics: block::ALL,
 };
 
 pub const BLOCK_REQUEUE: ProbeSpec = ProbeSpec {
@@ -91,7 +80,7 @@ pub const BLOCK_REQUEUE: ProbeSpec = ProbeSpec {
     ready: ready::BLOCK_REQUEUE,
     collector: ProbeCollector::Block,
     maps: maps::BLOCK,
-    metrics: &[block::REQUEUES_TOTAL],
+    metrics: block::ALL,
 };
 
 pub const TCP_RETRANSMIT: ProbeSpec = ProbeSpec {
