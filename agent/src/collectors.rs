@@ -128,4 +128,26 @@ mod tests {
         }
         assert!(!is_known("namespace"));
     }
+
+    /// docs/agent.md's collector table names every collector.
+    #[test]
+    fn the_docs_name_every_collector() {
+        let docs =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/agent.md"))
+                .unwrap();
+        let table: Vec<&str> = docs
+            .lines()
+            .skip_while(|l| !l.starts_with("| collector | what it exports |"))
+            .take_while(|l| l.starts_with('|'))
+            .collect();
+        for name in names() {
+            let cell = format!("`{name}`");
+            assert!(
+                table
+                    .iter()
+                    .any(|row| row.split('|').nth(1).is_some_and(|c| c.contains(&cell))),
+                "{name} is not in docs/agent.md's collector table"
+            );
+        }
+    }
 }
