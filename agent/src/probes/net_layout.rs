@@ -12,16 +12,8 @@ use agent_common::ready::{
 };
 use anyhow::{Result, bail};
 
+use super::spec::{PROBES, ProbeCollector};
 use crate::btf::{ArgType, Btf};
-
-/// The network probes, by their bit in `PROBES_READY`.
-const PROBES: [u32; 5] = [
-    TCP_RETRANSMIT,
-    TCP_RETRANSMIT_SYNACK,
-    SKB_DROP,
-    SOCK_EXCEED_BUF_LIMIT,
-    SOCK_RCVQUEUE_FULL,
-];
 
 /// The layout global and, per probe (by ready bit), why it cannot run on this kernel.
 #[derive(Debug)]
@@ -42,8 +34,11 @@ impl NetGlobals {
         let btf = match btf {
             Ok(b) => b,
             Err(e) => {
-                for p in PROBES {
-                    g.errors.push((p, format!("{e:#}")));
+                let net = PROBES
+                    .iter()
+                    .filter(|p| p.collector != ProbeCollector::Block);
+                for p in net {
+                    g.errors.push((p.ready, format!("{e:#}")));
                 }
                 return g;
             }
