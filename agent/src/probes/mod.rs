@@ -1,18 +1,20 @@
 //! Loads stornet's eBPF object and attaches each probe on its own, recording a status per
-//! probe: a hook missing on this kernel takes that probe down, never the agent.
+//! probe: a hook missing on this kernel takes that probe down, never the agent. The probes
+//! are declared in `spec`; what they read from this kernel is resolved from BTF in
+//! `block_layout` and `net_layout` and handed over as load-time globals, with a ready bit for
+//! each probe whose part resolved.
+
+pub mod block_layout;
+pub mod net_layout;
+pub mod spec;
 
 use anyhow::{Context, Result};
 use aya::programs::{BtfTracePoint, RawTracePoint, TracePoint};
 use aya::{Btf as AyaBtf, Ebpf, EbpfLoader};
 use tracing::{debug, info, warn};
 
-pub mod block_layout;
-pub mod net_layout;
-pub mod spec;
-
 use crate::btf::{Btf, KernelBtf};
 use crate::model::{Collector, MetricFamily};
-use net_layout as net;
 use spec::{Hook, PROBES, ProbeCollector, ProbeSpec};
 
 /// The eBPF object built by `build.rs` from the `agent-ebpf` crate.
@@ -37,7 +39,7 @@ pub struct Probes {
 /// Load-time globals, resolved from kernel BTF, each needed by some probes.
 pub struct Globals {
     pub block: Result<agent_common::block::BlockLayout>,
-    pub net: net::NetGlobals,
+    pub net: net_layout::NetGlobals,
 }
 
 impl Globals {
@@ -48,7 +50,7 @@ impl Globals {
         };
         Globals {
             block,
-            net: net::NetGlobals::resolve(btf),
+            net: net_layout::NetGlobals::resolve(btf),
         }
     }
 
