@@ -13,6 +13,9 @@ pub const OP_OTHER: u32 = 4;
 pub const OP_COUNT: usize = 5;
 pub const OP_NAMES: [&str; OP_COUNT] = ["read", "write", "flush", "discard", "other"];
 
+/// The name of the load-time global holding the [`BlockLayout`].
+pub const LAYOUT_GLOBAL: &str = "BLOCK_LAYOUT";
+
 /// Kernel struct offsets and enum values the block probes need. User space fills this from
 /// the running kernel's BTF and passes it as a load-time global; nothing is hard-coded.
 #[repr(C)]
@@ -58,10 +61,8 @@ pub struct BlockLayout {
     /// `enum mq_rq_state` value `MQ_RQ_IDLE`: a request in this state was never dispatched
     /// (or was requeued).
     pub mq_rq_idle: u32,
-    /// Non-zero once user space has filled the layout; the probes do nothing before that.
-    pub ready: u32,
 }
-assert_size!(BlockLayout, 104);
+assert_size!(BlockLayout, 100);
 
 /// Map key: a device (kernel `dev_t` of the whole disk, `MAJOR << 20 | MINOR`) and an op.
 #[repr(C)]
@@ -109,6 +110,64 @@ impl OpStats {
         requeues: 0,
         queue_slot: 0,
     };
+
+    /// The fields that add up over CPUs and devices (histogram slots, sums, counters), in
+    /// one order. Destructured without `..`, so that a new field is placed here (or summed
+    /// apart, as `queue_slot`) before anything builds.
+    pub fn additive(&self) -> [&[u64]; 9] {
+        let OpStats {
+            queue,
+            service,
+            size,
+            depth,
+            queue_ns,
+            service_ns,
+            bytes,
+            depth_sum,
+            requeues,
+            queue_slot: _,
+        } = self;
+        use core::slice::from_ref as one;
+        [
+            queue,
+            service,
+            size,
+            depth,
+            one(queue_ns),
+            one(service_ns),
+            one(bytes),
+            one(depth_sum),
+            one(requeues),
+        ]
+    }
+
+    /// [`OpStats::additive`], to add into.
+    pub fn additive_mut(&mut self) -> [&mut [u64]; 9] {
+        let OpStats {
+            queue,
+            service,
+            size,
+            depth,
+            queue_ns,
+            service_ns,
+            bytes,
+            depth_sum,
+            requeues,
+            queue_slot: _,
+        } = self;
+        use core::slice::from_mut as one;
+        [
+            queue,
+            service,
+            size,
+            depth,
+            one(queue_ns),
+            one(service_ns),
+            one(bytes),
+            one(depth_sum),
+            one(requeues),
+        ]
+    }
 }
 
 /// A slot of the direct-mapped, per-CPU stats array: the (device, op) it holds on this CPU

@@ -6,7 +6,9 @@
 
 pub mod block;
 pub mod hist;
+pub mod maps;
 pub mod net;
+pub mod ready;
 
 /// Asserts at compile time that a type has the expected size (no hidden padding).
 #[macro_export]

@@ -3,15 +3,11 @@
 
 use crate::{assert_size, user_pod};
 
+/// The name of the load-time global holding the [`NetLayout`].
+pub const LAYOUT_GLOBAL: &str = "NET_LAYOUT";
+
 /// An offset the running kernel does not have (e.g. IPv6 addresses without CONFIG_IPV6).
 pub const OFFSET_NONE: u32 = u32::MAX;
-
-/// Bits of `NetLayout::ready`: which probes' layouts resolved.
-pub const READY_RETRANSMIT: u32 = 1;
-pub const READY_RETRANSMIT_SYNACK: u32 = 1 << 1;
-pub const READY_DROP: u32 = 1 << 2;
-pub const READY_SOCK_EXCEED: u32 = 1 << 3;
-pub const READY_SOCK_RCVQUEUE: u32 = 1 << 4;
 
 /// Tracepoint argument positions, the same on every kernel since 5.4 (user space checks each
 /// one's type in kernel BTF): `tcp_retransmit_skb(sk, skb[, err])`,
@@ -59,10 +55,8 @@ pub struct NetLayout {
     /// The value of `SKB_DROP_REASON_NOT_SPECIFIED` on this kernel (`REASON_NONE_SLOT`
     /// where drops carry no reason).
     pub reason_not_specified: u32,
-    /// READY_* bits; a probe does nothing until its bit is set.
-    pub ready: u32,
 }
-assert_size!(NetLayout, 48);
+assert_size!(NetLayout, 44);
 
 impl NetLayout {
     /// Nothing resolved: every probe stays idle.
@@ -78,7 +72,6 @@ impl NetLayout {
         rt_has_err: 0,
         drop_has_reason: 0,
         reason_not_specified: u32::MAX,
-        ready: 0,
     };
 }
 

@@ -10,6 +10,7 @@
 mod block;
 mod net;
 mod read;
+mod ready;
 
 use aya_ebpf::{macros::btf_tracepoint, programs::BtfTracePointContext};
 

@@ -8,9 +8,15 @@ pub mod retransmits;
 use agent_common::net::{COUNTER_SLOTS, NetLayout};
 use aya_ebpf::{macros::map, maps::PerCpuArray};
 
-/// Filled by user space from kernel BTF before load.
+/// Filled by user space from kernel BTF before load, by this name.
+const _: () = assert!(agent_common::maps::same(
+    "NET_LAYOUT",
+    agent_common::net::LAYOUT_GLOBAL
+));
 #[unsafe(no_mangle)]
 static NET_LAYOUT: NetLayout = NetLayout::EMPTY;
+
+crate::ready::shared_map_names!(NET_COUNTERS);
 
 /// Overflow and socket-pressure counters (`COUNTER_*` slots).
 #[map]
@@ -26,11 +32,6 @@ macro_rules! layout {
     };
 }
 pub(crate) use layout;
-
-#[inline(always)]
-fn ready(bit: u32) -> bool {
-    layout!(ready) & bit != 0
-}
 
 /// Adds one to a per-CPU counter slot.
 #[inline(always)]

@@ -3,9 +3,11 @@
 use tracing::warn;
 
 use crate::block;
+use crate::btf::KernelBtf;
 use crate::config::Config;
-use crate::model::{Collector, Family};
-use crate::probes::{PROBES, Probes};
+use crate::model::{Collector, MetricFamily};
+use crate::probes::Probes;
+use crate::probes::spec::PROBES;
 use crate::self_metrics::SelfMetrics;
 
 pub struct Agent {
@@ -25,7 +27,9 @@ impl Agent {
             .map(|p| p.name)
             .filter(|p| config.collector_enabled(p))
             .collect();
-        let mut probes = Probes::load(&wanted);
+        // Read once; dropped when the collectors are built.
+        let kernel = KernelBtf::read();
+        let mut probes = Probes::load(&wanted, &kernel);
         // Before collectors take maps out of the object.
         let self_metrics = SelfMetrics::new(&probes, &config.probes);
         let mut collectors: Vec<Box<dyn Collector>> = vec![Box::new(probes.status_collector())];
@@ -33,7 +37,12 @@ impl Agent {
             collectors.push(Box::new(c));
         }
         let snapshots = crate::net::snapshots::Parts::of(config);
-        collectors.extend(crate::net::collectors(&mut probes, &config.net, snapshots));
+        collectors.extend(crate::net::collectors(
+            &mut probes,
+            &kernel.btf,
+            &config.net,
+            snapshots,
+        ));
         Agent {
             probes,
             collectors_enabled: crate::collectors::names()
@@ -45,7 +54,7 @@ impl Agent {
     }
 
     /// Collects every family; a failing collector is logged and skipped.
-    pub fn gather(&self) -> Vec<Family> {
+    pub fn gather(&self) -> Vec<MetricFamily> {
         let mut out = Vec::new();
         for c in &self.collectors {
             if let Err(e) = c.collect(&mut out) {

@@ -120,14 +120,30 @@ fn le_u32(data: &[u8], at: usize) -> Result<u32> {
     Ok(u32::from_le_bytes(b.try_into().expect("4 bytes")))
 }
 
-impl Btf {
-    /// Reads the running kernel's BTF.
-    pub fn from_kernel() -> Result<Btf> {
-        let data = std::fs::read(KERNEL_BTF)
-            .with_context(|| format!("cannot read kernel BTF at {KERNEL_BTF}"))?;
-        Btf::parse(&data).with_context(|| format!("cannot parse {KERNEL_BTF}"))
-    }
+/// The running kernel's BTF, read once at start: parsed by this module (layouts, drop
+/// reasons) and by aya (to load `tp_btf` programs) from one read of the file.
+pub struct KernelBtf {
+    pub btf: Result<Btf>,
+    pub aya: Option<aya::Btf>,
+}
 
+impl KernelBtf {
+    pub fn read() -> KernelBtf {
+        match std::fs::read(KERNEL_BTF) {
+            Ok(data) => KernelBtf {
+                btf: Btf::parse(&data).with_context(|| format!("cannot parse {KERNEL_BTF}")),
+                aya: aya::Btf::parse(&data, aya::Endianness::default()).ok(),
+            },
+            Err(e) => KernelBtf {
+                btf: Err(anyhow::Error::new(e))
+                    .with_context(|| format!("cannot read kernel BTF at {KERNEL_BTF}")),
+                aya: None,
+            },
+        }
+    }
+}
+
+impl Btf {
     /// Parses a little-endian BTF blob (as in `/sys/kernel/btf/vmlinux`).
     pub fn parse(data: &[u8]) -> Result<Btf> {
         if data.len() < 24 {

@@ -5,8 +5,10 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use crate::btf::KernelBtf;
 use crate::config::Config;
-use crate::probes::{Hook, PROBES, Probes};
+use crate::probes::Probes;
+use crate::probes::spec::{Hook, PROBES};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Status {
@@ -56,7 +58,9 @@ const CAPS: &[(u32, &str, &str)] = &[
 ];
 
 pub fn run(config: &Config) -> ExitCode {
-    let mut rows = vec![kernel(), lockdown(), btf(), tracefs()];
+    // Read once, for the layouts, the hooks and the probes.
+    let kernel_btf = KernelBtf::read();
+    let mut rows = vec![kernel(), lockdown(), btf(&kernel_btf), tracefs()];
     let caps = effective_caps();
     for &(bit, name, why) in CAPS {
         let have = caps.is_some_and(|c| c & (1 << bit) != 0);
@@ -66,10 +70,9 @@ pub fn run(config: &Config) -> ExitCode {
             format!("{} ({why})", if have { "present" } else { "missing" }),
         ));
     }
-    rows.extend(layouts());
-    let aya_btf = aya::Btf::from_sys_fs().ok();
+    rows.extend(layouts(&kernel_btf));
     for spec in PROBES {
-        let (status, detail) = hook_available(spec.hook, aya_btf.as_ref());
+        let (status, detail) = hook_available(spec.hook, kernel_btf.aya.as_ref());
         rows.push(row(format!("hook of {}", spec.name), status, detail));
     }
     let wanted: Vec<&str> = PROBES
@@ -77,7 +80,7 @@ pub fn run(config: &Config) -> ExitCode {
         .map(|p| p.name)
         .filter(|p| config.collector_enabled(p))
         .collect();
-    let probes = Probes::load(&wanted);
+    let probes = Probes::load(&wanted, &kernel_btf);
     for s in &probes.status {
         rows.push(row(
             format!("probe {}", s.name),
@@ -147,12 +150,12 @@ fn kernel() -> Row {
 }
 
 /// How the probes read this kernel: the facts that differ between kernel versions.
-fn layouts() -> Vec<Row> {
-    let Ok(btf) = crate::btf::Btf::from_kernel() else {
+fn layouts(kernel: &KernelBtf) -> Vec<Row> {
+    let Ok(btf) = &kernel.btf else {
         return Vec::new();
     };
     let mut rows = Vec::new();
-    match crate::block::layout(&btf, crate::kernel::version()) {
+    match crate::probes::block_layout::layout(btf, crate::kernel::version()) {
         Ok(l) => {
             let stats = if btf.enumerator("QUEUE_FLAG_STATS").is_ok() {
                 "kernel BTF"
@@ -180,7 +183,7 @@ fn layouts() -> Vec<Row> {
         }
         Err(e) => rows.push(row("block layout", Status::Fail, format!("{e:#}"))),
     }
-    let net = crate::net::layout::NetGlobals::resolve(&Ok(btf));
+    let net = crate::probes::net_layout::NetGlobals::resolve(&kernel.btf);
     let reasons = if net.layout.drop_has_reason != 0 {
         "the kernel's drop reasons"
     } else {
@@ -212,8 +215,8 @@ fn lockdown() -> Row {
     row("kernel lockdown", status, detail)
 }
 
-fn btf() -> Row {
-    match crate::btf::Btf::from_kernel() {
+fn btf(kernel: &KernelBtf) -> Row {
+    match &kernel.btf {
         Ok(_) => row("kernel BTF", Status::Ok, crate::btf::KERNEL_BTF),
         Err(e) => row("kernel BTF", Status::Fail, format!("{e:#}")),
     }

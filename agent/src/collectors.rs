@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::probes::PROBES;
+use crate::probes::spec::PROBES;
 
 /// Interface counters, MTU and qdisc statistics (rtnetlink).
 pub const NETLINK: &str = "netlink";
@@ -127,5 +127,27 @@ mod tests {
             assert!(is_known(s));
         }
         assert!(!is_known("namespace"));
+    }
+
+    /// docs/agent.md's collector table names every collector.
+    #[test]
+    fn the_docs_name_every_collector() {
+        let docs =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/agent.md"))
+                .unwrap();
+        let table: Vec<&str> = docs
+            .lines()
+            .skip_while(|l| !l.starts_with("| collector | what it exports |"))
+            .take_while(|l| l.starts_with('|'))
+            .collect();
+        for name in names() {
+            let cell = format!("`{name}`");
+            assert!(
+                table
+                    .iter()
+                    .any(|row| row.split('|').nth(1).is_some_and(|c| c.contains(&cell))),
+                "{name} is not in docs/agent.md's collector table"
+            );
+        }
     }
 }

@@ -190,8 +190,8 @@ impl Config {
             message,
         };
         for name in &self.probes.disable {
-            if !crate::probes::PROBES.iter().any(|p| p.name == name) {
-                let known: Vec<&str> = crate::probes::PROBES.iter().map(|p| p.name).collect();
+            if !crate::probes::spec::PROBES.iter().any(|p| p.name == name) {
+                let known: Vec<&str> = crate::probes::spec::PROBES.iter().map(|p| p.name).collect();
                 return Err(err(
                     "probes",
                     "disable",
@@ -261,7 +261,7 @@ impl Config {
             return Err(err("net", "max_peers", None, "must be at least 1".into()));
         }
         for ns in &self.net.namespaces {
-            if let Err(e) = crate::net::namespaces::Namespace::parse(ns) {
+            if let Err(e) = crate::netns::Namespace::parse(ns) {
                 return Err(err("net", "namespaces", Some(ns), format!("{e:#}")));
             }
         }

@@ -1,19 +1,19 @@
 //! Renders the data model in the Prometheus text exposition format with the `prometheus` crate.
 
-use prometheus::proto::{self, MetricFamily, MetricType};
+use prometheus::proto::{self, MetricType};
 use prometheus::{Encoder, TextEncoder};
 
-use crate::model::{Family, Kind, Value};
+use crate::model::{MetricFamily, MetricKind, Value};
 
-fn to_proto(f: &Family) -> MetricFamily {
+fn to_proto(f: &MetricFamily) -> proto::MetricFamily {
     let mut metrics = Vec::with_capacity(f.series.len());
-    let mut mf = MetricFamily::default();
+    let mut mf = proto::MetricFamily::default();
     mf.set_name(f.name.clone());
     mf.set_help(f.help.clone());
     mf.set_field_type(match f.kind {
-        Kind::Counter => MetricType::COUNTER,
-        Kind::Gauge => MetricType::GAUGE,
-        Kind::Histogram => MetricType::HISTOGRAM,
+        MetricKind::Counter => MetricType::COUNTER,
+        MetricKind::Gauge => MetricType::GAUGE,
+        MetricKind::Histogram => MetricType::HISTOGRAM,
     });
     for s in &f.series {
         let mut m = proto::Metric::default();
@@ -29,7 +29,7 @@ fn to_proto(f: &Family) -> MetricFamily {
                 .collect(),
         );
         match (&s.value, f.kind) {
-            (Value::Scalar(v), Kind::Counter) => {
+            (Value::Scalar(v), MetricKind::Counter) => {
                 let mut c = proto::Counter::default();
                 c.set_value(*v);
                 m.set_counter(c);
@@ -64,8 +64,8 @@ fn to_proto(f: &Family) -> MetricFamily {
 }
 
 /// Prometheus text format of the given families. Families without series are left out.
-pub fn render(families: &[Family]) -> anyhow::Result<String> {
-    let protos: Vec<MetricFamily> = families
+pub fn render(families: &[MetricFamily]) -> anyhow::Result<String> {
+    let protos: Vec<proto::MetricFamily> = families
         .iter()
         .filter(|f| !f.series.is_empty())
         .map(to_proto)
@@ -78,22 +78,22 @@ pub fn render(families: &[Family]) -> anyhow::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Histogram;
+    use crate::model::HistogramValue;
 
     #[test]
     fn renders_counters_gauges_and_histograms() {
-        let mut c = Family::new("stornet_x_total", "X.", Kind::Counter);
+        let mut c = MetricFamily::new("stornet_x_total", "X.", MetricKind::Counter);
         c.scalar(&[("device", "loop0")], 3.0);
-        let mut h = Family::new("stornet_h_seconds", "H.", Kind::Histogram);
+        let mut h = MetricFamily::new("stornet_h_seconds", "H.", MetricKind::Histogram);
         h.histogram(
             &[("op", "read")],
-            Histogram {
+            HistogramValue {
                 buckets: vec![(0.001, 1), (0.002, 3)],
                 count: 4,
                 sum: 0.5,
             },
         );
-        let empty = Family::new("stornet_empty", "E.", Kind::Gauge);
+        let empty = MetricFamily::new("stornet_empty", "E.", MetricKind::Gauge);
         let text = render(&[c, h, empty]).unwrap();
         assert!(text.contains("# TYPE stornet_x_total counter"));
         assert!(text.contains("stornet_x_total{device=\"loop0\"} 3"));

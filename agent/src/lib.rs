@@ -1,7 +1,6 @@
 //! stornet-agent: eBPF telemetry of the block and network paths, served to Prometheus.
 
 pub mod agent;
-pub mod auth;
 pub mod block;
 pub mod btf;
 pub mod check;
@@ -11,23 +10,18 @@ pub mod config;
 pub mod devices;
 pub mod exporter;
 pub mod files;
-pub mod gzip;
 pub mod kernel;
-pub mod landing;
 pub mod logging;
 pub mod map_batch;
 pub mod model;
 pub mod net;
+pub mod netns;
 pub mod probes;
 pub mod process;
-pub mod rate_limit;
+pub mod prog_info;
 pub mod self_metrics;
-pub mod server;
 pub mod service;
 pub mod snapshot;
 pub mod stats_sample;
 pub mod systemd;
-pub mod tls;
-pub mod web_config;
-pub mod web_watch;
-pub mod write_deadline;
+pub mod web;

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Kind {
+pub enum MetricKind {
     Counter,
     Gauge,
     Histogram,
@@ -14,7 +14,7 @@ pub enum Kind {
 /// A histogram with Prometheus semantics: `buckets[i] = (le, cumulative count)`, ascending,
 /// without the `+Inf` bucket (that is `count`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct Histogram {
+pub struct HistogramValue {
     pub buckets: Vec<(f64, u64)>,
     pub count: u64,
     pub sum: f64,
@@ -24,7 +24,7 @@ pub struct Histogram {
 #[serde(untagged)]
 pub enum Value {
     Scalar(f64),
-    Histogram(Histogram),
+    Histogram(HistogramValue),
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -34,16 +34,34 @@ pub struct Series {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Family {
+pub struct MetricFamily {
     pub name: String,
     pub help: String,
-    pub kind: Kind,
+    pub kind: MetricKind,
     pub series: Vec<Series>,
 }
 
-impl Family {
-    pub fn new(name: &str, help: &str, kind: Kind) -> Family {
-        Family {
+impl From<metric_names::MetricType> for MetricKind {
+    fn from(t: metric_names::MetricType) -> MetricKind {
+        use metric_names::MetricType;
+        match t {
+            MetricType::Counter => MetricKind::Counter,
+            MetricType::Gauge => MetricKind::Gauge,
+            MetricType::Histogram => MetricKind::Histogram,
+        }
+    }
+}
+
+impl MetricFamily {
+    /// An empty family of one of the agent's metrics (name, help and type from
+    /// `metric_names`).
+    pub fn of(m: &metric_names::Metric) -> MetricFamily {
+        MetricFamily::new(m.name, m.help, m.kind.into())
+    }
+
+    /// An empty family of a metric named elsewhere (the `prometheus` crate's process metrics).
+    pub fn new(name: &str, help: &str, kind: MetricKind) -> MetricFamily {
+        MetricFamily {
             name: name.to_string(),
             help: help.to_string(),
             kind,
@@ -60,7 +78,7 @@ impl Family {
         self
     }
 
-    pub fn histogram(&mut self, labels: &[(&str, &str)], h: Histogram) -> &mut Self {
+    pub fn histogram(&mut self, labels: &[(&str, &str)], h: HistogramValue) -> &mut Self {
         self.series.push(Series {
             labels: owned(labels),
             value: Value::Histogram(h),
@@ -78,5 +96,5 @@ fn owned(labels: &[(&str, &str)]) -> Vec<(String, String)> {
 
 /// Anything that contributes metric families to a scrape.
 pub trait Collector: Send + Sync {
-    fn collect(&self, out: &mut Vec<Family>) -> anyhow::Result<()>;
+    fn collect(&self, out: &mut Vec<MetricFamily>) -> anyhow::Result<()>;
 }

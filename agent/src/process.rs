@@ -10,10 +10,10 @@ use prometheus::core::Collector as _;
 use prometheus::process_collector::ProcessCollector;
 use prometheus::proto::MetricType;
 
-use crate::model::{Family, Kind};
+use crate::model::{MetricFamily, MetricKind};
 
 /// The process collector's families in the agent's model (they are all counters and gauges).
-pub fn families() -> Vec<Family> {
+pub fn families() -> Vec<MetricFamily> {
     static COLLECTOR: OnceLock<ProcessCollector> = OnceLock::new();
     let collector = COLLECTOR.get_or_init(ProcessCollector::for_self);
     collector
@@ -21,17 +21,17 @@ pub fn families() -> Vec<Family> {
         .iter()
         .filter_map(|mf| {
             let kind = match mf.get_field_type() {
-                MetricType::COUNTER => Kind::Counter,
-                MetricType::GAUGE => Kind::Gauge,
+                MetricType::COUNTER => MetricKind::Counter,
+                MetricType::GAUGE => MetricKind::Gauge,
                 _ => return None,
             };
-            let mut f = Family::new(mf.name(), mf.help(), kind);
+            let mut f = MetricFamily::new(mf.name(), mf.help(), kind);
             for m in mf.get_metric() {
                 let v = match kind {
-                    Kind::Counter if f.name == "process_cpu_seconds_total" => {
+                    MetricKind::Counter if f.name == "process_cpu_seconds_total" => {
                         cpu_seconds().unwrap_or(m.get_counter().get_value())
                     }
-                    Kind::Counter => m.get_counter().get_value(),
+                    MetricKind::Counter => m.get_counter().get_value(),
                     _ => m.get_gauge().get_value(),
                 };
                 f.scalar(&[], v);
@@ -148,7 +148,7 @@ mod tests {
                 .find(|f| f.name == "process_cpu_seconds_total")
                 .unwrap()
                 .kind,
-            crate::model::Kind::Counter
+            crate::model::MetricKind::Counter
         );
     }
 }

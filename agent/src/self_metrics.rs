@@ -2,16 +2,16 @@
 //! kernel's BPF program statistics), map fill, the standard process metrics, and scrape
 //! duration.
 
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use anyhow::{Context, Result};
 use aya::maps::Map;
 use tracing::{debug, info};
 
-use crate::model::{Family, Histogram, Kind};
-use crate::probes::{PROBES, Probes};
+use crate::model::{HistogramValue, MetricFamily};
+use crate::probes::Probes;
+use crate::probes::spec::PROBES;
 
 /// Upper bounds of the scrape duration histogram, in seconds.
 const SCRAPE_BUCKETS: [f64; 10] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0];
@@ -32,7 +32,7 @@ pub struct SelfMetrics {
     stats_fd: Option<OwnedFd>,
     maps: Vec<WatchedMap>,
     start_time: f64,
-    scrapes: Mutex<Histogram>,
+    scrapes: Mutex<HistogramValue>,
     /// The kernel's release and lockdown mode, read at start.
     kernel: (String, crate::kernel::Lockdown),
     /// The probes' cost per run, sampled now and then when statistics are not kept on.
@@ -82,7 +82,7 @@ impl SelfMetrics {
                 .duration_since(UNIX_EPOCH)
                 .unwrap_or_default()
                 .as_secs_f64(),
-            scrapes: Mutex::new(Histogram {
+            scrapes: Mutex::new(HistogramValue {
                 buckets: SCRAPE_BUCKETS.iter().map(|&le| (le, 0)).collect(),
                 count: 0,
                 sum: 0.0,
@@ -105,26 +105,17 @@ impl SelfMetrics {
         h.sum += s;
     }
 
-    pub fn collect(&self, probes: &Probes, out: &mut Vec<Family>) {
+    pub fn collect(&self, probes: &Probes, out: &mut Vec<MetricFamily>) {
         self.probe_stats(probes, out);
         if let Some(s) = &self.sampler {
             s.collect(out);
         }
         self.map_fill(out);
         process(out, self.start_time);
-        let mut f = Family::new(
-            "stornet_agent_scrape_duration_seconds",
-            "Time to collect and render /metrics, of scrapes before this one.",
-            Kind::Histogram,
-        );
+        let mut f = MetricFamily::of(&metric_names::agent::SCRAPE_DURATION_SECONDS);
         f.histogram(&[], self.scrapes.lock().expect("scrape histogram").clone());
         out.push(f);
-        let mut k = Family::new(
-            "stornet_kernel_info",
-            "Always 1; the running kernel's release and lockdown mode (none, integrity, \
-             confidentiality; unknown without securityfs), which decide what the probes can do.",
-            Kind::Gauge,
-        );
+        let mut k = MetricFamily::of(&metric_names::agent::KERNEL_INFO);
         k.scalar(
             &[
                 ("release", &self.kernel.0),
@@ -135,30 +126,11 @@ impl SelfMetrics {
         out.push(k);
     }
 
-    fn probe_stats(&self, probes: &Probes, out: &mut Vec<Family>) {
-        let mut runs = Family::new(
-            "stornet_agent_probe_runs_total",
-            "Times the kernel ran the probe's eBPF program, counted while BPF statistics are on \
-             (kept on with run_statistics, else only during the agent's sampling windows).",
-            Kind::Counter,
-        );
-        let mut time = Family::new(
-            "stornet_agent_probe_run_seconds_total",
-            "CPU time the kernel spent in the probe's eBPF program (while BPF statistics are on).",
-            Kind::Counter,
-        );
-        let mut misses = Family::new(
-            "stornet_agent_probe_misses_total",
-            "Events the kernel skipped the probe's eBPF program for, because the program was \
-             already running on that CPU (e.g. an IO completing in an interrupt while the probe \
-             handled another): what they would have counted is missing.",
-            Kind::Counter,
-        );
-        let mut on = Family::new(
-            "stornet_agent_bpf_stats_enabled",
-            "1 when the kernel keeps BPF program statistics (run counts and times), else 0.",
-            Kind::Gauge,
-        );
+    fn probe_stats(&self, probes: &Probes, out: &mut Vec<MetricFamily>) {
+        let mut runs = MetricFamily::of(&metric_names::agent::PROBE_RUNS_TOTAL);
+        let mut time = MetricFamily::of(&metric_names::agent::PROBE_RUN_SECONDS_TOTAL);
+        let mut misses = MetricFamily::of(&metric_names::agent::PROBE_MISSES_TOTAL);
+        let mut on = MetricFamily::of(&metric_names::agent::BPF_STATS_ENABLED);
         let sampling = self.sampler.as_ref().is_some_and(|s| s.active());
         let enabled = self.stats_fd.is_some() || sampling || bpf_stats_sysctl();
         on.scalar(&[], if enabled { 1.0 } else { 0.0 });
@@ -171,7 +143,7 @@ impl SelfMetrics {
                 let info = program
                     .fd()
                     .map_err(anyhow::Error::from)
-                    .and_then(|fd| prog_info(fd.as_fd()));
+                    .and_then(|fd| crate::prog_info::prog_info(fd.as_fd()));
                 match info {
                     Ok(info) => {
                         let l = [("probe", spec.name)];
@@ -187,17 +159,9 @@ impl SelfMetrics {
         out.extend([on, runs, time, misses]);
     }
 
-    fn map_fill(&self, out: &mut Vec<Family>) {
-        let mut entries = Family::new(
-            "stornet_agent_map_entries",
-            "Entries in the eBPF hash map now.",
-            Kind::Gauge,
-        );
-        let mut max = Family::new(
-            "stornet_agent_map_max_entries",
-            "Capacity of the eBPF hash map; a full map cannot record new keys.",
-            Kind::Gauge,
-        );
+    fn map_fill(&self, out: &mut Vec<MetricFamily>) {
+        let mut entries = MetricFamily::of(&metric_names::agent::MAP_ENTRIES);
+        let mut max = MetricFamily::of(&metric_names::agent::MAP_MAX_ENTRIES);
         for m in &self.maps {
             let read = crate::map_batch::lookup_all(
                 m.fd.as_fd(),
@@ -256,57 +220,12 @@ fn bpf_stats_sysctl() -> bool {
     std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").is_ok_and(|s| s.trim() == "1")
 }
 
-/// `union bpf_attr` as `BPF_OBJ_GET_INFO_BY_FD` reads it.
-#[repr(C)]
-struct InfoByFdAttr {
-    bpf_fd: u32,
-    info_len: u32,
-    info: u64,
-}
-
-const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
-
-/// The kernel's `bpf_prog_info` of a program: run count and time (while statistics are on)
-/// and recursion misses (Linux ≥ 5.12: runs skipped because the program was already active
-/// on that CPU), which aya's `ProgramInfo` does not expose.
-pub(crate) fn prog_info(fd: BorrowedFd<'_>) -> Result<aya_obj::generated::bpf_prog_info> {
-    // SAFETY: bpf_prog_info is plain old data; all-zero is a valid value.
-    let mut info: aya_obj::generated::bpf_prog_info = unsafe { std::mem::zeroed() };
-    let attr = InfoByFdAttr {
-        bpf_fd: fd.as_raw_fd() as u32,
-        info_len: std::mem::size_of_val(&info) as u32,
-        info: &mut info as *mut _ as u64,
-    };
-    // SAFETY: attr points to a bpf_prog_info of the size it states; no pointers inside it
-    // are set, so the kernel fills only the fixed fields.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            BPF_OBJ_GET_INFO_BY_FD,
-            &attr as *const InfoByFdAttr,
-            std::mem::size_of::<InfoByFdAttr>() as u32,
-        )
-    };
-    if r < 0 {
-        return Err(std::io::Error::last_os_error()).context("BPF_OBJ_GET_INFO_BY_FD");
-    }
-    Ok(info)
-}
-
 /// The standard process metrics, start time and version of this process.
-fn process(out: &mut Vec<Family>, start_time: f64) {
+fn process(out: &mut Vec<MetricFamily>, start_time: f64) {
     out.extend(crate::process::families());
-    let mut start = Family::new(
-        "stornet_agent_start_time_seconds",
-        "When the agent started, in seconds since the Unix epoch.",
-        Kind::Gauge,
-    );
+    let mut start = MetricFamily::of(&metric_names::agent::START_TIME_SECONDS);
     start.scalar(&[], start_time);
-    let mut build = Family::new(
-        "stornet_agent_build_info",
-        "Always 1; the version and revision (git commit) labels say which agent this is.",
-        Kind::Gauge,
-    );
+    let mut build = MetricFamily::of(&metric_names::agent::BUILD_INFO);
     build.scalar(
         &[
             ("version", env!("CARGO_PKG_VERSION")),

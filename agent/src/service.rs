@@ -15,9 +15,10 @@ use tracing::{debug, error, info, warn};
 use crate::agent::Agent;
 use crate::cli::{Cli, EXIT_USAGE, UsageError};
 use crate::config::Config;
-use crate::web_config::WebConfig;
-use crate::web_watch::WebConfigSource;
-use crate::{server, systemd};
+use crate::systemd;
+use crate::web::config::WebConfig;
+use crate::web::server;
+use crate::web::watch::WebConfigSource;
 
 /// How long in-flight work may delay the exit after a signal.
 const SHUTDOWN_GRACE: Duration = Duration::from_millis(500);

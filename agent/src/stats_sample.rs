@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tracing::{debug, info};
 
-use crate::model::{Family, Kind};
+use crate::model::MetricFamily;
 
 /// What each probe's program cost over one sampling window.
 #[derive(Clone, Debug, Default)]
@@ -73,21 +73,12 @@ impl Sampler {
     }
 
     /// `stornet_agent_probe_sampled_*` from the latest sample, if any.
-    pub fn collect(&self, out: &mut Vec<Family>) {
+    pub fn collect(&self, out: &mut Vec<MetricFamily>) {
         let Some(s) = self.last.lock().expect("stats sample").clone() else {
             return;
         };
-        let mut per_run = Family::new(
-            "stornet_agent_probe_sampled_seconds_per_run",
-            "Mean time the kernel spent in one run of the probe's eBPF program, over the last \
-             window in which the agent turned BPF run-time statistics on to measure it.",
-            Kind::Gauge,
-        );
-        let mut rate = Family::new(
-            "stornet_agent_probe_sampled_runs_per_second",
-            "Runs of the probe's eBPF program per second over the last sampling window.",
-            Kind::Gauge,
-        );
+        let mut per_run = MetricFamily::of(&metric_names::agent::PROBE_SAMPLED_SECONDS_PER_RUN);
+        let mut rate = MetricFamily::of(&metric_names::agent::PROBE_SAMPLED_RUNS_PER_SECOND);
         for (probe, runs, ns) in &s.probes {
             let l = [("probe", *probe)];
             if *runs > 0 {
@@ -95,11 +86,7 @@ impl Sampler {
             }
             rate.scalar(&l, *runs as f64 / s.seconds);
         }
-        let mut end = Family::new(
-            "stornet_agent_probe_sample_end_time_seconds",
-            "When the last sampling window of BPF run-time statistics ended (Unix time).",
-            Kind::Gauge,
-        );
+        let mut end = MetricFamily::of(&metric_names::agent::PROBE_SAMPLE_END_TIME_SECONDS);
         end.scalar(&[], s.end);
         out.extend([per_run, rate, end]);
     }
@@ -117,7 +104,7 @@ fn sample(
         programs
             .iter()
             .map(|(_, fd)| {
-                crate::self_metrics::prog_info(fd.as_fd())
+                crate::prog_info::prog_info(fd.as_fd())
                     .ok()
                     .map(|i| (i.run_cnt, i.run_time_ns))
             })

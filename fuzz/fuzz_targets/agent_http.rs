@@ -9,7 +9,7 @@ use http_body_util::Full;
 use hyper::{Request, Response, body::Incoming};
 use hyper_util::rt::TokioIo;
 use libfuzzer_sys::fuzz_target;
-use stornet_agent::auth::BasicAuth;
+use stornet_agent::web::auth::BasicAuth;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn auth() -> Arc<BasicAuth> {
@@ -42,7 +42,7 @@ fuzz_target!(|data: &[u8]| {
         let (mut client, server) = tokio::io::duplex(1 << 16);
         let serving = tokio::spawn(async move {
             let service = hyper::service::service_fn(answer);
-            let _ = stornet_agent::server::http1()
+            let _ = stornet_agent::web::server::http1()
                 .serve_connection(TokioIo::new(server), service)
                 .await;
         });

@@ -7,7 +7,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    if let Err(e) = stornet_agent::web_config::parse(text) {
+    if let Err(e) = stornet_agent::web::config::parse(text) {
         assert!(!e.contains('\n'), "{e}");
     }
 });

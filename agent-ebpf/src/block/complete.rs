@@ -10,12 +10,13 @@ use aya_ebpf::helpers::bpf_ktime_get_ns;
 use aya_ebpf::programs::BtfTracePointContext;
 
 use super::{
-    Request, control, count, count_error, kernel_path, lay, leave_request, load, ready, stamps,
-    stats,
+    Request, control, count, count_error, kernel_path, lay, leave_request, load, stamps, stats,
 };
+use crate::ready::ready;
+use agent_common::ready as probe;
 
 pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
-    if !ready() {
+    if !ready(probe::BLOCK_COMPLETION) {
         return Ok(());
     }
     let rq: *const u8 = ctx.arg(0);

@@ -9,10 +9,12 @@ use agent_common::hist::depth_slot;
 use aya_ebpf::helpers::bpf_ktime_get_ns;
 use aya_ebpf::programs::BtfTracePointContext;
 
-use super::{Request, control, count, enter, kernel_stamps, lay, load, ready, stamps, stats};
+use super::{Request, control, count, enter, kernel_stamps, lay, load, stamps, stats};
+use crate::ready::ready;
+use agent_common::ready as probe;
 
 pub fn try_issue(ctx: &BtfTracePointContext) -> Result<(), i32> {
-    if !ready() {
+    if !ready(probe::BLOCK_ISSUE) {
         return Ok(());
     }
     let ctl = control().ok_or(-1)?;

@@ -31,9 +31,25 @@ use aya_ebpf::bindings::{BPF_F_NO_PREALLOC, BPF_NOEXIST};
 use aya_ebpf::macros::map;
 use aya_ebpf::maps::{Array, HashMap, LruHashMap, PerCpuArray, PerCpuHashMap};
 
-/// Filled by user space from kernel BTF before load.
+/// Filled by user space from kernel BTF before load, by this name.
+const _: () = assert!(agent_common::maps::same(
+    "BLOCK_LAYOUT",
+    agent_common::block::LAYOUT_GLOBAL
+));
 #[unsafe(no_mangle)]
 pub(crate) static BLOCK_LAYOUT: BlockLayout = unsafe { core::mem::zeroed() };
+
+crate::ready::shared_map_names!(
+    BLOCK_STATS,
+    BLOCK_FAST,
+    BLOCK_ZERO,
+    BLOCK_QUEUES,
+    BLOCK_MARKS,
+    BLOCK_CONTROL,
+    BLOCK_STAMPS,
+    BLOCK_ERRORS,
+    BLOCK_COUNTERS,
+);
 
 /// Per (device, op) histograms and counters, allocated on first use.
 #[map]
@@ -85,10 +101,6 @@ macro_rules! lay {
 pub(crate) use lay;
 
 pub use crate::read::field as load;
-
-pub fn ready() -> bool {
-    lay!(ready) != 0
-}
 
 /// The request fields every probe needs.
 pub struct Request {

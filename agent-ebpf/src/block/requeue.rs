@@ -4,10 +4,12 @@
 use agent_common::block::DevOp;
 use aya_ebpf::programs::BtfTracePointContext;
 
-use super::{Request, control, leave_request, ready, stamps, stats};
+use super::{Request, control, leave_request, stamps, stats};
+use crate::ready::ready;
+use agent_common::ready as probe;
 
 pub fn try_requeue(ctx: &BtfTracePointContext) -> Result<(), i32> {
-    if !ready() {
+    if !ready(probe::BLOCK_REQUEUE) {
         return Ok(());
     }
     let req = Request::read(ctx.arg(0));

@@ -3,7 +3,7 @@
 
 use agent_common::net::{
     COUNTER_UNSPECIFIED_OVERFLOW, DROP_LOCATION_ARG, DROP_REASON_ARG, DROP_REASON_SLOTS,
-    DROP_REASON_SUBSYSTEM_SLOT, MAX_DROP_LOCATIONS, READY_DROP,
+    DROP_REASON_SUBSYSTEM_SLOT, MAX_DROP_LOCATIONS,
 };
 use aya_ebpf::{
     bindings::{BPF_F_NO_PREALLOC, BPF_NOEXIST},
@@ -12,7 +12,11 @@ use aya_ebpf::{
     programs::BtfTracePointContext,
 };
 
-use super::{count, layout, ready};
+use super::{count, layout};
+use crate::ready::ready;
+use agent_common::ready as probe;
+
+crate::ready::shared_map_names!(NET_DROP_REASONS, NET_UNSPECIFIED_DROPS);
 
 /// Drops per `enum skb_drop_reason` value.
 #[map]
@@ -49,7 +53,7 @@ fn add_location(location: u64) {
 /// `kfree_skb(skb, location[, reason[, rx_sk]])`: kernels before 5.17 pass no reason, and
 /// every drop counts as not specified (with its location).
 pub fn try_kfree_skb(ctx: &BtfTracePointContext) -> Result<(), i32> {
-    if !ready(READY_DROP) {
+    if !ready(probe::SKB_DROP) {
         return Ok(());
     }
     let reason = if layout!(drop_has_reason) != 0 {

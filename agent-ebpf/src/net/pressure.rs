@@ -3,15 +3,17 @@
 
 use agent_common::net::{
     COUNTER_EXCEED_OTHER, COUNTER_EXCEED_RECV, COUNTER_EXCEED_SEND, COUNTER_RCVQUEUE_FULL,
-    EXCEED_KIND_ARG, READY_SOCK_EXCEED, READY_SOCK_RCVQUEUE, SK_MEM_RECV, SK_MEM_SEND,
+    EXCEED_KIND_ARG, SK_MEM_RECV, SK_MEM_SEND,
 };
 use aya_ebpf::programs::BtfTracePointContext;
 
-use super::{count, ready};
+use super::count;
+use crate::ready::ready;
+use agent_common::ready as probe;
 
 /// `sock_exceed_buf_limit(sk, prot, allocated, kind)`.
 pub fn try_exceed_buf_limit(ctx: &BtfTracePointContext) -> Result<(), i32> {
-    if !ready(READY_SOCK_EXCEED) {
+    if !ready(probe::SOCK_EXCEED_BUF_LIMIT) {
         return Ok(());
     }
     let slot = match ctx.arg::<u64>(EXCEED_KIND_ARG) as u32 {
@@ -25,7 +27,7 @@ pub fn try_exceed_buf_limit(ctx: &BtfTracePointContext) -> Result<(), i32> {
 
 /// `sock_rcvqueue_full(sk, skb)`.
 pub fn try_rcvqueue_full(_ctx: &BtfTracePointContext) -> Result<(), i32> {
-    if ready(READY_SOCK_RCVQUEUE) {
+    if ready(probe::SOCK_RCVQUEUE_FULL) {
         count(COUNTER_RCVQUEUE_FULL, 1);
     }
     Ok(())

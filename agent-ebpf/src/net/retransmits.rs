@@ -3,7 +3,7 @@
 
 use agent_common::net::{
     AF_INET, AF_INET6, COUNTER_RETRANS_OVERFLOW, MAX_PEER_ENTRIES, OFFSET_NONE, PeerKey,
-    READY_RETRANSMIT, READY_RETRANSMIT_SYNACK, RT_ERR_ARG, RT_SK_ARG, RT_SKB_ARG, SYNACK_REQ_ARG,
+    RT_ERR_ARG, RT_SK_ARG, RT_SKB_ARG, SYNACK_REQ_ARG,
 };
 use aya_ebpf::{
     bindings::{BPF_F_NO_PREALLOC, BPF_NOEXIST},
@@ -12,8 +12,12 @@ use aya_ebpf::{
     programs::BtfTracePointContext,
 };
 
-use super::{count, layout, ready};
+use super::{count, layout};
 use crate::read::field;
+use crate::ready::ready;
+use agent_common::ready as probe;
+
+crate::ready::shared_map_names!(NET_RETRANSMITS);
 
 /// Retransmitted segments per peer and CPU. Entries are allocated when first used
 /// (`BPF_F_NO_PREALLOC`), so the worst-case size costs nothing on hosts with many CPUs.
@@ -76,7 +80,7 @@ fn add(key: &PeerKey, n: u64) {
 /// kernel does for RetransSegs: also when the device refused the packet (err > 0), not when
 /// the retransmit was abandoned before transmission (err < 0).
 pub fn try_retransmit(ctx: &BtfTracePointContext) -> Result<(), i32> {
-    if !ready(READY_RETRANSMIT) {
+    if !ready(probe::TCP_RETRANSMIT) {
         return Ok(());
     }
     if layout!(rt_has_err) != 0 && (ctx.arg::<u64>(RT_ERR_ARG) as i32) < 0 {
@@ -92,7 +96,7 @@ pub fn try_retransmit(ctx: &BtfTracePointContext) -> Result<(), i32> {
 
 /// `tcp_retransmit_synack(sk, req)`: fires only for SYN-ACKs actually sent again.
 pub fn try_retransmit_synack(ctx: &BtfTracePointContext) -> Result<(), i32> {
-    if !ready(READY_RETRANSMIT_SYNACK) {
+    if !ready(probe::TCP_RETRANSMIT_SYNACK) {
         return Ok(());
     }
     let req: *const u8 = ctx.arg(SYNACK_REQ_ARG);

@@ -10,9 +10,10 @@ use agent_common::hist::{
     DEPTH_FINITE, LAT_FINITE, SIZE_FINITE, depth_bound, latency_bound_ns, size_bound,
 };
 
-use super::maps::{Snapshot, add_stats};
+use super::maps::{BlockSnapshot, add_stats};
 use crate::devices::{DeviceFilter, DeviceLabels, OTHER};
-use crate::model::{Family, Histogram, Kind};
+use crate::model::{HistogramValue, MetricFamily};
+use metric_names::{Metric, block};
 
 /// How devices are named, filtered and capped, and how fine the histograms are.
 pub struct View<'a> {
@@ -98,7 +99,7 @@ fn histogram(
     bound: impl Fn(usize) -> f64,
     keep: impl Fn(usize) -> bool,
     sum: f64,
-) -> Histogram {
+) -> HistogramValue {
     let finite = slots.len() - 1;
     let mut cumulative = 0;
     let mut buckets = Vec::new();
@@ -108,7 +109,7 @@ fn histogram(
             buckets.push((bound(i), cumulative));
         }
     }
-    Histogram {
+    HistogramValue {
         buckets,
         count: cumulative + slots[finite],
         sum,
@@ -120,20 +121,69 @@ fn every_fourth(fine: bool) -> impl Fn(usize) -> bool {
     move |i| fine || i % 4 == 0
 }
 
-fn latency(slots: &[u64], sum_ns: u64, fine: bool) -> Histogram {
-    histogram(
-        slots,
-        |i| latency_bound_ns(i) as f64 / 1e9,
-        every_fourth(fine),
-        sum_ns as f64 / 1e9,
-    )
+/// Coarse depth bounds are 0 and the powers of two.
+fn depth_kept(fine: bool) -> impl Fn(usize) -> bool {
+    move |i| fine || depth_bound(i) == 0 || depth_bound(i).is_power_of_two()
 }
 
-fn depth(s: &OpStats, fine: bool) -> Histogram {
+/// A histogram of one op's stats: its metric, its slots and sum, and the bound of a slot and
+/// the sum in the metric's unit. Coarse bounds are every fourth.
+struct OpHistogram {
+    metric: Metric,
+    slots: fn(&OpStats) -> (&[u64], u64),
+    unit: fn(u64) -> f64,
+    bound: fn(usize) -> u64,
+}
+
+fn seconds(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+fn plain(n: u64) -> f64 {
+    n as f64
+}
+
+/// The histograms per (device, op).
+const OP_HISTOGRAMS: [OpHistogram; 3] = [
+    OpHistogram {
+        metric: block::QUEUE_SECONDS,
+        slots: |s| (&s.queue, s.queue_ns),
+        unit: seconds,
+        bound: latency_bound_ns,
+    },
+    OpHistogram {
+        metric: block::SERVICE_SECONDS,
+        slots: |s| (&s.service, s.service_ns),
+        unit: seconds,
+        bound: latency_bound_ns,
+    },
+    OpHistogram {
+        metric: block::IO_SIZE_BYTES,
+        slots: |s| (&s.size, s.bytes),
+        unit: plain,
+        bound: size_bound,
+    },
+];
+
+type OpCounter = (Metric, fn(&OpStats) -> u64);
+
+/// The counters per (device, op).
+const OP_COUNTERS: [OpCounter; 1] = [(block::REQUEUES_TOTAL, |s| s.requeues)];
+
+impl OpHistogram {
+    fn value(&self, s: &OpStats, fine: bool) -> HistogramValue {
+        let (slots, sum) = (self.slots)(s);
+        let (unit, bound) = (self.unit, self.bound);
+        histogram(slots, |i| unit(bound(i)), every_fourth(fine), unit(sum))
+    }
+}
+
+/// The depth at dispatch of a device (all its ops).
+fn depth(s: &OpStats, fine: bool) -> HistogramValue {
     histogram(
         &s.depth,
         |i| depth_bound(i) as f64,
-        |i| fine || depth_bound(i) == 0 || depth_bound(i).is_power_of_two(),
+        depth_kept(fine),
         s.depth_sum as f64,
     )
 }
@@ -145,9 +195,11 @@ struct Device {
     limits: Vec<(&'static str, u64)>,
 }
 
-/// The block metric families of one scrape.
-pub fn families(snap: &Snapshot, view: &View) -> Vec<Family> {
-    // Group by `device` label: a device's own name, or `other` beyond the cap.
+/// A scrape's maps by `device` label (a device's own name, or `other` beyond the cap), and
+/// its errors by (label, op, status).
+type Grouped = (BTreeMap<String, Device>, BTreeMap<(String, u32, u32), u64>);
+
+fn group(snap: &BlockSnapshot, view: &View) -> Grouped {
     let mut devices: BTreeMap<String, Device> = BTreeMap::new();
     let mut errors: BTreeMap<(String, u32, u32), u64> = BTreeMap::new();
     let label_of = |dev: u32| -> Option<(String, bool)> {
@@ -183,64 +235,28 @@ pub fn families(snap: &Snapshot, view: &View) -> Vec<Family> {
             *errors.entry((label, k.op, k.status)).or_default() += n;
         }
     }
+    (devices, errors)
+}
 
+/// The block metric families of one scrape.
+pub fn families(snap: &BlockSnapshot, view: &View) -> Vec<MetricFamily> {
+    let (devices, errors) = group(snap, view);
     let op_name = |op: u32| OP_NAMES.get(op as usize).copied().unwrap_or("other");
-    let mut queue = Family::new(
-        "stornet_block_queue_seconds",
-        "Time from a request's start (created, or merged into) to its dispatch to the driver.",
-        Kind::Histogram,
-    );
-    let mut service = Family::new(
-        "stornet_block_service_seconds",
-        "Time from a request's dispatch to the driver to its completion (device service time).",
-        Kind::Histogram,
-    );
-    let mut size = Family::new(
-        "stornet_block_io_size_bytes",
-        "Bytes of each completed request.",
-        Kind::Histogram,
-    );
-    let mut requeues = Family::new(
-        "stornet_block_requeues_total",
-        "Requests handed back to the block layer to be dispatched again.",
-        Kind::Counter,
-    );
-    let mut inflight = Family::new(
-        "stornet_block_inflight",
-        "Requests dispatched to the driver and not yet completed.",
-        Kind::Gauge,
-    );
-    let mut at_issue = Family::new(
-        "stornet_block_inflight_at_issue",
-        "Requests in flight on the device when each request was dispatched, itself included.",
-        Kind::Histogram,
-    );
-    let mut limits = Family::new(
-        "stornet_block_queue_limit",
-        "Queue limits from sysfs: nr_requests (per hardware queue) and device queue_depth.",
-        Kind::Gauge,
-    );
-    let mut errs = Family::new(
-        "stornet_block_errors_total",
-        "Requests completed with an error, by the kernel's block status.",
-        Kind::Counter,
-    );
+    let mut per_op_hist = OP_HISTOGRAMS.map(|h| MetricFamily::of(&h.metric));
+    let mut per_op_count = OP_COUNTERS.map(|(m, _)| MetricFamily::of(&m));
+    let mut inflight = MetricFamily::of(&block::INFLIGHT);
+    let mut at_issue = MetricFamily::of(&block::INFLIGHT_AT_ISSUE);
+    let mut limits = MetricFamily::of(&block::QUEUE_LIMIT);
     for (label, d) in &devices {
         let mut all_ops = OpStats::ZERO;
         for (op, s) in &d.ops {
             let labels = [("device", label.as_str()), ("op", op_name(*op))];
-            queue.histogram(&labels, latency(&s.queue, s.queue_ns, view.fine));
-            service.histogram(&labels, latency(&s.service, s.service_ns, view.fine));
-            size.histogram(
-                &labels,
-                histogram(
-                    &s.size,
-                    |i| size_bound(i) as f64,
-                    every_fourth(view.fine),
-                    s.bytes as f64,
-                ),
-            );
-            requeues.scalar(&labels, s.requeues as f64);
+            for (f, h) in per_op_hist.iter_mut().zip(&OP_HISTOGRAMS) {
+                f.histogram(&labels, h.value(s, view.fine));
+            }
+            for (f, (_, get)) in per_op_count.iter_mut().zip(&OP_COUNTERS) {
+                f.scalar(&labels, get(s) as f64);
+            }
             add_stats(&mut all_ops, s);
         }
         let device = [("device", label.as_str())];
@@ -250,6 +266,7 @@ pub fn families(snap: &Snapshot, view: &View) -> Vec<Family> {
             limits.scalar(&[("device", label.as_str()), ("limit", limit)], *n as f64);
         }
     }
+    let mut errs = MetricFamily::of(&block::ERRORS_TOTAL);
     for ((label, op, status), n) in &errors {
         errs.scalar(
             &[
@@ -260,24 +277,16 @@ pub fn families(snap: &Snapshot, view: &View) -> Vec<Family> {
             *n as f64,
         );
     }
-    let mut unrecorded = Family::new(
-        "stornet_block_unrecorded_total",
-        "Block events the probes could not record, by reason.",
-        Kind::Counter,
-    );
+    let mut unrecorded = MetricFamily::of(&block::UNRECORDED_TOTAL);
     for (reason, n) in UNREC_NAMES.iter().zip(snap.counters) {
         unrecorded.scalar(&[("reason", reason)], n as f64);
     }
-    let mut stamps = Family::new(
-        "stornet_block_dispatch_stamps_total",
-        "Timed requests by where their dispatch stamp came from: the kernel's own, or the issue \
-         probe's (where the queue keeps no statistics, or when configured).",
-        Kind::Counter,
-    );
-    let stamped = |i: u32| snap.counters[i as usize] as f64;
-    stamps.scalar(&[("source", "kernel")], stamped(STAMP_KERNEL));
-    stamps.scalar(&[("source", "probe")], stamped(STAMP_PROBE));
-    let mut all = vec![queue, service, size, requeues, inflight];
+    let mut stamps = MetricFamily::of(&block::DISPATCH_STAMPS_TOTAL);
+    for (source, i) in [("kernel", STAMP_KERNEL), ("probe", STAMP_PROBE)] {
+        stamps.scalar(&[("source", source)], snap.counters[i as usize] as f64);
+    }
+    let mut all: Vec<MetricFamily> = per_op_hist.into_iter().chain(per_op_count).collect();
+    all.push(inflight);
     if view.depth {
         all.push(at_issue);
     }
@@ -291,9 +300,7 @@ pub fn finite_buckets(fine: bool) -> (usize, usize, usize) {
     (
         count(LAT_FINITE, &every_fourth(fine)),
         count(SIZE_FINITE, &every_fourth(fine)),
-        count(DEPTH_FINITE, &|i| {
-            fine || depth_bound(i) == 0 || depth_bound(i).is_power_of_two()
-        }),
+        count(DEPTH_FINITE, &depth_kept(fine)),
     )
 }
 
@@ -317,8 +324,8 @@ mod tests {
         s
     }
 
-    fn snapshot() -> Snapshot {
-        let mut snap = Snapshot::default();
+    fn snapshot() -> BlockSnapshot {
+        let mut snap = BlockSnapshot::default();
         for (dev, op) in [
             (1, OP_READ),
             (1, OP_WRITE),
@@ -346,17 +353,22 @@ mod tests {
         snap
     }
 
-    fn render(snap: &Snapshot, fine: bool, max: usize, filter: DeviceFilter) -> Vec<Family> {
+    fn render(
+        snap: &BlockSnapshot,
+        fine: bool,
+        max: usize,
+        filter: DeviceFilter,
+    ) -> Vec<MetricFamily> {
         render_with(snap, fine, max, filter, true)
     }
 
     fn render_with(
-        snap: &Snapshot,
+        snap: &BlockSnapshot,
         fine: bool,
         max: usize,
         filter: DeviceFilter,
         depth: bool,
-    ) -> Vec<Family> {
+    ) -> Vec<MetricFamily> {
         let labels = DeviceLabels::new(max);
         let name = |dev: u32| (dev != 9).then(|| format!("sd{}", (b'a' + dev as u8 - 1) as char));
         let limits = |n: &str| {
@@ -377,11 +389,11 @@ mod tests {
         families(snap, &view)
     }
 
-    fn family<'a>(fs: &'a [Family], name: &str) -> &'a Family {
+    fn family<'a>(fs: &'a [MetricFamily], name: &str) -> &'a MetricFamily {
         fs.iter().find(|f| f.name == name).unwrap()
     }
 
-    fn hist<'a>(f: &'a Family, device: &str, op: Option<&str>) -> &'a Histogram {
+    fn hist<'a>(f: &'a MetricFamily, device: &str, op: Option<&str>) -> &'a HistogramValue {
         let s = f
             .series
             .iter()
@@ -397,7 +409,7 @@ mod tests {
     }
 
     /// Prometheus series of one family: a histogram has its buckets, `+Inf`, sum and count.
-    fn series_count(f: &Family) -> usize {
+    fn series_count(f: &MetricFamily) -> usize {
         f.series
             .iter()
             .map(|s| match &s.value {
@@ -411,7 +423,7 @@ mod tests {
     fn coarse_bounds_are_powers_of_two_and_counts_are_exact() {
         let fs = render(&snapshot(), false, 64, DeviceFilter::default());
         let h = hist(
-            family(&fs, "stornet_block_service_seconds"),
+            family(&fs, block::SERVICE_SECONDS.name),
             "sda",
             Some("read"),
         );
@@ -425,16 +437,12 @@ mod tests {
         let at = |le: f64| h.buckets.iter().find(|b| b.0 == le).unwrap().1;
         assert_eq!(at(64e-6), 0);
         assert_eq!(at(128e-6), 1);
-        let size = hist(
-            family(&fs, "stornet_block_io_size_bytes"),
-            "sda",
-            Some("read"),
-        );
+        let size = hist(family(&fs, block::IO_SIZE_BYTES.name), "sda", Some("read"));
         assert_eq!(size.buckets[0].0, 512.0);
         assert_eq!(size.buckets.iter().find(|b| b.0 == 4096.0).unwrap().1, 1);
         assert_eq!(size.buckets.iter().find(|b| b.0 == 2048.0).unwrap().1, 0);
         assert_eq!(size.sum, 4096.0);
-        let depth = hist(family(&fs, "stornet_block_inflight_at_issue"), "sda", None);
+        let depth = hist(family(&fs, block::INFLIGHT_AT_ISSUE.name), "sda", None);
         let bounds: Vec<f64> = depth.buckets.iter().map(|b| b.0).take(6).collect();
         assert_eq!(bounds, [0.0, 1.0, 2.0, 4.0, 8.0, 16.0]);
         assert_eq!(depth.count, 3, "the depth histogram sums the device's ops");
@@ -443,22 +451,15 @@ mod tests {
     #[test]
     fn the_depth_family_is_exported_only_when_tracked() {
         let fs = render_with(&snapshot(), false, 64, DeviceFilter::default(), false);
-        assert!(
-            fs.iter()
-                .all(|f| f.name != "stornet_block_inflight_at_issue")
-        );
+        assert!(fs.iter().all(|f| f.name != block::INFLIGHT_AT_ISSUE.name));
         // The in-flight gauge stays (the kernel's count when the probes do not keep one).
-        assert!(fs.iter().any(|f| f.name == "stornet_block_inflight"));
+        assert!(fs.iter().any(|f| f.name == block::INFLIGHT.name));
     }
 
     #[test]
     fn fine_bounds_are_at_most_25_percent_apart() {
         let fs = render(&snapshot(), true, 64, DeviceFilter::default());
-        let h = hist(
-            family(&fs, "stornet_block_queue_seconds"),
-            "sdb",
-            Some("read"),
-        );
+        let h = hist(family(&fs, block::QUEUE_SECONDS.name), "sdb", Some("read"));
         assert_eq!(h.buckets.len(), LAT_FINITE);
         for w in h.buckets.windows(2) {
             assert!(w[1].0 <= w[0].0 * 1.2500001, "{:?}", w);
@@ -468,7 +469,7 @@ mod tests {
     #[test]
     fn the_cap_folds_the_rest_into_other() {
         let fs = render(&snapshot(), false, 1, DeviceFilter::default());
-        let inflight = family(&fs, "stornet_block_inflight");
+        let inflight = family(&fs, block::INFLIGHT.name);
         let values: Vec<(String, f64)> = inflight
             .series
             .iter()
@@ -479,17 +480,17 @@ mod tests {
             .collect();
         assert_eq!(values, [("other".into(), 3.0), ("sda".into(), 3.0)]);
         let other = hist(
-            family(&fs, "stornet_block_service_seconds"),
+            family(&fs, block::SERVICE_SECONDS.name),
             "other",
             Some("read"),
         );
         assert_eq!(other.count, 2, "sdb and sdc reads merged");
-        let limits = family(&fs, "stornet_block_queue_limit");
+        let limits = family(&fs, block::QUEUE_LIMIT.name);
         assert!(
             limits.series.iter().all(|s| s.labels[0].1 == "sda"),
             "other has no queue limit"
         );
-        let errors = family(&fs, "stornet_block_errors_total");
+        let errors = family(&fs, block::ERRORS_TOTAL.name);
         assert_eq!(errors.series.len(), 1);
         assert_eq!(
             errors.series[0].labels,
@@ -516,19 +517,19 @@ mod tests {
             exclude: vec!["sdb".into()],
         };
         let fs = render(&snap, false, 64, filter);
-        let devices: std::collections::BTreeSet<String> = family(&fs, "stornet_block_inflight")
+        let devices: std::collections::BTreeSet<String> = family(&fs, block::INFLIGHT.name)
             .series
             .iter()
             .map(|s| s.labels[0].1.clone())
             .collect();
         assert_eq!(devices, ["sda".to_string(), "sdc".to_string()].into());
-        assert!(family(&fs, "stornet_block_errors_total").series.is_empty());
+        assert!(family(&fs, block::ERRORS_TOTAL.name).series.is_empty());
     }
 
     /// The per-device series counts docs/metrics.md states.
     #[test]
     fn series_per_device_match_the_docs() {
-        let mut snap = Snapshot::default();
+        let mut snap = BlockSnapshot::default();
         snap.ops.insert(
             DevOp {
                 dev: 1,
@@ -544,8 +545,8 @@ mod tests {
             let fs = render(&snap, fine, 64, DeviceFilter::default());
             fs.iter()
                 .filter(|f| {
-                    f.name != "stornet_block_unrecorded_total"
-                        && f.name != "stornet_block_dispatch_stamps_total"
+                    f.name != block::UNRECORDED_TOTAL.name
+                        && f.name != block::DISPATCH_STAMPS_TOTAL.name
                 })
                 .map(series_count)
                 .sum::<usize>()

@@ -13,10 +13,11 @@ use aya::maps::{Array, HashMap, MapData, PerCpuArray, PerCpuHashMap, PerCpuValue
 
 use crate::map_batch::{Batch, lookup_all, value_bytes};
 use crate::probes::Probes;
+use agent_common::maps;
 
 /// Everything the block probes counted, summed over CPUs.
 #[derive(Clone, Debug, Default)]
-pub struct Snapshot {
+pub struct BlockSnapshot {
     pub ops: BTreeMap<DevOp, OpStats>,
     /// Requests in flight per device (`dev_t`): the probes' count when they track it, else
     /// the kernel's (`/sys/block/*/inflight`), filled in by the collector.
@@ -28,21 +29,12 @@ pub struct Snapshot {
 
 /// Adds `b` into `a`, slot by slot.
 pub fn add_stats(a: &mut OpStats, b: &OpStats) {
-    let pairs = a
-        .queue
-        .iter_mut()
-        .zip(&b.queue)
-        .chain(a.service.iter_mut().zip(&b.service))
-        .chain(a.size.iter_mut().zip(&b.size))
-        .chain(a.depth.iter_mut().zip(&b.depth));
-    for (x, y) in pairs {
-        *x += y;
+    for (x, y) in a.additive_mut().into_iter().zip(b.additive()) {
+        for (x, y) in x.iter_mut().zip(y) {
+            *x += y;
+        }
     }
-    a.queue_ns += b.queue_ns;
-    a.service_ns += b.service_ns;
-    a.bytes += b.bytes;
-    a.depth_sum += b.depth_sum;
-    a.requeues += b.requeues;
+    // Not a count: the device's in-flight slot, the same in every copy that knows it.
     a.queue_slot = a.queue_slot.max(b.queue_slot);
 }
 
@@ -110,10 +102,13 @@ fn take(probes: &mut Probes, name: &str) -> Result<aya::maps::Map> {
 
 impl BlockMaps {
     pub fn take(probes: &mut Probes) -> Result<BlockMaps> {
-        let (fast, stats) = (take(probes, "BLOCK_FAST")?, take(probes, "BLOCK_STATS")?);
+        let (fast, stats) = (
+            take(probes, maps::BLOCK_FAST)?,
+            take(probes, maps::BLOCK_STATS)?,
+        );
         let (errors, counters) = (
-            take(probes, "BLOCK_ERRORS")?,
-            take(probes, "BLOCK_COUNTERS")?,
+            take(probes, maps::BLOCK_ERRORS)?,
+            take(probes, maps::BLOCK_COUNTERS)?,
         );
         let read_fds = ReadFds {
             fast: fd_of(&fast)?,
@@ -126,8 +121,8 @@ impl BlockMaps {
         Ok(BlockMaps {
             fast: PerCpuArray::try_from(fast)?,
             stats: PerCpuHashMap::try_from(stats)?,
-            queues: Array::try_from(take(probes, "BLOCK_QUEUES")?)?,
-            control: Array::try_from(take(probes, "BLOCK_CONTROL")?)?,
+            queues: Array::try_from(take(probes, maps::BLOCK_QUEUES)?)?,
+            control: Array::try_from(take(probes, maps::BLOCK_CONTROL)?)?,
             errors: HashMap::try_from(errors)?,
             read_fds,
         })
@@ -140,14 +135,16 @@ impl BlockMaps {
             probe_stamps: probe_stamps as u32,
             track_inflight: track_inflight as u32,
         };
-        self.control.set(0, ctl, 0).context("writing BLOCK_CONTROL")
+        self.control
+            .set(0, ctl, 0)
+            .with_context(|| format!("writing {}", maps::BLOCK_CONTROL))
     }
 
-    pub fn snapshot(&self) -> Result<Snapshot> {
-        let mut snap = Snapshot::default();
+    pub fn snapshot(&self) -> Result<BlockSnapshot> {
+        let mut snap = BlockSnapshot::default();
         let fds = &self.read_fds;
         // Each CPU's copy of a direct-mapped slot names the (device, op) it holds there.
-        let fast = batch::<u32, FastSlot>(&fds.fast, true, FAST_SLOTS, "BLOCK_FAST")?;
+        let fast = batch::<u32, FastSlot>(&fds.fast, true, FAST_SLOTS, maps::BLOCK_FAST)?;
         for i in 0..fast.len {
             for slot in per_cpu::<FastSlot>(fast.value(i)).filter(|s| s.owner.dev != 0) {
                 add_stats(
@@ -156,7 +153,7 @@ impl BlockMaps {
                 );
             }
         }
-        let stats = batch::<DevOp, OpStats>(&fds.stats, true, MAX_DEV_OPS, "BLOCK_STATS")?;
+        let stats = batch::<DevOp, OpStats>(&fds.stats, true, MAX_DEV_OPS, maps::BLOCK_STATS)?;
         for i in 0..stats.len {
             let total = snap.ops.entry(read(stats.key(i))).or_insert(OpStats::ZERO);
             for v in per_cpu::<OpStats>(stats.value(i)) {
@@ -171,17 +168,22 @@ impl BlockMaps {
             }
         }
         for (id, dev) in slots {
-            let slot = self.queues.get(&id, 0).context("reading BLOCK_QUEUES")?;
+            let slot = self
+                .queues
+                .get(&id, 0)
+                .with_context(|| format!("reading {}", maps::BLOCK_QUEUES))?;
             if slot.dev == dev {
                 *snap.inflight.entry(dev).or_default() += slot.inflight;
             }
         }
-        let errors = batch::<ErrorKey, u64>(&fds.errors, false, MAX_ERROR_KEYS, "BLOCK_ERRORS")?;
+        let errors =
+            batch::<ErrorKey, u64>(&fds.errors, false, MAX_ERROR_KEYS, maps::BLOCK_ERRORS)?;
         for i in 0..errors.len {
             snap.errors
                 .insert(read(errors.key(i)), read(errors.value(i)));
         }
-        let counters = batch::<u32, u64>(&fds.counters, true, COUNTERS as u32, "BLOCK_COUNTERS")?;
+        let counters =
+            batch::<u32, u64>(&fds.counters, true, COUNTERS as u32, maps::BLOCK_COUNTERS)?;
         for i in 0..counters.len {
             let index: u32 = read(counters.key(i));
             if let Some(total) = snap.counters.get_mut(index as usize) {

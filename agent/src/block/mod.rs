@@ -2,7 +2,6 @@
 //! that turns their maps into `stornet_block_*` families at each scrape.
 
 pub mod export;
-pub mod layout;
 pub mod maps;
 
 use std::path::Path;
@@ -14,17 +13,13 @@ use agent_common::block::{STAMP_KERNEL, STAMP_PROBE};
 use anyhow::Result;
 use tracing::warn;
 
-pub use layout::layout;
-
 use crate::config::{BlockConfig, DispatchTime, HistogramDetail};
 use crate::devices::{DeviceFilter, DeviceLabels, DeviceNames, queue_limits};
-use crate::model::{Collector, Family};
+use crate::model::{Collector, MetricFamily};
 use crate::probes::Probes;
+use crate::probes::spec::ProbeCollector;
 use export::View;
 use maps::BlockMaps;
-
-/// The block probes, in `stornet_probe_up`.
-pub const PROBES: [&str; 3] = ["block_issue", "block_completion", "block_requeue"];
 
 pub struct BlockCollector {
     maps: Mutex<BlockMaps>,
@@ -41,7 +36,7 @@ pub struct BlockCollector {
 
 /// Takes the block maps and configures the probes, if any block probe is up.
 pub fn collector(probes: &mut Probes, config: &BlockConfig) -> Option<BlockCollector> {
-    if !PROBES.iter().any(|p| probes.is_up(p)) {
+    if !ProbeCollector::Block.probes().any(|p| probes.is_up(p.name)) {
         return None;
     }
     let result = (|| -> Result<BlockCollector> {
@@ -73,7 +68,7 @@ pub fn collector(probes: &mut Probes, config: &BlockConfig) -> Option<BlockColle
 }
 
 impl Collector for BlockCollector {
-    fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
+    fn collect(&self, out: &mut Vec<MetricFamily>) -> Result<()> {
         let mut maps = self.maps.lock().expect("block maps");
         let mut snap = maps.snapshot()?;
         let devs: std::collections::BTreeSet<u32> = snap.ops.keys().map(|k| k.dev).collect();
@@ -98,7 +93,7 @@ impl Collector for BlockCollector {
         }
         drop(maps);
         // Requests timed with the kernel's dispatch stamp: every timed one the probe did not
-        // stamp (`maps::Snapshot::counters`).
+        // stamp (`maps::BlockSnapshot::counters`).
         let timed: u64 =
             self.retired_timed.load(Ordering::Relaxed) + snap.ops.values().map(timed).sum::<u64>();
         snap.counters[STAMP_KERNEL as usize] =

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::model::{Family, Kind};
+use crate::model::MetricFamily;
 
 #[derive(Default)]
 struct Ns {
@@ -38,14 +38,8 @@ impl Unattributed {
     /// `stornet_tcp_retransmits_unattributed_total{netns}`, given the probes' counts per
     /// namespace inode. Monotonic: a moment where the probes' count ran ahead of a
     /// `RetransSegs` read a little earlier takes nothing back.
-    pub fn family(&self, probes: &HashMap<u64, u64>) -> Family {
-        let mut f = Family::new(
-            "stornet_tcp_retransmits_unattributed_total",
-            "TCP segments the namespace's RetransSegs counted and no retransmit probe run saw \
-             (e.g. tail-loss probes), since the agent first read the namespace: per-peer \
-             retransmits of the namespace plus this equal its RetransSegs.",
-            Kind::Counter,
-        );
+    pub fn family(&self, probes: &HashMap<u64, u64>) -> MetricFamily {
+        let mut f = MetricFamily::of(&metric_names::net::TCP_RETRANSMITS_UNATTRIBUTED_TOTAL);
         let mut m = self.namespaces.lock().expect("unattributed retransmits");
         for (inode, ns) in m.iter_mut() {
             let Some(snmp) = ns.snmp else { continue };
@@ -76,7 +70,7 @@ pub fn retrans_segs(snmp: &str) -> Option<u64> {
 mod tests {
     use super::*;
 
-    fn value(f: &Family) -> f64 {
+    fn value(f: &MetricFamily) -> f64 {
         f.series.first().map_or(-1.0, |s| match s.value {
             crate::model::Value::Scalar(v) => v,
             _ => -1.0,

@@ -87,7 +87,7 @@ pub fn handle_name(h: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::netlink::captured_payloads;
+    use crate::net::snapshots::netlink::captured_payloads;
 
     /// A qdisc dump captured after a transfer through a 16 kB tbf: `tc -s qdisc` showed
     /// `tbf 8007: root … (dropped 26, overlimits 0 requeues 0)`.

@@ -113,7 +113,7 @@ pub fn parse(p: &[u8]) -> Result<Option<TcpSocket>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::netlink::captured_payloads;
+    use crate::net::snapshots::netlink::captured_payloads;
 
     /// A sock_diag dump captured in a lab namespace: both ends of one connection over
     /// loopback (198.19.245.2 to itself).

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use agent_common::maps;
 use agent_common::net::{
     COUNTER_UNSPECIFIED_OVERFLOW, DROP_REASON_SUBSYSTEM_SLOT, MAX_DROP_LOCATIONS, REASON_NONE_SLOT,
 };
@@ -14,7 +15,7 @@ use aya::maps::{MapData, PerCpuArray, PerCpuHashMap};
 use super::counters::Counters;
 use super::kallsyms::Symbols;
 use crate::btf::Btf;
-use crate::model::{Collector, Family, Kind};
+use crate::model::{Collector, MetricFamily};
 
 const ENUM: &str = "skb_drop_reason";
 
@@ -70,9 +71,9 @@ impl DropCollector {
         counters: Arc<Counters>,
     ) -> Result<DropCollector> {
         Ok(DropCollector {
-            reasons: Mutex::new(PerCpuArray::try_from(reasons).context("NET_DROP_REASONS map")?),
+            reasons: Mutex::new(PerCpuArray::try_from(reasons).context(maps::NET_DROP_REASONS)?),
             locations: Mutex::new(
-                PerCpuHashMap::try_from(locations).context("NET_UNSPECIFIED_DROPS map")?,
+                PerCpuHashMap::try_from(locations).context(maps::NET_UNSPECIFIED_DROPS)?,
             ),
             names: reason_names(btf)?,
             symbols: Mutex::new(Symbols::default()),
@@ -126,23 +127,13 @@ impl DropCollector {
 }
 
 impl Collector for DropCollector {
-    fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
-        let mut f = Family::new(
-            "stornet_skb_drops_total",
-            "Packets the kernel dropped, by its drop reason (kfree_skb; enum skb_drop_reason \
-             of the running kernel; not_specified for all on kernels before 5.17), in any \
-             network namespace.",
-            Kind::Counter,
-        );
+    fn collect(&self, out: &mut Vec<MetricFamily>) -> Result<()> {
+        let mut f = MetricFamily::of(&metric_names::net::SKB_DROPS_TOTAL);
         for (reason, n) in self.reasons()? {
             f.scalar(&[("reason", &reason)], n as f64);
         }
         out.push(f);
-        let mut u = Family::new(
-            "stornet_skb_drops_unspecified_total",
-            "Drops with reason not_specified, by the kernel function that dropped the packet.",
-            Kind::Counter,
-        );
+        let mut u = MetricFamily::of(&metric_names::net::SKB_DROPS_UNSPECIFIED_TOTAL);
         for (function, n) in self.unspecified()? {
             u.scalar(&[("function", &function)], n as f64);
         }

@@ -1,79 +1,24 @@
 //! Loads stornet's eBPF object and attaches each probe on its own, recording a status per
-//! probe: a hook missing on this kernel takes that probe down, never the agent.
+//! probe: a hook missing on this kernel takes that probe down, never the agent. The probes
+//! are declared in `spec`; what they read from this kernel is resolved from BTF in
+//! `block_layout` and `net_layout` and handed over as load-time globals, with a ready bit for
+//! each probe whose part resolved.
+
+pub mod block_layout;
+pub mod net_layout;
+pub mod spec;
 
 use anyhow::{Context, Result};
 use aya::programs::{BtfTracePoint, RawTracePoint, TracePoint};
 use aya::{Btf as AyaBtf, Ebpf, EbpfLoader};
 use tracing::{debug, info, warn};
 
-use crate::btf::Btf;
-use crate::model::{Collector, Family, Kind};
-use crate::net::layout as net;
+use crate::btf::{Btf, KernelBtf};
+use crate::model::{Collector, MetricFamily};
+use spec::{Hook, PROBES, ProbeCollector, ProbeSpec};
 
 /// The eBPF object built by `build.rs` from the `agent-ebpf` crate.
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/stornet"));
-
-/// Where a program attaches.
-#[derive(Clone, Copy, Debug)]
-pub enum Hook {
-    /// `tp_btf/<event>`: typed tracepoint arguments.
-    BtfTracePoint(&'static str),
-    /// Classic tracepoint `<category>:<name>`.
-    TracePoint(&'static str, &'static str),
-    RawTracePoint(&'static str),
-}
-
-/// One probe: a program in the object and its hook.
-#[derive(Clone, Copy, Debug)]
-pub struct ProbeSpec {
-    /// The `probe` label of `stornet_probe_up`.
-    pub name: &'static str,
-    pub program: &'static str,
-    pub hook: Hook,
-}
-
-pub const PROBES: &[ProbeSpec] = &[
-    ProbeSpec {
-        name: "block_issue",
-        program: "stornet_block_rq_issue",
-        hook: Hook::BtfTracePoint("block_rq_issue"),
-    },
-    ProbeSpec {
-        name: "block_completion",
-        program: "stornet_block_rq_complete",
-        hook: Hook::BtfTracePoint("block_rq_complete"),
-    },
-    ProbeSpec {
-        name: "block_requeue",
-        program: "stornet_block_rq_requeue",
-        hook: Hook::BtfTracePoint("block_rq_requeue"),
-    },
-    ProbeSpec {
-        name: net::PROBE_RETRANSMIT,
-        program: "stornet_tcp_retransmit_skb",
-        hook: Hook::BtfTracePoint("tcp_retransmit_skb"),
-    },
-    ProbeSpec {
-        name: net::PROBE_RETRANSMIT_SYNACK,
-        program: "stornet_tcp_retransmit_synack",
-        hook: Hook::BtfTracePoint("tcp_retransmit_synack"),
-    },
-    ProbeSpec {
-        name: net::PROBE_DROP,
-        program: "stornet_kfree_skb",
-        hook: Hook::BtfTracePoint("kfree_skb"),
-    },
-    ProbeSpec {
-        name: net::PROBE_SOCK_EXCEED,
-        program: "stornet_sock_exceed_buf_limit",
-        hook: Hook::BtfTracePoint("sock_exceed_buf_limit"),
-    },
-    ProbeSpec {
-        name: net::PROBE_SOCK_RCVQUEUE,
-        program: "stornet_sock_rcvqueue_full",
-        hook: Hook::BtfTracePoint("sock_rcvqueue_full"),
-    },
-];
 
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct ProbeStatus {
@@ -94,42 +39,50 @@ pub struct Probes {
 /// Load-time globals, resolved from kernel BTF, each needed by some probes.
 pub struct Globals {
     pub block: Result<agent_common::block::BlockLayout>,
-    pub net: net::NetGlobals,
+    pub net: net_layout::NetGlobals,
 }
 
 impl Globals {
     pub fn resolve(btf: &Result<Btf>) -> Globals {
         let block = match btf {
-            Ok(btf) => crate::block::layout(btf, crate::kernel::version()),
+            Ok(btf) => block_layout::layout(btf, crate::kernel::version()),
             Err(e) => Err(anyhow::anyhow!("{e:#}")),
         };
         Globals {
             block,
-            net: net::NetGlobals::resolve(btf),
+            net: net_layout::NetGlobals::resolve(btf),
         }
     }
 
     /// Why a probe cannot run on this kernel, if a global it needs did not resolve.
     fn missing_for(&self, probe: &ProbeSpec) -> Option<String> {
-        let needs_block = probe.name.starts_with("block_");
-        match &self.block {
-            Err(e) if needs_block => Some(format!("kernel layout: {e:#}")),
-            _ => self.net.missing_for(probe.name),
+        match (probe.collector, &self.block) {
+            (ProbeCollector::Block, Err(e)) => Some(format!("kernel layout: {e:#}")),
+            (ProbeCollector::Block, Ok(_)) => None,
+            _ => self.net.missing_for(probe.ready),
         }
+    }
+
+    /// The `PROBES_READY` bits: every probe whose layout resolved.
+    fn ready(&self) -> u32 {
+        PROBES
+            .iter()
+            .filter(|p| self.missing_for(p).is_none())
+            .fold(0, |bits, p| bits | p.ready)
     }
 }
 
 impl Probes {
-    /// Loads the object and attaches every probe in `wanted` (by name).
-    pub fn load(wanted: &[&str]) -> Probes {
+    /// Loads the object and attaches every probe in `wanted` (by name), with the kernel's
+    /// BTF read once by the caller.
+    pub fn load(wanted: &[&str], kernel: &KernelBtf) -> Probes {
         let lockdown = crate::kernel::lockdown();
         info!(
             kernel = %crate::kernel::release(),
             lockdown = lockdown.as_str(),
             "loading probes"
         );
-        let btf = Btf::from_kernel();
-        let globals = Globals::resolve(&btf);
+        let globals = Globals::resolve(&kernel.btf);
         let specs: Vec<&ProbeSpec> = PROBES.iter().filter(|p| wanted.contains(&p.name)).collect();
         let ebpf = match load_object(&globals) {
             Ok(e) => e,
@@ -155,11 +108,10 @@ impl Probes {
             status: Vec::new(),
             net_layout: globals.net.layout,
         };
-        let kernel_btf = AyaBtf::from_sys_fs().ok();
         for spec in specs {
             let result = match globals.missing_for(spec) {
                 Some(reason) => Err(anyhow::anyhow!(reason)),
-                None => probes.attach(spec, kernel_btf.as_ref()),
+                None => probes.attach(spec, kernel.aya.as_ref()),
             };
             let status = match result {
                 Ok(()) => {
@@ -265,10 +217,12 @@ pub fn concise(full: &str) -> String {
 
 fn load_object(globals: &Globals) -> Result<Ebpf> {
     let mut loader = EbpfLoader::new();
-    // Probes whose layout did not resolve keep `ready == 0` and do nothing if run.
+    // Probes whose layout did not resolve keep their ready bit clear and do nothing if run.
+    let ready = globals.ready();
+    loader.override_global(agent_common::ready::GLOBAL, &ready, true);
     let block = globals.block.as_ref().copied().unwrap_or_default();
-    loader.override_global("BLOCK_LAYOUT", &block, true);
-    loader.override_global("NET_LAYOUT", &globals.net.layout, true);
+    loader.override_global(agent_common::block::LAYOUT_GLOBAL, &block, true);
+    loader.override_global(agent_common::net::LAYOUT_GLOBAL, &globals.net.layout, true);
     Ok(loader.load(OBJECT)?)
 }
 
@@ -276,12 +230,8 @@ fn load_object(globals: &Globals) -> Result<Ebpf> {
 pub struct StatusCollector(Vec<ProbeStatus>);
 
 impl Collector for StatusCollector {
-    fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
-        let mut f = Family::new(
-            "stornet_probe_up",
-            "Whether a probe is attached (1) or down (0); the log and / say why.",
-            Kind::Gauge,
-        );
+    fn collect(&self, out: &mut Vec<MetricFamily>) -> Result<()> {
+        let mut f = MetricFamily::of(&metric_names::agent::PROBE_UP);
         for s in &self.0 {
             f.scalar(&[("probe", &s.name)], if s.up { 1.0 } else { 0.0 });
         }
@@ -307,5 +257,24 @@ mod tests {
              denied (os error 13). verifier: invalid read from stack R10 off=-120 size=8"
         );
         assert_eq!(concise("no such hook"), "no such hook");
+    }
+
+    /// The spec and the kernel side agree: every program and map a spec names is in the
+    /// object, and every map of the object belongs to some probe.
+    #[test]
+    fn the_specs_match_the_object() {
+        let obj = aya_obj::Object::parse(OBJECT).unwrap();
+        for p in PROBES {
+            assert!(obj.programs.contains_key(p.program), "{}", p.program);
+            for m in p.maps {
+                assert!(obj.maps.contains_key(*m), "{m}");
+            }
+        }
+        for name in obj.maps.keys().filter(|n| !n.starts_with('.')) {
+            assert!(
+                PROBES.iter().any(|p| p.maps.contains(&name.as_str())),
+                "map {name} belongs to no probe"
+            );
+        }
     }
 }

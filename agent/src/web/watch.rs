@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use tracing::{info, warn};
 
-use crate::web_config::WebConfig;
+use super::config::WebConfig;
 
 /// What identifies one version of a file: (modified, length, inode), `None` when unreadable.
 type Stamp = Option<(SystemTime, u64, u64)>;

@@ -33,7 +33,7 @@ pub struct BasicAuth {
 }
 
 impl BasicAuth {
-    /// `users` maps names to bcrypt hashes of cost at most [`MAX_COST`] (see `web_config`).
+    /// `users` maps names to bcrypt hashes of cost at most [`MAX_COST`] (see `web::config`).
     pub fn new(users: BTreeMap<String, String>) -> BasicAuth {
         let dummy =
             bcrypt::hash("stornet-agent: no such user", dummy_cost(&users)).unwrap_or_default();

@@ -24,8 +24,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::auth::BasicAuth;
-use crate::rate_limit::RateLimit;
+use super::auth::BasicAuth;
+use super::rate_limit::RateLimit;
+use super::tls_settings::TlsServerConfig;
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -37,86 +38,6 @@ pub struct WebConfigFile {
     pub basic_auth_users: BTreeMap<String, String>,
     /// Paths answered without basic auth (e.g. `/-/healthy` for a load balancer).
     pub basic_auth_excluded_paths: Vec<String>,
-}
-
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct TlsServerConfig {
-    /// The certificate chain as PEM text, instead of `cert_file`.
-    pub cert: Option<String>,
-    /// The private key as PEM text, instead of `key_file`.
-    pub key: Option<String>,
-    /// The client CA certificates as PEM text, instead of `client_ca_file`.
-    pub client_ca: Option<String>,
-    pub cert_file: Option<PathBuf>,
-    pub key_file: Option<PathBuf>,
-    pub client_ca_file: Option<PathBuf>,
-    pub client_auth_type: ClientAuthType,
-    /// A client certificate must carry one of these subject alternative names (DNS name,
-    /// e-mail address, IP address or URI, compared as text).
-    pub client_allowed_sans: Vec<String>,
-    /// Go names of TLS 1.2 cipher suites, in the server's order of preference.
-    pub cipher_suites: Vec<String>,
-    /// Go names of key exchange groups, in order of preference.
-    pub curve_preferences: Vec<String>,
-    pub min_version: Option<TlsVersion>,
-    pub max_version: Option<TlsVersion>,
-    /// The server picks the cipher suite by its own order (`cipher_suites`), not the client's.
-    pub prefer_server_cipher_suites: bool,
-}
-
-impl Default for TlsServerConfig {
-    fn default() -> Self {
-        TlsServerConfig {
-            cert: None,
-            key: None,
-            client_ca: None,
-            cert_file: None,
-            key_file: None,
-            client_ca_file: None,
-            client_auth_type: ClientAuthType::NoClientCert,
-            client_allowed_sans: Vec::new(),
-            cipher_suites: Vec::new(),
-            curve_preferences: Vec::new(),
-            min_version: None,
-            max_version: None,
-            prefer_server_cipher_suites: true,
-        }
-    }
-}
-
-/// Go's `tls.ClientAuthType` names.
-#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
-pub enum ClientAuthType {
-    #[default]
-    NoClientCert,
-    /// Asks for a certificate, accepts a connection without one, checks none.
-    RequestClientCert,
-    /// Requires a certificate, checks nothing about it (exporter-toolkit's old name
-    /// `RequireClientCert` means the same).
-    #[serde(alias = "RequireClientCert")]
-    RequireAnyClientCert,
-    /// A certificate, if sent, must be signed by the client CA.
-    VerifyClientCertIfGiven,
-    /// A certificate signed by the client CA is required: mutual TLS.
-    RequireAndVerifyClientCert,
-}
-
-impl ClientAuthType {
-    pub fn verifies(self) -> bool {
-        matches!(
-            self,
-            ClientAuthType::VerifyClientCertIfGiven | ClientAuthType::RequireAndVerifyClientCert
-        )
-    }
-}
-
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
-pub enum TlsVersion {
-    TLS10,
-    TLS11,
-    TLS12,
-    TLS13,
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -184,7 +105,7 @@ impl WebConfig {
                         .flatten()
                         .map(|f| base.join(f)),
                 );
-                let acceptor = crate::tls::acceptor(t, base, file.http_server_config.http2)
+                let acceptor = super::tls::acceptor(t, base, file.http_server_config.http2)
                     .map_err(|e| at(one_line(&with_line(&text, &format!("{e:#}")))))?;
                 Some(acceptor)
             }
@@ -192,7 +113,7 @@ impl WebConfig {
         let costs: std::collections::BTreeSet<u32> = file
             .basic_auth_users
             .values()
-            .filter_map(|h| crate::auth::cost(h))
+            .filter_map(|h| super::auth::cost(h))
             .collect();
         if costs.len() > 1 {
             // Unknown users take as long as the dearest hash; a cheaper user answers sooner.
@@ -250,7 +171,7 @@ pub fn parse(text: &str) -> Result<WebConfigFile, String> {
 
 fn check(file: &WebConfigFile) -> Result<(), String> {
     for (user, hash) in &file.basic_auth_users {
-        match crate::auth::cost(hash) {
+        match super::auth::cost(hash) {
             None => {
                 return Err(format!(
                     "basic_auth_users.{user}: not a bcrypt hash (generate one with htpasswd -nBC 10 {user})"
@@ -258,10 +179,10 @@ fn check(file: &WebConfigFile) -> Result<(), String> {
             }
             // Every request of a new client pays for one check: a cost this high lets any
             // client keep the agent busy, and cost 31 takes days.
-            Some(c) if c > crate::auth::MAX_COST => {
+            Some(c) if c > super::auth::MAX_COST => {
                 return Err(format!(
                     "basic_auth_users.{user}: bcrypt cost {c} is above {}, too slow to check on every new client (generate a hash with htpasswd -nBC 10 {user})",
-                    crate::auth::MAX_COST
+                    super::auth::MAX_COST
                 ));
             }
             Some(_) => {}
@@ -293,7 +214,7 @@ fn check(file: &WebConfigFile) -> Result<(), String> {
     }
     rate_interval(&file.rate_limit)?;
     if let Some(t) = &file.tls_server_config {
-        crate::tls::check(t)?;
+        super::tls::check(t)?;
     }
     Ok(())
 }
@@ -342,6 +263,7 @@ fn one_line(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::web::tls_settings::{ClientAuthType, TlsVersion};
 
     /// exporter-toolkit's own sample, docs/web-config.yml, byte for byte.
     const TOOLKIT_SAMPLE: &str = "# TLS and basic authentication configuration example.
@@ -497,5 +419,49 @@ basic_auth_users: {}
         assert!(!e.contains('\n') && e.contains("X-"), "{e}");
         let e = parse("basic_auth_excluded_paths: [metrics]\n").unwrap_err();
         assert!(e.contains("basic_auth_excluded_paths"), "{e}");
+    }
+
+    fn refused(extra: &str) -> String {
+        parse(&format!(
+            "tls_server_config:\n  cert_file: a\n  key_file: b\n{extra}"
+        ))
+        .unwrap_err()
+    }
+
+    /// TLS settings rustls cannot honour, or that cannot work together: one line, with the
+    /// line of the file.
+    #[test]
+    fn tls_settings_that_cannot_work_are_refused() {
+        let e = refused("  cipher_suites: [TLS_RSA_WITH_AES_128_CBC_SHA]\n");
+        assert!(
+            e.contains("TLS_RSA_WITH_AES_128_CBC_SHA")
+                && e.contains("not supported")
+                && e.contains("line 4"),
+            "{e}"
+        );
+        let e = refused("  cipher_suites: [TLS_FANCY]\n");
+        assert!(e.contains("unknown cipher suite \"TLS_FANCY\""), "{e}");
+        let e = refused("  curve_preferences: [CurveP521]\n");
+        assert!(
+            e.contains("CurveP521") && e.contains("not supported"),
+            "{e}"
+        );
+        let e = refused("  max_version: TLS11\n");
+        assert!(e.contains("max_version") && e.contains("line 4"), "{e}");
+        let e = refused("  min_version: TLS13\n  max_version: TLS12\n");
+        assert!(e.contains("min_version"), "{e}");
+        let e = refused("  client_ca_file: ca.crt\n");
+        assert!(e.contains("NoClientCert"), "{e}");
+        let e = refused("  client_auth_type: RequireAndVerifyClientCert\n");
+        assert!(e.contains("client_ca_file"), "{e}");
+        let e = refused(
+            "  client_auth_type: VerifyClientCertIfGiven\n  client_ca_file: ca\n  client_allowed_sans: [a]\n",
+        );
+        assert!(
+            e.contains("client_allowed_sans") && e.contains("line 6"),
+            "{e}"
+        );
+        let e = refused("  cert: inline\n");
+        assert!(e.contains("not both"), "{e}");
     }
 }

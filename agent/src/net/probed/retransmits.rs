@@ -4,14 +4,15 @@ use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::{Arc, Mutex};
 
+use agent_common::maps;
 use agent_common::net::{AF_INET, AF_INET6, COUNTER_RETRANS_OVERFLOW, PeerKey};
 use anyhow::{Context, Result};
 use aya::maps::{MapData, PerCpuHashMap};
 
 use super::counters::Counters;
-use super::peers::PeerLabels;
-use super::unattributed::Unattributed;
-use crate::model::{Collector, Family, Kind};
+use crate::model::{Collector, MetricFamily};
+use crate::net::peers::PeerLabels;
+use crate::net::unattributed::Unattributed;
 
 pub struct RetransmitCollector {
     map: Mutex<PerCpuHashMap<MapData, PeerKey, u64>>,
@@ -41,7 +42,7 @@ impl RetransmitCollector {
         unattributed: Option<Arc<Unattributed>>,
     ) -> Result<RetransmitCollector> {
         Ok(RetransmitCollector {
-            map: Mutex::new(PerCpuHashMap::try_from(map).context("NET_RETRANSMITS map")?),
+            map: Mutex::new(PerCpuHashMap::try_from(map).context(maps::NET_RETRANSMITS)?),
             counters,
             peers,
             unattributed,
@@ -50,7 +51,7 @@ impl RetransmitCollector {
 }
 
 impl Collector for RetransmitCollector {
-    fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
+    fn collect(&self, out: &mut Vec<MetricFamily>) -> Result<()> {
         let mut items = Vec::new();
         let mut by_namespace: HashMap<u64, u64> = HashMap::new();
         {
@@ -65,14 +66,9 @@ impl Collector for RetransmitCollector {
         // Retransmits whose peer found the map full belong to some unlabelled peer.
         items.push((None, self.counters.get(COUNTER_RETRANS_OVERFLOW)?));
         let by_label = self.peers.fold(items, |v| *v, |a: &mut u64, v| *a += v);
-        let mut f = Family::new(
-            "stornet_tcp_retransmits_total",
-            "TCP segments retransmitted to a peer, in any network namespace \
-             (tcp_retransmit_skb, tcp_retransmit_synack; as RetransSegs in /proc/net/snmp).",
-            Kind::Counter,
-        );
+        let mut f = MetricFamily::of(&metric_names::net::TCP_RETRANSMITS_TOTAL);
         for (peer, n) in by_label {
-            if n > 0 || peer != super::peers::OTHER {
+            if n > 0 || peer != crate::net::peers::OTHER {
                 f.scalar(&[("peer", &peer)], n as f64);
             }
         }

@@ -4,45 +4,41 @@
 //! only that probe down.
 
 use agent_common::net::{
-    DROP_LOCATION_ARG, DROP_REASON_ARG, EXCEED_KIND_ARG, NetLayout, OFFSET_NONE, READY_DROP,
-    READY_RETRANSMIT, READY_RETRANSMIT_SYNACK, READY_SOCK_EXCEED, READY_SOCK_RCVQUEUE,
-    REASON_NONE_SLOT, RT_ERR_ARG, RT_SK_ARG, RT_SKB_ARG, SYNACK_REQ_ARG,
+    DROP_LOCATION_ARG, DROP_REASON_ARG, EXCEED_KIND_ARG, NetLayout, OFFSET_NONE, REASON_NONE_SLOT,
+    RT_ERR_ARG, RT_SK_ARG, RT_SKB_ARG, SYNACK_REQ_ARG,
+};
+use agent_common::ready::{
+    SKB_DROP, SOCK_EXCEED_BUF_LIMIT, SOCK_RCVQUEUE_FULL, TCP_RETRANSMIT, TCP_RETRANSMIT_SYNACK,
 };
 use anyhow::{Result, bail};
 
+use super::spec::{PROBES, ProbeCollector};
 use crate::btf::{ArgType, Btf};
 
-/// Probe names (the `probe` label of `stornet_probe_up`).
-pub const PROBE_RETRANSMIT: &str = "tcp_retransmit";
-pub const PROBE_RETRANSMIT_SYNACK: &str = "tcp_retransmit_synack";
-pub const PROBE_DROP: &str = "skb_drop";
-pub const PROBE_SOCK_EXCEED: &str = "sock_exceed_buf_limit";
-pub const PROBE_SOCK_RCVQUEUE: &str = "sock_rcvqueue_full";
-
-/// The layout global and, per probe, why it cannot run on this kernel.
+/// The layout global and, per probe (by ready bit), why it cannot run on this kernel.
 #[derive(Debug)]
 pub struct NetGlobals {
     pub layout: NetLayout,
-    errors: Vec<(&'static str, String)>,
+    /// The probes whose layout resolved.
+    pub ready: u32,
+    errors: Vec<(u32, String)>,
 }
 
 impl NetGlobals {
     pub fn resolve(btf: &Result<Btf>) -> NetGlobals {
         let mut g = NetGlobals {
             layout: NetLayout::EMPTY,
+            ready: 0,
             errors: Vec::new(),
         };
         let btf = match btf {
             Ok(b) => b,
             Err(e) => {
-                for p in [
-                    PROBE_RETRANSMIT,
-                    PROBE_RETRANSMIT_SYNACK,
-                    PROBE_DROP,
-                    PROBE_SOCK_EXCEED,
-                    PROBE_SOCK_RCVQUEUE,
-                ] {
-                    g.errors.push((p, format!("{e:#}")));
+                let net = PROBES
+                    .iter()
+                    .filter(|p| p.collector != ProbeCollector::Block);
+                for p in net {
+                    g.errors.push((p.ready, format!("{e:#}")));
                 }
                 return g;
             }
@@ -52,34 +48,32 @@ impl NetGlobals {
         let sock = sock_common(btf, l).map_err(|e| format!("{e:#}"));
         let results = [
             (
-                PROBE_RETRANSMIT,
-                READY_RETRANSMIT,
+                TCP_RETRANSMIT,
                 (sock.clone().map_err(anyhow::Error::msg)).and_then(|()| retransmit(btf, l)),
             ),
             (
-                PROBE_RETRANSMIT_SYNACK,
-                READY_RETRANSMIT_SYNACK,
+                TCP_RETRANSMIT_SYNACK,
                 (sock.clone().map_err(anyhow::Error::msg)).and_then(|()| synack(btf, l)),
             ),
-            (PROBE_DROP, READY_DROP, kfree_skb(btf, l)),
-            (PROBE_SOCK_EXCEED, READY_SOCK_EXCEED, exceed(btf, l)),
+            (SKB_DROP, kfree_skb(btf, l)),
+            (SOCK_EXCEED_BUF_LIMIT, exceed(btf, l)),
             (
-                PROBE_SOCK_RCVQUEUE,
-                READY_SOCK_RCVQUEUE,
+                SOCK_RCVQUEUE_FULL,
                 btf.tracepoint_args("sock_rcvqueue_full").map(|_| ()),
             ),
         ];
-        for (probe, bit, r) in results {
+        for (probe, r) in results {
             match r {
-                Ok(()) => g.layout.ready |= bit,
+                Ok(()) => g.ready |= probe,
                 Err(e) => g.errors.push((probe, format!("kernel layout: {e:#}"))),
             }
         }
         g
     }
 
-    /// Why `probe` cannot run here, if it is a network probe whose layout did not resolve.
-    pub fn missing_for(&self, probe: &str) -> Option<String> {
+    /// Why the probe of ready bit `probe` cannot run here, if it is a network probe whose
+    /// layout did not resolve.
+    pub fn missing_for(&self, probe: u32) -> Option<String> {
         self.errors
             .iter()
             .find(|(p, _)| *p == probe)
@@ -180,6 +174,7 @@ fn exceed(btf: &Btf, _l: &mut NetLayout) -> Result<()> {
 mod tests {
     use super::*;
     use crate::btf::testing::Builder;
+    use agent_common::ready::BLOCK_COMPLETION;
 
     /// A kernel like this one: 6.18 tracepoint signatures and struct layouts.
     fn kernel(with_err: bool, with_reason: bool) -> Btf {
@@ -276,21 +271,21 @@ mod tests {
         assert_eq!(l.reason_not_specified, 2);
         // No sock_rcvqueue_full in this BTF: only that probe is down.
         assert_eq!(
-            l.ready,
-            READY_RETRANSMIT | READY_RETRANSMIT_SYNACK | READY_DROP | READY_SOCK_EXCEED
+            g.ready,
+            TCP_RETRANSMIT | TCP_RETRANSMIT_SYNACK | SKB_DROP | SOCK_EXCEED_BUF_LIMIT
         );
-        assert!(g.missing_for(PROBE_SOCK_RCVQUEUE).is_some());
-        assert!(g.missing_for(PROBE_DROP).is_none());
-        assert!(g.missing_for("block_completion").is_none());
+        assert!(g.missing_for(SOCK_RCVQUEUE_FULL).is_some());
+        assert!(g.missing_for(SKB_DROP).is_none());
+        assert!(g.missing_for(BLOCK_COMPLETION).is_none());
     }
 
     #[test]
     fn older_kernels_without_error_or_reason_arguments() {
         let g = NetGlobals::resolve(&Ok(kernel(false, false)));
         assert_eq!(g.layout.rt_has_err, 0);
-        assert!(g.layout.ready & READY_RETRANSMIT != 0);
+        assert!(g.ready & TCP_RETRANSMIT != 0);
         // 5.10: drops carry no reason; they are all counted as not specified, by location.
-        assert!(g.layout.ready & READY_DROP != 0, "{g:?}");
+        assert!(g.ready & SKB_DROP != 0, "{g:?}");
         assert_eq!(g.layout.drop_has_reason, 0);
         assert_eq!(g.layout.reason_not_specified, REASON_NONE_SLOT);
     }
@@ -298,7 +293,7 @@ mod tests {
     #[test]
     fn no_btf_takes_every_network_probe_down() {
         let g = NetGlobals::resolve(&Err(anyhow::anyhow!("no BTF here")));
-        assert_eq!(g.layout.ready, 0);
-        assert!(g.missing_for(PROBE_RETRANSMIT).unwrap().contains("no BTF"));
+        assert_eq!(g.ready, 0);
+        assert!(g.missing_for(TCP_RETRANSMIT).unwrap().contains("no BTF"));
     }
 }

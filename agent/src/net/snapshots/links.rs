@@ -95,7 +95,7 @@ fn stats64(v: &[u8]) -> Result<LinkStats> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::netlink::captured_payloads;
+    use crate::net::snapshots::netlink::captured_payloads;
 
     /// A link dump captured in a lab namespace after a short transfer: loopback and a veth
     /// shaped by tbf.

@@ -1,7 +1,7 @@
 //! The HTTP endpoint: the metrics (at `--web.telemetry-path`, gzip-compressed when the client
 //! accepts it), a landing page at `/` and `/-/healthy`, on one or more addresses, over plain
 //! TCP or TLS (HTTP/1.1, and HTTP/2 where TLS negotiates it), with the web config's client
-//! certificates, headers, rate limit and basic auth (see `web_config`).
+//! certificates, headers, rate limit and basic auth (see `web::config`).
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -23,11 +23,11 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tracing::{debug, info};
 
+use super::config::WebConfig;
+use super::watch::WebConfigSource;
+use super::write_deadline::WriteDeadline;
 use crate::agent::Agent;
 use crate::exporter;
-use crate::web_config::WebConfig;
-use crate::web_watch::WebConfigSource;
-use crate::write_deadline::WriteDeadline;
 
 const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -282,7 +282,7 @@ async fn handle(
         }
     }
     if path == endpoint.telemetry_path {
-        let gzip = crate::gzip::accepted(req.headers());
+        let gzip = super::gzip::accepted(req.headers());
         return metrics(endpoint.agent.clone(), gzip).await;
     }
     match path {
@@ -290,7 +290,7 @@ async fn handle(
         "/" => reply(
             StatusCode::OK,
             "text/html; charset=utf-8",
-            crate::landing::page(&endpoint.agent, &endpoint.telemetry_path),
+            super::landing::page(&endpoint.agent, &endpoint.telemetry_path),
         ),
         _ => reply(StatusCode::NOT_FOUND, "text/plain", "not found\n"),
     }
@@ -302,7 +302,7 @@ async fn metrics(agent: Arc<Agent>, gzip: bool) -> Response<Full<Bytes>> {
     let rendered = tokio::task::spawn_blocking(move || {
         let text = exporter::render(&agent.gather())?;
         let body = if gzip {
-            crate::gzip::compress(text.as_bytes())?
+            super::gzip::compress(text.as_bytes())?
         } else {
             text.into_bytes()
         };

@@ -2,6 +2,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use agent_common::maps;
 use agent_common::net::{
     COUNTER_EXCEED_OTHER, COUNTER_EXCEED_RECV, COUNTER_EXCEED_SEND, COUNTER_RCVQUEUE_FULL,
     COUNTER_RETRANS_OVERFLOW, COUNTER_UNSPECIFIED_OVERFLOW,
@@ -9,14 +10,14 @@ use agent_common::net::{
 use anyhow::{Context, Result};
 use aya::maps::{MapData, PerCpuArray};
 
-use crate::model::{Collector, Family, Kind};
+use crate::model::{Collector, MetricFamily};
 
 pub struct Counters(Mutex<PerCpuArray<MapData, u64>>);
 
 impl Counters {
     pub fn new(map: aya::maps::Map) -> Result<Counters> {
         Ok(Counters(Mutex::new(
-            PerCpuArray::try_from(map).context("NET_COUNTERS map")?,
+            PerCpuArray::try_from(map).context(maps::NET_COUNTERS)?,
         )))
     }
 
@@ -35,15 +36,10 @@ pub struct PressureCollector {
 }
 
 impl Collector for PressureCollector {
-    fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
+    fn collect(&self, out: &mut Vec<MetricFamily>) -> Result<()> {
         let c = &self.counters;
         if self.exceed_up {
-            let mut f = Family::new(
-                "stornet_sock_buffer_limit_exceeded_total",
-                "Times a socket asked for buffer memory beyond the protocol's limits \
-                 (sock_exceed_buf_limit), by direction.",
-                Kind::Counter,
-            );
+            let mut f = MetricFamily::of(&metric_names::net::SOCK_BUFFER_LIMIT_EXCEEDED_TOTAL);
             for (dir, slot) in [
                 ("send", COUNTER_EXCEED_SEND),
                 ("receive", COUNTER_EXCEED_RECV),
@@ -54,21 +50,11 @@ impl Collector for PressureCollector {
             out.push(f);
         }
         if self.rcvqueue_up {
-            let mut f = Family::new(
-                "stornet_sock_receive_queue_full_total",
-                "Packets refused because the socket's receive queue was full \
-                 (sock_rcvqueue_full; datagram and raw sockets, TCP counts these as drops).",
-                Kind::Counter,
-            );
+            let mut f = MetricFamily::of(&metric_names::net::SOCK_RECEIVE_QUEUE_FULL_TOTAL);
             f.scalar(&[], c.get(COUNTER_RCVQUEUE_FULL)? as f64);
             out.push(f);
         }
-        let mut full = Family::new(
-            "stornet_net_map_full_total",
-            "Events a full kernel map could not record by their key (still counted, as \
-             peer=\"other\" or function=\"other\").",
-            Kind::Counter,
-        );
+        let mut full = MetricFamily::of(&metric_names::net::MAP_FULL_TOTAL);
         full.scalar(
             &[("map", "tcp_retransmits")],
             c.get(COUNTER_RETRANS_OVERFLOW)? as f64,

@@ -1,0 +1,128 @@
+//! The collector of the scrape-time snapshots: reads the host namespace and the configured
+//! ones at each scrape, keeps count of the parts it could not read, and exports them.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use anyhow::Result;
+use tracing::{info, warn};
+
+use super::export::{Families, socket_families};
+use super::sockdiag::TcpSocket;
+use super::{Parts, snapshot};
+use crate::model::{Collector, MetricFamily};
+use crate::net::peers::PeerLabels;
+use crate::net::unattributed::Unattributed;
+use crate::netns::{Namespace, run_in};
+use metric_names::net;
+
+/// Reads the host namespace and the configured ones at every scrape.
+pub struct SnapshotCollector {
+    namespaces: Vec<Namespace>,
+    peers: Arc<PeerLabels>,
+    /// Namespaces, and (namespace, part) pairs, that failed at the last scrape: logged when
+    /// they fail and when they recover, not at every scrape.
+    failing: Mutex<HashSet<(String, &'static str)>>,
+    /// Failed reads per (namespace, part) since start.
+    errors: Mutex<BTreeMap<(String, &'static str), u64>>,
+    /// Each namespace's `RetransSegs` goes here, for the retransmit collector.
+    unattributed: Arc<Unattributed>,
+    parts: Parts,
+}
+
+/// The `snapshot` label for a namespace that could not be read at all.
+const WHOLE: &str = "namespace";
+
+impl SnapshotCollector {
+    pub fn new(
+        namespaces: Vec<Namespace>,
+        peers: Arc<PeerLabels>,
+        unattributed: Arc<Unattributed>,
+        parts: Parts,
+    ) -> SnapshotCollector {
+        SnapshotCollector {
+            namespaces,
+            peers,
+            failing: Mutex::new(HashSet::new()),
+            errors: Mutex::new(BTreeMap::new()),
+            unattributed,
+            parts,
+        }
+    }
+
+    /// Records which parts of a namespace failed this time: counted, and logged once per
+    /// failure and once on recovery.
+    fn record(&self, ns: &str, failed: &[(&'static str, String)], parts: &[&'static str]) {
+        let mut failing = self.failing.lock().expect("failing snapshots");
+        let mut errors = self.errors.lock().expect("snapshot errors");
+        for &part in parts {
+            let key = (ns.to_string(), part);
+            match failed.iter().find(|(p, _)| *p == part) {
+                Some((_, e)) => {
+                    *errors.entry(key.clone()).or_default() += 1;
+                    if failing.insert(key) {
+                        if part == WHOLE {
+                            warn!(namespace = %ns, error = %e, "network namespace unreadable");
+                        } else {
+                            warn!(namespace = %ns, snapshot = part, error = %e, "network snapshot unreadable; the rest of the namespace is read");
+                        }
+                    }
+                }
+                None => {
+                    if failing.remove(&key) {
+                        info!(namespace = %ns, snapshot = part, "network snapshot readable again");
+                    }
+                }
+            }
+        }
+    }
+
+    fn errors_family(&self) -> MetricFamily {
+        let mut f = MetricFamily::of(&net::SNAPSHOT_ERRORS_TOTAL);
+        for ((ns, part), n) in self.errors.lock().expect("snapshot errors").iter() {
+            f.scalar(&[("netns", ns), ("snapshot", part)], *n as f64);
+        }
+        f
+    }
+}
+
+impl Collector for SnapshotCollector {
+    fn collect(&self, out: &mut Vec<MetricFamily>) -> Result<()> {
+        let mut fams = Families::new();
+        let mut sockets: Vec<TcpSocket> = Vec::new();
+        let mut seen = HashSet::new();
+        for ns in std::iter::once(&Namespace::Host).chain(&self.namespaces) {
+            let label = ns.label();
+            let snap = ns.open().and_then(|(file, id)| {
+                // Two entries naming one namespace are read once.
+                if !seen.insert(id) {
+                    return Ok(None);
+                }
+                let parts = self.parts;
+                run_in(ns, &file, move || snapshot(parts)).map(|s| Some((id.1, s)))
+            });
+            match snap {
+                Ok(None) => continue,
+                Ok(Some((inode, s))) => {
+                    let mut parts = vec![WHOLE];
+                    parts.extend(self.parts.labels());
+                    self.record(&label, &s.failed, &parts);
+                    if let Some(v) = s.retrans_segs {
+                        self.unattributed.snmp(inode, &label, v);
+                    }
+                    fams.up.scalar(&[("netns", &label)], 1.0);
+                    fams.add(&label, &s, self.parts.netlink);
+                    sockets.extend(s.sockets);
+                }
+                Err(e) => {
+                    self.record(&label, &[(WHOLE, format!("{e:#}"))], &[WHOLE]);
+                    fams.up.scalar(&[("netns", &label)], 0.0);
+                }
+            }
+        }
+        out.extend(fams.into_vec());
+        out.push(self.errors_family());
+        out.extend(socket_families(&self.peers, sockets));
+        Ok(())
+    }
+}

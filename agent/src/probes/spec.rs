@@ -1,0 +1,203 @@
+//! One spec per probe: its name, program and hook, its readiness bit, the collector that
+//! reads it, the maps it writes and the metrics it feeds. The probe list, `check`, the
+//! collector flags and the probe table of docs/metrics.md all come from here.
+
+use agent_common::{maps, ready};
+use metric_names::{Metric, block, net};
+
+/// Where a program attaches.
+#[derive(Clone, Copy, Debug)]
+pub enum Hook {
+    /// `tp_btf/<event>`: typed tracepoint arguments.
+    BtfTracePoint(&'static str),
+    /// Classic tracepoint `<category>:<name>`.
+    TracePoint(&'static str, &'static str),
+    RawTracePoint(&'static str),
+}
+
+impl Hook {
+    /// As docs/metrics.md writes it.
+    pub fn doc(&self) -> String {
+        match self {
+            Hook::BtfTracePoint(event) => format!("tp_btf/{event}"),
+            Hook::TracePoint(category, name) => format!("tracepoint/{category}/{name}"),
+            Hook::RawTracePoint(event) => format!("raw_tp/{event}"),
+        }
+    }
+}
+
+/// The collector that reads a probe's maps; it runs when any of its probes is up. The block
+/// probes need the block layout, the others their own part of the network layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProbeCollector {
+    Block,
+    Retransmits,
+    Drops,
+    SocketPressure,
+}
+
+/// One probe.
+#[derive(Clone, Copy, Debug)]
+pub struct ProbeSpec {
+    /// The `probe` label of `stornet_probe_up`, and the collector name of the flags.
+    pub name: &'static str,
+    /// The program in the eBPF object.
+    pub program: &'static str,
+    pub hook: Hook,
+    /// Its bit in the `PROBES_READY` global (`agent_common::ready`).
+    pub ready: u32,
+    pub collector: ProbeCollector,
+    /// The maps it writes (`agent_common::maps`).
+    pub maps: &'static [&'static str],
+    /// The metrics its events feed (the block probes feed the block metrics together).
+    pub metrics: &'static [Metric],
+}
+
+pub const BLOCK_ISSUE: ProbeSpec = ProbeSpec {
+    name: "block_issue",
+    program: "stornet_block_rq_issue",
+    hook: Hook::BtfTracePoint("block_rq_issue"),
+    ready: ready::BLOCK_ISSUE,
+    collector: ProbeCollector::Block,
+    maps: maps::BLOCK,
+    metrics: block::ALL,
+};
+
+pub const BLOCK_COMPLETION: ProbeSpec = ProbeSpec {
+    name: "block_completion",
+    program: "stornet_block_rq_complete",
+    hook: Hook::BtfTracePoint("block_rq_complete"),
+    ready: ready::BLOCK_COMPLETION,
+    collector: ProbeCollector::Block,
+    maps: maps::BLOCK,
+    metrics: block::ALL,
+};
+
+pub const BLOCK_REQUEUE: ProbeSpec = ProbeSpec {
+    name: "block_requeue",
+    program: "stornet_block_rq_requeue",
+    hook: Hook::BtfTracePoint("block_rq_requeue"),
+    ready: ready::BLOCK_REQUEUE,
+    collector: ProbeCollector::Block,
+    maps: maps::BLOCK,
+    metrics: block::ALL,
+};
+
+pub const TCP_RETRANSMIT: ProbeSpec = ProbeSpec {
+    name: "tcp_retransmit",
+    program: "stornet_tcp_retransmit_skb",
+    hook: Hook::BtfTracePoint("tcp_retransmit_skb"),
+    ready: ready::TCP_RETRANSMIT,
+    collector: ProbeCollector::Retransmits,
+    maps: &[maps::NET_RETRANSMITS, maps::NET_COUNTERS],
+    metrics: &[net::TCP_RETRANSMITS_TOTAL],
+};
+
+pub const TCP_RETRANSMIT_SYNACK: ProbeSpec = ProbeSpec {
+    name: "tcp_retransmit_synack",
+    program: "stornet_tcp_retransmit_synack",
+    hook: Hook::BtfTracePoint("tcp_retransmit_synack"),
+    ready: ready::TCP_RETRANSMIT_SYNACK,
+    collector: ProbeCollector::Retransmits,
+    maps: &[maps::NET_RETRANSMITS, maps::NET_COUNTERS],
+    metrics: &[net::TCP_RETRANSMITS_TOTAL],
+};
+
+pub const SKB_DROP: ProbeSpec = ProbeSpec {
+    name: "skb_drop",
+    program: "stornet_kfree_skb",
+    hook: Hook::BtfTracePoint("kfree_skb"),
+    ready: ready::SKB_DROP,
+    collector: ProbeCollector::Drops,
+    maps: &[
+        maps::NET_DROP_REASONS,
+        maps::NET_UNSPECIFIED_DROPS,
+        maps::NET_COUNTERS,
+    ],
+    metrics: &[net::SKB_DROPS_TOTAL, net::SKB_DROPS_UNSPECIFIED_TOTAL],
+};
+
+pub const SOCK_EXCEED_BUF_LIMIT: ProbeSpec = ProbeSpec {
+    name: "sock_exceed_buf_limit",
+    program: "stornet_sock_exceed_buf_limit",
+    hook: Hook::BtfTracePoint("sock_exceed_buf_limit"),
+    ready: ready::SOCK_EXCEED_BUF_LIMIT,
+    collector: ProbeCollector::SocketPressure,
+    maps: &[maps::NET_COUNTERS],
+    metrics: &[net::SOCK_BUFFER_LIMIT_EXCEEDED_TOTAL],
+};
+
+pub const SOCK_RCVQUEUE_FULL: ProbeSpec = ProbeSpec {
+    name: "sock_rcvqueue_full",
+    program: "stornet_sock_rcvqueue_full",
+    hook: Hook::BtfTracePoint("sock_rcvqueue_full"),
+    ready: ready::SOCK_RCVQUEUE_FULL,
+    collector: ProbeCollector::SocketPressure,
+    maps: &[maps::NET_COUNTERS],
+    metrics: &[net::SOCK_RECEIVE_QUEUE_FULL_TOTAL],
+};
+
+/// Every probe, in the order they attach and are listed.
+pub const PROBES: &[ProbeSpec] = &[
+    BLOCK_ISSUE,
+    BLOCK_COMPLETION,
+    BLOCK_REQUEUE,
+    TCP_RETRANSMIT,
+    TCP_RETRANSMIT_SYNACK,
+    SKB_DROP,
+    SOCK_EXCEED_BUF_LIMIT,
+    SOCK_RCVQUEUE_FULL,
+];
+
+impl ProbeCollector {
+    /// The probes this collector reads.
+    pub fn probes(self) -> impl Iterator<Item = &'static ProbeSpec> {
+        PROBES.iter().filter(move |p| p.collector == self)
+    }
+}
+
+/// The probe table of docs/metrics.md's network section: probe, hook, the metrics it feeds.
+pub fn network_docs_table() -> String {
+    let mut out = String::from("| probe | hook | feeds |\n|---|---|---|\n");
+    for p in PROBES
+        .iter()
+        .filter(|p| p.collector != ProbeCollector::Block)
+    {
+        let feeds: Vec<String> = p.metrics.iter().map(|m| format!("`{}`", m.name)).collect();
+        out.push_str(&format!(
+            "| `{}` | `{}` | {} |\n",
+            p.name,
+            p.hook.doc(),
+            feeds.join(", ")
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_programs_and_ready_bits_are_unique() {
+        let mut bits = 0;
+        for (i, p) in PROBES.iter().enumerate() {
+            assert_eq!(bits & p.ready, 0, "{}: ready bit shared", p.name);
+            assert_eq!(p.ready.count_ones(), 1, "{}", p.name);
+            bits |= p.ready;
+            for q in &PROBES[..i] {
+                assert!(p.name != q.name && p.program != q.program, "{}", p.name);
+            }
+            assert!(!p.metrics.is_empty() && !p.maps.is_empty(), "{}", p.name);
+        }
+    }
+
+    #[test]
+    fn the_docs_table_is_this_one() {
+        let docs =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/metrics.md"))
+                .unwrap();
+        let table = network_docs_table();
+        assert!(docs.contains(&table), "docs/metrics.md lacks:\n{table}");
+    }
+}

@@ -1,0 +1,58 @@
+//! The block path (`stornet_block_*`), per whole disk and op.
+
+use crate::{Metric, counter, gauge, histogram};
+
+pub const QUEUE_SECONDS: Metric = histogram(
+    "stornet_block_queue_seconds",
+    "Time from a request's start (created, or merged into) to its dispatch to the driver.",
+);
+pub const SERVICE_SECONDS: Metric = histogram(
+    "stornet_block_service_seconds",
+    "Time from a request's dispatch to the driver to its completion (device service time).",
+);
+pub const IO_SIZE_BYTES: Metric = histogram(
+    "stornet_block_io_size_bytes",
+    "Bytes of each completed request.",
+);
+pub const REQUEUES_TOTAL: Metric = counter(
+    "stornet_block_requeues_total",
+    "Requests handed back to the block layer to be dispatched again.",
+);
+pub const INFLIGHT: Metric = gauge(
+    "stornet_block_inflight",
+    "Requests dispatched to the driver and not yet completed.",
+);
+pub const INFLIGHT_AT_ISSUE: Metric = histogram(
+    "stornet_block_inflight_at_issue",
+    "Requests in flight on the device when each request was dispatched, itself included.",
+);
+pub const QUEUE_LIMIT: Metric = gauge(
+    "stornet_block_queue_limit",
+    "Queue limits from sysfs: nr_requests (per hardware queue) and device queue_depth.",
+);
+pub const ERRORS_TOTAL: Metric = counter(
+    "stornet_block_errors_total",
+    "Requests completed with an error, by the kernel's block status.",
+);
+pub const UNRECORDED_TOTAL: Metric = counter(
+    "stornet_block_unrecorded_total",
+    "Block events the probes could not record, by reason.",
+);
+pub const DISPATCH_STAMPS_TOTAL: Metric = counter(
+    "stornet_block_dispatch_stamps_total",
+    "Timed requests by where their dispatch stamp came from: the kernel's own, or the issue \
+     probe's (where the queue keeps no statistics, or when configured).",
+);
+
+pub const ALL: &[Metric] = &[
+    QUEUE_SECONDS,
+    SERVICE_SECONDS,
+    IO_SIZE_BYTES,
+    REQUEUES_TOTAL,
+    INFLIGHT,
+    INFLIGHT_AT_ISSUE,
+    QUEUE_LIMIT,
+    ERRORS_TOTAL,
+    UNRECORDED_TOTAL,
+    DISPATCH_STAMPS_TOTAL,
+];
