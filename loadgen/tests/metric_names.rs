@@ -1,6 +1,6 @@
-//! Every family loadgen's analysis reads is documented, with the labels it keys on: the
-//! agent's own names are held to the same document (tests/privileged/service_metric_names.rs),
-//! so a metric renamed in the agent cannot leave loadgen reading a name nobody exports.
+//! Every family loadgen's analysis reads is documented, with the labels it keys on. Its names
+//! are the agent's own constants (the `metric-names` crate), which the agent exports
+//! (tests/privileged/service_metric_names.rs) and docs/metrics.md documents.
 
 use loadgen::sampling::agent_signals::{FAMILIES, QUEUE_HISTOGRAM, SERVICE_HISTOGRAM};
 use stornet_lab::metric_docs::{load, series_names};
@@ -9,17 +9,14 @@ use stornet_lab::metric_docs::{load, series_names};
 fn loadgen_reads_only_documented_metrics() {
     let docs = series_names(&load().unwrap());
     for f in FAMILIES {
-        let d = docs.get(f.metric).unwrap_or_else(|| {
-            panic!(
-                "loadgen reads {}, which docs/metrics.md does not list",
-                f.metric
-            )
+        let series = f.series();
+        let d = docs.get(&series).unwrap_or_else(|| {
+            panic!("loadgen reads {series}, which docs/metrics.md does not list")
         });
         for l in f.labels {
             assert!(
                 d.labels.iter().any(|x| x == l),
-                "loadgen keys {} on label {l}, which docs/metrics.md does not give it",
-                f.metric
+                "loadgen keys {series} on label {l}, which docs/metrics.md does not give it"
             );
         }
     }

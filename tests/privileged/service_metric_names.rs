@@ -1,9 +1,11 @@
 //! The names the agent exports are the ones docs/metrics.md documents, with the labels it
-//! gives them. loadgen's analysis is held to the same document (`metric_docs`' unit tests),
-//! so a metric renamed in the agent fails here until the docs follow, and then there until
-//! loadgen does.
+//! gives them, and each is a constant of the `metric-names` crate with its type: the one
+//! source that loadgen's analysis reads its names from, so a metric renamed in the agent is
+//! renamed for loadgen too, and fails here until the docs follow.
 
 use std::collections::BTreeSet;
+
+use metric_names::MetricType;
 
 use stornet_lab::agent::AgentProcess;
 use stornet_lab::blockdev::{LoopDevice, direct_writes};
@@ -30,6 +32,12 @@ fn every_exported_series_is_documented() {
     let mut problems = BTreeSet::new();
     for s in samples.iter().filter(|s| s.name.starts_with("stornet_")) {
         names.insert(s.name.as_str());
+        if !in_registry(&s.name) {
+            problems.insert(format!(
+                "{}: not a metric-names constant of its type",
+                s.name
+            ));
+        }
         let Some(d) = docs.get(&s.name) else {
             problems.insert(format!("{}: not in docs/metrics.md", s.name));
             continue;
@@ -51,4 +59,18 @@ fn every_exported_series_is_documented() {
         "{}",
         problems.into_iter().collect::<Vec<_>>().join("\n")
     );
+}
+
+/// Whether a series name is a metric-names constant: itself (counter, gauge) or a
+/// histogram's `_bucket`, `_sum` or `_count`.
+fn in_registry(series: &str) -> bool {
+    if metric_names::find(series).is_some_and(|m| m.kind != MetricType::Histogram) {
+        return true;
+    }
+    ["_bucket", "_sum", "_count"].iter().any(|suffix| {
+        series
+            .strip_suffix(suffix)
+            .and_then(metric_names::find)
+            .is_some_and(|m| m.kind == MetricType::Histogram)
+    })
 }

@@ -151,7 +151,7 @@ fn family_query(f: &Fleet, fam: &SignalFamily, w: &str) -> String {
         .chain(fam.labels.iter().copied())
         .collect::<Vec<_>>()
         .join(", ");
-    let sel = f.selector(fam.metric);
+    let sel = f.selector(&fam.series());
     match fam.kind {
         MetricType::Counter { .. } => format!("sum by ({by}) (increase({sel}[{w}]))"),
         MetricType::Gauge => {

@@ -1,13 +1,15 @@
-//! The one place that knows stornet-agent's metric names: which families loadgen reads, how
-//! each folds into a per-interval value, and how those values fill the analysis model
+//! Which of stornet-agent's metrics loadgen reads (named by the `metric-names` crate, the
+//! agent's own source of names, so a metric renamed there is renamed here at compile time),
+//! how each folds into a per-interval value, and how those values fill the analysis model
 //! (`analysis::Host`). Both a run's own scrapes and fleet mode's Prometheus queries go
-//! through this table, so a renamed metric is a one-line change here.
+//! through this table.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use analysis::{BlockOp, Host, Interface, Peer, Qdisc, Series};
 use serde::{Deserialize, Serialize};
 
+use metric_names::{Metric, agent, block, net};
 use promclient::text::Sample;
 
 /// A value of the model, as read from one metric family.
@@ -61,9 +63,29 @@ pub enum Fold {
     Max,
 }
 
+/// Which series of a metric: its own, or a histogram's `_sum` or `_count`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    Value,
+    Sum,
+    Count,
+}
+
+impl Part {
+    fn suffix(self) -> &'static str {
+        match self {
+            Part::Value => "",
+            Part::Sum => "_sum",
+            Part::Count => "_count",
+        }
+    }
+}
+
 pub struct SignalFamily {
     pub field: Field,
-    pub metric: &'static str,
+    /// The agent's metric, named in one place (the `metric-names` crate).
+    pub metric: Metric,
+    pub part: Part,
     /// The labels that tell series apart, in key order.
     pub labels: &'static [&'static str],
     pub kind: MetricType,
@@ -80,7 +102,8 @@ const IFACE: &[&str] = &["netns", "interface"];
 
 const fn family(
     field: Field,
-    metric: &'static str,
+    metric: Metric,
+    part: Part,
     labels: &'static [&'static str],
     kind: MetricType,
     fold: Fold,
@@ -88,6 +111,7 @@ const fn family(
     SignalFamily {
         field,
         metric,
+        part,
         labels,
         kind,
         fold,
@@ -98,49 +122,56 @@ const fn family(
 pub const FAMILIES: &[SignalFamily] = &[
     family(
         Field::BlockQueueSum,
-        "stornet_block_queue_seconds_sum",
+        block::QUEUE_SECONDS,
+        Part::Sum,
         DEV_OP,
         EBPF,
         Fold::Sum,
     ),
     family(
         Field::BlockQueueCount,
-        "stornet_block_queue_seconds_count",
+        block::QUEUE_SECONDS,
+        Part::Count,
         DEV_OP,
         EBPF,
         Fold::Sum,
     ),
     family(
         Field::BlockServiceSum,
-        "stornet_block_service_seconds_sum",
+        block::SERVICE_SECONDS,
+        Part::Sum,
         DEV_OP,
         EBPF,
         Fold::Sum,
     ),
     family(
         Field::BlockServiceCount,
-        "stornet_block_service_seconds_count",
+        block::SERVICE_SECONDS,
+        Part::Count,
         DEV_OP,
         EBPF,
         Fold::Sum,
     ),
     family(
         Field::BlockRequests,
-        "stornet_block_io_size_bytes_count",
+        block::IO_SIZE_BYTES,
+        Part::Count,
         DEV_OP,
         EBPF,
         Fold::Sum,
     ),
     family(
         Field::BlockErrors,
-        "stornet_block_errors_total",
+        block::ERRORS_TOTAL,
+        Part::Value,
         DEV_OP,
         EBPF,
         Fold::Sum,
     ),
     family(
         Field::BlockInflight,
-        "stornet_block_inflight",
+        block::INFLIGHT,
+        Part::Value,
         &["device"],
         MetricType::Gauge,
         Fold::Sum,
@@ -148,119 +179,136 @@ pub const FAMILIES: &[SignalFamily] = &[
     // `limit` is nr_requests or the device's own queue depth: the smaller one binds.
     family(
         Field::BlockQueueLimit,
-        "stornet_block_queue_limit",
+        block::QUEUE_LIMIT,
+        Part::Value,
         &["device"],
         MetricType::Gauge,
         Fold::Min,
     ),
     family(
         Field::TcpRetransmits,
-        "stornet_tcp_retransmits_total",
+        net::TCP_RETRANSMITS_TOTAL,
+        Part::Value,
         &["peer"],
         EBPF,
         Fold::Sum,
     ),
     family(
         Field::TcpSrtt,
-        "stornet_tcp_srtt_seconds",
+        net::TCP_SRTT_SECONDS,
+        Part::Value,
         &["peer"],
         MetricType::Gauge,
         Fold::Max,
     ),
     family(
         Field::TcpPathMtu,
-        "stornet_tcp_path_mtu_bytes",
+        net::TCP_PATH_MTU_BYTES,
+        Part::Value,
         &["peer"],
         MetricType::Gauge,
         Fold::Min,
     ),
     family(
         Field::TcpMss,
-        "stornet_tcp_mss_bytes",
+        net::TCP_MSS_BYTES,
+        Part::Value,
         &["peer"],
         MetricType::Gauge,
         Fold::Min,
     ),
     family(
         Field::SkbDrops,
-        "stornet_skb_drops_total",
+        net::SKB_DROPS_TOTAL,
+        Part::Value,
         &["reason"],
         EBPF,
         Fold::Sum,
     ),
     family(
         Field::QdiscDrops,
-        "stornet_qdisc_drops_total",
+        net::QDISC_DROPS_TOTAL,
+        Part::Value,
         QDISC,
         SNAPSHOT,
         Fold::Sum,
     ),
     family(
         Field::QdiscOverlimits,
-        "stornet_qdisc_overlimits_total",
+        net::QDISC_OVERLIMITS_TOTAL,
+        Part::Value,
         QDISC,
         SNAPSHOT,
         Fold::Sum,
     ),
     family(
         Field::QdiscBacklog,
-        "stornet_qdisc_backlog_bytes",
+        net::QDISC_BACKLOG_BYTES,
+        Part::Value,
         QDISC,
         MetricType::Gauge,
         Fold::Sum,
     ),
     family(
         Field::InterfaceMtu,
-        "stornet_interface_mtu",
+        net::INTERFACE_MTU,
+        Part::Value,
         IFACE,
         MetricType::Gauge,
         Fold::Max,
     ),
     family(
         Field::InterfaceRxPackets,
-        "stornet_interface_receive_packets_total",
+        net::INTERFACE_RECEIVE_PACKETS_TOTAL,
+        Part::Value,
         IFACE,
         SNAPSHOT,
         Fold::Sum,
     ),
     family(
         Field::InterfaceTxPackets,
-        "stornet_interface_transmit_packets_total",
+        net::INTERFACE_TRANSMIT_PACKETS_TOTAL,
+        Part::Value,
         IFACE,
         SNAPSHOT,
         Fold::Sum,
     ),
     family(
         Field::InterfaceRxDrops,
-        "stornet_interface_receive_dropped_total",
+        net::INTERFACE_RECEIVE_DROPPED_TOTAL,
+        Part::Value,
         IFACE,
         SNAPSHOT,
         Fold::Sum,
     ),
     family(
         Field::InterfaceTxDrops,
-        "stornet_interface_transmit_dropped_total",
+        net::INTERFACE_TRANSMIT_DROPPED_TOTAL,
+        Part::Value,
         IFACE,
         SNAPSHOT,
         Fold::Sum,
     ),
     family(
         Field::InterfaceRxErrors,
-        "stornet_interface_receive_errors_total",
+        net::INTERFACE_RECEIVE_ERRORS_TOTAL,
+        Part::Value,
         IFACE,
         SNAPSHOT,
         Fold::Sum,
     ),
     family(
         Field::InterfaceTxErrors,
-        "stornet_interface_transmit_errors_total",
+        net::INTERFACE_TRANSMIT_ERRORS_TOTAL,
+        Part::Value,
         IFACE,
         SNAPSHOT,
         Fold::Sum,
     ),
     family(
         Field::AgentStart,
-        "stornet_agent_start_time_seconds",
+        agent::START_TIME_SECONDS,
+        Part::Value,
         &[],
         MetricType::Gauge,
         Fold::Max,
@@ -269,8 +317,8 @@ pub const FAMILIES: &[SignalFamily] = &[
 
 /// The block-layer latency histograms (`_bucket` series with `le`), for fleet mode's
 /// percentiles.
-pub const QUEUE_HISTOGRAM: &str = "stornet_block_queue_seconds";
-pub const SERVICE_HISTOGRAM: &str = "stornet_block_service_seconds";
+pub const QUEUE_HISTOGRAM: &str = block::QUEUE_SECONDS.name;
+pub const SERVICE_HISTOGRAM: &str = block::SERVICE_SECONDS.name;
 
 /// The namespace label value of the agent's own network namespace.
 const OWN_NAMESPACE: &str = "host";
@@ -282,8 +330,19 @@ pub fn family_of(field: Field) -> &'static SignalFamily {
         .expect("every field has a family")
 }
 
+impl SignalFamily {
+    /// The name of the series read, e.g. `stornet_block_queue_seconds_sum`.
+    pub fn series(&self) -> String {
+        format!("{}{}", self.metric.name, self.part.suffix())
+    }
+
+    fn is_series(&self, name: &str) -> bool {
+        name.strip_suffix(self.part.suffix()) == Some(self.metric.name)
+    }
+}
+
 fn by_metric(name: &str) -> Option<&'static SignalFamily> {
-    FAMILIES.iter().find(|f| f.metric == name)
+    FAMILIES.iter().find(|f| f.is_series(name))
 }
 
 /// Whether a scrape needs samples of this metric.
@@ -532,7 +591,10 @@ mod tests {
     fn every_field_has_exactly_one_family() {
         for f in FAMILIES {
             assert_eq!(family_of(f.field).metric, f.metric);
-            assert_eq!(FAMILIES.iter().filter(|g| g.metric == f.metric).count(), 1);
+            assert_eq!(
+                FAMILIES.iter().filter(|g| g.series() == f.series()).count(),
+                1
+            );
         }
     }
 
