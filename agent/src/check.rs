@@ -55,6 +55,11 @@ const CAPS: &[(u32, &str, &str)] = &[
         "CAP_SYS_PTRACE",
         "only for [net] namespaces given as pid:N of other processes",
     ),
+    (
+        34,
+        "CAP_SYSLOG",
+        "only for the functions behind drops without a reason (kernels before 5.17)",
+    ),
 ];
 
 pub fn run(config: &Config) -> ExitCode {

@@ -106,8 +106,28 @@ fn correlate_replicated_writes_through_a_congested_link_name_the_path() {
     let w = h1.write.as_ref().expect("writes");
     let rtt = &w.replicas[&replica];
     assert_eq!(rtt.len(), p.run.len());
-    assert!(rtt.iter().flatten().count() >= p.run.len() - 1);
-    assert!(w.local_device_seconds.iter().flatten().count() >= p.run.len() - 1);
+    // A write completes only when both its legs have, so every interval in which writes
+    // completed has both; through the shallow buffer a retransmission timeout (200 ms and
+    // more) can leave a 250 ms interval with no completed write at all.
+    let completed: Vec<usize> = (0..p.run.len())
+        .filter(|&i| w.iops[i].is_some_and(|x| x > 0.0))
+        .collect();
+    for &i in &completed {
+        assert!(
+            rtt[i].is_some(),
+            "interval {i}: writes but no replica round trip"
+        );
+        assert!(
+            w.local_device_seconds[i].is_some(),
+            "interval {i}: writes but no local device time"
+        );
+    }
+    assert!(
+        completed.len() >= p.run.len() / 2,
+        "writes completed in only {} of {} intervals",
+        completed.len(),
+        p.run.len()
+    );
     let peer = &h1.peers[&replica];
     let retransmits: f64 = peer.retransmits.iter().flatten().sum();
     assert!(retransmits > 0.0, "the agent saw retransmits to {replica}");
@@ -139,11 +159,13 @@ fn correlate_replicated_writes_through_a_congested_link_name_the_path() {
         .map(|e| e.as_str().unwrap())
         .collect();
     let has = |needle: &str| evidence.iter().any(|e| e.contains(needle));
-    // Over the run's intervals; one may lack an agent sample on a busy host (as above).
+    // Over the run's intervals that have a latency (those with completed writes); one may
+    // also lack an agent sample on a busy host.
     let n = p.run.len();
+    let judged =
+        (completed.len().saturating_sub(1)..=n).any(|m| has(&format!(" of {m} intervals")));
     assert!(
-        (has(&format!(" of {n} intervals")) || has(&format!(" of {} intervals", n - 1)))
-            && has("baseline in"),
+        judged && has("baseline in"),
         "a rise against the run's own baseline over {n} intervals: {evidence:?}"
     );
     assert!(
