@@ -379,6 +379,23 @@ fn bad_records_and_arguments_exit_2_with_one_line() {
         &["analyze", &fio, "--start=now"],
         "--start belongs to fleet mode",
     );
+    let watch = ["analyze", "--prometheus", "http://127.0.0.1:1", "--watch"];
+    assert_usage_error(
+        &[&watch[..], &["--start=now-1m", "--end=1700000000"]].concat(),
+        "--end=1700000000: --watch needs a window that moves with the clock",
+    );
+    assert_usage_error(
+        &[
+            &watch[..],
+            &["--start=now-1m", "--end=now", "--html=/tmp/w.html"],
+        ]
+        .concat(),
+        "--watch prints a line per step and writes no HTML report",
+    );
+    assert_usage_error(
+        &["analyze", &fio, "--watch"],
+        "--watch belongs to fleet mode",
+    );
     let html_dir = scratch("no-such-dir").join("r.html");
     let good = scratch("good.json");
     record(Lab::new(Fault::None).build()).write(&good).unwrap();
@@ -411,6 +428,41 @@ fn an_unreachable_prometheus_is_a_runtime_failure() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(err.contains("Prometheus at http://127.0.0.1"), "{err}");
+}
+
+#[test]
+fn a_watch_reports_a_failed_query_and_goes_on() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args([
+            "analyze",
+            "--prometheus",
+            &format!("http://127.0.0.1:{port}"),
+            "--watch",
+            "--start=now-2m",
+            "--end=now",
+            "--step=200ms",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+    let got: Vec<String> = (0..3).map(|_| lines.next().unwrap().unwrap()).collect();
+    let alive = child.try_wait().unwrap().is_none();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(alive, "the watch stopped after a failed query");
+    for l in &got {
+        assert!(
+            l.contains(" error: Prometheus at http://127.0.0.1"),
+            "{got:?}"
+        );
+    }
 }
 
 #[test]

@@ -4,6 +4,7 @@
 //! --prometheus` finds the host and names the saturated device, and the counts it read back
 //! agree with the kernel's own (/sys/block/*/stat, /proc/net/snmp, tc).
 
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -286,4 +287,43 @@ fn correlate_fleet_names_the_congested_host_with_kernel_counts() {
     let _ = std::fs::remove_file(&html);
     assert!(page.contains("network_congestion"));
     assert!(page.contains("retransmits"));
+
+    // Watched: the last 30 s evaluated again every step, a JSON line each, still naming the
+    // congested host while the window holds the congestion.
+    let mut watch = Command::new(stornet_lab::bins::path("loadgen"))
+        .args([
+            "analyze",
+            "--prometheus",
+            &format!("http://{}", prom.addr),
+            "--watch",
+            "--start=now-30s",
+            "--end=now",
+            "--step=2s",
+            &format!(
+                "--selector={{job=\"stornet\",instance=\"{}\",device=~\"{}|\"}}",
+                agent.addr, disk.name
+            ),
+            "--format=json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
+    let mut line = || -> Value { serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap() };
+    let (first, second) = (line(), line());
+    let _ = watch.kill();
+    let _ = watch.wait();
+    println!("watched: {first}\n         {second}");
+    let at = |l: &Value, k: &str| l[k].as_f64().unwrap_or(f64::NAN);
+    for l in [&first, &second] {
+        assert_eq!(l["verdict"]["host"], instance.as_str(), "{l}");
+        assert!((at(l, "end") - at(l, "time")).abs() < 0.01, "{l}");
+        assert!((at(l, "end") - at(l, "start") - 30.0).abs() < 0.01, "{l}");
+    }
+    assert!(
+        at(&second, "time") - at(&first, "time") >= 1.99,
+        "one evaluation per step: {first} {second}"
+    );
+    assert_eq!(first["verdict"]["cause"], "network_congestion", "{first}");
 }

@@ -5,6 +5,7 @@
 pub mod fleet;
 pub mod html;
 pub mod time;
+mod watch;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -47,6 +48,11 @@ pub struct AnalyzeArgs {
     /// interval.
     #[arg(long, value_name = "DURATION")]
     pub step: Option<String>,
+    /// Fleet mode: evaluate the window again every --step, `now` read afresh (give relative
+    /// times: --start now-15m --end now), and print each verdict as one line (with --format
+    /// json, one JSON object per line) until interrupted; a failed query is a line too.
+    #[arg(long, requires = "prometheus")]
+    pub watch: bool,
     /// Fleet mode: label matchers for every query, e.g. '{instance=~"stor.*"}'.
     #[arg(long, value_name = "MATCHERS")]
     pub selector: Option<String>,
@@ -125,6 +131,7 @@ pub fn run(a: &AnalyzeArgs) -> Result<u8, Failure> {
                 ("--end", a.end.is_some()),
                 ("--step", a.step.is_some()),
                 ("--selector", a.selector.is_some()),
+                ("--watch", a.watch),
             ];
             if let Some((flag, _)) = fleet_only.iter().find(|f| f.1) {
                 return Err(Failure::Usage(format!(
@@ -376,10 +383,33 @@ fn verdict_text(r: &Report) -> String {
     only.to_text()
 }
 
-fn from_prometheus(a: &AnalyzeArgs, url: &str) -> Result<u8, Failure> {
+/// What every fleet query of one `loadgen analyze --prometheus` shares.
+struct FleetQuery {
+    url: Url,
+    client: promclient::Client,
+    step: f64,
+    matchers: String,
+}
+
+fn fleet_query(a: &AnalyzeArgs, url: &str) -> Result<FleetQuery, Failure> {
     let usage = |e: String| Failure::Usage(e);
     let url = Url::parse(url).map_err(|e| usage(format!("--prometheus: {e}")))?;
-    let now = time::now();
+    let step = crate::options::values::parse_time_ns(a.step.as_deref().unwrap_or("15s"))
+        .map_err(|e| usage(format!("--step: {e}")))? as f64
+        / 1e9;
+    let matchers = fleet::matchers(a.selector.as_deref().unwrap_or("")).map_err(usage)?;
+    let client = a.prometheus_client().load("--prometheus").map_err(usage)?;
+    Ok(FleetQuery {
+        url,
+        client: promclient::Client::new(&client),
+        step,
+        matchers,
+    })
+}
+
+/// --start and --end, with `now` as given.
+fn window(a: &AnalyzeArgs, now: f64) -> Result<(f64, f64), Failure> {
+    let usage = |e: String| Failure::Usage(e);
     let start = a
         .start
         .as_deref()
@@ -390,18 +420,23 @@ fn from_prometheus(a: &AnalyzeArgs, url: &str) -> Result<u8, Failure> {
         .as_deref()
         .ok_or_else(|| usage("fleet mode needs --end".into()))
         .and_then(|s| time::parse(s, now).map_err(|e| usage(format!("--end: {e}"))))?;
-    let step = crate::options::values::parse_time_ns(a.step.as_deref().unwrap_or("15s"))
-        .map_err(|e| usage(format!("--step: {e}")))? as f64
-        / 1e9;
-    let matchers = fleet::matchers(a.selector.as_deref().unwrap_or("")).map_err(usage)?;
-    let client = a.prometheus_client().load("--prometheus").map_err(usage)?;
+    Ok((start, end))
+}
+
+/// The agents' signals between `start` and `end`, as the analysis' input.
+fn fleet_run(
+    a: &AnalyzeArgs,
+    q: &FleetQuery,
+    start: f64,
+    end: f64,
+) -> Result<(fleet::Fleet, fleet::Grid, Run), Failure> {
     let f = fleet::Fleet {
-        url,
-        client: promclient::Client::new(&client),
+        url: q.url.clone(),
+        client: q.client.clone(),
         start,
         end,
-        step,
-        matchers,
+        step: q.step,
+        matchers: q.matchers.clone(),
     };
     let (grid, answers) = fleet::fetch(&f).map_err(|e| match e {
         QueryError::Refused(m) => Failure::Usage(m),
@@ -424,6 +459,17 @@ fn from_prometheus(a: &AnalyzeArgs, url: &str) -> Result<u8, Failure> {
             time::format(end)
         )));
     }
+    Ok((f, grid, run))
+}
+
+fn from_prometheus(a: &AnalyzeArgs, url: &str) -> Result<u8, Failure> {
+    let q = fleet_query(a, url)?;
+    if a.watch {
+        return watch::run(a, &q);
+    }
+    let (start, end) = window(a, time::now())?;
+    let step = q.step;
+    let (f, grid, run) = fleet_run(a, &q, start, end)?;
     let report = analyze(&run, "the Prometheus data")?;
     let without: Vec<&str> = run
         .hosts
