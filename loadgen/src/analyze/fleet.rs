@@ -113,7 +113,7 @@ pub fn matchers(selector: &str) -> Result<String, String> {
 /// What a query result fills.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Target {
-    SignalFamily(Field),
+    Family(Field),
     /// A percentile of a block-layer histogram, per instance and op.
     Quantile {
         histogram: &'static str,
@@ -127,7 +127,7 @@ pub fn queries(f: &Fleet) -> Vec<(Target, String)> {
     let mut out: Vec<(Target, String)> = FAMILIES
         .iter()
         .filter(|fam| fam.field != Field::AgentStart)
-        .map(|fam| (Target::SignalFamily(fam.field), family_query(f, fam, &w)))
+        .map(|fam| (Target::Family(fam.field), family_query(f, fam, &w)))
         .collect();
     for histogram in [
         agent_signals::QUEUE_HISTOGRAM,
@@ -221,7 +221,7 @@ pub fn build(g: &Grid, answers: &Answers) -> Run {
             let label = |k: &str| labels.get(k).cloned().unwrap_or_default();
             let s = series_of(points, g);
             match target {
-                Target::SignalFamily(field) => {
+                Target::Family(field) => {
                     let fam = agent_signals::family_of(*field);
                     let key = Key {
                         field: *field,
@@ -348,7 +348,7 @@ mod tests {
         let q = queries(&fleet());
         let find = |field: Field| {
             q.iter()
-                .find(|(t, _)| *t == Target::SignalFamily(field))
+                .find(|(t, _)| *t == Target::Family(field))
                 .map(|(_, s)| s.as_str())
                 .unwrap()
         };
@@ -364,7 +364,7 @@ mod tests {
             == "histogram_quantile(0.99, sum by (instance, device, op, le) (increase(stornet_block_service_seconds_bucket{instance=~\"stor.*\"}[5000ms])))"));
         assert!(
             !q.iter()
-                .any(|(t, _)| *t == Target::SignalFamily(Field::AgentStart))
+                .any(|(t, _)| *t == Target::Family(Field::AgentStart))
         );
         assert_eq!(matchers("").unwrap(), "");
         assert_eq!(matchers(" job=\"a\" ").unwrap(), "job=\"a\"");
@@ -415,7 +415,7 @@ mod tests {
             series_of(&m[1].1, &g),
             vec![None, Some(458.0), Some(492.0), Some(496.0), Some(536.0)]
         );
-        let run = build(&g, &vec![(Target::SignalFamily(Field::BlockRequests), m)]);
+        let run = build(&g, &vec![(Target::Family(Field::BlockRequests), m)]);
         let h = &run.hosts[0];
         assert_eq!(h.name, "127.0.0.1:19481");
         assert!(h.addresses.is_empty(), "loopback is no host address");
@@ -450,7 +450,7 @@ mod tests {
         let dev = [inst, ("device", "loop3"), ("op", "write")];
         let answers: Answers = vec![
             (
-                Target::SignalFamily(Field::BlockRequests),
+                Target::Family(Field::BlockRequests),
                 vec![
                     answer(&dev, &[500.0, 500.0, 0.0, 500.0]),
                     // A system disk's few reads and writes: too few to analyse, and not
@@ -463,23 +463,23 @@ mod tests {
                 ],
             ),
             (
-                Target::SignalFamily(Field::BlockQueueSum),
+                Target::Family(Field::BlockQueueSum),
                 vec![answer(&dev, &[0.5, 0.5, 0.0, 0.5])],
             ),
             (
-                Target::SignalFamily(Field::BlockQueueCount),
+                Target::Family(Field::BlockQueueCount),
                 vec![answer(&dev, &[500.0, 500.0, 0.0, 500.0])],
             ),
             (
-                Target::SignalFamily(Field::BlockServiceSum),
+                Target::Family(Field::BlockServiceSum),
                 vec![answer(&dev, &[0.25, 0.25, 0.0, 0.25])],
             ),
             (
-                Target::SignalFamily(Field::BlockServiceCount),
+                Target::Family(Field::BlockServiceCount),
                 vec![answer(&dev, &[500.0, 500.0, 0.0, 500.0])],
             ),
             (
-                Target::SignalFamily(Field::TcpRetransmits),
+                Target::Family(Field::TcpRetransmits),
                 vec![answer(
                     &[inst, ("peer", "198.18.7.2")],
                     &[0.0, 40.0, 2.0, 0.0],
