@@ -29,6 +29,10 @@ pub struct Thresholds {
     pub min_events: f64,
     /// In-flight requests at or above this fraction of the queue limit are "at the limit".
     pub inflight_at_limit: f64,
+    /// An interval is also at the limit when its time-averaged in-flight (completed IOs ×
+    /// their mean service time / interval, Little's law) reaches this fraction of the limit:
+    /// a point sample can miss a queue that fills and drains in bursts.
+    pub mean_inflight_at_limit: f64,
     /// The device is saturated when at the limit in at least this fraction of intervals.
     pub at_limit_fraction: f64,
     /// The application's IO slots are all busy at this share in use: time its IOs wait
@@ -74,6 +78,7 @@ impl Default for Thresholds {
             rise_factor: 1.2,
             min_events: 5.0,
             inflight_at_limit: 0.9,
+            mean_inflight_at_limit: 0.75,
             at_limit_fraction: 0.5,
             slots_full: 0.9,
             min_share: 0.2,

@@ -1,6 +1,6 @@
-//! Runs recorded in stornet's lab (`tests/scenarios`), trimmed to the series that matter:
-//! host a writes 64 KiB blocks at 100 per second with every write replicated to host b
-//! through a switch whose ports are shaped to 200 Mbit/s.
+//! Runs recorded in stornet's lab (`tests/scenarios`), trimmed to the series that matter.
+//! Unless said otherwise, host a writes 64 KiB blocks at 100 per second with every write
+//! replicated to host b through a switch whose ports are shaped to 200 Mbit/s.
 
 use analysis::{Cause, Run, analyze};
 
@@ -63,4 +63,59 @@ fn qdisc_drops_elsewhere_on_the_machine_do_not_make_a_path_congested() {
         "{}",
         report.to_text()
     );
+}
+
+/// Scenario 5: 64 writes outstanding on a loop device whose queue holds 31 requests, in
+/// front of a backing file throttled to 2,000 writes per second. The backing file's
+/// throttle releases writes in bursts, so the queue fills and drains: a point sample of
+/// in-flight finds it full in only some intervals, while the device was busy with 26 of
+/// its 31 slots on average (completed IOs × service time, Little's law). IOs waiting for
+/// a slot show as time above the block layer, which without the queue at its limit would
+/// read as throttling.
+#[test]
+fn a_queue_that_fills_in_bursts_is_device_saturation() {
+    let r = run(include_str!("lab/short-queue.json"));
+    let report = analyze(&r).unwrap();
+    assert_eq!(
+        report.verdict.cause,
+        Cause::DeviceSaturation,
+        "{}",
+        report.to_text()
+    );
+    assert_eq!(
+        report.verdict.location.as_deref(),
+        Some("device loop1 on a")
+    );
+
+    // The samples that caught the queue full are not what holds the verdict.
+    let mut missed = r.clone();
+    let dev = missed.hosts[0].devices.get_mut("loop1").unwrap();
+    dev.inflight.iter_mut().for_each(|v| *v = Some(0.0));
+    let report = analyze(&missed).unwrap();
+    assert_eq!(
+        report.verdict.cause,
+        Cause::DeviceSaturation,
+        "{}",
+        report.to_text()
+    );
+
+    // Half the IOs at the same service time: 13 of 31 busy on average, the queue had room,
+    // and the wait above the block layer is throttling before the device.
+    let write = dev_ops(&mut missed, "loop1");
+    write.ios.iter_mut().flatten().for_each(|v| *v /= 2.0);
+    let report = analyze(&missed).unwrap();
+    assert_eq!(
+        report.verdict.cause,
+        Cause::SlowDevice,
+        "{}",
+        report.to_text()
+    );
+}
+
+fn dev_ops<'a>(r: &'a mut Run, device: &str) -> &'a mut analysis::BlockOp {
+    r.hosts[0]
+        .devices
+        .get_mut(device)
+        .and_then(|d| d.ops.get_mut("write"))
+        .expect("the device's writes")
 }

@@ -32,7 +32,7 @@ impl RunDir {
 
 impl Drop for RunDir {
     fn drop(&mut self) {
-        if std::thread::panicking() {
+        if std::thread::panicking() || std::env::var_os("STORNET_KEEP_RUNS").is_some() {
             eprintln!(
                 "the run records are kept in {} (loadgen analyze FILE explains each)",
                 self.path.display()

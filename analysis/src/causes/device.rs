@@ -4,7 +4,7 @@
 use super::score::SPECIFIC;
 use crate::breakdown::{PartKind, local_devices};
 use crate::context::{Context, Mode};
-use crate::model::Host;
+use crate::model::{Device, Host};
 use crate::prose;
 use crate::series::at;
 use crate::signals::SignalKind;
@@ -143,14 +143,28 @@ fn at_limit(cx: &Context, target: &Target) -> Option<Limit> {
                 continue;
             }
             l.of += 1;
-            if inflight >= cx.t.inflight_at_limit * limit {
+            let mean = mean_inflight(dev, i, cx.run.interval_seconds);
+            if inflight >= cx.t.inflight_at_limit * limit
+                || mean >= cx.t.mean_inflight_at_limit * limit
+            {
                 l.intervals += 1;
-                l.inflight = l.inflight.max(inflight);
+                l.inflight = l.inflight.max(inflight).max(mean.min(limit));
                 l.limit = l.limit.max(limit);
             }
         }
     }
     (l.of > 0).then_some(l)
+}
+
+/// Requests in service on average over interval `i`: by Little's law, the completed IOs
+/// times their mean service time, over the interval's length.
+fn mean_inflight(dev: &Device, i: usize, interval_seconds: f64) -> f64 {
+    let busy: f64 = dev
+        .ops
+        .values()
+        .filter_map(|op| Some(at(&op.ios, i)? * at(&op.service_seconds, i)?))
+        .sum();
+    busy / interval_seconds
 }
 
 /// The share of latency (rise) a device candidate explains: its parts of the local device,

@@ -287,7 +287,7 @@ impl Lab {
             dev.ops.insert(
                 "read".into(),
                 BlockOp {
-                    ios: c(5000.0),
+                    ios: c(50.0),
                     queue_seconds: s.get(|x| x.queue),
                     service_seconds: s.get(|x| x.service),
                     errors: c(0.0),
