@@ -255,6 +255,21 @@ impl Run {
             .find(|h| h.addresses.iter().any(|a| a == address))
     }
 
+    /// The run's first `k` intervals: what was known when its `k`-th interval closed.
+    pub fn first(&self, k: usize) -> Run {
+        let mut r = self.clone();
+        r.starts.truncate(k);
+        for h in &mut r.hosts {
+            for l in [&mut h.read, &mut h.write].into_iter().flatten() {
+                l.histograms.truncate(k);
+            }
+            for s in h.series_mut() {
+                s.truncate(k);
+            }
+        }
+        r
+    }
+
     /// Checks that every series lines up with the timeline.
     pub fn validate(&self) -> Result<(), ModelError> {
         if !(self.interval_seconds.is_finite() && self.interval_seconds > 0.0) {
@@ -293,6 +308,57 @@ fn check(series: &Series, n: usize, name: impl FnOnce() -> String) -> Result<(),
 }
 
 impl Host {
+    /// Every series of the host (`validate` checks each of them by name).
+    fn series_mut(&mut self) -> Vec<&mut Series> {
+        let mut out: Vec<&mut Series> = Vec::new();
+        for l in [&mut self.read, &mut self.write].into_iter().flatten() {
+            out.extend([
+                &mut l.iops,
+                &mut l.p50_seconds,
+                &mut l.p99_seconds,
+                &mut l.mean_seconds,
+                &mut l.local_device_seconds,
+                &mut l.slots_in_use,
+            ]);
+            out.extend(l.replicas.values_mut());
+        }
+        for d in self.devices.values_mut() {
+            out.extend([&mut d.inflight, &mut d.queue_limit]);
+            for o in d.ops.values_mut() {
+                out.extend([
+                    &mut o.ios,
+                    &mut o.queue_seconds,
+                    &mut o.service_seconds,
+                    &mut o.errors,
+                ]);
+            }
+        }
+        for p in self.peers.values_mut() {
+            out.extend([
+                &mut p.retransmits,
+                &mut p.srtt_seconds,
+                &mut p.path_mtu_bytes,
+                &mut p.mss_bytes,
+            ]);
+        }
+        out.extend(self.skb_drops.values_mut());
+        for q in &mut self.qdiscs {
+            out.extend([&mut q.drops, &mut q.backlog_bytes, &mut q.overlimits]);
+        }
+        for i in self.interfaces.values_mut() {
+            out.extend([
+                &mut i.mtu_bytes,
+                &mut i.rx_packets,
+                &mut i.tx_packets,
+                &mut i.rx_drops,
+                &mut i.tx_drops,
+                &mut i.rx_errors,
+                &mut i.tx_errors,
+            ]);
+        }
+        out
+    }
+
     fn validate(&self, n: usize) -> Result<(), ModelError> {
         let h = &self.name;
         for d in Direction::ALL {

@@ -119,3 +119,22 @@ fn dev_ops<'a>(r: &'a mut Run, device: &str) -> &'a mut analysis::BlockOp {
         .and_then(|d| d.ops.get_mut("write"))
         .expect("the device's writes")
 }
+
+/// A run's first k intervals are a run of k intervals: every series cut at k.
+#[test]
+fn the_first_intervals_of_a_run_line_up() {
+    for json in [
+        include_str!("lab/shallow-buffer.json"),
+        include_str!("lab/deep-buffer-foreign-drops.json"),
+        include_str!("lab/short-queue.json"),
+    ] {
+        let r = run(json);
+        assert_eq!(r.first(r.len()), r);
+        for k in 0..r.len() {
+            let p = r.first(k);
+            assert_eq!(p.len(), k);
+            p.validate().unwrap_or_else(|e| panic!("first {k}: {e}"));
+            assert!(analyze(&p).is_ok());
+        }
+    }
+}

@@ -41,7 +41,13 @@ impl Watcher for Monitor {
             m.row(row, dirs);
         }
         if let Some(r) = &mut self.recorder {
-            r.row(dirs);
+            r.row(row, dirs);
+            if let Some(v) = r.judge() {
+                self.progress.verdict(&v);
+                if let Some(m) = &self.metrics {
+                    m.verdict(&v);
+                }
+            }
         }
     }
     fn started(&mut self, measure_start_ns: u64) {
@@ -276,6 +282,7 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
             .iter()
             .all(|s| !s.time_based)
             .then(|| specs.iter().map(|s| s.io_bytes / s.bs.max(1)).sum());
+        let slots = specs.iter().map(|s| s.iodepth).sum();
         let label = if points.len() > 1 {
             format!("point {}/{}", point.index + 1, points.len())
         } else {
@@ -286,7 +293,7 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
             m.begin_point(point.index);
         }
         if let Some(rec) = &mut monitor.recorder {
-            rec.before_point();
+            rec.before_point(slots);
         }
         let r = engine::run_point(
             point.index,
@@ -302,7 +309,10 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
         if let Some(rec) = &mut monitor.recorder {
             rec.end_point(r.as_ref().map_or(0, |p| p.timeline.len()));
         }
-        let r = r?;
+        let mut r = r?;
+        if let Some(rec) = &monitor.recorder {
+            rec.verdicts_into(&mut r.timeline);
+        }
         let failed = r.jobs.iter().any(|j| j.error.is_some());
         results.push(r);
         if failed {

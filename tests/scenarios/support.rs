@@ -60,7 +60,61 @@ pub fn run(lab: &Lab, disk: &Disk, w: &Workload, dir: &RunDir, name: &str) -> Ou
         .run(disk, w, &dir.path, name, None)
         .unwrap_or_else(|e| panic!("{name}: {e:#}\nagent log:\n{}", rr.agent.log()));
     print_outcome(name, &o);
+    check_live_verdicts(name, &o);
     o
+}
+
+/// The verdicts loadgen reached row by row while the run went on (the JSON report's
+/// timeline): each is the analysis of the record's first `intervals` intervals, which the
+/// agent's samples had closed by that row, and most rows carry one.
+pub fn check_live_verdicts(name: &str, o: &Outcome) {
+    let rows = o.report["loadgen"]["points"][0]["timeline"]
+        .as_array()
+        .expect("the report's timeline");
+    let record = loadgen::record::Record::read(&o.record).expect("the run record");
+    let run = &record.points[0].run;
+    let mut causes: Vec<String> = Vec::new();
+    for (i, row) in rows.iter().enumerate() {
+        let v = &row["verdict"];
+        if v.is_null() {
+            continue;
+        }
+        let k = v["intervals"].as_u64().expect("intervals") as usize;
+        assert!(
+            (1..=i + 1).contains(&k),
+            "{name}: row {i} has a verdict on {k} intervals"
+        );
+        let cause = v["cause"].as_str().expect("a cause").to_string();
+        // The last interval's values may still grow after the run (the closing scrape).
+        if k < run.len() {
+            let again = analysis::analyze(&run.first(k)).expect("the record's first intervals");
+            assert_eq!(
+                (cause.as_str(), v["location"].as_str()),
+                (
+                    again.verdict.cause.name(),
+                    again.verdict.location.as_deref()
+                ),
+                "{name}: the live verdict at row {i} on {k} intervals"
+            );
+            let confidence = v["confidence"].as_f64().expect("a confidence");
+            assert!((confidence - again.verdict.confidence).abs() < 1e-9);
+        }
+        causes.push(cause);
+    }
+    assert!(
+        causes.len() * 2 >= rows.len(),
+        "{name}: live verdicts on only {} of {} rows",
+        causes.len(),
+        rows.len()
+    );
+    let first = causes.iter().position(|c| c == o.cause());
+    println!(
+        "    live: {} verdicts over {} rows, the run's verdict {} first at verdict {}",
+        causes.len(),
+        rows.len(),
+        o.cause(),
+        first.map_or("never".into(), |f| (f + 1).to_string())
+    );
 }
 
 pub fn ms(s: f64) -> String {

@@ -14,6 +14,7 @@ use prometheus::{Encoder, TextEncoder};
 
 use crate::engine::JobLive;
 use crate::results::histogram::{Histogram, Summary as LatencySummary};
+use crate::results::live_verdict::LiveVerdict;
 use crate::results::timeline::{DirInterval, TimelineRow};
 
 /// Bucket bounds of `stornet_loadgen_latency_seconds`.
@@ -36,6 +37,8 @@ struct State {
     cur_bytes: [u64; 2],
     lat: [Histogram; 2],
     last: Option<TimelineRow>,
+    /// The running (or last) point's live verdict.
+    verdict: Option<LiveVerdict>,
     point: usize,
     running: bool,
 }
@@ -119,6 +122,7 @@ impl LiveMetrics {
         let mut s = self.lock();
         s.point = index;
         s.running = true;
+        s.verdict = None;
         s.cur_ios = [0, 0];
         s.cur_bytes = [0, 0];
     }
@@ -137,6 +141,10 @@ impl LiveMetrics {
             s.lat[d].merge(&di.total);
         }
         s.last = Some(row.clone());
+    }
+
+    pub fn verdict(&self, v: &LiveVerdict) {
+        self.lock().verdict = Some(v.clone());
     }
 
     pub fn end_point(&self) {
@@ -217,6 +225,20 @@ impl LiveMetrics {
                 "CPU of the loadgen process over the last interval, in CPUs.",
                 MetricType::GAUGE,
                 vec![gauge(&[], r.cpu_process_pct / 100.0)],
+            ));
+        }
+        if let Some(v) = &s.verdict {
+            out.push(family(
+                "stornet_loadgen_verdict",
+                "The verdict on the running point's intervals so far (with --agent): one series, labelled with the cause and where it acts; the value is its confidence (0 to 1).",
+                MetricType::GAUGE,
+                vec![gauge(
+                    &[
+                        ("cause", v.cause.name()),
+                        ("location", v.location.as_deref().unwrap_or("")),
+                    ],
+                    v.confidence,
+                )],
             ));
         }
         out.push(family(
@@ -393,5 +415,44 @@ mod tests {
         );
         assert!(text.contains("# TYPE stornet_loadgen_ios_total counter\n"));
         assert_eq!(value("stornet_loadgen_running", &[]), 0.0);
+    }
+
+    #[test]
+    fn the_live_verdict_is_one_series_replaced_as_it_changes() {
+        let m = LiveMetrics {
+            state: Mutex::new(State::default()),
+        };
+        m.begin_point(0);
+        assert!(!m.render().contains("stornet_loadgen_verdict"));
+        let series = |m: &LiveMetrics| -> Vec<(String, String, f64)> {
+            promclient::text::parse(&m.render())
+                .unwrap()
+                .iter()
+                .filter(|s| s.name == "stornet_loadgen_verdict")
+                .map(|s| {
+                    let l = |k| s.label(k).unwrap_or("-").to_string();
+                    (l("cause"), l("location"), s.value)
+                })
+                .collect()
+        };
+        let mut v = LiveVerdict {
+            intervals: 7,
+            cause: analysis::Cause::InsufficientData,
+            location: None,
+            confidence: 0.0,
+        };
+        m.verdict(&v);
+        assert_eq!(series(&m), [("insufficient_data".into(), "".into(), 0.0)]);
+        v.cause = analysis::Cause::SlowDevice;
+        v.location = Some("device loop0 on a".into());
+        v.confidence = 0.81;
+        m.verdict(&v);
+        assert_eq!(
+            series(&m),
+            [("slow_device".into(), "device loop0 on a".into(), 0.81)]
+        );
+        // A new point starts without one.
+        m.begin_point(1);
+        assert!(series(&m).is_empty());
     }
 }

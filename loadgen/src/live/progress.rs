@@ -7,6 +7,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::engine::JobLive;
 use crate::options::Eta;
+use crate::results::live_verdict::LiveVerdict;
 use crate::results::report::text::count;
 
 pub struct Progress {
@@ -15,6 +16,8 @@ pub struct Progress {
     planned_ns: Option<u64>,
     planned_ios: Option<u64>,
     last: (u64, [u64; 2]),
+    /// The live verdict, when agents are sampled.
+    verdict: Option<String>,
 }
 
 impl Progress {
@@ -29,6 +32,7 @@ impl Progress {
             planned_ns: None,
             planned_ios: None,
             last: (0, [0, 0]),
+            verdict: None,
         }
     }
 
@@ -48,6 +52,13 @@ impl Progress {
         self.planned_ns = planned_ns;
         self.planned_ios = planned_ios;
         self.last = (0, [0, 0]);
+        self.verdict = None;
+    }
+
+    pub fn verdict(&mut self, v: &LiveVerdict) {
+        if self.enabled {
+            self.verdict = Some(v.line());
+        }
     }
 
     pub fn tick(&mut self, live: &[JobLive], elapsed_ns: u64) {
@@ -64,8 +75,12 @@ impl Progress {
         let dt = elapsed_ns.saturating_sub(self.last.0);
         if dt >= 500_000_000 {
             let rate = |d: usize| (ios[d] - self.last.1[d]) as f64 * 1e9 / dt as f64;
+            let verdict = self
+                .verdict
+                .as_ref()
+                .map_or(String::new(), |v| format!(", verdict {v}"));
             bar.set_message(format!(
-                "read {} IOPS, write {} IOPS",
+                "read {} IOPS, write {} IOPS{verdict}",
                 count(rate(0)),
                 count(rate(1))
             ));

@@ -1,7 +1,7 @@
 //! Collects what a run record holds while the run goes on: the start of each point's
 //! measured part, its interval histograms, and the agents' samples (their threads scrape on
 //! the same timeline); at the end it builds the analysis input of every point and writes
-//! the record.
+//! the record. With agents, it also judges each point's intervals so far after every row.
 
 use std::path::PathBuf;
 
@@ -12,16 +12,22 @@ use crate::clock;
 use crate::error::Failure;
 use crate::options::Plan;
 use crate::options::values::AgentSpec;
+use crate::results::live_verdict::LiveVerdict;
 use crate::results::stats::{PointResult, RunResult};
-use crate::results::timeline::DirInterval;
-use crate::sampling::agent_signals;
+use crate::results::timeline::{DirInterval, TimelineRow};
+use crate::sampling::agent_signals::{self, Values};
 use crate::sampling::scrape::{PointSamples, Samplers, StartError};
 use crate::target::Layout;
 
 struct Point {
     start_unix_seconds: f64,
+    /// The jobs' queue depths added up.
+    slots: u32,
+    rows: Vec<TimelineRow>,
     histograms: [Vec<Option<BucketHistogram>>; 2],
     agents: Vec<(AgentSpec, PointSamples)>,
+    /// The live verdicts, each with the number of rows done when it was reached.
+    live: Vec<(usize, LiveVerdict)>,
 }
 
 pub struct Recorder {
@@ -35,6 +41,8 @@ pub struct Recorder {
     targets: Vec<PathBuf>,
     bounds: Vec<f64>,
     points: Vec<Point>,
+    /// The next point's IO slots (its jobs' queue depths added up).
+    slots: u32,
 }
 
 impl Recorder {
@@ -87,11 +95,14 @@ impl Recorder {
             targets: layout.targets.iter().map(|t| t.path.clone()).collect(),
             bounds: latency::bounds(),
             points: Vec::new(),
+            slots: 0,
         }))
     }
 
-    /// A point is about to be set up: the agents' readings before any of its IO.
-    pub fn before_point(&mut self) {
+    /// A point with `slots` IO slots (its jobs' queue depths added up) is about to be set
+    /// up: the agents' readings before any of its IO.
+    pub fn before_point(&mut self, slots: u32) {
+        self.slots = slots;
         if let Some(s) = &self.samplers {
             s.prepare();
         }
@@ -110,16 +121,64 @@ impl Recorder {
         }
         self.points.push(Point {
             start_unix_seconds,
+            slots: self.slots,
+            rows: Vec::new(),
             histograms: [Vec::new(), Vec::new()],
             agents: Vec::new(),
+            live: Vec::new(),
         });
     }
 
-    /// One timeline row's interval histograms.
-    pub fn row(&mut self, dirs: &[DirInterval; 2]) {
+    /// One timeline row and its interval histograms.
+    pub fn row(&mut self, row: &TimelineRow, dirs: &[DirInterval; 2]) {
         if let Some(p) = self.points.last_mut() {
+            p.rows.push(row.clone());
             for (d, h) in dirs.iter().zip(p.histograms.iter_mut()) {
                 h.push(latency::convert(&d.total, &self.bounds));
+            }
+        }
+    }
+
+    /// With agents: the verdict on the running point's intervals so far (those every
+    /// agent's samples have closed), kept for the row just done.
+    pub fn judge(&mut self) -> Option<LiveVerdict> {
+        let so_far = self.samplers.as_ref()?.so_far();
+        let p = self.points.last()?;
+        let n = so_far.iter().map(|a| a.2).min()?.min(p.rows.len());
+        if n == 0 {
+            return None;
+        }
+        let agents: Vec<(AgentSpec, Values)> = so_far
+            .into_iter()
+            .map(|(spec, mut values, _)| {
+                values.values_mut().for_each(|s| s.truncate(n));
+                (spec, values)
+            })
+            .collect();
+        let agents: Vec<(&AgentSpec, &Values)> = agents.iter().map(|(s, v)| (s, v)).collect();
+        let histograms = [0, 1].map(|d| &p.histograms[d][..n.min(p.histograms[d].len())]);
+        let (local, devices) = self.local();
+        let run = self.run_of(
+            &p.rows[..n],
+            histograms,
+            &agents,
+            p.slots,
+            p.start_unix_seconds,
+            &local,
+            &devices,
+        );
+        let verdict = LiveVerdict::of(&analysis::analyze(&run).ok()?, n);
+        let p = self.points.last_mut()?;
+        p.live.push((p.rows.len(), verdict.clone()));
+        Some(verdict)
+    }
+
+    /// The live verdicts of the last point, each onto the row it was reached at.
+    pub fn verdicts_into(&self, timeline: &mut [TimelineRow]) {
+        let Some(p) = self.points.last() else { return };
+        for (rows, v) in &p.live {
+            if let Some(row) = rows.checked_sub(1).and_then(|i| timeline.get_mut(i)) {
+                row.verdict = Some(v.clone());
             }
         }
     }
@@ -142,19 +201,26 @@ impl Recorder {
         Ok(())
     }
 
-    fn build(&self, result: &RunResult) -> Record {
-        let mut local_devices: Vec<String> = Vec::new();
+    /// loadgen's host (the first agent's, or the machine's name) and the devices its
+    /// targets are on.
+    fn local(&self) -> (String, Vec<String>) {
+        let mut devices: Vec<String> = Vec::new();
         for t in &self.targets {
             if let Some(d) = system::disk_of(t)
-                && !local_devices.contains(&d)
+                && !devices.contains(&d)
             {
-                local_devices.push(d);
+                devices.push(d);
             }
         }
-        let local_name = self
+        let name = self
             .agents
             .first()
             .map_or_else(system::hostname, |a| a.name.clone());
+        (name, devices)
+    }
+
+    fn build(&self, result: &RunResult) -> Record {
+        let (local_name, local_devices) = self.local();
         let points = result
             .points
             .iter()
@@ -180,17 +246,55 @@ impl Recorder {
     }
 
     fn point(&self, pr: &PointResult, p: &Point, local: &str, devices: &[String]) -> PointRecord {
-        let n = pr.timeline.len();
+        let agents: Vec<(&AgentSpec, &Values)> =
+            p.agents.iter().map(|(a, s)| (a, &s.values)).collect();
+        let histograms = [0, 1].map(|d| p.histograms[d].as_slice());
+        let slots: u32 = pr.jobs.iter().map(|j| j.iodepth).sum();
+        PointRecord {
+            index: pr.index,
+            jobs: pr.jobs.iter().fold(Vec::<PointJob>::new(), |mut acc, j| {
+                if !acc.iter().any(|x| x.name == j.name) {
+                    acc.push(PointJob {
+                        name: j.name.clone(),
+                        bs: j.bs,
+                        iodepth: j.iodepth,
+                    });
+                }
+                acc
+            }),
+            start_unix_seconds: p.start_unix_seconds,
+            sampling: p.agents.iter().map(|(_, s)| s.status.clone()).collect(),
+            run: self.run_of(
+                &pr.timeline,
+                histograms,
+                &agents,
+                slots,
+                p.start_unix_seconds,
+                local,
+                devices,
+            ),
+        }
+    }
+
+    /// The analysis input of a point: its timeline rows with their histograms, each agent's
+    /// values on its own host, loadgen's latency and its split on `local`'s host.
+    #[allow(clippy::too_many_arguments)]
+    fn run_of(
+        &self,
+        rows: &[TimelineRow],
+        histograms: [&[Option<BucketHistogram>]; 2],
+        agents: &[(&AgentSpec, &Values)],
+        slots: u32,
+        start_unix_seconds: f64,
+        local: &str,
+        devices: &[String],
+    ) -> Run {
+        let n = rows.len();
         let interval = self.interval_ns as f64 / 1e9;
         let mut hosts: Vec<Host> = Vec::new();
-        for (spec, samples) in &p.agents {
+        for (spec, values) in agents {
             let addresses = spec.address().into_iter().collect();
-            hosts.push(agent_signals::host(
-                &spec.name,
-                addresses,
-                &samples.values,
-                n,
-            ));
+            hosts.push(agent_signals::host(&spec.name, addresses, values, n));
         }
         if hosts.is_empty() {
             hosts.push(Host {
@@ -207,34 +311,18 @@ impl Recorder {
         }
         agent_signals::drop_own_peers(me);
         me.local_devices = devices.to_vec();
-        me.read = latency::latency(&pr.timeline, true, &p.histograms[0]);
-        me.write = latency::latency(&pr.timeline, false, &p.histograms[1]);
-        let slots: u32 = pr.jobs.iter().map(|j| j.iodepth).sum();
-        let in_use = latency::slots_in_use(&pr.timeline, slots);
+        me.read = latency::latency(rows, true, histograms[0]);
+        me.write = latency::latency(rows, false, histograms[1]);
+        let in_use = latency::slots_in_use(rows, slots);
         for lat in [&mut me.read, &mut me.write].into_iter().flatten() {
             lat.slots_in_use = in_use.clone();
         }
-        PointRecord {
-            index: pr.index,
-            jobs: pr.jobs.iter().fold(Vec::<PointJob>::new(), |mut acc, j| {
-                if !acc.iter().any(|x| x.name == j.name) {
-                    acc.push(PointJob {
-                        name: j.name.clone(),
-                        bs: j.bs,
-                        iodepth: j.iodepth,
-                    });
-                }
-                acc
-            }),
-            start_unix_seconds: p.start_unix_seconds,
-            sampling: p.agents.iter().map(|(_, s)| s.status.clone()).collect(),
-            run: Run {
-                interval_seconds: interval,
-                starts: (0..n)
-                    .map(|i| p.start_unix_seconds + i as f64 * interval)
-                    .collect(),
-                hosts,
-            },
+        Run {
+            interval_seconds: interval,
+            starts: (0..n)
+                .map(|i| start_unix_seconds + i as f64 * interval)
+                .collect(),
+            hosts,
         }
     }
 }

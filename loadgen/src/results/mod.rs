@@ -4,6 +4,7 @@
 
 pub mod histogram;
 pub mod latency_search;
+pub mod live_verdict;
 pub mod outfile;
 pub mod report;
 pub mod stats;

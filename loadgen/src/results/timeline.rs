@@ -84,6 +84,9 @@ pub struct TimelineRow {
     /// one CPU, and of the whole system, in % of all CPUs.
     pub cpu_process_pct: f64,
     pub cpu_system_pct: f64,
+    /// With `--agent`: the verdict on the point's intervals so far, reached at this row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<crate::results::live_verdict::LiveVerdict>,
 }
 
 #[derive(Default)]
@@ -187,6 +190,7 @@ impl TimelineBuilder {
             queue_depth: p.inflight_area as f64 / p.covered_ns.max(1) as f64,
             cpu_process_pct: 0.0,
             cpu_system_pct: 0.0,
+            verdict: None,
         }
     }
 }

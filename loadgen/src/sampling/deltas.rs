@@ -7,7 +7,7 @@ use crate::sampling::agent_signals::{Field, Key, MetricType, Reading, Values, fa
 
 /// Accumulates readings taken at consecutive boundaries; boundary `k` closes interval
 /// `k - 1`.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Deltas {
     /// The reading at the last boundary (`None` inside: that scrape failed); `None` before
     /// the first boundary.

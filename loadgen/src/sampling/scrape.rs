@@ -2,9 +2,11 @@
 //! scrapes `/metrics` at every boundary of the run's timeline (the measured part of each
 //! sweep point, interval by interval) and turns the scrapes into per-interval values
 //! (`deltas`). A slow or dead agent costs only its own samples: a scrape that fails or
-//! answers too late for its boundary is missing data, with a warning on stderr.
+//! answers too late for its boundary is missing data, with a warning on stderr. The
+//! intervals closed so far can be read while the point runs (the live verdict).
 
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -99,6 +101,8 @@ pub struct Samplers {
 
 struct Sampler {
     spec: AgentSpec,
+    /// The running point's intervals so far, shared with the sampling thread.
+    so_far: Shared,
     tx: Sender<Cmd>,
     rx: Receiver<Reply>,
     thread: Option<JoinHandle<()>>,
@@ -119,13 +123,15 @@ impl Samplers {
         for spec in specs {
             let (tx, cmd_rx) = mpsc::channel();
             let (res_tx, rx) = mpsc::channel();
-            let (s, c) = (spec.clone(), client.clone());
+            let so_far = Shared::default();
+            let (s, c, shared) = (spec.clone(), client.clone(), so_far.clone());
             let thread = std::thread::Builder::new()
                 .name(format!("lg-agent-{}", agents.len()))
-                .spawn(move || sampler(s, c, cmd_rx, res_tx))
+                .spawn(move || sampler(s, c, shared, cmd_rx, res_tx))
                 .map_err(StartError::Spawn)?;
             agents.push(Sampler {
                 spec: spec.clone(),
+                so_far,
                 tx,
                 rx,
                 thread: Some(thread),
@@ -161,6 +167,19 @@ impl Samplers {
                 prepared,
             });
         }
+    }
+
+    /// The running point's intervals closed so far: each agent's values and how many
+    /// intervals they hold (the last interval's closing scrape may still be under way).
+    pub fn so_far(&self) -> Vec<(AgentSpec, Values, usize)> {
+        self.agents
+            .iter()
+            .map(|a| {
+                let d = a.so_far.lock().clone();
+                let n = d.intervals();
+                (a.spec.clone(), d.finish(n), n)
+            })
+            .collect()
     }
 
     /// The point ended after `intervals` timeline rows: each agent's values, in order.
@@ -206,7 +225,17 @@ impl Drop for Samplers {
     }
 }
 
-fn sampler(spec: AgentSpec, client: Client, rx: Receiver<Cmd>, tx: Sender<Reply>) {
+/// A point's deltas, pushed by the sampling thread and read by the live verdict.
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Deltas>>);
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Deltas> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn sampler(spec: AgentSpec, client: Client, shared: Shared, rx: Receiver<Cmd>, tx: Sender<Reply>) {
     let mut tls_failure = None;
     match fetch(&client, &spec.url, Duration::from_secs(2)) {
         Ok(r) if r.is_empty() => crate::note!(
@@ -246,8 +275,11 @@ fn sampler(spec: AgentSpec, client: Client, rx: Receiver<Cmd>, tx: Sender<Reply>
                 prepared: use_it,
             } => {
                 let first = prepared.take().filter(|_| use_it);
-                let Some(out) = sample_point(&spec, &client, &rx, start_ns, interval_ns, first)
-                else {
+                let point = Point {
+                    start_ns,
+                    interval_ns,
+                };
+                let Some(out) = sample_point(&spec, &client, &shared, &rx, point, first) else {
                     return;
                 };
                 if tx.send(Reply::Point(out)).is_err() {
@@ -259,23 +291,33 @@ fn sampler(spec: AgentSpec, client: Client, rx: Receiver<Cmd>, tx: Sender<Reply>
     }
 }
 
+/// The timeline of a point: its start on the monotonic clock and its interval.
+struct Point {
+    start_ns: u64,
+    interval_ns: u64,
+}
+
 /// Scrapes at `start + k·interval` until told how many intervals the point had; then
 /// scrapes once more, after the point's last IO. `first`, when given, is boundary 0.
 fn sample_point(
     spec: &AgentSpec,
     client: &Client,
+    shared: &Shared,
     rx: &Receiver<Cmd>,
-    start_ns: u64,
-    interval_ns: u64,
+    Point {
+        start_ns,
+        interval_ns,
+    }: Point,
     first: Option<Result<Reading, String>>,
 ) -> Option<PointSamples> {
     let timeout = timeout_for(interval_ns);
-    let mut deltas = Deltas::new();
+    *shared.lock() = Deltas::new();
+    let push = |r: Option<Reading>| shared.lock().push(r);
     let mut log = Log::new(spec);
     let mut k: u64 = 0;
     if let Some(r) = first {
         log.took(0, interval_ns, start_ns, start_ns, &r);
-        deltas.push(r.ok());
+        push(r.ok());
         k = 1;
     }
     loop {
@@ -286,7 +328,7 @@ fn sample_point(
                 let n = intervals as u64;
                 while k < n {
                     log.missed(k, interval_ns, "the run went on without it");
-                    deltas.push(None);
+                    push(None);
                     k += 1;
                 }
                 // The point's last IO has completed: this scrape closes the last interval
@@ -294,7 +336,8 @@ fn sample_point(
                 let now = clock::now_ns();
                 let r = scrape(client, &spec.url, timeout);
                 log.took(k, interval_ns, now, clock::now_ns(), &r);
-                deltas.push(r.ok());
+                push(r.ok());
+                let deltas = std::mem::take(&mut *shared.lock());
                 return Some(PointSamples {
                     values: deltas.finish(intervals),
                     status: log.status,
@@ -307,7 +350,7 @@ fn sample_point(
                 if now > due + timeout.as_nanos() as u64 {
                     // Still busy with an earlier scrape: this boundary is gone.
                     log.missed(k, interval_ns, "the previous scrape took too long");
-                    deltas.push(None);
+                    push(None);
                 } else {
                     let r = scrape(client, &spec.url, timeout);
                     let done = clock::now_ns();
@@ -322,7 +365,7 @@ fn sample_point(
                         }
                     });
                     log.took(k, interval_ns, due, done, &r);
-                    deltas.push(r.ok());
+                    push(r.ok());
                 }
                 k += 1;
             }
