@@ -4,6 +4,7 @@
 //! the record. With agents, it also judges each point's intervals so far after every row.
 
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use analysis::{BucketHistogram, Host, Run};
 
@@ -43,6 +44,8 @@ pub struct Recorder {
     points: Vec<Point>,
     /// The next point's IO slots (its jobs' queue depths added up).
     slots: u32,
+    /// When the last live verdict was reached and how long it took.
+    judged: Option<(Instant, Duration)>,
 }
 
 impl Recorder {
@@ -96,6 +99,7 @@ impl Recorder {
             bounds: latency::bounds(),
             points: Vec::new(),
             slots: 0,
+            judged: None,
         }))
     }
 
@@ -140,8 +144,16 @@ impl Recorder {
     }
 
     /// With agents: the verdict on the running point's intervals so far (those every
-    /// agent's samples have closed), kept for the row just done.
+    /// agent's samples have closed), kept for the row just done. Its cost grows with the
+    /// point's length: after a judgement that took `d`, rows within `10 d` get none, so at
+    /// most a tenth of the collector's time goes to it.
     pub fn judge(&mut self) -> Option<LiveVerdict> {
+        if let Some((at, took)) = self.judged
+            && at.elapsed() < took * 10
+        {
+            return None;
+        }
+        let began = Instant::now();
         let so_far = self.samplers.as_ref()?.so_far();
         let p = self.points.last()?;
         let n = so_far.iter().map(|a| a.2).min()?.min(p.rows.len());
@@ -170,6 +182,7 @@ impl Recorder {
         let verdict = LiveVerdict::of(&analysis::analyze(&run).ok()?, n);
         let p = self.points.last_mut()?;
         p.live.push((p.rows.len(), verdict.clone()));
+        self.judged = Some((began, began.elapsed()));
         Some(verdict)
     }
 
