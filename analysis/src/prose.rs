@@ -293,6 +293,22 @@ pub fn headline(d: Direction, r: &DirectionResult) -> String {
 }
 
 /// Where the latency (rise) goes: the largest part, others after it.
+/// A replica that stayed healthy while the cause was on another.
+pub fn healthy_replica(s: &PartShare, retransmits: Option<f64>) -> String {
+    let (amount, of) = match s.baseline_seconds {
+        Some(b) => (format!("{} -> {}", secs(b), secs(s.seconds)), "rise"),
+        None => (secs(s.seconds), "latency"),
+    };
+    let retransmits = retransmits.map_or(String::new(), |r| {
+        format!(", {} retransmits to it", count(r))
+    });
+    format!(
+        "replica {} stayed healthy: round trip {amount} ({} of the {of}){retransmits}",
+        s.key,
+        pct(s.share)
+    )
+}
+
 pub fn where_it_goes(shares: &[PartShare]) -> Option<String> {
     let mut top: Vec<&PartShare> = shares
         .iter()

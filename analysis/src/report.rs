@@ -60,6 +60,10 @@ pub struct Candidate {
     pub cause: Cause,
     /// Where it acts: "path to replica 198.18.0.2", "device loop3 on h1".
     pub location: String,
+    /// The replica it holds up: the one at the end of the path, or the one whose device
+    /// it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<String>,
     /// 0..=1.
     pub score: f64,
     /// Share of the latency rise (raised) or of the latency (whole run) in that place.

@@ -2,14 +2,14 @@
 //! evidence.
 
 use crate::baseline::{baseline, p99_series, raised};
-use crate::breakdown::Parts;
+use crate::breakdown::{PartKind, Parts};
 use crate::causes::rank;
 use crate::context::{Context, Mode};
 use crate::histogram::merged;
 use crate::model::{Direction, Host, Latency, Run};
 use crate::prose;
 use crate::report::{Candidate, Cause, DirectionResult, HostAnalysis, Report, State, Verdict};
-use crate::series::{all, at, mean_over, median};
+use crate::series::{all, at, mean_over, median, sum_over};
 use crate::signals::{SignalKind, collect, score};
 use crate::thresholds::Thresholds;
 
@@ -231,8 +231,8 @@ fn decide(cx: &Context, r: &mut DirectionResult, candidates: &[Candidate]) {
     r.evidence.extend(prose::where_it_goes(cx.shares));
     r.evidence.extend(slot_wait(cx));
     match (r.state, top) {
-        (State::Raised, Some(c)) if c.score >= t.min_cause_score => named(r, c, candidates),
-        (State::Steady, Some(c)) => named(r, c, candidates),
+        (State::Raised, Some(c)) if c.score >= t.min_cause_score => named(cx, r, c, candidates),
+        (State::Steady, Some(c)) => named(cx, r, c, candidates),
         (State::Raised, _) => {
             r.cause = Cause::Unexplained;
             let best = prose::best_candidate(top);
@@ -243,7 +243,7 @@ fn decide(cx: &Context, r: &mut DirectionResult, candidates: &[Candidate]) {
     }
 }
 
-fn named(r: &mut DirectionResult, c: &Candidate, candidates: &[Candidate]) {
+fn named(cx: &Context, r: &mut DirectionResult, c: &Candidate, candidates: &[Candidate]) {
     let runner = candidates
         .iter()
         .find(|o| o.cause != c.cause && o.score > 0.0);
@@ -256,6 +256,37 @@ fn named(r: &mut DirectionResult, c: &Candidate, candidates: &[Candidate]) {
     if !c.requirement_met {
         r.evidence.push(prose::not_confirmed(c.cause));
     }
+    r.evidence.extend(healthy_replicas(cx, c, candidates));
+}
+
+/// With the cause on one replica (its path or its device), the other replicas that stayed
+/// healthy: a small share of the latency (rise) and no confirmed cause of their own. With
+/// several replicas, where not to look is half of the answer.
+fn healthy_replicas(cx: &Context, c: &Candidate, candidates: &[Candidate]) -> Vec<String> {
+    let Some(culprit) = &c.replica else {
+        return Vec::new();
+    };
+    let idx = cx.intervals();
+    cx.shares
+        .iter()
+        .filter(|s| s.part == PartKind::Replica && s.key != *culprit && s.share < cx.t.min_share)
+        .filter(|s| {
+            !candidates
+                .iter()
+                .any(|o| o.requirement_met && o.replica.as_deref() == Some(s.key.as_str()))
+        })
+        .map(|s| {
+            // The agent creates a peer's series at its first retransmit: with retransmits
+            // counted toward another peer, a replica without a series had none.
+            let peers = &cx.subject.peers;
+            let counted = peers.values().any(|p| !p.retransmits.is_empty());
+            let retransmits = match peers.get(&s.key).map(|p| &p.retransmits) {
+                Some(r) if !r.is_empty() => sum_over(r, &idx),
+                _ => counted.then_some(0.0),
+            };
+            prose::healthy_replica(s, retransmits)
+        })
+        .collect()
 }
 
 /// Time IOs waited for a free slot, when every slot was busy (see `Parts::build_with`).

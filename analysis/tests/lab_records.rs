@@ -127,6 +127,7 @@ fn the_first_intervals_of_a_run_line_up() {
         include_str!("lab/shallow-buffer.json"),
         include_str!("lab/deep-buffer-foreign-drops.json"),
         include_str!("lab/short-queue.json"),
+        include_str!("lab/two-replicas.json"),
     ] {
         let r = run(json);
         assert_eq!(r.first(r.len()), r);
@@ -137,4 +138,44 @@ fn the_first_intervals_of_a_run_line_up() {
             assert!(analyze(&p).is_ok());
         }
     }
+}
+
+/// Scenario 7: every write goes to two replicas, 198.18.13.2 behind a deep switch port and
+/// 198.18.13.3 behind a shallow one (16 KiB), 100 writes of 64 KiB per second.
+#[test]
+fn of_two_replicas_the_congested_one_is_named_and_the_other_is_healthy() {
+    let r = run(include_str!("lab/two-replicas.json"));
+    let report = analyze(&r).unwrap();
+    let v = &report.verdict;
+    assert_eq!(v.cause, Cause::NetworkCongestion, "{}", report.to_text());
+    assert_eq!(v.location.as_deref(), Some("path to replica 198.18.13.3"));
+    let healthy: Vec<&String> = v
+        .evidence
+        .iter()
+        .filter(|e| e.contains("stayed healthy"))
+        .collect();
+    assert_eq!(
+        healthy,
+        [
+            "replica 198.18.13.2 stayed healthy: round trip 2.2 ms (<1% of the latency), 0 retransmits to it"
+        ],
+        "{}",
+        report.to_text()
+    );
+
+    // Had the other replica's round trip been as long, it would not be called healthy.
+    let mut both = r.clone();
+    let write = both.hosts[0].write.as_mut().unwrap();
+    let slow = write.replicas["198.18.13.3"].clone();
+    write.replicas.insert("198.18.13.2".into(), slow);
+    let report = analyze(&both).unwrap();
+    assert!(
+        !report
+            .verdict
+            .evidence
+            .iter()
+            .any(|e| e.contains("stayed healthy")),
+        "{}",
+        report.to_text()
+    );
 }

@@ -233,9 +233,14 @@ impl Lab {
     pub fn port_qdisc_drops(&self) -> Result<u64> {
         let mut total = 0;
         for h in self.hosts.iter().filter(|h| h.spec.shaping.is_some()) {
-            total += self.switch.qdisc_dropped(&h.port)?;
+            total += self.port_qdisc_dropped(h)?;
         }
         Ok(total)
+    }
+
+    /// Packets the qdisc of the switch port toward `host` dropped (`tc -s`).
+    pub fn port_qdisc_dropped(&self, host: &Host) -> Result<u64> {
+        self.switch.qdisc_dropped(&host.port)
     }
 
     /// `rx_dropped` of every switch port (frames the port refused, e.g. above its MTU).

@@ -6,4 +6,5 @@ mod buffers;
 mod devices;
 mod jumbo;
 mod mtu;
+mod replicas;
 mod support;

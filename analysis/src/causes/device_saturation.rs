@@ -24,6 +24,7 @@ pub(super) fn device_saturation(cx: &Context, target: &Target) -> Candidate {
     };
     let share = device_share(cx, target, kinds, device);
     let mut c = candidate(Cause::DeviceSaturation, target.location(), share);
+    c.replica = target.replica.clone();
     let queue_dominant = v
         .queue
         .is_some_and(|q| q > 0.0 && q >= v.service.unwrap_or(0.0) && q >= v.above.unwrap_or(0.0));

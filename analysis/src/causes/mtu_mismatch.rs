@@ -1,6 +1,6 @@
 //! `mtu_mismatch`: MTUs that differ on the path to a peer, seen in length drops and errors.
 
-use super::network::{net_location, net_share, net_signals};
+use super::network::{net_location, net_replica, net_share, net_signals};
 use super::score::{
     association, candidate, counter_anomaly, findings, judge_signals, score, weigh,
 };
@@ -27,6 +27,7 @@ pub(super) fn mtu_mismatch(cx: &Context, peer: Option<&str>) -> Candidate {
         net_location(cx, peer),
         net_share(cx, peer),
     );
+    c.replica = net_replica(cx, peer);
     if cx.raised() {
         let (assoc, risen) = association(cx, &picks);
         let length_rose = risen.iter().any(|&i| is_length(&cx.signals[i]));

@@ -35,8 +35,13 @@ pub(super) fn net_share(cx: &Context, peer: Option<&str>) -> Option<f64> {
 }
 
 pub(super) fn net_location(cx: &Context, peer: Option<&str>) -> String {
-    let replica = peer.is_some_and(|p| cx.parts.replicas().any(|r| r.key == p));
-    prose::net_location(peer, replica, &cx.subject.name)
+    prose::net_location(peer, net_replica(cx, peer).is_some(), &cx.subject.name)
+}
+
+/// The peer, when it is one of the replicas of the breakdown.
+pub(super) fn net_replica(cx: &Context, peer: Option<&str>) -> Option<String> {
+    peer.filter(|p| cx.parts.replicas().any(|r| r.key == *p))
+        .map(str::to_string)
 }
 
 /// Network signals on the path to `peer`: TCP toward it, and drops, qdiscs and interfaces

@@ -1,7 +1,7 @@
 //! `network_congestion`: congestion on the path to a peer (qdisc drops and backlog,
 //! congestion drops), seen in retransmits and the round trip.
 
-use super::network::{net_location, net_share, net_signals};
+use super::network::{net_location, net_replica, net_share, net_signals};
 use super::score::{
     association, candidate, counter_anomaly, findings, judge_signals, magnitude, score, weigh,
 };
@@ -29,6 +29,7 @@ pub(super) fn network_congestion(
         net_location(cx, peer),
         net_share(cx, peer),
     );
+    c.replica = net_replica(cx, peer);
     if cx.raised() {
         let (assoc, risen) = association(cx, &picks);
         c.requirement_met = risen

@@ -148,6 +148,7 @@ pub(super) fn candidate(cause: Cause, location: String, share: Option<f64>) -> C
     Candidate {
         cause,
         location,
+        replica: None,
         score: 0.0,
         share,
         association: None,

@@ -27,6 +27,7 @@ pub(super) fn slow_device(cx: &Context, target: &Target) -> Candidate {
             .flatten()
     });
     let mut c = candidate(Cause::SlowDevice, target.location(), share);
+    c.replica = target.replica.clone();
     let slow_part = v
         .service
         .unwrap_or(0.0)

@@ -1,5 +1,5 @@
 //! A replicated-write run in the lab, end to end: stornet-agent on the client host (watching
-//! every lab namespace), `loadgen serve` on the replica host, `loadgen run --replica … --agent
+//! every lab namespace), `loadgen serve` on each replica host, `loadgen run --replica … --agent
 //! … --record` on the client host (inside its disk's cgroup), then `loadgen analyze` of the
 //! record. What the scenario tests and the demo run.
 
@@ -88,14 +88,16 @@ impl Drop for ReplicaDir {
     }
 }
 
-/// The agent on the client host and a replica on another; dropped before the lab.
+/// The agent on the client host and a replica on each of the others named; dropped before
+/// the lab.
 pub struct ReplicatedRun<'a> {
     pub lab: &'a Lab,
     pub client: &'a Host,
-    pub replica: &'a Host,
+    pub replicas: Vec<&'a Host>,
     pub agent: AgentProcess,
-    pub serve: ServeProcess,
-    _dir: ReplicaDir,
+    /// One `loadgen serve` per replica host, in the same order.
+    pub serves: Vec<ServeProcess>,
+    _dirs: Vec<ReplicaDir>,
 }
 
 /// What one run gave.
@@ -121,8 +123,13 @@ impl<'a> ReplicatedRun<'a> {
     /// Starts the agent on `client` (watching the other lab namespaces) and `loadgen serve`
     /// on `replica`, and waits until `client` reaches every host.
     pub fn start(lab: &'a Lab, client: &str, replica: &str) -> Result<ReplicatedRun<'a>> {
+        Self::start_many(lab, client, &[replica])
+    }
+
+    /// As [`ReplicatedRun::start`], with a replica on each of `replicas`: every write goes
+    /// to all of them.
+    pub fn start_many(lab: &'a Lab, client: &str, replicas: &[&str]) -> Result<ReplicatedRun<'a>> {
         let client = lab.host(client);
-        let replica = lab.host(replica);
         let watched: Vec<String> = lab
             .namespaces()
             .into_iter()
@@ -136,22 +143,34 @@ impl<'a> ReplicatedRun<'a> {
             watched.join(", ")
         );
         let agent = AgentProcess::in_netns(&client.ns, &config)?;
-        let dir = ReplicaDir::new()?;
-        let port = replica.free_port()?;
-        let serve = ServeProcess::start(&replica.ns, replica.socket(port), &dir.0, &[])?;
+        let (mut hosts, mut serves, mut dirs) = (Vec::new(), Vec::new(), Vec::new());
+        for name in replicas {
+            let replica = lab.host(name);
+            let dir = ReplicaDir::new()?;
+            let port = replica.free_port()?;
+            serves.push(ServeProcess::start(
+                &replica.ns,
+                replica.socket(port),
+                &dir.0,
+                &[],
+            )?);
+            hosts.push(replica);
+            dirs.push(dir);
+        }
         lab.wait_connected(client)?;
         Ok(ReplicatedRun {
             lab,
             client,
-            replica,
+            replicas: hosts,
             agent,
-            serve,
-            _dir: dir,
+            serves,
+            _dirs: dirs,
         })
     }
 
-    pub fn replica_addr(&self) -> SocketAddr {
-        self.serve.addr
+    /// The replicas' addresses, in the order they were named.
+    pub fn replica_addrs(&self) -> Vec<SocketAddr> {
+        self.serves.iter().map(|s| s.addr).collect()
     }
 
     /// Runs `w` against `disk` with every write replicated, records it to
@@ -189,8 +208,12 @@ impl<'a> ReplicatedRun<'a> {
             format!("--filename={}", disk.path().display()),
         ];
         args.extend(w.args());
+        args.extend(
+            self.replica_addrs()
+                .iter()
+                .map(|a| format!("--replica={a}")),
+        );
         args.extend([
-            format!("--replica={}", self.replica_addr()),
             format!("--agent={}=http://{}", self.client.name, self.agent.addr),
             format!("--record={}", record.display()),
             "--output-format=json".into(),

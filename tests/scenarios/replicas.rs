@@ -1,0 +1,73 @@
+//! Scenario 7: every write goes to two replicas, b and c, and only the switch port toward c
+//! has a shallow buffer. The verdict must name the path to c, not to b, and say that b stayed
+//! healthy: with several replicas, knowing which one holds the writes is the point.
+
+use stornet_lab::lab::{DiskSpec, HostSpec, Lab, ReplicatedRun, Shaping};
+use stornet_lab::privilege::require_root;
+
+use crate::buffers::workload;
+use crate::support::{self, CLIENT, REPLICA, RunDir};
+
+const SECOND: &str = "c";
+
+#[test]
+fn scenario_7_the_congested_replica_is_named_among_two() {
+    if !require_root("scenario_7_the_congested_replica_is_named_among_two") {
+        return;
+    }
+    let dir = RunDir::new("tworeplicas");
+    let lab = Lab::new(
+        "s7",
+        &[
+            HostSpec::new(CLIENT).shaped(Shaping::deep()),
+            HostSpec::new(REPLICA).shaped(Shaping::deep()),
+            HostSpec::new(SECOND).shaped(Shaping::shallow()),
+        ],
+    )
+    .expect("building the lab");
+    let disk = support::disk("s7", DiskSpec::new(support::DISK_BYTES));
+    let rr = ReplicatedRun::start_many(&lab, CLIENT, &[REPLICA, SECOND])
+        .expect("starting the agent and the replicas");
+    let (healthy, congested) = (lab.host(REPLICA), lab.host(SECOND));
+    let drops0 = [healthy, congested].map(|h| lab.port_qdisc_dropped(h).unwrap());
+    let o = rr
+        .run(&disk, &workload(), &dir.path, "tworeplicas", None)
+        .unwrap_or_else(|e| panic!("{e:#}\nagent log:\n{}", rr.agent.log()));
+    let drops = [healthy, congested].map(|h| lab.port_qdisc_dropped(h).unwrap());
+    support::print_outcome("tworeplicas", &o);
+    support::check_live_verdicts("tworeplicas", &o);
+    println!(
+        "switch port drops (tc -s): toward b {}, toward c {}",
+        drops[0] - drops0[0],
+        drops[1] - drops0[1]
+    );
+    // The kernel's own count: only the shallow port dropped.
+    assert_eq!(
+        drops[0], drops0[0],
+        "the deep port toward b dropped packets"
+    );
+    assert!(
+        drops[1] > drops0[1],
+        "the shallow port toward c dropped nothing"
+    );
+
+    assert_eq!(
+        o.cause(),
+        "network_congestion",
+        "{:#}",
+        o.analysis["verdict"]
+    );
+    let location = o.analysis["verdict"]["location"].as_str().unwrap_or("");
+    let (b, c) = (healthy.addr.to_string(), congested.addr.to_string());
+    assert!(
+        location.contains(&c) && !location.contains(&b),
+        "the cause is placed on the path to c ({c}): {location}"
+    );
+    let evidence = o.evidence();
+    assert!(
+        evidence
+            .iter()
+            .any(|e| e.contains(&format!("replica {b}")) && e.contains("healthy")),
+        "the evidence names b ({b}) as healthy: {evidence:#?}"
+    );
+}
