@@ -36,6 +36,9 @@ impl Agent {
         if let Some(c) = block::collector(&mut probes, &config.block) {
             collectors.push(Box::new(c));
         }
+        if config.collector_enabled(crate::collectors::PRESSURE) {
+            collectors.push(Box::new(crate::pressure::Pressure::default()));
+        }
         let snapshots = crate::net::snapshots::Parts::of(config);
         collectors.extend(crate::net::collectors(
             &mut probes,

@@ -1,6 +1,6 @@
 //! The agent's collectors by name, as `--collector.<name>` / `--no-collector.<name>` and the
 //! config file's `[collectors]` keys know them: every probe (the `probe` label of
-//! `stornet_probe_up`) and every scrape-time snapshot of the network path. A disabled
+//! `stornet_probe_up`) and every scrape-time snapshot (the network path, resource pressure). A disabled
 //! collector attaches nothing and exports nothing.
 //!
 //! Which setting wins, most specific first (node_exporter's order, with the file in between):
@@ -18,8 +18,11 @@ pub const SOCK_DIAG: &str = "sock_diag";
 /// Link speed and pause-frame counters (ethtool ioctls).
 pub const ETHTOOL: &str = "ethtool";
 
+/// Time tasks stalled waiting for CPU, IO and memory (/proc/pressure).
+pub const PRESSURE: &str = "pressure";
+
 /// The snapshot collectors, besides the probes.
-pub const SNAPSHOTS: &[&str] = &[NETLINK, SOCK_DIAG, ETHTOOL];
+pub const SNAPSHOTS: &[&str] = &[NETLINK, SOCK_DIAG, ETHTOOL, PRESSURE];
 
 /// Every collector name: the probes, then the snapshots.
 pub fn names() -> impl Iterator<Item = &'static str> {

@@ -16,6 +16,7 @@ pub mod map_batch;
 pub mod model;
 pub mod net;
 pub mod netns;
+pub mod pressure;
 pub mod probes;
 pub mod process;
 pub mod prog_info;

@@ -58,6 +58,10 @@ pub struct Host {
     /// Interface series per interface name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub interfaces: BTreeMap<String, Interface>,
+    /// Seconds of each interval during which some task waited for a CPU (the kernel's
+    /// pressure stall information, `cpu` `some`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_stalled_seconds: Series,
 }
 
 /// Storage latency seen by the application in one direction, with its breakdown.
@@ -342,6 +346,7 @@ impl Host {
             ]);
         }
         out.extend(self.skb_drops.values_mut());
+        out.push(&mut self.cpu_stalled_seconds);
         for q in &mut self.qdiscs {
             out.extend([&mut q.drops, &mut q.backlog_bytes, &mut q.overlimits]);
         }
@@ -391,6 +396,9 @@ impl Host {
         for (reason, s) in &self.skb_drops {
             check(s, n, || format!("host {h} skb_drops {reason}"))?;
         }
+        check(&self.cpu_stalled_seconds, n, || {
+            format!("host {h} cpu_stalled_seconds")
+        })?;
         for q in &self.qdiscs {
             let p = || format!("host {h} qdisc {} on {}", q.qdisc, q.interface);
             check(&q.drops, n, || format!("{} drops", p()))?;

@@ -39,6 +39,7 @@ pub fn phrase(subject: &str, s: &SignalScore) -> String {
         BlockErrors => on("IO errors"),
         AboveBlock => format!("time above the block layer on {}", s.host),
         ReplicaRtt => format!("round trip to replica {}", s.key),
+        CpuStalled => format!("time some task waited for a CPU on {}", s.host),
     }
 }
 
@@ -149,6 +150,14 @@ pub fn net_location(peer: Option<&str>, replica: bool, subject: &str) -> String 
         Some(p) if replica => format!("path to replica {p}"),
         Some(p) => format!("path to peer {p}"),
         None => format!("network of {subject}"),
+    }
+}
+
+/// Where a CPU candidate acts: "CPU of h1", "CPU of h2 (replica …)".
+pub fn cpu_location(host: &str, replica: Option<&str>) -> String {
+    match replica {
+        Some(p) => format!("CPU of {host} (replica {p})"),
+        None => format!("CPU of {host}"),
     }
 }
 

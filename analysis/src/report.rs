@@ -15,6 +15,8 @@ pub enum Cause {
     DeviceSaturation,
     SlowDevice,
     MtuMismatch,
+    /// A host's CPU starved: tasks waited for a CPU much of the time.
+    Cpu,
     /// Healthy: no raised intervals and no anomalous signal.
     None,
     /// Latency rose but no measured part or signal explains it.
@@ -30,6 +32,7 @@ impl Cause {
             Cause::DeviceSaturation => "device_saturation",
             Cause::SlowDevice => "slow_device",
             Cause::MtuMismatch => "mtu_mismatch",
+            Cause::Cpu => "cpu",
             Cause::None => "none",
             Cause::Unexplained => "unexplained",
             Cause::InsufficientData => "insufficient_data",
@@ -44,6 +47,7 @@ impl Cause {
                 | Cause::DeviceSaturation
                 | Cause::SlowDevice
                 | Cause::MtuMismatch
+                | Cause::Cpu
         )
     }
 }

@@ -29,6 +29,8 @@ pub enum SignalKind {
     ServiceTime,
     AboveBlock,
     BlockErrors,
+    /// Share of the interval some task waited for a CPU on the host.
+    CpuStalled,
     ReplicaRtt,
 }
 
@@ -193,13 +195,16 @@ pub fn collect(run: &Run, subject: &Host, d: Direction, parts: &Parts) -> Vec<Si
         }
         out.extend(network(host));
     }
-    // Block devices: the analysed host's local ones, and each replica host's busiest.
+    // Block devices: the analysed host's local ones, and each replica host's busiest; the
+    // CPU of each of these hosts.
     out.extend(devices(run.len(), subject, &parts.devices, d));
+    out.extend(cpu(subject, run.interval_seconds));
     for part in parts.replicas() {
         if let Some(h) = run.host_with_address(&part.key)
             && h.name != subject.name
         {
             out.extend(devices(run.len(), h, &local_devices(h, d), d));
+            out.extend(cpu(h, run.interval_seconds));
         }
     }
     if let Some(p) = parts.get(PartKind::AboveBlock) {
@@ -217,6 +222,16 @@ pub fn collect(run: &Run, subject: &Host, d: Direction, parts: &Parts) -> Vec<Si
     }
     out.retain(|s| measured(&s.series));
     out
+}
+
+/// The share of each interval some task of the host waited for a CPU.
+fn cpu(host: &Host, interval_seconds: f64) -> Option<Signal> {
+    let share: Series = host
+        .cpu_stalled_seconds
+        .iter()
+        .map(|v| v.map(|s| s / interval_seconds))
+        .collect();
+    measured(&share).then(|| Signal::new(host, SignalKind::CpuStalled, "cpu", &share))
 }
 
 fn tcp(host: &Host, addr: &str, p: &Peer, about: Option<&String>) -> [Signal; 2] {

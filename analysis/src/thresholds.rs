@@ -57,6 +57,12 @@ pub struct Thresholds {
     pub above_block_fraction: f64,
     /// Queueing in the block layer is anomalous at this mean per IO.
     pub queue_seconds: f64,
+    /// A host's CPU is starved when some task waited for one this share of the raised
+    /// intervals (its rise ties it to the latency's)...
+    pub cpu_stalled: f64,
+    /// ...or this share of a whole run judged at once, where nothing else ties them: a
+    /// busy machine with room to serve its IO waits for a CPU a third of the time.
+    pub cpu_stalled_run: f64,
     /// MSS plus this many bytes below the interface MTU means a smaller path MTU.
     pub mss_overhead_bytes: f64,
     /// A cause whose requirement is not met keeps this fraction of its score.
@@ -89,6 +95,8 @@ impl Default for Thresholds {
             slow_service_seconds: 0.020,
             above_block_seconds: 0.001,
             above_block_fraction: 0.5,
+            cpu_stalled: 0.2,
+            cpu_stalled_run: 0.5,
             queue_seconds: 0.001,
             mss_overhead_bytes: 100.0,
             unconfirmed_factor: 0.3,

@@ -260,8 +260,9 @@ fn named(cx: &Context, r: &mut DirectionResult, c: &Candidate, candidates: &[Can
 }
 
 /// With the cause on one replica (its path or its device), the other replicas that stayed
-/// healthy: a small share of the latency (rise) and no confirmed cause of their own. With
-/// several replicas, where not to look is half of the answer.
+/// healthy: a small share of the latency (rise), no confirmed cause of their own, and fewer
+/// retransmits toward them than an anomaly needs. With several replicas, where not to look
+/// is half of the answer.
 fn healthy_replicas(cx: &Context, c: &Candidate, candidates: &[Candidate]) -> Vec<String> {
     let Some(culprit) = &c.replica else {
         return Vec::new();
@@ -275,7 +276,7 @@ fn healthy_replicas(cx: &Context, c: &Candidate, candidates: &[Candidate]) -> Ve
                 .iter()
                 .any(|o| o.requirement_met && o.replica.as_deref() == Some(s.key.as_str()))
         })
-        .map(|s| {
+        .filter_map(|s| {
             // The agent creates a peer's series at its first retransmit: with retransmits
             // counted toward another peer, a replica without a series had none.
             let peers = &cx.subject.peers;
@@ -284,7 +285,8 @@ fn healthy_replicas(cx: &Context, c: &Candidate, candidates: &[Candidate]) -> Ve
                 Some(r) if !r.is_empty() => sum_over(r, &idx),
                 _ => counted.then_some(0.0),
             };
-            prose::healthy_replica(s, retransmits)
+            (retransmits.unwrap_or(0.0) < cx.t.anomaly_min_events)
+                .then(|| prose::healthy_replica(s, retransmits))
         })
         .collect()
 }

@@ -238,6 +238,11 @@ impl Lab {
         Ok(total)
     }
 
+    /// Shapes the switch port toward `host` anew, now (a fault injected while a run goes on).
+    pub fn reshape(&self, host: &Host, s: &Shaping) -> Result<()> {
+        tbf(&self.switch, &host.port, &s.rate, &s.burst, &s.limit)
+    }
+
     /// Packets the qdisc of the switch port toward `host` dropped (`tc -s`).
     pub fn port_qdisc_dropped(&self, host: &Host) -> Result<u64> {
         self.switch.qdisc_dropped(&host.port)

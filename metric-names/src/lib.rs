@@ -2,12 +2,13 @@
 //! builds its families from these constants, so a metric renamed here is renamed everywhere
 //! that reads it through this crate (loadgen's evidence, the docs check) at compile time.
 //!
-//! Grouped by what the metric is about: [`agent`] (the agent itself and its probes), [`block`]
-//! and [`net`]. `process_*` metrics come from the `prometheus` crate and are not listed.
+//! Grouped by what the metric is about: [`agent`] (the agent itself and its probes), [`block`],
+//! [`net`] and [`host`] (its resources). `process_*` metrics come from the `prometheus` crate and are not listed.
 #![no_std]
 
 pub mod agent;
 pub mod block;
+pub mod host;
 pub mod net;
 
 /// The Prometheus metric type.
@@ -52,7 +53,11 @@ pub(crate) const fn histogram(name: &'static str, help: &'static str) -> Metric 
 
 /// Every metric, group by group.
 pub fn all() -> impl Iterator<Item = &'static Metric> {
-    agent::ALL.iter().chain(block::ALL).chain(net::ALL)
+    agent::ALL
+        .iter()
+        .chain(block::ALL)
+        .chain(net::ALL)
+        .chain(host::ALL)
 }
 
 /// The metric of that name, if the agent exports one.

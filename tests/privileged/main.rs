@@ -15,6 +15,7 @@ mod correlate_record;
 mod correlate_replicated;
 mod correlate_tls;
 mod dashboards_live;
+mod host_pressure;
 mod lab_harness;
 mod lab_netns;
 mod loadgen_counts;

@@ -7,6 +7,7 @@
 //!
 //! The scoring framework is in [`score`]; each cause is judged in its own module.
 
+mod cpu;
 mod device;
 mod device_saturation;
 mod mtu_mismatch;
@@ -17,6 +18,7 @@ mod slow_device;
 
 use crate::context::Context;
 use crate::report::Candidate;
+use cpu::{cpu, cpu_explains, cpu_targets};
 use device::device_targets;
 use device_saturation::device_saturation;
 use mtu_mismatch::mtu_mismatch;
@@ -29,9 +31,14 @@ pub fn rank(cx: &Context) -> Vec<Candidate> {
     let mut out = Vec::new();
     for peer in peers(cx) {
         let mtu = mtu_mismatch(cx, peer.as_deref());
-        // Retransmits that an MTU mismatch explains are not evidence of congestion.
-        out.push(network_congestion(cx, peer.as_deref(), mtu.requirement_met));
+        // Retransmits that an MTU mismatch or a starved CPU explains are not evidence of
+        // congestion.
+        let explained = mtu.requirement_met || cpu_explains(cx, peer.as_deref());
+        out.push(network_congestion(cx, peer.as_deref(), explained));
         out.push(mtu);
+    }
+    for target in cpu_targets(cx) {
+        out.push(cpu(cx, &target));
     }
     for target in device_targets(cx) {
         out.push(device_saturation(cx, &target));

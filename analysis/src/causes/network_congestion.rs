@@ -15,11 +15,9 @@ fn is_congestion(s: &Signal) -> bool {
         || (s.kind == SkbDrops && drop_class(&s.key) == DropClass::Congestion)
 }
 
-pub(super) fn network_congestion(
-    cx: &Context,
-    peer: Option<&str>,
-    mtu_explains: bool,
-) -> Candidate {
+/// `explained`: an MTU mismatch or a starved CPU accounts for retransmits and round trips,
+/// so only congestion's own signals (drops, backlog) count.
+pub(super) fn network_congestion(cx: &Context, peer: Option<&str>, explained: bool) -> Candidate {
     let sigs = net_signals(cx, peer);
     let picks = weigh(cx, &sigs, is_congestion, |s| {
         matches!(s.kind, SignalKind::Retransmits | SignalKind::Srtt)
@@ -34,13 +32,13 @@ pub(super) fn network_congestion(
         let (assoc, risen) = association(cx, &picks);
         c.requirement_met = risen
             .iter()
-            .any(|&i| is_congestion(&cx.signals[i]) || !mtu_explains);
+            .any(|&i| is_congestion(&cx.signals[i]) || !explained);
         c.association = assoc;
         c.findings = findings(cx, &risen, 4);
     } else {
         let anomalies: Vec<(usize, f64)> = picks
             .iter()
-            .filter(|(i, _)| is_congestion(&cx.signals[*i]) || !mtu_explains)
+            .filter(|(i, _)| is_congestion(&cx.signals[*i]) || !explained)
             .filter_map(|&(i, _)| Some((i, congestion_anomaly(cx, i)?)))
             .collect();
         judge_signals(cx, &mut c, &anomalies);

@@ -147,6 +147,17 @@ impl Disk {
         }
     }
 
+    /// Throttles the disk now (a fault injected while a run goes on); a limit of 0 lifts
+    /// it. Only for a disk created with a throttle (it has a cgroup): give it a limit it
+    /// never reaches, such as 1,000,000 IOPS, to change later.
+    pub fn throttle_now(&self, t: Throttle) -> Result<()> {
+        let cg = self
+            .cgroup
+            .as_ref()
+            .context("the disk was created without a throttle, so it has no cgroup")?;
+        t.apply(cg, &self.dev.devnum()?)
+    }
+
     /// `queue/nr_requests` as the kernel reports it.
     pub fn nr_requests(&self) -> Result<u32> {
         let p = format!("/sys/block/{}/queue/nr_requests", self.dev.name);

@@ -40,6 +40,8 @@ pub enum Field {
     InterfaceTxDrops,
     InterfaceRxErrors,
     InterfaceTxErrors,
+    /// Time tasks stalled waiting for a resource (PSI), by resource and kind.
+    PressureStalled,
     /// The agent's start time: a change means it restarted and its counters began again.
     AgentStart,
 }
@@ -306,6 +308,14 @@ pub const FAMILIES: &[SignalFamily] = &[
         Fold::Sum,
     ),
     family(
+        Field::PressureStalled,
+        metric_names::host::PRESSURE_STALLED_SECONDS_TOTAL,
+        Part::Value,
+        &["resource", "kind"],
+        SNAPSHOT,
+        Fold::Sum,
+    ),
+    family(
         Field::AgentStart,
         agent::START_TIME_SECONDS,
         Part::Value,
@@ -528,6 +538,10 @@ pub fn host(name: &str, addresses: Vec<String>, v: &Values, n: usize) -> Host {
 
     for k in keys(Field::SkbDrops) {
         h.skb_drops.insert(k.labels[0].clone(), v[k].clone());
+    }
+    let cpu_some = ["cpu".to_string(), "some".to_string()];
+    if let Some(s) = get(Field::PressureStalled, &cpu_some) {
+        h.cpu_stalled_seconds = s.clone();
     }
 
     // Qdiscs: named by kind, with handle and parent only where needed to tell them apart.

@@ -3,6 +3,7 @@
 
 mod agent_scrape;
 mod block_overhead;
+mod diagnosis;
 mod loadgen_vs_fio;
 mod net_overhead;
 mod replication;
@@ -25,6 +26,8 @@ pub enum Bench {
     Replication,
     /// The agent scraped every second for `--minutes` while peers and devices churn.
     Soak,
+    /// Faults injected mid-run in the lab: confusion matrix and accuracy of the verdict.
+    Diagnosis,
 }
 
 pub fn run(bench: Bench, minutes: u64) -> Result<()> {
@@ -35,6 +38,7 @@ pub fn run(bench: Bench, minutes: u64) -> Result<()> {
         Bench::LoadgenVsFio => loadgen_vs_fio::run(),
         Bench::Replication => replication::run(),
         Bench::Soak => soak::run(minutes),
+        Bench::Diagnosis => diagnosis::run(),
     }
 }
 

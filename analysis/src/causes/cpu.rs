@@ -1,0 +1,115 @@
+//! `cpu`: a host whose CPU is starved (some task waited for one much of the time, by the
+//! kernel's pressure stall information). Everything that host does for the IO waits with
+//! it: on the analysed host its device path and its side of every replica's round trip; on
+//! a replica's host that replica's round trip. A starved receiver also acknowledges late,
+//! so the sender's retransmit timers fire with nothing lost.
+
+use super::score::{SPECIFIC, association, candidate, findings, judge_signals, magnitude, score};
+use crate::breakdown::PartKind;
+use crate::context::{Context, Mode};
+use crate::model::Host;
+use crate::prose;
+use crate::report::{Candidate, Cause};
+use crate::signals::SignalKind;
+
+/// A host whose CPU the analysis watched: the analysed one, or a replica's.
+pub(super) struct CpuTarget<'a> {
+    host: &'a Host,
+    replica: Option<String>,
+}
+
+pub(super) fn cpu_targets<'a>(cx: &Context<'a>) -> Vec<CpuTarget<'a>> {
+    let mut out = vec![CpuTarget {
+        host: cx.subject,
+        replica: None,
+    }];
+    for p in cx.parts.replicas() {
+        if let Some(h) = cx.run.host_with_address(&p.key)
+            && h.name != cx.subject.name
+        {
+            out.push(CpuTarget {
+                host: h,
+                replica: Some(p.key.clone()),
+            });
+        }
+    }
+    out.retain(|t| !signals(cx, t.host).is_empty());
+    out
+}
+
+fn signals(cx: &Context, host: &Host) -> Vec<usize> {
+    cx.signals
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.kind == SignalKind::CpuStalled && s.host == host.name)
+        .map(|(i, _)| i)
+        .collect()
+}
+
+pub(super) fn cpu(cx: &Context, target: &CpuTarget) -> Candidate {
+    let share = match &target.replica {
+        Some(p) => cx.share(PartKind::Replica, Some(p)),
+        // The analysed host's CPU serves every part it measures.
+        None => {
+            let parts = cx
+                .shares
+                .iter()
+                .filter(|s| matches!(s.part, PartKind::LocalDevice | PartKind::Replica));
+            let mut any = false;
+            let sum: f64 = parts.inspect(|_| any = true).map(|s| s.share).sum();
+            any.then_some(sum.min(1.0))
+        }
+    };
+    let mut c = candidate(
+        Cause::Cpu,
+        prose::cpu_location(&target.host.name, target.replica.as_deref()),
+        share,
+    );
+    c.replica = target.replica.clone();
+    let sigs = signals(cx, target.host);
+    if !starved(cx, &sigs) {
+        // A CPU with room to spare is no candidate, whatever share its host holds.
+        c.share = None;
+        return c;
+    }
+    if cx.raised() {
+        let picks: Vec<(usize, f64)> = sigs.iter().map(|&i| (i, SPECIFIC)).collect();
+        let (assoc, risen) = association(cx, &picks);
+        c.association = assoc;
+        c.requirement_met = !risen.is_empty();
+        c.findings = findings(cx, &risen, 1);
+    } else {
+        let anomalies: Vec<(usize, f64)> = sigs
+            .iter()
+            .filter_map(|&i| Some((i, magnitude(cx.scores[i].run?, cx.t.cpu_stalled_run))))
+            .collect();
+        judge_signals(cx, &mut c, &anomalies);
+    }
+    c.score = score(cx, &c);
+    c
+}
+
+/// Whether a CPU signal reaches the starvation level: over the whole run, or in the raised
+/// intervals.
+fn starved(cx: &Context, sigs: &[usize]) -> bool {
+    sigs.iter().any(|&i| {
+        let sc = &cx.scores[i];
+        let (level, threshold) = match cx.mode {
+            Mode::Raised { .. } => (sc.raised, cx.t.cpu_stalled),
+            Mode::Whole => (sc.run, cx.t.cpu_stalled_run),
+        };
+        level.is_some_and(|v| v >= threshold)
+    })
+}
+
+/// Whether a starved CPU on the analysed host, or on the host of `peer`, explains late
+/// round trips and retransmits toward that peer.
+pub(super) fn cpu_explains(cx: &Context, peer: Option<&str>) -> bool {
+    cpu_targets(cx)
+        .iter()
+        .filter(|t| t.replica.is_none() || t.replica.as_deref() == peer)
+        .any(|t| {
+            let sigs = signals(cx, t.host);
+            starved(cx, &sigs) && (!cx.raised() || sigs.iter().any(|&i| cx.scores[i].rose))
+        })
+}

@@ -1,0 +1,91 @@
+//! The `pressure` collector against the kernel's own count: `/proc/pressure/cpu` read just
+//! before and just after a scrape brackets the agent's value. While two CPU spinners per CPU
+//! run, the stall time grows by a large share of the wall time, and the agent sees it grow.
+
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use stornet_lab::agent::AgentProcess;
+use stornet_lab::metrics::sum;
+use stornet_lab::privilege::require_root;
+
+const CPU: &str = "/proc/pressure/cpu";
+
+/// `some` `total=` of /proc/pressure/cpu, in microseconds.
+fn some_total() -> u64 {
+    let text = std::fs::read_to_string(CPU).expect("/proc/pressure/cpu (a kernel with PSI)");
+    text.lines()
+        .find(|l| l.starts_with("some "))
+        .and_then(|l| l.split_whitespace().find_map(|f| f.strip_prefix("total=")))
+        .and_then(|v| v.parse().ok())
+        .expect("a some line with total=")
+}
+
+struct Spinners(Vec<Child>);
+
+impl Drop for Spinners {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+#[test]
+fn host_pressure_brackets_the_kernels_stall_time() {
+    if !require_root("host_pressure_brackets_the_kernels_stall_time") {
+        return;
+    }
+    let agent = AgentProcess::start(&[]).expect("agent starts");
+    let value = || {
+        let samples = agent.scrape().expect("scrape");
+        sum(
+            &samples,
+            "stornet_pressure_stalled_seconds_total",
+            &[("resource", "cpu"), ("kind", "some")],
+        )
+    };
+    let read = |f: &dyn Fn() -> f64| {
+        let before = some_total();
+        let v = f();
+        let after = some_total();
+        (before, v, after)
+    };
+    let (b0, v0, a0) = read(&value);
+    assert!(
+        (b0 as f64 / 1e6..=a0 as f64 / 1e6).contains(&v0),
+        "agent {v0} s outside the kernel's {b0}..{a0} µs"
+    );
+
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let spinners = Spinners(
+        (0..2 * cpus)
+            .map(|_| {
+                Command::new("sh")
+                    .args(["-c", "while :; do :; done"])
+                    .spawn()
+                    .expect("a spinner")
+            })
+            .collect(),
+    );
+    let start = Instant::now();
+    std::thread::sleep(Duration::from_secs(3));
+    let (b1, v1, a1) = read(&value);
+    let wall = start.elapsed().as_secs_f64();
+    drop(spinners);
+    assert!(
+        (b1 as f64 / 1e6..=a1 as f64 / 1e6).contains(&v1),
+        "agent {v1} s outside the kernel's {b1}..{a1} µs"
+    );
+    let stalled = v1 - v0;
+    println!(
+        "cpu some stall: {stalled:.2} s in {wall:.2} s with {} spinners",
+        2 * cpus
+    );
+    // Twice as many runnable spinners as CPUs: something waits nearly all the time.
+    assert!(
+        stalled >= 0.5 * wall,
+        "{stalled:.2} s of stall in {wall:.2} s with two spinners per CPU"
+    );
+}

@@ -1,0 +1,479 @@
+//! `cargo xtask bench diagnosis`: how often the verdict is right. Host a writes 64 KiB
+//! blocks at 100 per second (open loop, 4 in flight, 24 s) with every write replicated to
+//! hosts b and c through the lab switch (200 Mbit/s ports, deep buffers), stornet-agent
+//! watching. Each case injects one fault 14 s into the measured part, so the run has a
+//! healthy baseline longer than the fault (the analysis takes its baseline from the run)
+//! and an onset:
+//!
+//! - healthy: nothing; and healthy on a busy host (two CPU spinners and a direct-IO disk
+//!   writer for the whole run);
+//! - congestion: the switch port toward c gets a shallow buffer (three depths);
+//! - slow device: the client's disk is throttled below the write rate (three limits).
+//!
+//! A fault case counts only if the client's write p99 after the onset is at least twice
+//! its p99 before (impact validation); the others are listed with why they were dropped.
+//! Printed: every case, the confusion matrix (true class × verdict), top-1 and top-2
+//! accuracy, false positives on healthy runs, whether the culprit (the replica's path, the
+//! device) was named, and the intervals from the onset to the first right live verdict.
+//! Every run record is kept under `target/bench/diagnosis/`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+use stornet_lab::lab::{
+    Disk, DiskSpec, HostSpec, Lab, ReplicatedRun, Shaping, Throttle, Workload, interrupt,
+};
+
+use super::median;
+
+const REPS: usize = 3;
+const RAMP_S: u64 = 1;
+const ONSET_S: u64 = 14;
+/// A limit the disk never reaches: the throttle's cgroup exists, to be tightened later.
+const UNLIMITED: u64 = 1_000_000;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Fault {
+    Healthy,
+    Busy,
+    /// The buffer (tbf limit) of the switch port toward c.
+    Congestion(&'static str),
+    /// The client disk's write limit, IOs per second.
+    SlowDevice(u64),
+}
+
+impl Fault {
+    const ALL: [Fault; 8] = [
+        Fault::Healthy,
+        Fault::Busy,
+        Fault::Congestion("256kb"),
+        Fault::Congestion("32kb"),
+        Fault::Congestion("16kb"),
+        Fault::SlowDevice(150),
+        Fault::SlowDevice(80),
+        Fault::SlowDevice(40),
+    ];
+
+    fn truth(self) -> &'static str {
+        match self {
+            Fault::Healthy | Fault::Busy => "none",
+            Fault::Congestion(_) => "network_congestion",
+            Fault::SlowDevice(_) => "slow_device",
+        }
+    }
+
+    fn label(self) -> String {
+        match self {
+            Fault::Healthy => "healthy".into(),
+            Fault::Busy => "healthy, busy host".into(),
+            Fault::Congestion(l) => format!("congestion, {l} buffer toward c"),
+            Fault::SlowDevice(n) => format!("slow device, {n} writes/s"),
+        }
+    }
+
+    fn is_fault(self) -> bool {
+        !matches!(self, Fault::Healthy | Fault::Busy)
+    }
+
+    /// The row of the confusion matrix.
+    fn class(self) -> &'static str {
+        match self {
+            Fault::Healthy => "healthy",
+            Fault::Busy => "healthy, busy host",
+            Fault::Congestion(_) => "congestion",
+            Fault::SlowDevice(_) => "slow device",
+        }
+    }
+
+    /// A verdict that is not a false alarm on a healthy run: `none`, and on a busy host
+    /// also `cpu` (its CPU was contended).
+    fn acceptable(self, cause: &str) -> bool {
+        cause == self.truth() || (self == Fault::Busy && cause == "cpu")
+    }
+}
+
+fn workload() -> Workload {
+    Workload {
+        rw: "randwrite".into(),
+        rwmixread: None,
+        bs: "64k".into(),
+        iodepth: 4,
+        numjobs: 1,
+        rate_iops: Some(100),
+        size: "256m".into(),
+        runtime: "24s".into(),
+        ramp_time: Some(format!("{RAMP_S}s")),
+        interval: "1s".into(),
+        extra: vec!["--replica_timeout=30s".into()],
+    }
+}
+
+/// What one case gave.
+struct Case {
+    fault: Fault,
+    cause: String,
+    /// The best-scoring other cause among the candidates, for top-2.
+    second: Option<String>,
+    location: String,
+    culprit: bool,
+    /// Write p99 after the onset over before.
+    impact: Option<f64>,
+    /// Why a fault case does not count; `None` when it does.
+    dropped: Option<String>,
+    /// Intervals from the onset to the first live verdict naming the true cause.
+    to_correct: Option<usize>,
+}
+
+/// Work that keeps the host busy while it lives: CPU spinners and a direct-IO writer.
+struct Busy(Vec<Child>);
+
+impl Busy {
+    fn start(dir: &Path) -> Result<Busy> {
+        let mut children = Vec::new();
+        for _ in 0..2 {
+            children.push(
+                Command::new("sh")
+                    .args(["-c", "while :; do :; done"])
+                    .spawn()?,
+            );
+        }
+        let file = dir.join("busy-writer");
+        children.push(
+            Command::new("sh")
+                .arg("-c")
+                .arg(format!(
+                    "while :; do dd if=/dev/zero of={} bs=1M count=256 oflag=direct 2>/dev/null; done",
+                    file.display()
+                ))
+                .stdout(Stdio::null())
+                .spawn()?,
+        );
+        Ok(Busy(children))
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64()
+}
+
+pub fn run() -> Result<()> {
+    interrupt::install()?;
+    let out = PathBuf::from("target/bench/diagnosis");
+    std::fs::create_dir_all(&out)?;
+    let lab = Lab::new(
+        "dx",
+        &[
+            HostSpec::new("a").shaped(Shaping::deep()),
+            HostSpec::new("b").shaped(Shaping::deep()),
+            HostSpec::new("c").shaped(Shaping::deep()),
+        ],
+    )?;
+    let disk = Disk::new(
+        "dx",
+        DiskSpec::new(1 << 30).throttle(Throttle::WriteIops(UNLIMITED)),
+    )?;
+    let rr = ReplicatedRun::start_many(&lab, "a", &["b", "c"])?;
+    let c_addr = lab.host("c").addr.to_string();
+    println!(
+        "diagnosis bench: {} cases x {REPS} repetitions, faults {ONSET_S} s into 24 s runs; records in {}",
+        Fault::ALL.len(),
+        out.display()
+    );
+    let mut cases = Vec::new();
+    for rep in 1..=REPS {
+        for (i, fault) in Fault::ALL.into_iter().enumerate() {
+            interrupt::check()?;
+            let name = format!("case{i}-rep{rep}");
+            let case = one(&lab, &rr, &disk, fault, &out, &name, &c_addr)?;
+            print_case(&case, rep);
+            cases.push(case);
+        }
+    }
+    let summary = summarize(&cases);
+    print!("{summary}");
+    std::fs::write(out.join("summary.txt"), &summary)?;
+    Ok(())
+}
+
+fn one(
+    lab: &Lab,
+    rr: &ReplicatedRun,
+    disk: &Disk,
+    fault: Fault,
+    out: &Path,
+    name: &str,
+    c_addr: &str,
+) -> Result<Case> {
+    let c = lab.host("c");
+    lab.reshape(c, &Shaping::deep())?;
+    disk.throttle_now(Throttle::WriteIops(UNLIMITED))?;
+    let _busy = (fault == Fault::Busy)
+        .then(|| Busy::start(out))
+        .transpose()?;
+    let onset: Mutex<Option<f64>> = Mutex::new(None);
+    let outcome = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_secs(RAMP_S + ONSET_S));
+            let injected = match fault {
+                Fault::Congestion(limit) => lab.reshape(c, &Shaping::new("200mbit", "32kb", limit)),
+                Fault::SlowDevice(n) => disk.throttle_now(Throttle::WriteIops(n)),
+                Fault::Healthy | Fault::Busy => Ok(()),
+            };
+            match injected {
+                Ok(()) => *onset.lock().unwrap() = Some(unix_now()),
+                Err(e) => eprintln!("{name}: injecting {}: {e:#}", fault.label()),
+            }
+        });
+        rr.run_to_end(disk, &workload(), out, name, None)
+    })?;
+    lab.reshape(c, &Shaping::deep())?;
+    disk.throttle_now(Throttle::WriteIops(UNLIMITED))?;
+
+    let record: Value = serde_json::from_str(&std::fs::read_to_string(&outcome.record)?)
+        .context("the run record")?;
+    let point = &record["points"][0];
+    let start = point["start_unix_seconds"].as_f64().unwrap_or(0.0);
+    let interval = point["run"]["interval_seconds"].as_f64().unwrap_or(1.0);
+    let onset = onset.lock().unwrap().context("no onset time")?;
+    let onset_row = ((onset - start) / interval).floor().max(0.0) as usize;
+    let p99: Vec<Option<f64>> = point["run"]["hosts"][0]["write"]["p99_seconds"]
+        .as_array()
+        .map(|a| a.iter().map(Value::as_f64).collect())
+        .unwrap_or_default();
+    let impact = impact(&p99, onset_row);
+    let dropped = if !fault.is_fault() {
+        None
+    } else if outcome.failure.is_some() && impact.is_none() {
+        Some("the run failed before its p99 could be compared".into())
+    } else {
+        match impact {
+            Some(x) if x >= 2.0 => None,
+            Some(x) => Some(format!("p99 moved {x:.1}x, under 2x")),
+            None => Some("no p99 before or after the onset".into()),
+        }
+    };
+    let v = &outcome.analysis["verdict"];
+    let cause = v["cause"].as_str().unwrap_or("").to_string();
+    let location = v["location"].as_str().unwrap_or("").to_string();
+    let culprit = match fault {
+        Fault::Congestion(_) => location.contains(&format!("replica {c_addr}")),
+        Fault::SlowDevice(_) => location.contains(disk.name()),
+        _ => true,
+    };
+    let to_correct = outcome.report["loadgen"]["points"][0]["timeline"]
+        .as_array()
+        .and_then(|rows| {
+            rows.iter()
+                .enumerate()
+                .skip(onset_row)
+                .find(|(_, r)| r["verdict"]["cause"] == fault.truth())
+                .map(|(k, _)| k - onset_row)
+        });
+    Ok(Case {
+        fault,
+        second: second_cause(&outcome.analysis, &cause),
+        cause,
+        location,
+        culprit,
+        impact,
+        dropped,
+        to_correct,
+    })
+}
+
+/// Median write p99 from two intervals after the onset to the end, over the median
+/// before it (the first interval left out: connections still warming).
+fn impact(p99: &[Option<f64>], onset_row: usize) -> Option<f64> {
+    let take = |from: usize, to: usize| -> Vec<f64> {
+        p99.get(from..to.min(p99.len()))
+            .unwrap_or_default()
+            .iter()
+            .flatten()
+            .copied()
+            .collect()
+    };
+    let before = take(1, onset_row);
+    let after = take(onset_row + 2, p99.len());
+    if before.is_empty() || after.is_empty() {
+        return None;
+    }
+    Some(median(&after) / median(&before))
+}
+
+/// The best-scoring candidate of another cause than `first`, in the verdict's host and
+/// direction.
+fn second_cause(analysis: &Value, first: &str) -> Option<String> {
+    let v = &analysis["verdict"];
+    let host = analysis["hosts"]
+        .as_array()?
+        .iter()
+        .find(|h| h["name"] == v["host"])?;
+    let dir = host["directions"]
+        .as_array()?
+        .iter()
+        .find(|d| d["direction"] == v["direction"])?;
+    let mut c: Vec<(&str, f64)> = dir["candidates"]
+        .as_array()?
+        .iter()
+        .filter_map(|c| Some((c["cause"].as_str()?, c["score"].as_f64()?)))
+        .filter(|(cause, score)| *cause != first && *score > 0.0)
+        .collect();
+    c.sort_by(|a, b| b.1.total_cmp(&a.1));
+    c.first().map(|(cause, _)| cause.to_string())
+}
+
+fn print_case(c: &Case, rep: usize) {
+    let impact = c.impact.map_or("-".into(), |x| format!("{x:.1}x"));
+    let counted = match &c.dropped {
+        None => "counted".to_string(),
+        Some(why) => format!("dropped: {why}"),
+    };
+    let when = c
+        .to_correct
+        .map_or("-".into(), |k| format!("{k} intervals"));
+    println!(
+        "  {:<34} rep {rep}: verdict {} {}| p99 {impact} | {counted} | right live verdict after {when}",
+        c.fault.label(),
+        c.cause,
+        if c.location.is_empty() {
+            String::new()
+        } else {
+            format!("at {} ", c.location)
+        },
+    );
+}
+
+fn summarize(cases: &[Case]) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let commit = Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    let _ = writeln!(
+        s,
+        "\ndiagnosis bench at commit {commit}, {} cases",
+        cases.len()
+    );
+    let faults: Vec<&Case> = cases.iter().filter(|c| c.fault.is_fault()).collect();
+    let kept: Vec<&Case> = faults
+        .iter()
+        .copied()
+        .filter(|c| c.dropped.is_none())
+        .collect();
+    let _ = writeln!(
+        s,
+        "impact validation: {} of {} fault cases moved the write p99 at least 2x",
+        kept.len(),
+        faults.len()
+    );
+    for c in faults.iter().filter(|c| c.dropped.is_some()) {
+        let _ = writeln!(
+            s,
+            "  dropped: {} ({})",
+            c.fault.label(),
+            c.dropped.as_deref().unwrap_or("")
+        );
+    }
+    let healthy: Vec<&Case> = cases.iter().filter(|c| !c.fault.is_fault()).collect();
+    let judged: Vec<&Case> = healthy.iter().chain(kept.iter()).copied().collect();
+    let classes = ["healthy", "healthy, busy host", "congestion", "slow device"];
+    let mut verdicts: Vec<&str> = vec!["none", "network_congestion", "slow_device", "cpu"];
+    for c in &judged {
+        if !verdicts.contains(&c.cause.as_str()) {
+            verdicts.push(&c.cause);
+        }
+    }
+    let _ = writeln!(s, "\nconfusion matrix (rows: true class; columns: verdict)");
+    let _ = write!(s, "  {:<20}", "");
+    for v in &verdicts {
+        let _ = write!(s, "{v:>20}");
+    }
+    let _ = writeln!(s);
+    for class in classes {
+        let _ = write!(s, "  {class:<20}");
+        for v in &verdicts {
+            let n = judged
+                .iter()
+                .filter(|c| c.fault.class() == class && c.cause == *v)
+                .count();
+            let _ = write!(s, "{n:>20}");
+        }
+        let _ = writeln!(s);
+    }
+    let ratio = |n: usize, of: usize| {
+        if of == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.2} ({n} of {of})", n as f64 / of as f64)
+        }
+    };
+    let right: Vec<&Case> = kept
+        .iter()
+        .copied()
+        .filter(|c| c.cause == c.fault.truth())
+        .collect();
+    let top2 = kept
+        .iter()
+        .filter(|c| c.cause == c.fault.truth() || c.second.as_deref() == Some(c.fault.truth()))
+        .count();
+    let _ = writeln!(
+        s,
+        "\ntop-1 accuracy (fault cases kept): {}",
+        ratio(right.len(), kept.len())
+    );
+    let _ = writeln!(
+        s,
+        "top-2 accuracy (fault cases kept): {}",
+        ratio(top2, kept.len())
+    );
+    for (label, f) in [
+        ("healthy", Fault::Healthy),
+        ("healthy, busy host", Fault::Busy),
+    ] {
+        let runs: Vec<&&Case> = healthy.iter().filter(|c| c.fault == f).collect();
+        let wrong = runs
+            .iter()
+            .filter(|c| !c.fault.acceptable(&c.cause))
+            .count();
+        let _ = writeln!(s, "false positives, {label}: {}", ratio(wrong, runs.len()));
+    }
+    let named = right.iter().filter(|c| c.culprit).count();
+    let _ = writeln!(
+        s,
+        "culprit named right in correct verdicts: {}",
+        ratio(named, right.len())
+    );
+    let times: Vec<f64> = right
+        .iter()
+        .filter_map(|c| c.to_correct.map(|k| k as f64))
+        .collect();
+    if !times.is_empty() {
+        let max = times.iter().copied().fold(0.0, f64::max);
+        let _ = writeln!(
+            s,
+            "onset to the first right live verdict: median {} intervals, at most {max} ({} of {} correct cases had one)",
+            median(&times),
+            times.len(),
+            right.len()
+        );
+    }
+    s
+}
