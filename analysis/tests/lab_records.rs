@@ -129,6 +129,7 @@ fn the_first_intervals_of_a_run_line_up() {
         include_str!("lab/short-queue.json"),
         include_str!("lab/two-replicas.json"),
         include_str!("lab/cpu-taken.json"),
+        include_str!("lab/busy-host.json"),
     ] {
         let r = run(json);
         assert_eq!(r.first(r.len()), r);
@@ -216,6 +217,28 @@ fn latency_that_rises_with_a_starved_cpu_is_the_cpu() {
             .iter()
             .flat_map(|d| &d.candidates)
             .all(|c| c.cause != Cause::Cpu || c.score == 0.0),
+        "{}",
+        report.to_text()
+    );
+}
+
+/// A healthy run on a busy host (`cargo xtask bench diagnosis`: two CPU spinners and a
+/// direct-IO disk writer beside the load, replicas b and c behind deep ports): some task
+/// waited for a CPU about a third of the time, and the client retransmitted 36 times to c,
+/// 0.01 per write, with nothing dropped on the path. Late acknowledgements, not congestion.
+#[test]
+fn retransmits_on_a_contended_cpu_without_drops_are_not_congestion() {
+    let r = run(include_str!("lab/busy-host.json"));
+    let report = analyze(&r).unwrap();
+    assert_eq!(report.verdict.cause, Cause::None, "{}", report.to_text());
+
+    // Without the CPU's pressure the retransmits alone read as congestion.
+    let mut blind = r.clone();
+    blind.hosts[0].cpu_stalled_seconds.clear();
+    let report = analyze(&blind).unwrap();
+    assert_eq!(
+        report.verdict.cause,
+        Cause::NetworkCongestion,
         "{}",
         report.to_text()
     );

@@ -102,14 +102,19 @@ fn starved(cx: &Context, sigs: &[usize]) -> bool {
     })
 }
 
-/// Whether a starved CPU on the analysed host, or on the host of `peer`, explains late
-/// round trips and retransmits toward that peer.
+/// Whether the CPU of the analysed host, or of the host of `peer`, was contended enough to
+/// account for late round trips and a few retransmits toward that peer: some task waited
+/// for it `cpu_stalled` of the time (in the raised intervals, or over the whole run). A
+/// weaker claim than naming the CPU, so the lower threshold holds for both.
 pub(super) fn cpu_explains(cx: &Context, peer: Option<&str>) -> bool {
     cpu_targets(cx)
         .iter()
         .filter(|t| t.replica.is_none() || t.replica.as_deref() == peer)
         .any(|t| {
-            let sigs = signals(cx, t.host);
-            starved(cx, &sigs) && (!cx.raised() || sigs.iter().any(|&i| cx.scores[i].rose))
+            signals(cx, t.host).iter().any(|&i| {
+                let sc = &cx.scores[i];
+                let level = if cx.raised() { sc.raised } else { sc.run };
+                level.is_some_and(|v| v >= cx.t.cpu_stalled)
+            })
         })
 }
