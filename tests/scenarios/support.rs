@@ -147,6 +147,16 @@ pub fn print_outcome(name: &str, o: &Outcome) {
     }
 }
 
+/// The verdict is `cause`, placed where `place` says (`location` contains it).
+pub fn assert_verdict(o: &Outcome, cause: &str, place: &str) {
+    assert_eq!(o.cause(), cause, "{:#}", o.analysis["verdict"]);
+    let location = o.analysis["verdict"]["location"].as_str().unwrap_or("");
+    assert!(
+        location.contains(place),
+        "the cause is placed at {place}: {location}"
+    );
+}
+
 /// The replica's address as the agent labels it.
 pub fn replica_ip(lab: &Lab) -> String {
     lab.host(REPLICA).addr.to_string()

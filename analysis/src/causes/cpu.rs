@@ -47,19 +47,13 @@ fn signals(cx: &Context, host: &Host) -> Vec<usize> {
 }
 
 pub(super) fn cpu(cx: &Context, target: &CpuTarget) -> Candidate {
-    let share = match &target.replica {
-        Some(p) => cx.share(PartKind::Replica, Some(p)),
-        // The analysed host's CPU serves every part it measures.
-        None => {
-            let parts = cx
-                .shares
-                .iter()
-                .filter(|s| matches!(s.part, PartKind::LocalDevice | PartKind::Replica));
-            let mut any = false;
-            let sum: f64 = parts.inspect(|_| any = true).map(|s| s.share).sum();
-            any.then_some(sum.min(1.0))
-        }
-    };
+    // A replica host's CPU holds that replica's round trip. The analysed host's CPU serves
+    // every part it measures, none of them its own: it is judged by its signal alone, so
+    // it cannot outscore a cause with evidence of its own on the strength of a share.
+    let share = target
+        .replica
+        .as_deref()
+        .and_then(|p| cx.share(PartKind::Replica, Some(p)));
     let mut c = candidate(
         Cause::Cpu,
         prose::cpu_location(&target.host.name, target.replica.as_deref()),
@@ -67,8 +61,10 @@ pub(super) fn cpu(cx: &Context, target: &CpuTarget) -> Candidate {
     );
     c.replica = target.replica.clone();
     let sigs = signals(cx, target.host);
-    if !starved(cx, &sigs) {
-        // A CPU with room to spare is no candidate, whatever share its host holds.
+    // A CPU with room to spare is no candidate, whatever share its host holds; nor, over a
+    // whole run, is the analysed host's: with no part of its own and no rise, nothing ties
+    // a busy CPU to the latency (it still accounts for retransmits, `cpu_explains`).
+    if !starved(cx, &sigs) || (target.replica.is_none() && !cx.raised()) {
         c.share = None;
         return c;
     }

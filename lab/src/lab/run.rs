@@ -39,6 +39,26 @@ pub struct Workload {
 }
 
 impl Workload {
+    /// The replicated workload of the buffer scenarios and the diagnosis bench: 64 KiB random
+    /// writes at 100 per second on a fixed schedule (open loop), 4 in flight, after a 1 s
+    /// ramp, with 1 s intervals: a quarter of a 200 Mbit/s port, in bursts a shallow buffer
+    /// cannot hold.
+    pub fn paced_writes(runtime: &str) -> Workload {
+        Workload {
+            rw: "randwrite".into(),
+            rwmixread: None,
+            bs: "64k".into(),
+            iodepth: 4,
+            numjobs: 1,
+            rate_iops: Some(100),
+            size: "256m".into(),
+            runtime: runtime.into(),
+            ramp_time: Some("1s".into()),
+            interval: "1s".into(),
+            extra: Vec::new(),
+        }
+    }
+
     pub fn args(&self) -> Vec<String> {
         let mut a = vec![
             format!("--rw={}", self.rw),

@@ -31,6 +31,7 @@ use stornet_lab::lab::{
 use super::median;
 
 const REPS: usize = 3;
+/// The ramp of `Workload::paced_writes`.
 const RAMP_S: u64 = 1;
 const ONSET_S: u64 = 14;
 /// A limit the disk never reaches: the throttle's cgroup exists, to be tightened later.
@@ -98,17 +99,8 @@ impl Fault {
 
 fn workload() -> Workload {
     Workload {
-        rw: "randwrite".into(),
-        rwmixread: None,
-        bs: "64k".into(),
-        iodepth: 4,
-        numjobs: 1,
-        rate_iops: Some(100),
-        size: "256m".into(),
-        runtime: "24s".into(),
-        ramp_time: Some(format!("{RAMP_S}s")),
-        interval: "1s".into(),
         extra: vec!["--replica_timeout=30s".into()],
+        ..Workload::paced_writes("24s")
     }
 }
 
