@@ -2,7 +2,14 @@
 //! Unless said otherwise, host a writes 64 KiB blocks at 100 per second with every write
 //! replicated to host b through a switch whose ports are shaped to 200 Mbit/s.
 
-use analysis::{Cause, Run, analyze};
+use analysis::{Cause, Report, Run, analyze};
+
+/// The analysis of `r`, whose verdict must be `cause` (the report's text otherwise).
+fn judged(r: &Run, cause: Cause) -> Report {
+    let report = analyze(r).unwrap();
+    assert_eq!(report.verdict.cause, cause, "{}", report.to_text());
+    report
+}
 
 fn run(json: &str) -> Run {
     let run: Run = serde_json::from_str(json).expect("a lab record");
@@ -17,13 +24,7 @@ fn run(json: &str) -> Run {
 #[test]
 fn waiting_for_slots_held_by_a_congested_replica_is_network_congestion() {
     let mut r = run(include_str!("lab/shallow-buffer.json"));
-    let report = analyze(&r).unwrap();
-    assert_eq!(
-        report.verdict.cause,
-        Cause::NetworkCongestion,
-        "{}",
-        report.to_text()
-    );
+    let report = judged(&r, Cause::NetworkCongestion);
     assert_eq!(
         report.verdict.location.as_deref(),
         Some("path to replica 198.19.1.2")
@@ -35,8 +36,7 @@ fn waiting_for_slots_held_by_a_congested_replica_is_network_congestion() {
     // Without knowing the slots were full, the wait would count against every part and
     // the run would pass as healthy, with a p99 of seconds.
     r.hosts[0].write.as_mut().unwrap().slots_in_use.clear();
-    let blind = analyze(&r).unwrap();
-    assert_eq!(blind.verdict.cause, Cause::None, "{}", blind.to_text());
+    judged(&r, Cause::None);
 }
 
 /// A deep (4 MiB) buffer, healthy, while another pair of namespaces on the same machine
@@ -50,19 +50,12 @@ fn qdisc_drops_elsewhere_on_the_machine_do_not_make_a_path_congested() {
     let foreign: f64 = h.skb_drops["qdisc_drop"].iter().flatten().sum();
     let on_path: f64 = h.qdiscs.iter().flat_map(|q| q.drops.iter().flatten()).sum();
     assert!(foreign > 100_000.0 && on_path == 0.0);
-    let report = analyze(&r).unwrap();
-    assert_eq!(report.verdict.cause, Cause::None, "{}", report.to_text());
+    judged(&r, Cause::None);
 
     // A host whose qdiscs were not measured still has the drop reason to go by.
     let mut unwatched = r.clone();
     unwatched.hosts[0].qdiscs.clear();
-    let report = analyze(&unwatched).unwrap();
-    assert_eq!(
-        report.verdict.cause,
-        Cause::NetworkCongestion,
-        "{}",
-        report.to_text()
-    );
+    judged(&unwatched, Cause::NetworkCongestion);
 }
 
 /// Scenario 5: 64 writes outstanding on a loop device whose queue holds 31 requests, in
@@ -75,13 +68,7 @@ fn qdisc_drops_elsewhere_on_the_machine_do_not_make_a_path_congested() {
 #[test]
 fn a_queue_that_fills_in_bursts_is_device_saturation() {
     let r = run(include_str!("lab/short-queue.json"));
-    let report = analyze(&r).unwrap();
-    assert_eq!(
-        report.verdict.cause,
-        Cause::DeviceSaturation,
-        "{}",
-        report.to_text()
-    );
+    let report = judged(&r, Cause::DeviceSaturation);
     assert_eq!(
         report.verdict.location.as_deref(),
         Some("device loop1 on a")
@@ -91,25 +78,13 @@ fn a_queue_that_fills_in_bursts_is_device_saturation() {
     let mut missed = r.clone();
     let dev = missed.hosts[0].devices.get_mut("loop1").unwrap();
     dev.inflight.iter_mut().for_each(|v| *v = Some(0.0));
-    let report = analyze(&missed).unwrap();
-    assert_eq!(
-        report.verdict.cause,
-        Cause::DeviceSaturation,
-        "{}",
-        report.to_text()
-    );
+    judged(&missed, Cause::DeviceSaturation);
 
     // Half the IOs at the same service time: 13 of 31 busy on average, the queue had room,
     // and the wait above the block layer is throttling before the device.
     let write = dev_ops(&mut missed, "loop1");
     write.ios.iter_mut().flatten().for_each(|v| *v /= 2.0);
-    let report = analyze(&missed).unwrap();
-    assert_eq!(
-        report.verdict.cause,
-        Cause::SlowDevice,
-        "{}",
-        report.to_text()
-    );
+    judged(&missed, Cause::SlowDevice);
 }
 
 fn dev_ops<'a>(r: &'a mut Run, device: &str) -> &'a mut analysis::BlockOp {
@@ -188,8 +163,7 @@ fn of_two_replicas_the_congested_one_is_named_and_the_other_is_healthy() {
 #[test]
 fn latency_that_rises_with_a_starved_cpu_is_the_cpu() {
     let r = run(include_str!("lab/cpu-taken.json"));
-    let report = analyze(&r).unwrap();
-    assert_eq!(report.verdict.cause, Cause::Cpu, "{}", report.to_text());
+    let report = judged(&r, Cause::Cpu);
     assert_eq!(report.verdict.location.as_deref(), Some("CPU of a"));
     let e = report.verdict.evidence.join("\n");
     assert!(e.contains("time some task waited for a CPU on a"), "{e}");
@@ -198,13 +172,7 @@ fn latency_that_rises_with_a_starved_cpu_is_the_cpu() {
     // service time is its worker thread's CPU time, and it rose with the starvation.
     let mut blind = r.clone();
     blind.hosts[0].cpu_stalled_seconds.clear();
-    let report = analyze(&blind).unwrap();
-    assert_eq!(
-        report.verdict.cause,
-        Cause::SlowDevice,
-        "{}",
-        report.to_text()
-    );
+    judged(&blind, Cause::SlowDevice);
 
     // A CPU with room to spare all along is no candidate, whatever the host's share.
     let mut idle = r.clone();
@@ -229,17 +197,10 @@ fn latency_that_rises_with_a_starved_cpu_is_the_cpu() {
 #[test]
 fn retransmits_on_a_contended_cpu_without_drops_are_not_congestion() {
     let r = run(include_str!("lab/busy-host.json"));
-    let report = analyze(&r).unwrap();
-    assert_eq!(report.verdict.cause, Cause::None, "{}", report.to_text());
+    judged(&r, Cause::None);
 
     // Without the CPU's pressure the retransmits alone read as congestion.
     let mut blind = r.clone();
     blind.hosts[0].cpu_stalled_seconds.clear();
-    let report = analyze(&blind).unwrap();
-    assert_eq!(
-        report.verdict.cause,
-        Cause::NetworkCongestion,
-        "{}",
-        report.to_text()
-    );
+    judged(&blind, Cause::NetworkCongestion);
 }

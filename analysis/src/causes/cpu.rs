@@ -6,7 +6,7 @@
 
 use super::score::{SPECIFIC, association, candidate, findings, judge_signals, magnitude, score};
 use crate::breakdown::PartKind;
-use crate::context::{Context, Mode};
+use crate::context::Context;
 use crate::model::Host;
 use crate::prose;
 use crate::report::{Candidate, Cause};
@@ -85,15 +85,27 @@ pub(super) fn cpu(cx: &Context, target: &CpuTarget) -> Candidate {
     c
 }
 
-/// Whether a CPU signal reaches the starvation level: over the whole run, or in the raised
-/// intervals.
+/// Whether a CPU signal reaches the starvation level to be named: in the raised intervals,
+/// or (higher, as nothing else ties it to the latency) over the whole run.
 fn starved(cx: &Context, sigs: &[usize]) -> bool {
+    let t = cx.t;
+    reaches(
+        cx,
+        sigs,
+        if cx.raised() {
+            t.cpu_stalled
+        } else {
+            t.cpu_stalled_run
+        },
+    )
+}
+
+/// Whether a CPU signal's level (in the raised intervals, or over the whole run) is at least
+/// `threshold`.
+fn reaches(cx: &Context, sigs: &[usize], threshold: f64) -> bool {
     sigs.iter().any(|&i| {
         let sc = &cx.scores[i];
-        let (level, threshold) = match cx.mode {
-            Mode::Raised { .. } => (sc.raised, cx.t.cpu_stalled),
-            Mode::Whole => (sc.run, cx.t.cpu_stalled_run),
-        };
+        let level = if cx.raised() { sc.raised } else { sc.run };
         level.is_some_and(|v| v >= threshold)
     })
 }
@@ -106,11 +118,5 @@ pub(super) fn cpu_explains(cx: &Context, peer: Option<&str>) -> bool {
     cpu_targets(cx)
         .iter()
         .filter(|t| t.replica.is_none() || t.replica.as_deref() == peer)
-        .any(|t| {
-            signals(cx, t.host).iter().any(|&i| {
-                let sc = &cx.scores[i];
-                let level = if cx.raised() { sc.raised } else { sc.run };
-                level.is_some_and(|v| v >= cx.t.cpu_stalled)
-            })
-        })
+        .any(|t| reaches(cx, &signals(cx, t.host), cx.t.cpu_stalled))
 }

@@ -29,6 +29,8 @@ struct Point {
     agents: Vec<(AgentSpec, PointSamples)>,
     /// The live verdicts, each with the number of rows done when it was reached.
     live: Vec<(usize, LiveVerdict)>,
+    /// loadgen's host and its target devices, for the live verdicts (found once per point).
+    local: (String, Vec<String>),
 }
 
 pub struct Recorder {
@@ -130,6 +132,7 @@ impl Recorder {
             histograms: [Vec::new(), Vec::new()],
             agents: Vec::new(),
             live: Vec::new(),
+            local: self.local(),
         });
     }
 
@@ -169,15 +172,14 @@ impl Recorder {
             .collect();
         let agents: Vec<(&AgentSpec, &Values)> = agents.iter().map(|(s, v)| (s, v)).collect();
         let histograms = [0, 1].map(|d| &p.histograms[d][..n.min(p.histograms[d].len())]);
-        let (local, devices) = self.local();
         let run = self.run_of(
             &p.rows[..n],
             histograms,
             &agents,
             p.slots,
             p.start_unix_seconds,
-            &local,
-            &devices,
+            &p.local.0,
+            &p.local.1,
         );
         let verdict = LiveVerdict::of(&analysis::analyze(&run).ok()?, n);
         let p = self.points.last_mut()?;
