@@ -237,6 +237,15 @@ pub fn slow_service(service: f64, slow_from: f64) -> String {
 }
 
 /// A whole run whose IOs wait above the block layer while the device has room.
+pub fn cpu_wait(location: &str, part: f64, raised: bool, host: &str, stalled: f64) -> String {
+    format!(
+        "{} per IO at {location}{} can be waiting for a CPU: some task waited for the CPU of {host} {} of the time",
+        secs(part),
+        if raised { " (its rise)" } else { "" },
+        pct(stalled)
+    )
+}
+
 pub fn held_above_block(above: f64, local: f64) -> String {
     format!(
         "{} per IO held above the block layer ({} of the local device time) while the device queue had room: throttling (such as a cgroup IO limit) before the device",

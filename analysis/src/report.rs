@@ -15,6 +15,8 @@ pub enum Cause {
     DeviceSaturation,
     SlowDevice,
     MtuMismatch,
+    /// Packets lost on a path with no full queue behind the loss.
+    PacketLoss,
     /// A host's CPU starved: tasks waited for a CPU much of the time.
     Cpu,
     /// Healthy: no raised intervals and no anomalous signal.
@@ -32,6 +34,7 @@ impl Cause {
             Cause::DeviceSaturation => "device_saturation",
             Cause::SlowDevice => "slow_device",
             Cause::MtuMismatch => "mtu_mismatch",
+            Cause::PacketLoss => "packet_loss",
             Cause::Cpu => "cpu",
             Cause::None => "none",
             Cause::Unexplained => "unexplained",
@@ -47,6 +50,7 @@ impl Cause {
                 | Cause::DeviceSaturation
                 | Cause::SlowDevice
                 | Cause::MtuMismatch
+                | Cause::PacketLoss
                 | Cause::Cpu
         )
     }

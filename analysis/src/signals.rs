@@ -74,6 +74,9 @@ pub enum DropClass {
     Congestion,
     /// The packet's size or header length was wrong for the path.
     Length,
+    /// The packet was lost with no queue full: corrupted on the wire (checksum) or
+    /// filtered.
+    Loss,
     Other,
 }
 
@@ -99,11 +102,21 @@ pub fn drop_class(reason: &str) -> DropClass {
         "ip_inhdr",
         "dev_hdr",
     ];
+    const LOSS: &[&str] = &[
+        "netfilter_drop",
+        "ip_csum",
+        "tcp_csum",
+        "udp_csum",
+        "icmp_csum",
+        "skb_csum",
+    ];
     let r = reason.to_ascii_lowercase();
     if r.starts_with("qdisc_") || CONGESTION.contains(&r.as_str()) {
         DropClass::Congestion
     } else if LENGTH.contains(&r.as_str()) {
         DropClass::Length
+    } else if LOSS.contains(&r.as_str()) {
+        DropClass::Loss
     } else {
         DropClass::Other
     }

@@ -63,6 +63,10 @@ pub struct Thresholds {
     /// ...or this share of a whole run judged at once, where nothing else ties them: a
     /// busy machine with room to serve its IO waits for a CPU a third of the time.
     pub cpu_stalled_run: f64,
+    /// On a host whose CPU is contended (`cpu_stalled`), device time per IO up to this long
+    /// can be its tasks waiting for a CPU rather than a slow device: time above the block
+    /// layer (the submitting task's) and a loop device's service time (its worker thread's).
+    pub cpu_wait_seconds: f64,
     /// MSS plus this many bytes below the interface MTU means a smaller path MTU.
     pub mss_overhead_bytes: f64,
     /// A cause whose requirement is not met keeps this fraction of its score.
@@ -97,6 +101,7 @@ impl Default for Thresholds {
             above_block_fraction: 0.5,
             cpu_stalled: 0.2,
             cpu_stalled_run: 0.5,
+            cpu_wait_seconds: 0.005,
             queue_seconds: 0.001,
             mss_overhead_bytes: 100.0,
             unconfirmed_factor: 0.3,

@@ -256,4 +256,51 @@ impl Lab {
         }
         Ok(total)
     }
+
+    /// Makes host `host` drop `per_mille` of the TCP segments it receives, at random, as a
+    /// lossy link or NIC would, with no queue behind the loss (nftables in its namespace);
+    /// 0 removes the rule.
+    pub fn lose(&self, host: &Host, per_mille: u32) -> Result<()> {
+        let ns = &host.ns;
+        if ns.run("nft", &["list", "tables"])?.contains(LOSS_TABLE) {
+            ns.run("nft", &["delete", "table", "inet", LOSS_TABLE])?;
+        }
+        if per_mille == 0 {
+            return Ok(());
+        }
+        ns.run("nft", &["add", "table", "inet", LOSS_TABLE])?;
+        ns.run(
+            "nft",
+            &[
+                "add",
+                "chain",
+                "inet",
+                LOSS_TABLE,
+                "input",
+                "{ type filter hook input priority 0; }",
+            ],
+        )?;
+        let rule = format!("meta l4proto tcp numgen random mod 1000 < {per_mille} counter drop");
+        let mut args = vec!["add", "rule", "inet", LOSS_TABLE, "input"];
+        args.extend(rule.split(' '));
+        ns.run("nft", &args)?;
+        Ok(())
+    }
+
+    /// Segments that `lose` dropped at `host` so far (its rule's counter; 0 without one).
+    pub fn lost(&self, host: &Host) -> Result<u64> {
+        let out = host.ns.run("nft", &["list", "tables"])?;
+        if !out.contains(LOSS_TABLE) {
+            return Ok(0);
+        }
+        let out = host.ns.run("nft", &["list", "table", "inet", LOSS_TABLE])?;
+        Ok(out
+            .split("packets ")
+            .skip(1)
+            .filter_map(|rest| rest.split(' ').next()?.parse::<u64>().ok())
+            .sum())
+    }
 }
+
+/// The nftables table of `Lab::lose`.
+const LOSS_TABLE: &str = "stornet_loss";

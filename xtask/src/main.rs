@@ -61,6 +61,12 @@ enum Task {
         /// How long the soak bench runs.
         #[arg(long, default_value_t = 30)]
         minutes: u64,
+        /// The diagnosis bench: only the cases whose label contains this (e.g. `loss`).
+        #[arg(long)]
+        cases: Option<String>,
+        /// The diagnosis bench: repetitions of each case.
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
     },
     /// Fuzz every parser of outside input (cargo-fuzz, nightly), each for a set time from
     /// the seeds in fuzz/corpus; a crash fails with the input saved under fuzz/artifacts.
@@ -175,7 +181,12 @@ fn main() -> ExitCode {
         }
         Task::Test { tier, skip_setup } => test::test(tier, skip_setup),
         Task::Agent { args } => run_agent(&args),
-        Task::Bench { name, minutes } => bench::run(name, minutes),
+        Task::Bench {
+            name,
+            minutes,
+            cases,
+            reps,
+        } => bench::run(name, minutes, cases.as_deref(), reps),
         Task::K8s { check } => k8s::manifests(check),
         Task::Image { tag } => image::image(tag),
         Task::Vm {

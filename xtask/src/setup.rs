@@ -25,6 +25,7 @@ const PACKAGES: &[(&str, &str)] = &[
     ("util-linux", "losetup in tests"),
     ("iputils-ping", "reachability checks in the lab"),
     ("ethtool", "links without offloads in the lab"),
+    ("nftables", "random packet loss at a lab host"),
     ("systemd", "systemd-analyze checks the packaged unit"),
     (
         "qemu-system-x86",

@@ -5,6 +5,7 @@
 //! so the sender's retransmit timers fire with nothing lost.
 
 use super::score::{SPECIFIC, association, candidate, findings, judge_signals, magnitude, score};
+use super::slow_device::CpuWait;
 use crate::breakdown::PartKind;
 use crate::context::Context;
 use crate::model::Host;
@@ -14,7 +15,7 @@ use crate::signals::SignalKind;
 
 /// A host whose CPU the analysis watched: the analysed one, or a replica's.
 pub(super) struct CpuTarget<'a> {
-    host: &'a Host,
+    pub(super) host: &'a Host,
     replica: Option<String>,
 }
 
@@ -46,7 +47,8 @@ fn signals(cx: &Context, host: &Host) -> Vec<usize> {
         .collect()
 }
 
-pub(super) fn cpu(cx: &Context, target: &CpuTarget) -> Candidate {
+/// `waits`: device time on this host that its contended CPU accounts for (`cpu_wait`).
+pub(super) fn cpu(cx: &Context, target: &CpuTarget, waits: &[CpuWait]) -> Candidate {
     // A replica host's CPU holds that replica's round trip. The analysed host's CPU serves
     // every part it measures, none of them its own: it is judged by its signal alone, so
     // it cannot outscore a cause with evidence of its own on the strength of a share.
@@ -72,8 +74,13 @@ pub(super) fn cpu(cx: &Context, target: &CpuTarget) -> Candidate {
         let picks: Vec<(usize, f64)> = sigs.iter().map(|&i| (i, SPECIFIC)).collect();
         let (assoc, risen) = association(cx, &picks);
         c.association = assoc;
-        c.requirement_met = !risen.is_empty();
+        // The CPU's own stall rose with the latency, or device time rose that is the CPU's.
+        c.requirement_met = !risen.is_empty() || !waits.is_empty();
         c.findings = findings(cx, &risen, 1);
+        c.findings.extend(waits.iter().map(|w| w.why.clone()));
+        if let Some(w) = waits.iter().filter_map(|w| w.share).reduce(f64::max) {
+            c.share = Some(c.share.unwrap_or(0.0).max(w));
+        }
     } else {
         let anomalies: Vec<(usize, f64)> = sigs
             .iter()
@@ -100,14 +107,27 @@ fn starved(cx: &Context, sigs: &[usize]) -> bool {
     )
 }
 
-/// Whether a CPU signal's level (in the raised intervals, or over the whole run) is at least
-/// `threshold`.
+/// The highest level of the CPU signals `sigs`: in the raised intervals, or over the whole
+/// run.
+fn level(cx: &Context, sigs: &[usize]) -> Option<f64> {
+    sigs.iter()
+        .filter_map(|&i| {
+            let sc = &cx.scores[i];
+            if cx.raised() { sc.raised } else { sc.run }
+        })
+        .reduce(f64::max)
+}
+
+/// Whether a CPU signal's level is at least `threshold`.
 fn reaches(cx: &Context, sigs: &[usize], threshold: f64) -> bool {
-    sigs.iter().any(|&i| {
-        let sc = &cx.scores[i];
-        let level = if cx.raised() { sc.raised } else { sc.run };
-        level.is_some_and(|v| v >= threshold)
-    })
+    level(cx, sigs).is_some_and(|v| v >= threshold)
+}
+
+/// How much of the time some task waited for `host`'s CPU (in the raised intervals, or over
+/// the whole run), when that reaches `cpu_stalled`: a few milliseconds per IO of its device
+/// time can then be waiting for a CPU.
+pub(super) fn contended(cx: &Context, host: &Host) -> Option<f64> {
+    level(cx, &signals(cx, host)).filter(|&v| v >= cx.t.cpu_stalled)
 }
 
 /// Whether the CPU of the analysed host, or of the host of `peer`, was contended enough to

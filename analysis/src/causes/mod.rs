@@ -13,6 +13,7 @@ mod device_saturation;
 mod mtu_mismatch;
 mod network;
 mod network_congestion;
+mod packet_loss;
 mod score;
 mod slow_device;
 
@@ -24,23 +25,33 @@ use device_saturation::device_saturation;
 use mtu_mismatch::mtu_mismatch;
 use network::peers;
 use network_congestion::network_congestion;
-use slow_device::slow_device;
+use packet_loss::packet_loss;
+use slow_device::{cpu_wait, slow_device};
 
 /// Every candidate, best first.
 pub fn rank(cx: &Context) -> Vec<Candidate> {
     let mut out = Vec::new();
     for peer in peers(cx) {
         let mtu = mtu_mismatch(cx, peer.as_deref());
-        // Retransmits that an MTU mismatch or a starved CPU explains are not evidence of
-        // congestion.
-        let explained = mtu.requirement_met || cpu_explains(cx, peer.as_deref());
+        let loss = packet_loss(cx, peer.as_deref(), mtu.requirement_met);
+        // Retransmits that an MTU mismatch, counted loss or a starved CPU explains are not
+        // evidence of congestion.
+        let explained =
+            mtu.requirement_met || loss.requirement_met || cpu_explains(cx, peer.as_deref());
         out.push(network_congestion(cx, peer.as_deref(), explained));
         out.push(mtu);
+        out.push(loss);
     }
+    let devices = device_targets(cx);
     for target in cpu_targets(cx) {
-        out.push(cpu(cx, &target));
+        let waits: Vec<_> = devices
+            .iter()
+            .filter(|d| d.host.name == target.host.name)
+            .filter_map(|d| cpu_wait(cx, d))
+            .collect();
+        out.push(cpu(cx, &target, &waits));
     }
-    for target in device_targets(cx) {
+    for target in devices {
         out.push(device_saturation(cx, &target));
         out.push(slow_device(cx, &target));
     }

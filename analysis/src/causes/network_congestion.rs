@@ -9,13 +9,13 @@ use crate::context::Context;
 use crate::report::{Candidate, Cause};
 use crate::signals::{DropClass, Signal, SignalKind, drop_class};
 
-fn is_congestion(s: &Signal) -> bool {
+pub(super) fn is_congestion(s: &Signal) -> bool {
     use SignalKind::*;
     matches!(s.kind, QdiscDrops | QdiscBacklog | QdiscOverlimits)
         || (s.kind == SkbDrops && drop_class(&s.key) == DropClass::Congestion)
 }
 
-/// `explained`: an MTU mismatch or a starved CPU accounts for retransmits and round trips,
+/// `explained`: an MTU mismatch, counted loss or a starved CPU accounts for retransmits and round trips,
 /// so only congestion's own signals (drops, backlog) count.
 pub(super) fn network_congestion(cx: &Context, peer: Option<&str>, explained: bool) -> Candidate {
     let sigs = net_signals(cx, peer);
@@ -48,7 +48,7 @@ pub(super) fn network_congestion(cx: &Context, peer: Option<&str>, explained: bo
 }
 
 /// Whole-run anomaly strength of a congestion signal (retransmits, drops, backlog).
-fn congestion_anomaly(cx: &Context, i: usize) -> Option<f64> {
+pub(super) fn congestion_anomaly(cx: &Context, i: usize) -> Option<f64> {
     match cx.signals[i].kind {
         SignalKind::QdiscBacklog => Some(magnitude(cx.scores[i].run?, cx.t.backlog_bytes)),
         SignalKind::Retransmits | SignalKind::QdiscDrops | SignalKind::SkbDrops => {

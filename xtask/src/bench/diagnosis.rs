@@ -8,7 +8,9 @@
 //! - healthy: nothing; and healthy on a busy host (two CPU spinners and a direct-IO disk
 //!   writer for the whole run);
 //! - congestion: the switch port toward c gets a shallow buffer (three depths);
-//! - slow device: the client's disk is throttled below the write rate (three limits).
+//! - slow device: the client's disk is throttled below the write rate (three limits);
+//! - loss: host c drops a share of the TCP segments it receives at random, with no queue
+//!   behind the loss (nftables; three rates), as a bad cable or NIC would.
 //!
 //! A fault case counts only if the client's write p99 after the onset is at least twice
 //! its p99 before (impact validation); the others are listed with why they were dropped.
@@ -30,7 +32,6 @@ use stornet_lab::lab::{
 
 use super::median;
 
-const REPS: usize = 3;
 /// The ramp of `Workload::paced_writes`.
 const RAMP_S: u64 = 1;
 const ONSET_S: u64 = 14;
@@ -45,10 +46,12 @@ enum Fault {
     Congestion(&'static str),
     /// The client disk's write limit, IOs per second.
     SlowDevice(u64),
+    /// Segments host c drops at random on receipt, per mille.
+    Loss(u32),
 }
 
 impl Fault {
-    const ALL: [Fault; 8] = [
+    const ALL: [Fault; 11] = [
         Fault::Healthy,
         Fault::Busy,
         Fault::Congestion("256kb"),
@@ -57,6 +60,9 @@ impl Fault {
         Fault::SlowDevice(150),
         Fault::SlowDevice(80),
         Fault::SlowDevice(40),
+        Fault::Loss(10),
+        Fault::Loss(30),
+        Fault::Loss(100),
     ];
 
     fn truth(self) -> &'static str {
@@ -64,6 +70,7 @@ impl Fault {
             Fault::Healthy | Fault::Busy => "none",
             Fault::Congestion(_) => "network_congestion",
             Fault::SlowDevice(_) => "slow_device",
+            Fault::Loss(_) => "packet_loss",
         }
     }
 
@@ -73,6 +80,7 @@ impl Fault {
             Fault::Busy => "healthy, busy host".into(),
             Fault::Congestion(l) => format!("congestion, {l} buffer toward c"),
             Fault::SlowDevice(n) => format!("slow device, {n} writes/s"),
+            Fault::Loss(n) => format!("loss, {:.1}% at c", f64::from(n) / 10.0),
         }
     }
 
@@ -87,6 +95,7 @@ impl Fault {
             Fault::Busy => "healthy, busy host",
             Fault::Congestion(_) => "congestion",
             Fault::SlowDevice(_) => "slow device",
+            Fault::Loss(_) => "loss",
         }
     }
 
@@ -164,7 +173,8 @@ fn unix_now() -> f64 {
         .as_secs_f64()
 }
 
-pub fn run() -> Result<()> {
+/// Runs every case whose label contains `only` (all without it) `reps` times.
+pub fn run(only: Option<&str>, reps: usize) -> Result<()> {
     interrupt::install()?;
     let out = PathBuf::from("target/bench/diagnosis");
     std::fs::create_dir_all(&out)?;
@@ -182,14 +192,20 @@ pub fn run() -> Result<()> {
     )?;
     let rr = ReplicatedRun::start_many(&lab, "a", &["b", "c"])?;
     let c_addr = lab.host("c").addr.to_string();
+    let faults: Vec<(usize, Fault)> = Fault::ALL
+        .into_iter()
+        .enumerate()
+        .filter(|(_, f)| only.is_none_or(|o| f.label().contains(o)))
+        .collect();
+    anyhow::ensure!(!faults.is_empty(), "no case's label contains {only:?}");
     println!(
-        "diagnosis bench: {} cases x {REPS} repetitions, faults {ONSET_S} s into 24 s runs; records in {}",
-        Fault::ALL.len(),
+        "diagnosis bench: {} cases x {reps} repetitions, faults {ONSET_S} s into 24 s runs; records in {}",
+        faults.len(),
         out.display()
     );
     let mut cases = Vec::new();
-    for rep in 1..=REPS {
-        for (i, fault) in Fault::ALL.into_iter().enumerate() {
+    for rep in 1..=reps {
+        for &(i, fault) in &faults {
             interrupt::check()?;
             let name = format!("case{i}-rep{rep}");
             let case = one(&lab, &rr, &disk, fault, &out, &name, &c_addr)?;
@@ -215,6 +231,7 @@ fn one(
     let c = lab.host("c");
     lab.reshape(c, &Shaping::deep())?;
     disk.throttle_now(Throttle::WriteIops(UNLIMITED))?;
+    lab.lose(c, 0)?;
     let _busy = (fault == Fault::Busy)
         .then(|| Busy::start(out))
         .transpose()?;
@@ -225,6 +242,7 @@ fn one(
             let injected = match fault {
                 Fault::Congestion(limit) => lab.reshape(c, &Shaping::new("200mbit", "32kb", limit)),
                 Fault::SlowDevice(n) => disk.throttle_now(Throttle::WriteIops(n)),
+                Fault::Loss(n) => lab.lose(c, n),
                 Fault::Healthy | Fault::Busy => Ok(()),
             };
             match injected {
@@ -234,8 +252,13 @@ fn one(
         });
         rr.run_to_end(disk, &workload(), out, name, None)
     })?;
+    let lost = lab.lost(c)?;
     lab.reshape(c, &Shaping::deep())?;
     disk.throttle_now(Throttle::WriteIops(UNLIMITED))?;
+    lab.lose(c, 0)?;
+    if lost > 0 {
+        println!("  {name}: host c dropped {lost} segments (nftables' count)");
+    }
 
     let record: Value = serde_json::from_str(&std::fs::read_to_string(&outcome.record)?)
         .context("the run record")?;
@@ -264,7 +287,7 @@ fn one(
     let cause = v["cause"].as_str().unwrap_or("").to_string();
     let location = v["location"].as_str().unwrap_or("").to_string();
     let culprit = match fault {
-        Fault::Congestion(_) => location.contains(&format!("replica {c_addr}")),
+        Fault::Congestion(_) | Fault::Loss(_) => location.contains(&format!("replica {c_addr}")),
         Fault::SlowDevice(_) => location.contains(disk.name()),
         _ => true,
     };
@@ -386,8 +409,20 @@ fn summarize(cases: &[Case]) -> String {
     }
     let healthy: Vec<&Case> = cases.iter().filter(|c| !c.fault.is_fault()).collect();
     let judged: Vec<&Case> = healthy.iter().chain(kept.iter()).copied().collect();
-    let classes = ["healthy", "healthy, busy host", "congestion", "slow device"];
-    let mut verdicts: Vec<&str> = vec!["none", "network_congestion", "slow_device", "cpu"];
+    let classes = [
+        "healthy",
+        "healthy, busy host",
+        "congestion",
+        "slow device",
+        "loss",
+    ];
+    let mut verdicts: Vec<&str> = vec![
+        "none",
+        "network_congestion",
+        "packet_loss",
+        "slow_device",
+        "cpu",
+    ];
     for c in &judged {
         if !verdicts.contains(&c.cause.as_str()) {
             verdicts.push(&c.cause);

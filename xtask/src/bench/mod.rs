@@ -30,7 +30,7 @@ pub enum Bench {
     Diagnosis,
 }
 
-pub fn run(bench: Bench, minutes: u64) -> Result<()> {
+pub fn run(bench: Bench, minutes: u64, cases: Option<&str>, reps: usize) -> Result<()> {
     match bench {
         Bench::BlockOverhead => block_overhead::run(),
         Bench::NetOverhead => net_overhead::run(),
@@ -38,7 +38,7 @@ pub fn run(bench: Bench, minutes: u64) -> Result<()> {
         Bench::LoadgenVsFio => loadgen_vs_fio::run(),
         Bench::Replication => replication::run(),
         Bench::Soak => soak::run(minutes),
-        Bench::Diagnosis => diagnosis::run(),
+        Bench::Diagnosis => diagnosis::run(cases, reps),
     }
 }
 

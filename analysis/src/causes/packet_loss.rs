@@ -1,0 +1,61 @@
+//! `packet_loss`: packets lost on the path to a peer with no full queue behind the loss (a
+//! bad cable, optic or NIC, a filter), seen in drops the kernel counts for such a reason
+//! (interface errors; checksum and filter drops) and the retransmits they cause. Loss that
+//! no host counts (inside a switch) cannot be told from congestion, and stays
+//! `network_congestion`.
+
+use super::network::{net_location, net_replica, net_share, net_signals};
+use super::network_congestion::{congestion_anomaly, is_congestion};
+use super::score::{
+    association, candidate, counter_anomaly, findings, judge_signals, score, weigh,
+};
+use crate::context::Context;
+use crate::report::{Candidate, Cause};
+use crate::signals::{DropClass, Signal, SignalKind, drop_class};
+
+fn is_loss(s: &Signal) -> bool {
+    use SignalKind::*;
+    matches!(s.kind, InterfaceRxErrors | InterfaceTxErrors)
+        || (s.kind == SkbDrops && drop_class(&s.key) == DropClass::Loss)
+}
+
+/// `mtu_met`: an MTU mismatch on this path accounts for its errors and drops.
+pub(super) fn packet_loss(cx: &Context, peer: Option<&str>, mtu_met: bool) -> Candidate {
+    let sigs = net_signals(cx, peer);
+    let picks = weigh(cx, &sigs, is_loss, |s| s.kind == SignalKind::Retransmits);
+    let mut c = candidate(
+        Cause::PacketLoss,
+        net_location(cx, peer),
+        net_share(cx, peer),
+    );
+    c.replica = net_replica(cx, peer);
+    let congestion = sigs.iter().filter(|&&i| is_congestion(&cx.signals[i]));
+    // Loss on this path shows in retransmits toward its peer: drops counted host-wide
+    // alone do not say which path lost them.
+    let retransmits = || {
+        sigs.iter()
+            .filter(|&&i| cx.signals[i].kind == SignalKind::Retransmits)
+    };
+    if cx.raised() {
+        let (assoc, risen) = association(cx, &picks);
+        let congested = congestion.clone().any(|&i| cx.scores[i].rose);
+        let lost = risen.iter().any(|&i| is_loss(&cx.signals[i]));
+        let resent = peer.is_none() || retransmits().any(|&i| cx.scores[i].rose);
+        c.requirement_met = lost && resent && !congested && !mtu_met;
+        c.association = assoc;
+        c.findings = findings(cx, &risen, 3);
+    } else {
+        let congested = congestion
+            .clone()
+            .any(|&i| congestion_anomaly(cx, i).is_some_and(|a| a > 0.0));
+        let resent = peer.is_none() || retransmits().any(|&i| counter_anomaly(cx, i) > 0.0);
+        let anomalies: Vec<(usize, f64)> = picks
+            .iter()
+            .filter(|(i, _)| is_loss(&cx.signals[*i]) && resent && !congested && !mtu_met)
+            .map(|&(i, _)| (i, counter_anomaly(cx, i)))
+            .collect();
+        judge_signals(cx, &mut c, &anomalies);
+    }
+    c.score = score(cx, &c);
+    c
+}
