@@ -41,6 +41,22 @@ fn mtus(host: &Host, only: Option<&str>, n: usize) -> Vec<Mtu> {
 /// paths when `peer` is `None`): interfaces on the path with different MTUs, or a path
 /// MTU (or MSS) smaller than the interface MTU.
 pub fn mismatch(run: &Run, subject: &Host, peer: Option<&str>, t: &Thresholds) -> Option<String> {
+    let p = peer.and_then(|a| subject.peers.get(a));
+    let (path, local_min) = path(run, subject, peer);
+    if let Some(text) = differing(&path) {
+        return Some(text);
+    }
+    let (p, addr, local) = (p?, peer?, local_min?);
+    if let Some(pmtu) = last(&p.path_mtu_bytes) {
+        return (pmtu < local).then(|| prose::path_mtu_below(addr, pmtu, local));
+    }
+    let mss = last(&p.mss_bytes)?;
+    (mss + t.mss_overhead_bytes < local).then(|| prose::mss_too_small(addr, mss, local))
+}
+
+/// The interfaces on the path from `subject` to `peer` (the subject's route interface
+/// when known, the peer's host, switches) and the smallest MTU among the subject's own.
+fn path(run: &Run, subject: &Host, peer: Option<&str>) -> (Vec<Mtu>, Option<f64>) {
     let n = run.len();
     let p = peer.and_then(|a| subject.peers.get(a));
     let only = p.and_then(|p| p.interface.as_deref());
@@ -55,15 +71,29 @@ pub fn mismatch(run: &Run, subject: &Host, peer: Option<&str>, t: &Thresholds) -
             path.extend(mtus(h, None, n));
         }
     }
-    if let Some(text) = differing(&path) {
-        return Some(text);
-    }
-    let (p, addr, local) = (p?, peer?, local_min?);
-    if let Some(pmtu) = last(&p.path_mtu_bytes) {
-        return (pmtu < local).then(|| prose::path_mtu_below(addr, pmtu, local));
-    }
-    let mss = last(&p.mss_bytes)?;
-    (mss + t.mss_overhead_bytes < local).then(|| prose::mss_too_small(addr, mss, local))
+    (path, local_min)
+}
+
+/// IPv4 and TCP headers without options: a segment of MSS bytes is at least this much
+/// larger on the wire.
+const TCP_IP_HEADERS: f64 = 40.0;
+
+/// Describes segments to `peer` too large for an interface on the path: its MSS plus
+/// headers above that interface's MTU. Those frames are dropped there (a bridge or switch
+/// sends no ICMP, so the sender never learns), unlike MTUs that merely differ.
+pub fn oversized(run: &Run, subject: &Host, peer: &str) -> Option<String> {
+    let mss = last(&subject.peers.get(peer)?.mss_bytes)?;
+    let (path, _) = path(run, subject, Some(peer));
+    let smallest = path.iter().min_by(|a, b| a.bytes.total_cmp(&b.bytes))?;
+    (mss + TCP_IP_HEADERS > smallest.bytes).then(|| {
+        prose::segments_too_large(
+            peer,
+            mss + TCP_IP_HEADERS,
+            smallest.bytes,
+            &smallest.host,
+            &smallest.interface,
+        )
+    })
 }
 
 fn differing(path: &[Mtu]) -> Option<String> {
@@ -126,6 +156,29 @@ mod tests {
             starts: vec![0.0, 1.0, 2.0, 3.0],
             hosts: vec![h1, h2, sw],
         }
+    }
+
+    #[test]
+    fn segments_larger_than_an_mtu_on_the_path_are_oversized() {
+        let with_mss = |sw_mtu: f64, mss: f64| {
+            let mut r = run(sw_mtu);
+            r.hosts[0].peers.get_mut("198.18.0.2").unwrap().mss_bytes = vec![Some(mss); 4];
+            r
+        };
+        let r = with_mss(1500.0, 8948.0);
+        assert_eq!(
+            oversized(&r, &r.hosts[0], "198.18.0.2").unwrap(),
+            "segments to 198.18.0.2 of up to 8988 bytes are larger than the 1500-byte MTU of sw sa: dropped there"
+        );
+        // A small MSS fits the smallest MTU (TCP agreed on it), and so do jumbo frames on
+        // a jumbo path.
+        let r = with_mss(1500.0, 1460.0);
+        assert_eq!(oversized(&r, &r.hosts[0], "198.18.0.2"), None);
+        let r = with_mss(9000.0, 8948.0);
+        assert_eq!(oversized(&r, &r.hosts[0], "198.18.0.2"), None);
+        // Without an MSS nothing is known.
+        let r = run(1500.0);
+        assert_eq!(oversized(&r, &r.hosts[0], "198.18.0.2"), None);
     }
 
     #[test]

@@ -192,6 +192,13 @@ pub fn path_mtu_below(addr: &str, pmtu: f64, local: f64) -> String {
     format!("path MTU to {addr} is {pmtu:.0} bytes, below the {local:.0}-byte interface MTU")
 }
 
+/// Segments to a peer larger than an interface's MTU on the path.
+pub fn segments_too_large(addr: &str, bytes: f64, mtu: f64, host: &str, iface: &str) -> String {
+    format!(
+        "segments to {addr} of up to {bytes:.0} bytes are larger than the {mtu:.0}-byte MTU of {host} {iface}: dropped there"
+    )
+}
+
 /// An MSS too small for the interface MTU.
 pub fn mss_too_small(addr: &str, mss: f64, local: f64) -> String {
     format!("MSS to {addr} is {mss:.0} bytes, too small for the {local:.0}-byte interface MTU")

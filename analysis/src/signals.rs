@@ -427,6 +427,8 @@ mod tests {
         assert_eq!(drop_class("qdisc_drop"), DropClass::Congestion);
         assert_eq!(drop_class("QDISC_OVERLIMIT"), DropClass::Congestion);
         assert_eq!(drop_class("pkt_too_big"), DropClass::Length);
+        assert_eq!(drop_class("netfilter_drop"), DropClass::Loss);
+        assert_eq!(drop_class("TCP_CSUM"), DropClass::Loss);
         assert_eq!(drop_class("not_specified"), DropClass::Other);
         assert_eq!(drop_class("tcp_old_data"), DropClass::Other);
     }

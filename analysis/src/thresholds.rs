@@ -40,6 +40,9 @@ pub struct Thresholds {
     pub slots_full: f64,
     /// Whole-run judgement: a part counts when it holds at least this share of latency.
     pub min_share: f64,
+    /// Raised intervals: a place (a path, a device) holding less of the rise than this,
+    /// where the breakdown knows, is not where the latency went, whatever rose there.
+    pub min_rise_share: f64,
     /// Whole-run judgement: a counter is anomalous with at least this many events...
     pub anomaly_min_events: f64,
     /// ...and at least this many per second.
@@ -92,6 +95,7 @@ impl Default for Thresholds {
             at_limit_fraction: 0.5,
             slots_full: 0.9,
             min_share: 0.2,
+            min_rise_share: 0.05,
             anomaly_min_events: 10.0,
             anomaly_events_per_second: 1.0,
             events_per_io: 0.01,

@@ -2,7 +2,7 @@
 //! evidence.
 
 use crate::baseline::{baseline, p99_series, raised};
-use crate::breakdown::{PartKind, Parts};
+use crate::breakdown::{PartKind, PartShare, Parts};
 use crate::causes::rank;
 use crate::context::{Context, Mode};
 use crate::histogram::merged;
@@ -260,7 +260,8 @@ fn named(cx: &Context, r: &mut DirectionResult, c: &Candidate, candidates: &[Can
 }
 
 /// With the cause on one replica (its path or its device), the other replicas that stayed
-/// healthy: a small share of the latency (rise), no confirmed cause of their own, and fewer
+/// healthy: a small share of the latency rise (over a whole run: a round trip no longer
+/// than the culprit's), no confirmed cause of their own, and fewer
 /// retransmits toward them than an anomaly needs. With several replicas, where not to look
 /// is half of the answer.
 fn healthy_replicas(cx: &Context, c: &Candidate, candidates: &[Candidate]) -> Vec<String> {
@@ -268,9 +269,21 @@ fn healthy_replicas(cx: &Context, c: &Candidate, candidates: &[Candidate]) -> Ve
         return Vec::new();
     };
     let idx = cx.intervals();
+    let culprit_seconds = cx
+        .shares
+        .iter()
+        .find(|s| s.part == PartKind::Replica && s.key == *culprit)
+        .map(|s| s.seconds);
+    // Over a whole run every replica of a write holds much of its latency (they run in
+    // parallel): there, one no slower than the culprit's path is not held up.
+    let small = |s: &&PartShare| {
+        s.share < cx.t.min_share
+            || (!cx.raised() && culprit_seconds.is_some_and(|c| s.seconds <= c))
+    };
     cx.shares
         .iter()
-        .filter(|s| s.part == PartKind::Replica && s.key != *culprit && s.share < cx.t.min_share)
+        .filter(|s| s.part == PartKind::Replica && s.key != *culprit)
+        .filter(small)
         .filter(|s| {
             !candidates
                 .iter()

@@ -234,3 +234,72 @@ fn device_time_that_a_contended_cpu_accounts_for_is_not_a_slow_device() {
     blind.hosts[0].cpu_stalled_seconds.clear();
     judged(&blind, Cause::SlowDevice);
 }
+
+/// The diagnosis bench's loss case: host c drops 3% of the TCP segments it receives at
+/// random from 14 s into the run (an nftables rule; 1,426 segments by its counter), with
+/// deep buffers everywhere. The kernel counts the drops as `netfilter_drop`, and the client
+/// retransmits toward c only.
+#[test]
+fn counted_loss_without_a_queue_is_packet_loss_on_that_path() {
+    let r = run(include_str!("lab/lossy-replica.json"));
+    let report = judged(&r, Cause::PacketLoss);
+    assert_eq!(
+        report.verdict.location.as_deref(),
+        Some("path to replica 198.18.13.3")
+    );
+
+    // The same drops with a queue overflowing on the path are congestion.
+    let mut queued = r.clone();
+    let h = &mut queued.hosts[0];
+    let lost = h.skb_drops["netfilter_drop"].clone();
+    let port = h
+        .qdiscs
+        .iter_mut()
+        .find(|q| q.interface.ends_with("port-c"))
+        .unwrap();
+    port.drops = lost;
+    judged(&queued, Cause::NetworkCongestion);
+
+    // Loss no host counts leaves only the retransmits: congestion, as before.
+    let mut uncounted = r.clone();
+    uncounted.hosts[0].skb_drops.remove("netfilter_drop");
+    judged(&uncounted, Cause::NetworkCongestion);
+
+    // Without retransmits toward c, drops counted host-wide name no path.
+    let mut elsewhere = r.clone();
+    let peer = elsewhere.hosts[0].peers.get_mut("198.18.13.3").unwrap();
+    peer.retransmits.iter_mut().flatten().for_each(|v| *v = 0.0);
+    let report = analyze(&elsewhere).unwrap();
+    assert_ne!(
+        report.verdict.cause,
+        Cause::PacketLoss,
+        "{}",
+        report.to_text()
+    );
+}
+
+/// The diagnosis bench's MTU case: every host and switch port at MTU 9000, then 14 s into
+/// the run the switch port toward c is set to 1500. The bridge drops each write's last
+/// segment (larger than 1500 bytes, sent on its own) without counting it or sending ICMP,
+/// so c's writes stall: no write to c completes after the onset, and the run ends with
+/// one that waited 10 s. Only the MTUs on the path, c's MSS and the retransmits tell.
+#[test]
+fn segments_dropped_uncounted_at_a_smaller_port_mtu_are_an_mtu_mismatch() {
+    let r = run(include_str!("lab/port-mtu-dropped.json"));
+    let report = judged(&r, Cause::MtuMismatch);
+    assert_eq!(
+        report.verdict.location.as_deref(),
+        Some("path to replica 198.18.241.3")
+    );
+    let e = report.verdict.evidence.join("\n");
+    assert!(e.contains("larger than the 1500-byte MTU"), "{e}");
+
+    // With the port at 9000 like the rest, the same retransmits are congestion.
+    let mut same = r.clone();
+    for i in same.hosts[0].interfaces.values_mut() {
+        if i.mtu_bytes.iter().flatten().any(|&m| m == 1500.0) {
+            i.mtu_bytes.iter_mut().flatten().for_each(|m| *m = 9000.0);
+        }
+    }
+    judged(&same, Cause::NetworkCongestion);
+}

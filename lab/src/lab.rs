@@ -243,6 +243,13 @@ impl Lab {
         tbf(&self.switch, &host.port, &s.rate, &s.burst, &s.limit)
     }
 
+    /// Sets the MTU of the switch port toward `host` now (a fault injected while a run goes
+    /// on: a port reconfigured below the hosts' MTU drops their larger frames, and a bridge
+    /// sends no ICMP about it).
+    pub fn set_port_mtu(&self, host: &Host, mtu: u32) -> Result<()> {
+        self.switch.set_mtu(&host.port, mtu)
+    }
+
     /// Packets the qdisc of the switch port toward `host` dropped (`tc -s`).
     pub fn port_qdisc_dropped(&self, host: &Host) -> Result<u64> {
         self.switch.qdisc_dropped(&host.port)

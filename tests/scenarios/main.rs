@@ -5,6 +5,7 @@
 mod buffers;
 mod devices;
 mod jumbo;
+mod loss;
 mod mtu;
 mod replicas;
 mod support;

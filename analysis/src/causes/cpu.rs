@@ -5,13 +5,21 @@
 //! so the sender's retransmit timers fire with nothing lost.
 
 use super::score::{SPECIFIC, association, candidate, findings, judge_signals, magnitude, score};
-use super::slow_device::CpuWait;
 use crate::breakdown::PartKind;
 use crate::context::Context;
 use crate::model::Host;
 use crate::prose;
 use crate::report::{Candidate, Cause};
 use crate::signals::SignalKind;
+
+/// Device time on a target that its host's contended CPU accounts for.
+pub(super) struct CpuWait {
+    /// Why, for the evidence.
+    pub(super) why: String,
+    /// The share of the latency (rise) the device time holds, as `slow_device` would
+    /// claim (`slow_device::cpu_wait` finds it).
+    pub(super) share: Option<f64>,
+}
 
 /// A host whose CPU the analysis watched: the analysed one, or a replica's.
 pub(super) struct CpuTarget<'a> {

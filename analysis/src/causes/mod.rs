@@ -55,6 +55,14 @@ pub fn rank(cx: &Context) -> Vec<Candidate> {
         out.push(device_saturation(cx, &target));
         out.push(slow_device(cx, &target));
     }
+    // Whatever rose there, a place that holds almost none of the rise is not where the
+    // latency went.
+    for c in &mut out {
+        if cx.raised() && c.requirement_met && c.share.is_some_and(|s| s < cx.t.min_rise_share) {
+            c.requirement_met = false;
+            c.score = score::score(cx, c);
+        }
+    }
     out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.cause.cmp(&b.cause)));
     out
 }

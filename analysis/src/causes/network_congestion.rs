@@ -30,9 +30,16 @@ pub(super) fn network_congestion(cx: &Context, peer: Option<&str>, explained: bo
     c.replica = net_replica(cx, peer);
     if cx.raised() {
         let (assoc, risen) = association(cx, &picks);
-        c.requirement_met = risen
-            .iter()
-            .any(|&i| is_congestion(&cx.signals[i]) || !explained);
+        // A queue that overflowed or stood, or the peer's retransmits or RTT unless
+        // something else explains them. A short queue alone (behind a burst of
+        // retransmits, on a shaper's port) is not congestion.
+        let resent = risen.iter().any(|&i| {
+            matches!(
+                cx.signals[i].kind,
+                SignalKind::Retransmits | SignalKind::Srtt
+            )
+        });
+        c.requirement_met = overflowed(cx, &sigs) || (!explained && resent);
         c.association = assoc;
         c.findings = findings(cx, &risen, 4);
     } else {
@@ -48,7 +55,7 @@ pub(super) fn network_congestion(cx: &Context, peer: Option<&str>, explained: bo
 }
 
 /// Whole-run anomaly strength of a congestion signal (retransmits, drops, backlog).
-pub(super) fn congestion_anomaly(cx: &Context, i: usize) -> Option<f64> {
+fn congestion_anomaly(cx: &Context, i: usize) -> Option<f64> {
     match cx.signals[i].kind {
         SignalKind::QdiscBacklog => Some(magnitude(cx.scores[i].run?, cx.t.backlog_bytes)),
         SignalKind::Retransmits | SignalKind::QdiscDrops | SignalKind::SkbDrops => {
@@ -56,4 +63,25 @@ pub(super) fn congestion_anomaly(cx: &Context, i: usize) -> Option<f64> {
         }
         _ => None,
     }
+}
+
+/// Whether the path's signals `sigs` show a queue that overflowed or stood: drops for a full
+/// queue, or a backlog of at least `backlog_bytes` (raised: among the signals that rose,
+/// at their level in the raised intervals; whole run: as anomalies). A short queue that
+/// forms behind a burst of retransmits is not one, nor are a shaper's overlimits.
+pub(super) fn overflowed(cx: &Context, sigs: &[usize]) -> bool {
+    sigs.iter().any(|&i| {
+        let s = &cx.signals[i];
+        let sc = &cx.scores[i];
+        if !is_congestion(s) || s.kind == SignalKind::QdiscOverlimits {
+            return false;
+        }
+        if cx.raised() {
+            sc.rose
+                && (s.kind != SignalKind::QdiscBacklog
+                    || sc.raised.is_some_and(|b| b >= cx.t.backlog_bytes))
+        } else {
+            congestion_anomaly(cx, i).is_some_and(|a| a > 0.0)
+        }
+    })
 }

@@ -5,7 +5,7 @@
 //! `network_congestion`.
 
 use super::network::{net_location, net_replica, net_share, net_signals};
-use super::network_congestion::{congestion_anomaly, is_congestion};
+use super::network_congestion::overflowed;
 use super::score::{
     association, candidate, counter_anomaly, findings, judge_signals, score, weigh,
 };
@@ -29,26 +29,34 @@ pub(super) fn packet_loss(cx: &Context, peer: Option<&str>, mtu_met: bool) -> Ca
         net_share(cx, peer),
     );
     c.replica = net_replica(cx, peer);
-    let congestion = sigs.iter().filter(|&&i| is_congestion(&cx.signals[i]));
+    let congested = overflowed(cx, &sigs);
     // Loss on this path shows in retransmits toward its peer: drops counted host-wide
     // alone do not say which path lost them.
     let retransmits = || {
         sigs.iter()
             .filter(|&&i| cx.signals[i].kind == SignalKind::Retransmits)
     };
+    // Loss present all run long (anomalous over the run) also explains the raised
+    // intervals: its rate need not rise for the retransmits it causes to time out now and
+    // then.
+    let steady = |i: usize| counter_anomaly(cx, i) > 0.0;
     if cx.raised() {
         let (assoc, risen) = association(cx, &picks);
-        let congested = congestion.clone().any(|&i| cx.scores[i].rose);
-        let lost = risen.iter().any(|&i| is_loss(&cx.signals[i]));
-        let resent = peer.is_none() || retransmits().any(|&i| cx.scores[i].rose);
+        let lost = risen.iter().any(|&i| is_loss(&cx.signals[i]))
+            || picks
+                .iter()
+                .any(|&(i, _)| is_loss(&cx.signals[i]) && steady(i));
+        let resent = peer.is_none() || retransmits().any(|&i| cx.scores[i].rose || steady(i));
         c.requirement_met = lost && resent && !congested && !mtu_met;
         c.association = assoc;
         c.findings = findings(cx, &risen, 3);
+        if c.findings.is_empty() {
+            // Steady loss: its run-long counts are the evidence.
+            let order: Vec<usize> = picks.iter().map(|p| p.0).filter(|&i| steady(i)).collect();
+            c.findings = super::score::run_findings(cx, &order, 3);
+        }
     } else {
-        let congested = congestion
-            .clone()
-            .any(|&i| congestion_anomaly(cx, i).is_some_and(|a| a > 0.0));
-        let resent = peer.is_none() || retransmits().any(|&i| counter_anomaly(cx, i) > 0.0);
+        let resent = peer.is_none() || retransmits().any(|&i| steady(i));
         let anomalies: Vec<(usize, f64)> = picks
             .iter()
             .filter(|(i, _)| is_loss(&cx.signals[*i]) && resent && !congested && !mtu_met)

@@ -78,6 +78,21 @@ pub(super) fn findings(cx: &Context, ordered: &[usize], max: usize) -> Vec<Strin
     out
 }
 
+/// Sentences for the given signals as over the whole run (their counts and rates), one
+/// per kind, whatever the mode: for a cause present all run long.
+pub(super) fn run_findings(cx: &Context, ordered: &[usize], max: usize) -> Vec<String> {
+    let mut seen = Vec::new();
+    let mut out = Vec::new();
+    for &i in ordered {
+        let kind = cx.signals[i].kind;
+        if out.len() < max && !seen.contains(&kind) {
+            seen.push(kind);
+            out.push(describe_run(cx, i));
+        }
+    }
+    out
+}
+
 /// The signals among `sigs` that speak for a cause, weighted: those only it explains
 /// (`specific`) count fully, those other causes share (`shared`) count less.
 pub(super) fn weigh(

@@ -1,7 +1,7 @@
 //! `slow_device`: a device slow to serve IOs (long service time, IO errors), or IOs held
 //! above the block layer while the device has room.
 
-use super::cpu::contended;
+use super::cpu::{CpuWait, contended};
 use super::device::{DeviceView, Target, device_share, target_rose, view};
 use super::score::{association, candidate, findings, judge, magnitude, score};
 use crate::breakdown::PartKind;
@@ -111,14 +111,6 @@ fn slow_anomaly(
         }
     }
     (best, found)
-}
-
-/// Device time on a target that its host's contended CPU accounts for.
-pub(super) struct CpuWait {
-    /// Why, for the evidence.
-    pub(super) why: String,
-    /// The share of the latency (rise) the device time holds, as `slow_device` would claim.
-    pub(super) share: Option<f64>,
 }
 
 /// When the slow part (its rise, or its whole-run mean) is time that waits for a CPU (above

@@ -158,6 +158,18 @@ impl Disk {
         t.apply(cg, &self.dev.devnum()?)
     }
 
+    /// Throttles the device behind the disk now (its requests then wait in the disk's
+    /// queue); only for a disk created with `slow_behind` (give it a limit it never
+    /// reaches, to change later).
+    pub fn throttle_behind_now(&self, t: Throttle) -> Result<()> {
+        let (cg, behind) = self
+            .cgroup
+            .as_ref()
+            .zip(self.behind.as_ref())
+            .context("the disk was created without a device behind it")?;
+        t.apply(cg, &behind.devnum()?)
+    }
+
     /// `queue/nr_requests` as the kernel reports it.
     pub fn nr_requests(&self) -> Result<u32> {
         let p = format!("/sys/block/{}/queue/nr_requests", self.dev.name);

@@ -1,7 +1,7 @@
 //! `cargo xtask bench diagnosis`: how often the verdict is right. Host a writes 64 KiB
-//! blocks at 100 per second (open loop, 4 in flight, 24 s) with every write replicated to
-//! hosts b and c through the lab switch (200 Mbit/s ports, deep buffers), stornet-agent
-//! watching. Each case injects one fault 14 s into the measured part, so the run has a
+//! blocks at 100 per second (open loop, up to 8 in flight, 24 s) to a loop device with a
+//! queue of 4 requests, with every write replicated to hosts b and c through the lab switch
+//! (200 Mbit/s ports, deep buffers, MTU 9000 throughout), stornet-agent watching. Each case injects one fault 14 s into the measured part, so the run has a
 //! healthy baseline longer than the fault (the analysis takes its baseline from the run)
 //! and an onset:
 //!
@@ -10,7 +10,12 @@
 //! - congestion: the switch port toward c gets a shallow buffer (three depths);
 //! - slow device: the client's disk is throttled below the write rate (three limits);
 //! - loss: host c drops a share of the TCP segments it receives at random, with no queue
-//!   behind the loss (nftables; three rates), as a bad cable or NIC would.
+//!   behind the loss (nftables; three rates), as a bad cable or NIC would;
+//! - MTU mismatch: the switch port toward c is set below the hosts' 9000 bytes (three
+//!   MTUs, all below the last piece of a 64 KiB write, which leaves as a segment of its
+//!   own); the bridge drops the larger frames, counts nothing and sends no ICMP;
+//! - device saturation: the device behind the client's disk is throttled (three limits),
+//!   so requests wait in the disk's short queue and more IOs are outstanding than it holds.
 //!
 //! A fault case counts only if the client's write p99 after the onset is at least twice
 //! its p99 before (impact validation); the others are listed with why they were dropped.
@@ -48,10 +53,14 @@ enum Fault {
     SlowDevice(u64),
     /// Segments host c drops at random on receipt, per mille.
     Loss(u32),
+    /// The MTU of the switch port toward c.
+    Mtu(u32),
+    /// The write limit of the device behind the client's disk, IOs per second.
+    Saturation(u64),
 }
 
 impl Fault {
-    const ALL: [Fault; 11] = [
+    const ALL: [Fault; 17] = [
         Fault::Healthy,
         Fault::Busy,
         Fault::Congestion("256kb"),
@@ -63,6 +72,12 @@ impl Fault {
         Fault::Loss(10),
         Fault::Loss(30),
         Fault::Loss(100),
+        Fault::Mtu(2500),
+        Fault::Mtu(2000),
+        Fault::Mtu(1500),
+        Fault::Saturation(90),
+        Fault::Saturation(60),
+        Fault::Saturation(30),
     ];
 
     fn truth(self) -> &'static str {
@@ -71,6 +86,8 @@ impl Fault {
             Fault::Congestion(_) => "network_congestion",
             Fault::SlowDevice(_) => "slow_device",
             Fault::Loss(_) => "packet_loss",
+            Fault::Mtu(_) => "mtu_mismatch",
+            Fault::Saturation(_) => "device_saturation",
         }
     }
 
@@ -81,6 +98,8 @@ impl Fault {
             Fault::Congestion(l) => format!("congestion, {l} buffer toward c"),
             Fault::SlowDevice(n) => format!("slow device, {n} writes/s"),
             Fault::Loss(n) => format!("loss, {:.1}% at c", f64::from(n) / 10.0),
+            Fault::Mtu(n) => format!("mtu mismatch, port toward c at {n}"),
+            Fault::Saturation(n) => format!("device saturation, {n} writes/s behind"),
         }
     }
 
@@ -96,6 +115,8 @@ impl Fault {
             Fault::Congestion(_) => "congestion",
             Fault::SlowDevice(_) => "slow device",
             Fault::Loss(_) => "loss",
+            Fault::Mtu(_) => "mtu mismatch",
+            Fault::Saturation(_) => "device saturation",
         }
     }
 
@@ -106,8 +127,15 @@ impl Fault {
     }
 }
 
+/// The hosts' MTU (storage networks commonly run jumbo frames).
+const MTU: u32 = 9000;
+/// More IOs than the disk's queue holds, once the device slows.
+const IODEPTH: u32 = 8;
+const QUEUE: u32 = 4;
+
 fn workload() -> Workload {
     Workload {
+        iodepth: IODEPTH,
         extra: vec!["--replica_timeout=30s".into()],
         ..Workload::paced_writes("24s")
     }
@@ -178,17 +206,18 @@ pub fn run(only: Option<&str>, reps: usize) -> Result<()> {
     interrupt::install()?;
     let out = PathBuf::from("target/bench/diagnosis");
     std::fs::create_dir_all(&out)?;
-    let lab = Lab::new(
-        "dx",
-        &[
-            HostSpec::new("a").shaped(Shaping::deep()),
-            HostSpec::new("b").shaped(Shaping::deep()),
-            HostSpec::new("c").shaped(Shaping::deep()),
-        ],
-    )?;
+    let host = |n| HostSpec::new(n).shaped(Shaping::deep()).mtu(MTU, MTU);
+    let lab = Lab::new("dx", &[host("a"), host("b"), host("c")])?;
+    // As storage hosts are commonly tuned (and as the MTU mismatch needs to show: with a
+    // small window a write's tail leaves in pieces a 1500-byte port still passes).
+    lab.host("c")
+        .sysctl("net.ipv4.tcp_rmem", "4096 1048576 6291456")?;
     let disk = Disk::new(
         "dx",
-        DiskSpec::new(1 << 30).throttle(Throttle::WriteIops(UNLIMITED)),
+        DiskSpec::new(1 << 30)
+            .queue_depth(QUEUE)
+            .throttle(Throttle::WriteIops(UNLIMITED))
+            .slow_behind(Throttle::WriteIops(UNLIMITED)),
     )?;
     let rr = ReplicatedRun::start_many(&lab, "a", &["b", "c"])?;
     let c_addr = lab.host("c").addr.to_string();
@@ -231,7 +260,9 @@ fn one(
     let c = lab.host("c");
     lab.reshape(c, &Shaping::deep())?;
     disk.throttle_now(Throttle::WriteIops(UNLIMITED))?;
+    disk.throttle_behind_now(Throttle::WriteIops(UNLIMITED))?;
     lab.lose(c, 0)?;
+    lab.set_port_mtu(c, MTU)?;
     let _busy = (fault == Fault::Busy)
         .then(|| Busy::start(out))
         .transpose()?;
@@ -243,6 +274,8 @@ fn one(
                 Fault::Congestion(limit) => lab.reshape(c, &Shaping::new("200mbit", "32kb", limit)),
                 Fault::SlowDevice(n) => disk.throttle_now(Throttle::WriteIops(n)),
                 Fault::Loss(n) => lab.lose(c, n),
+                Fault::Mtu(n) => lab.set_port_mtu(c, n),
+                Fault::Saturation(n) => disk.throttle_behind_now(Throttle::WriteIops(n)),
                 Fault::Healthy | Fault::Busy => Ok(()),
             };
             match injected {
@@ -255,7 +288,9 @@ fn one(
     let lost = lab.lost(c)?;
     lab.reshape(c, &Shaping::deep())?;
     disk.throttle_now(Throttle::WriteIops(UNLIMITED))?;
+    disk.throttle_behind_now(Throttle::WriteIops(UNLIMITED))?;
     lab.lose(c, 0)?;
+    lab.set_port_mtu(c, MTU)?;
     if lost > 0 {
         println!("  {name}: host c dropped {lost} segments (nftables' count)");
     }
@@ -287,8 +322,10 @@ fn one(
     let cause = v["cause"].as_str().unwrap_or("").to_string();
     let location = v["location"].as_str().unwrap_or("").to_string();
     let culprit = match fault {
-        Fault::Congestion(_) | Fault::Loss(_) => location.contains(&format!("replica {c_addr}")),
-        Fault::SlowDevice(_) => location.contains(disk.name()),
+        Fault::Congestion(_) | Fault::Loss(_) | Fault::Mtu(_) => {
+            location.contains(&format!("replica {c_addr}"))
+        }
+        Fault::SlowDevice(_) | Fault::Saturation(_) => location.contains(disk.name()),
         _ => true,
     };
     let to_correct = outcome.report["loadgen"]["points"][0]["timeline"]
@@ -415,11 +452,15 @@ fn summarize(cases: &[Case]) -> String {
         "congestion",
         "slow device",
         "loss",
+        "mtu mismatch",
+        "device saturation",
     ];
     let mut verdicts: Vec<&str> = vec![
         "none",
         "network_congestion",
         "packet_loss",
+        "mtu_mismatch",
+        "device_saturation",
         "slow_device",
         "cpu",
     ];
