@@ -328,7 +328,8 @@ fn one(
         Fault::SlowDevice(_) | Fault::Saturation(_) => location.contains(disk.name()),
         _ => true,
     };
-    let to_correct = outcome.report["loadgen"]["points"][0]["timeline"]
+    // From the record: a run that failed (a replica that never answered) has no report.
+    let to_correct = record["result"]["points"][0]["timeline"]
         .as_array()
         .and_then(|rows| {
             rows.iter()
