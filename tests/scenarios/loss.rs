@@ -4,7 +4,7 @@
 //! verdict must be `packet_loss` on the path to c, not congestion and not b: nothing queued
 //! or overflowed, and the drops the kernel counted came with retransmits toward c only.
 
-use stornet_lab::lab::{DiskSpec, HostSpec, Lab, ReplicatedRun, Shaping};
+use stornet_lab::lab::{DiskSpec, ReplicatedRun, Shaping};
 use stornet_lab::privilege::require_root;
 
 use crate::buffers::workload;
@@ -20,15 +20,7 @@ fn scenario_8_a_lossy_replica_link_is_packet_loss() {
         return;
     }
     let dir = RunDir::new("lossy");
-    let lab = Lab::new(
-        "s8",
-        &[
-            HostSpec::new(CLIENT).shaped(Shaping::deep()),
-            HostSpec::new(REPLICA).shaped(Shaping::deep()),
-            HostSpec::new(LOSSY).shaped(Shaping::deep()),
-        ],
-    )
-    .expect("building the lab");
+    let lab = support::client_and_two_replicas("s8", LOSSY, Shaping::deep());
     let disk = support::disk("s8", DiskSpec::new(support::DISK_BYTES));
     let rr = ReplicatedRun::start_many(&lab, CLIENT, &[REPLICA, LOSSY])
         .expect("starting the agent and the replicas");

@@ -2,7 +2,7 @@
 //! has a shallow buffer. The verdict must name the path to c, not to b, and say that b stayed
 //! healthy: with several replicas, knowing which one holds the writes is the point.
 
-use stornet_lab::lab::{DiskSpec, HostSpec, Lab, ReplicatedRun, Shaping};
+use stornet_lab::lab::{DiskSpec, ReplicatedRun, Shaping};
 use stornet_lab::privilege::require_root;
 
 use crate::buffers::workload;
@@ -16,15 +16,7 @@ fn scenario_7_the_congested_replica_is_named_among_two() {
         return;
     }
     let dir = RunDir::new("tworeplicas");
-    let lab = Lab::new(
-        "s7",
-        &[
-            HostSpec::new(CLIENT).shaped(Shaping::deep()),
-            HostSpec::new(REPLICA).shaped(Shaping::deep()),
-            HostSpec::new(SECOND).shaped(Shaping::shallow()),
-        ],
-    )
-    .expect("building the lab");
+    let lab = support::client_and_two_replicas("s7", SECOND, Shaping::shallow());
     let disk = support::disk("s7", DiskSpec::new(support::DISK_BYTES));
     let rr = ReplicatedRun::start_many(&lab, CLIENT, &[REPLICA, SECOND])
         .expect("starting the agent and the replicas");

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use stornet_lab::lab::run::Latency;
-use stornet_lab::lab::{Disk, DiskSpec, HostSpec, Lab, Outcome, ReplicatedRun, Workload};
+use stornet_lab::lab::{Disk, DiskSpec, HostSpec, Lab, Outcome, ReplicatedRun, Shaping, Workload};
 
 /// The client (loadgen and the agent) and the replica (`loadgen serve`).
 pub const CLIENT: &str = "a";
@@ -46,6 +46,20 @@ impl Drop for RunDir {
 /// Two hosts whose switch ports are shaped and sized as given.
 pub fn two_hosts(tag: &str, client: HostSpec, replica: HostSpec) -> Lab {
     Lab::new(tag, &[client, replica]).expect("building the lab")
+}
+
+/// The client, replica b behind a deep port and a second replica (`second`) behind a port
+/// shaped by `shaping`.
+pub fn client_and_two_replicas(tag: &str, second: &str, shaping: Shaping) -> Lab {
+    Lab::new(
+        tag,
+        &[
+            HostSpec::new(CLIENT).shaped(Shaping::deep()),
+            HostSpec::new(REPLICA).shaped(Shaping::deep()),
+            HostSpec::new(second).shaped(shaping),
+        ],
+    )
+    .expect("building the lab")
 }
 
 pub fn disk(tag: &str, spec: DiskSpec) -> Disk {

@@ -2,11 +2,9 @@
 //! or segments larger than an MTU on the path that are lost where nothing counts them
 //! (a bridge or switch port), seen in the retransmits toward the peer.
 
-use super::network::{net_location, net_replica, net_share, net_signals};
+use super::network::{net_candidate, net_signals};
 use super::network_congestion::overflowed;
-use super::score::{
-    association, candidate, counter_anomaly, findings, judge_signals, score, weigh,
-};
+use super::score::{association, counter_anomaly, findings, judge_signals, score, weigh};
 use crate::context::Context;
 use crate::mtu;
 use crate::prose;
@@ -30,12 +28,7 @@ pub(super) fn mtu_mismatch(cx: &Context, peer: Option<&str>) -> Candidate {
         .filter(|&&i| cx.signals[i].kind == SignalKind::Retransmits);
     let congested = overflowed(cx, &sigs);
     let picks = weigh(cx, &sigs, is_length, |s| s.kind == SignalKind::Retransmits);
-    let mut c = candidate(
-        Cause::MtuMismatch,
-        net_location(cx, peer),
-        net_share(cx, peer),
-    );
-    c.replica = net_replica(cx, peer);
+    let mut c = net_candidate(cx, Cause::MtuMismatch, peer);
     if cx.raised() {
         let (assoc, risen) = association(cx, &picks);
         let length_rose = risen.iter().any(|&i| is_length(&cx.signals[i]));

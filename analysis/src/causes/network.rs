@@ -1,9 +1,11 @@
 //! The network paths the network causes act on: the peers, their share of the latency and
 //! the signals on the path to each.
 
+use super::score::candidate;
 use crate::breakdown::PartKind;
 use crate::context::Context;
 use crate::prose;
+use crate::report::{Candidate, Cause};
 use crate::signals::{SignalKind, path_hosts};
 
 /// Replica peers (from the breakdown) and TCP peers; one host-wide entry when there are
@@ -32,6 +34,13 @@ pub(super) fn net_share(cx: &Context, peer: Option<&str>) -> Option<f64> {
     let replica = peer.and_then(|p| cx.share(PartKind::Replica, Some(p)));
     let known = cx.parts.complete && !cx.shares.is_empty();
     replica.or(known.then_some(0.0))
+}
+
+/// A candidate of `cause` on the path to `peer`: its place, share and replica.
+pub(super) fn net_candidate(cx: &Context, cause: Cause, peer: Option<&str>) -> Candidate {
+    let mut c = candidate(cause, net_location(cx, peer), net_share(cx, peer));
+    c.replica = net_replica(cx, peer);
+    c
 }
 
 pub(super) fn net_location(cx: &Context, peer: Option<&str>) -> String {

@@ -1,9 +1,9 @@
 //! `network_congestion`: congestion on the path to a peer (qdisc drops and backlog,
 //! congestion drops), seen in retransmits and the round trip.
 
-use super::network::{net_location, net_replica, net_share, net_signals};
+use super::network::{net_candidate, net_signals};
 use super::score::{
-    association, candidate, counter_anomaly, findings, judge_signals, magnitude, score, weigh,
+    association, counter_anomaly, findings, judge_signals, magnitude, score, weigh,
 };
 use crate::context::Context;
 use crate::report::{Candidate, Cause};
@@ -22,12 +22,7 @@ pub(super) fn network_congestion(cx: &Context, peer: Option<&str>, explained: bo
     let picks = weigh(cx, &sigs, is_congestion, |s| {
         matches!(s.kind, SignalKind::Retransmits | SignalKind::Srtt)
     });
-    let mut c = candidate(
-        Cause::NetworkCongestion,
-        net_location(cx, peer),
-        net_share(cx, peer),
-    );
-    c.replica = net_replica(cx, peer);
+    let mut c = net_candidate(cx, Cause::NetworkCongestion, peer);
     if cx.raised() {
         let (assoc, risen) = association(cx, &picks);
         // A queue that overflowed or stood, or the peer's retransmits or RTT unless

@@ -4,11 +4,9 @@
 //! no host counts (inside a switch) cannot be told from congestion, and stays
 //! `network_congestion`.
 
-use super::network::{net_location, net_replica, net_share, net_signals};
+use super::network::{net_candidate, net_signals};
 use super::network_congestion::overflowed;
-use super::score::{
-    association, candidate, counter_anomaly, findings, judge_signals, score, weigh,
-};
+use super::score::{association, counter_anomaly, findings, judge_signals, score, weigh};
 use crate::context::Context;
 use crate::report::{Candidate, Cause};
 use crate::signals::{DropClass, Signal, SignalKind, drop_class};
@@ -23,12 +21,7 @@ fn is_loss(s: &Signal) -> bool {
 pub(super) fn packet_loss(cx: &Context, peer: Option<&str>, mtu_met: bool) -> Candidate {
     let sigs = net_signals(cx, peer);
     let picks = weigh(cx, &sigs, is_loss, |s| s.kind == SignalKind::Retransmits);
-    let mut c = candidate(
-        Cause::PacketLoss,
-        net_location(cx, peer),
-        net_share(cx, peer),
-    );
-    c.replica = net_replica(cx, peer);
+    let mut c = net_candidate(cx, Cause::PacketLoss, peer);
     let congested = overflowed(cx, &sigs);
     // Loss on this path shows in retransmits toward its peer: drops counted host-wide
     // alone do not say which path lost them.
