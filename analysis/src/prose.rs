@@ -319,6 +319,22 @@ pub fn headline(d: Direction, r: &DirectionResult) -> String {
 
 /// Where the latency (rise) goes: the largest part, others after it.
 /// A replica that stayed healthy while the cause was on another.
+/// The analysed host's other devices (name, service time in the raised intervals or over
+/// the run, and in the other intervals).
+pub fn other_devices(host: &str, op: &str, fared: &[(String, f64, Option<f64>)]) -> String {
+    let each: Vec<String> = fared
+        .iter()
+        .map(|(name, now, before)| match before {
+            Some(b) => format!("{name} {} -> {}", secs(*b), secs(*now)),
+            None => format!("{name} {}", secs(*now)),
+        })
+        .collect();
+    format!(
+        "the other devices of {host} that served {op}s: service time {}",
+        each.join(", ")
+    )
+}
+
 pub fn healthy_replica(s: &PartShare, retransmits: Option<f64>) -> String {
     let (amount, of) = match s.baseline_seconds {
         Some(b) => (format!("{} -> {}", secs(b), secs(s.seconds)), "rise"),

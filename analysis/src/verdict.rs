@@ -257,6 +257,38 @@ fn named(cx: &Context, r: &mut DirectionResult, c: &Candidate, candidates: &[Can
         r.evidence.push(prose::not_confirmed(c.cause));
     }
     r.evidence.extend(healthy_replicas(cx, c, candidates));
+    r.evidence.extend(other_devices(cx, c));
+}
+
+/// With the cause on the analysed host's own devices, how its other devices that served
+/// IO of the same kind fared: one slow device among steady ones points at that device (or
+/// what is behind it); all of them slower points at what they share.
+fn other_devices(cx: &Context, c: &Candidate) -> Option<String> {
+    if !matches!(c.cause, Cause::SlowDevice | Cause::DeviceSaturation) || c.replica.is_some() {
+        return None;
+    }
+    let op = cx.direction.op();
+    let (raised, others) = match cx.mode {
+        Mode::Raised { raised, others } => (raised.to_vec(), Some(others.to_vec())),
+        Mode::Whole => (all(cx.run.len()), None),
+    };
+    let fared: Vec<(String, f64, Option<f64>)> = cx
+        .subject
+        .devices
+        .iter()
+        .filter(|(name, _)| !cx.parts.devices.contains(name))
+        .filter_map(|(name, d)| {
+            let o = d.ops.get(op)?;
+            let served = sum_over(&o.ios, &raised).unwrap_or(0.0);
+            (served > 0.0).then_some(())?;
+            let now = mean_over(&o.service_seconds, &raised)?;
+            let before = others
+                .as_ref()
+                .and_then(|idx| mean_over(&o.service_seconds, idx));
+            Some((name.clone(), now, before))
+        })
+        .collect();
+    (!fared.is_empty()).then(|| prose::other_devices(&cx.subject.name, op, &fared))
 }
 
 /// With the cause on one replica (its path or its device), the other replicas that stayed

@@ -226,7 +226,13 @@ fn device_time_that_a_contended_cpu_accounts_for_is_not_a_slow_device() {
     let dev = h.devices.remove("loop0").unwrap();
     h.devices.insert("sdb".into(), dev);
     h.local_devices = vec!["sdb".into()];
-    judged(&disk, Cause::SlowDevice);
+    let report = judged(&disk, Cause::SlowDevice);
+    // The host's other disk, written by the busy writer, is compared with itself.
+    let e = report.verdict.evidence.join("\n");
+    assert!(
+        e.contains("the other devices of a that served writes: service time vda "),
+        "{e}"
+    );
 
     let r = run(include_str!("lab/busy-host-held.json"));
     judged(&r, Cause::None);
