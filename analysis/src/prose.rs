@@ -243,7 +243,7 @@ pub fn slow_service(service: f64, slow_from: f64) -> String {
     )
 }
 
-/// A whole run whose IOs wait above the block layer while the device has room.
+/// Device time that a contended CPU accounts for (`part` per IO, or its rise).
 pub fn cpu_wait(location: &str, part: f64, raised: bool, host: &str, stalled: f64) -> String {
     format!(
         "{} per IO at {location}{} can be waiting for a CPU: some task waited for the CPU of {host} {} of the time",
@@ -253,6 +253,7 @@ pub fn cpu_wait(location: &str, part: f64, raised: bool, host: &str, stalled: f6
     )
 }
 
+/// A whole run whose IOs wait above the block layer while the device has room.
 pub fn held_above_block(above: f64, local: f64) -> String {
     format!(
         "{} per IO held above the block layer ({} of the local device time) while the device queue had room: throttling (such as a cgroup IO limit) before the device",
@@ -317,8 +318,6 @@ pub fn headline(d: Direction, r: &DirectionResult) -> String {
     }
 }
 
-/// Where the latency (rise) goes: the largest part, others after it.
-/// A replica that stayed healthy while the cause was on another.
 /// The analysed host's other devices (name, service time in the raised intervals or over
 /// the run, and in the other intervals).
 pub fn other_devices(host: &str, op: &str, fared: &[(String, f64, Option<f64>)]) -> String {
@@ -335,6 +334,7 @@ pub fn other_devices(host: &str, op: &str, fared: &[(String, f64, Option<f64>)])
     )
 }
 
+/// A replica that stayed healthy while the cause was on another.
 pub fn healthy_replica(s: &PartShare, retransmits: Option<f64>) -> String {
     let (amount, of) = match s.baseline_seconds {
         Some(b) => (format!("{} -> {}", secs(b), secs(s.seconds)), "rise"),
@@ -350,6 +350,7 @@ pub fn healthy_replica(s: &PartShare, retransmits: Option<f64>) -> String {
     )
 }
 
+/// Where the latency (rise) goes: the largest part, others after it.
 pub fn where_it_goes(shares: &[PartShare]) -> Option<String> {
     let mut top: Vec<&PartShare> = shares
         .iter()

@@ -279,8 +279,9 @@ fn other_devices(cx: &Context, c: &Candidate) -> Option<String> {
         .filter(|(name, _)| !cx.parts.devices.contains(name))
         .filter_map(|(name, d)| {
             let o = d.ops.get(op)?;
-            let served = sum_over(&o.ios, &raised).unwrap_or(0.0);
-            (served > 0.0).then_some(())?;
+            if sum_over(&o.ios, &raised).unwrap_or(0.0) <= 0.0 {
+                return None;
+            }
             let now = mean_over(&o.service_seconds, &raised)?;
             let before = others
                 .as_ref()

@@ -269,7 +269,7 @@ impl Lab {
     /// 0 removes the rule.
     pub fn lose(&self, host: &Host, per_mille: u32) -> Result<()> {
         let ns = &host.ns;
-        if ns.run("nft", &["list", "tables"])?.contains(LOSS_TABLE) {
+        if has_loss_table(host)? {
             ns.run("nft", &["delete", "table", "inet", LOSS_TABLE])?;
         }
         if per_mille == 0 {
@@ -296,8 +296,7 @@ impl Lab {
 
     /// Segments that `lose` dropped at `host` so far (its rule's counter; 0 without one).
     pub fn lost(&self, host: &Host) -> Result<u64> {
-        let out = host.ns.run("nft", &["list", "tables"])?;
-        if !out.contains(LOSS_TABLE) {
+        if !has_loss_table(host)? {
             return Ok(0);
         }
         let out = host.ns.run("nft", &["list", "table", "inet", LOSS_TABLE])?;
@@ -311,3 +310,10 @@ impl Lab {
 
 /// The nftables table of `Lab::lose`.
 const LOSS_TABLE: &str = "stornet_loss";
+
+fn has_loss_table(host: &Host) -> Result<bool> {
+    Ok(host
+        .ns
+        .run("nft", &["list", "tables"])?
+        .contains(LOSS_TABLE))
+}

@@ -56,7 +56,7 @@ fn signals(cx: &Context, host: &Host) -> Vec<usize> {
 }
 
 /// `waits`: device time on this host that its contended CPU accounts for (`cpu_wait`).
-pub(super) fn cpu(cx: &Context, target: &CpuTarget, waits: &[CpuWait]) -> Candidate {
+pub(super) fn cpu(cx: &Context, target: &CpuTarget, waits: &[&CpuWait]) -> Candidate {
     // A replica host's CPU holds that replica's round trip. The analysed host's CPU serves
     // every part it measures, none of them its own: it is judged by its signal alone, so
     // it cannot outscore a cause with evidence of its own on the strength of a share.

@@ -19,7 +19,7 @@ mod slow_device;
 
 use crate::context::Context;
 use crate::report::Candidate;
-use cpu::{cpu, cpu_explains, cpu_targets};
+use cpu::{CpuWait, cpu, cpu_explains, cpu_targets};
 use device::device_targets;
 use device_saturation::device_saturation;
 use mtu_mismatch::mtu_mismatch;
@@ -42,18 +42,26 @@ pub fn rank(cx: &Context) -> Vec<Candidate> {
         out.push(mtu);
         out.push(loss);
     }
-    let devices = device_targets(cx);
+    // Device time a contended CPU accounts for is the CPU's, not the device's: found once
+    // per device, given to both.
+    let devices: Vec<_> = device_targets(cx)
+        .into_iter()
+        .map(|d| {
+            let wait = cpu_wait(cx, &d);
+            (d, wait)
+        })
+        .collect();
     for target in cpu_targets(cx) {
-        let waits: Vec<_> = devices
+        let waits: Vec<&CpuWait> = devices
             .iter()
-            .filter(|d| d.host.name == target.host.name)
-            .filter_map(|d| cpu_wait(cx, d))
+            .filter(|(d, _)| d.host.name == target.host.name)
+            .filter_map(|(_, w)| w.as_ref())
             .collect();
         out.push(cpu(cx, &target, &waits));
     }
-    for target in devices {
-        out.push(device_saturation(cx, &target));
-        out.push(slow_device(cx, &target));
+    for (target, wait) in &devices {
+        out.push(device_saturation(cx, target));
+        out.push(slow_device(cx, target, wait.as_ref()));
     }
     // Whatever rose there, a place that holds almost none of the rise is not where the
     // latency went.

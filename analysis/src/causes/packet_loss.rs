@@ -6,7 +6,9 @@
 
 use super::network::{net_candidate, net_signals};
 use super::network_congestion::overflowed;
-use super::score::{association, counter_anomaly, findings, judge_signals, score, weigh};
+use super::score::{
+    association, counter_anomaly, findings, judge_signals, run_findings, score, weigh,
+};
 use crate::context::Context;
 use crate::report::{Candidate, Cause};
 use crate::signals::{DropClass, Signal, SignalKind, drop_class};
@@ -46,7 +48,7 @@ pub(super) fn packet_loss(cx: &Context, peer: Option<&str>, mtu_met: bool) -> Ca
         if c.findings.is_empty() {
             // Steady loss: its run-long counts are the evidence.
             let order: Vec<usize> = picks.iter().map(|p| p.0).filter(|&i| steady(i)).collect();
-            c.findings = super::score::run_findings(cx, &order, 3);
+            c.findings = run_findings(cx, &order, 3);
         }
     } else {
         let resent = peer.is_none() || retransmits().any(|&i| steady(i));

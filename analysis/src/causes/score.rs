@@ -51,8 +51,33 @@ pub(super) fn association(cx: &Context, picks: &[(usize, f64)]) -> (Option<f64>,
 }
 
 /// Sentences for the given signals (strongest first), one per kind, in the order of
-/// [`SignalKind`] (a `qdisc_*` drop reason counts as the qdisc's drops).
+/// [`SignalKind`] (a `qdisc_*` drop reason counts as the qdisc's drops): in the raised
+/// intervals against the others, or over the whole run.
 pub(super) fn findings(cx: &Context, ordered: &[usize], max: usize) -> Vec<String> {
+    sentences(
+        cx,
+        ordered,
+        max,
+        if cx.raised() {
+            describe_raised
+        } else {
+            describe_run
+        },
+    )
+}
+
+/// As [`findings`], but as over the whole run (counts and rates) whatever the mode: for a
+/// cause present all run long.
+pub(super) fn run_findings(cx: &Context, ordered: &[usize], max: usize) -> Vec<String> {
+    sentences(cx, ordered, max, describe_run)
+}
+
+fn sentences(
+    cx: &Context,
+    ordered: &[usize],
+    max: usize,
+    describe: fn(&Context, usize) -> String,
+) -> Vec<String> {
     let kind = |i: usize| {
         let s = &cx.signals[i];
         if s.kind == SignalKind::SkbDrops && s.key.starts_with("qdisc_") {
@@ -68,26 +93,7 @@ pub(super) fn findings(cx: &Context, ordered: &[usize], max: usize) -> Vec<Strin
     for i in ordered {
         if out.len() < max && !seen.contains(&kind(i)) {
             seen.push(kind(i));
-            out.push(if cx.raised() {
-                describe_raised(cx, i)
-            } else {
-                describe_run(cx, i)
-            });
-        }
-    }
-    out
-}
-
-/// Sentences for the given signals as over the whole run (their counts and rates), one
-/// per kind, whatever the mode: for a cause present all run long.
-pub(super) fn run_findings(cx: &Context, ordered: &[usize], max: usize) -> Vec<String> {
-    let mut seen = Vec::new();
-    let mut out = Vec::new();
-    for &i in ordered {
-        let kind = cx.signals[i].kind;
-        if out.len() < max && !seen.contains(&kind) {
-            seen.push(kind);
-            out.push(describe_run(cx, i));
+            out.push(describe(cx, i));
         }
     }
     out

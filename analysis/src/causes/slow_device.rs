@@ -11,7 +11,9 @@ use crate::report::{Candidate, Cause};
 use crate::series::mean_over;
 use crate::signals::SignalKind;
 
-pub(super) fn slow_device(cx: &Context, target: &Target) -> Candidate {
+/// `cpu_wait`: the target's device time that its host's contended CPU accounts for
+/// ([`cpu_wait`]).
+pub(super) fn slow_device(cx: &Context, target: &Target, cpu_wait: Option<&CpuWait>) -> Candidate {
     let v = view(cx, target);
     let at = v.at_limit.as_ref().is_some_and(|l| l.reached(cx.t));
     let share = device_share(cx, target, slow_kinds(at), v.service).or_else(|| {
@@ -26,7 +28,6 @@ pub(super) fn slow_device(cx: &Context, target: &Target) -> Candidate {
     c.replica = target.replica.clone();
     let slow_part = slow_part(&v, at);
     let not_queueing = slow_part > 0.0 && slow_part > v.queue.unwrap_or(0.0);
-    let cpu_wait = cpu_wait(cx, target);
     let kinds: &[SignalKind] = if at {
         &[SignalKind::ServiceTime, SignalKind::BlockErrors]
     } else {
@@ -47,7 +48,7 @@ pub(super) fn slow_device(cx: &Context, target: &Target) -> Candidate {
             target,
             &[SignalKind::ServiceTime, SignalKind::AboveBlock],
         );
-        if let (Some(wait), false) = (&cpu_wait, errors) {
+        if let (Some(wait), false) = (cpu_wait, errors) {
             // Not a candidate: the rise is no more than a contended CPU accounts for (the
             // `cpu` candidate of the host takes it).
             c.share = None;
@@ -118,6 +119,7 @@ fn slow_anomaly(
 /// device's host had a contended CPU and the part is under `cpu_wait_seconds`: the device
 /// is not shown to be slow, and the time is the CPU's.
 pub(super) fn cpu_wait(cx: &Context, target: &Target) -> Option<CpuWait> {
+    let stalled = contended(cx, target.host)?;
     let v = view(cx, target);
     let at = v.at_limit.as_ref().is_some_and(|l| l.reached(cx.t));
     let slow_part = slow_part(&v, at);
@@ -127,7 +129,6 @@ pub(super) fn cpu_wait(cx: &Context, target: &Target) -> Option<CpuWait> {
     } else {
         0.0
     });
-    let stalled = contended(cx, target.host)?;
     if slow_part <= 0.0 || cpu_part < slow_part || slow_part >= cx.t.cpu_wait_seconds {
         return None;
     }

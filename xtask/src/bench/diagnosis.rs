@@ -1,9 +1,9 @@
 //! `cargo xtask bench diagnosis`: how often the verdict is right. Host a writes 64 KiB
 //! blocks at 100 per second (open loop, up to 8 in flight, 24 s) to a loop device with a
 //! queue of 4 requests, with every write replicated to hosts b and c through the lab switch
-//! (200 Mbit/s ports, deep buffers, MTU 9000 throughout), stornet-agent watching. Each case injects one fault 14 s into the measured part, so the run has a
-//! healthy baseline longer than the fault (the analysis takes its baseline from the run)
-//! and an onset:
+//! (200 Mbit/s ports, deep buffers, MTU 9000 throughout), stornet-agent watching. Each
+//! case injects one fault 14 s into the measured part, so the run has a healthy baseline
+//! longer than the fault (the analysis takes its baseline from the run) and an onset:
 //!
 //! - healthy: nothing; and healthy on a busy host (two CPU spinners and a direct-IO disk
 //!   writer for the whole run);
@@ -258,11 +258,7 @@ fn one(
     c_addr: &str,
 ) -> Result<Case> {
     let c = lab.host("c");
-    lab.reshape(c, &Shaping::deep())?;
-    disk.throttle_now(Throttle::WriteIops(UNLIMITED))?;
-    disk.throttle_behind_now(Throttle::WriteIops(UNLIMITED))?;
-    lab.lose(c, 0)?;
-    lab.set_port_mtu(c, MTU)?;
+    heal(lab, disk)?;
     let _busy = (fault == Fault::Busy)
         .then(|| Busy::start(out))
         .transpose()?;
@@ -286,11 +282,7 @@ fn one(
         rr.run_to_end(disk, &workload(), out, name, None)
     })?;
     let lost = lab.lost(c)?;
-    lab.reshape(c, &Shaping::deep())?;
-    disk.throttle_now(Throttle::WriteIops(UNLIMITED))?;
-    disk.throttle_behind_now(Throttle::WriteIops(UNLIMITED))?;
-    lab.lose(c, 0)?;
-    lab.set_port_mtu(c, MTU)?;
+    heal(lab, disk)?;
     if lost > 0 {
         println!("  {name}: host c dropped {lost} segments (nftables' count)");
     }
@@ -348,6 +340,17 @@ fn one(
         dropped,
         to_correct,
     })
+}
+
+/// Takes every fault the bench injects away: c's port deep and at the hosts' MTU, no loss
+/// at c, the disk and the device behind it unthrottled.
+fn heal(lab: &Lab, disk: &Disk) -> Result<()> {
+    let c = lab.host("c");
+    lab.reshape(c, &Shaping::deep())?;
+    lab.set_port_mtu(c, MTU)?;
+    lab.lose(c, 0)?;
+    disk.throttle_now(Throttle::WriteIops(UNLIMITED))?;
+    disk.throttle_behind_now(Throttle::WriteIops(UNLIMITED))
 }
 
 /// Median write p99 from two intervals after the onset to the end, over the median
