@@ -37,7 +37,10 @@ impl Agent {
             collectors.push(Box::new(c));
         }
         if config.collector_enabled(crate::collectors::PRESSURE) {
-            collectors.push(Box::new(crate::pressure::Pressure::default()));
+            collectors.push(Box::new(match &config.pressure.cgroup {
+                Some(dir) => crate::pressure::Pressure::of_cgroup(dir),
+                None => crate::pressure::Pressure::default(),
+            }));
         }
         let snapshots = crate::net::snapshots::Parts::of(config);
         collectors.extend(crate::net::collectors(

@@ -14,6 +14,7 @@ pub struct Config {
     pub probes: ProbesConfig,
     pub block: BlockConfig,
     pub net: NetConfig,
+    pub pressure: PressureConfig,
     /// Collector name (see `collectors`) → enabled; overridden by the collector flags.
     pub collectors: BTreeMap<String, bool>,
     /// `--collector.disable-defaults`: collectors without an entry or flag are off.
@@ -115,6 +116,14 @@ impl Default for NetConfig {
             namespaces: Vec::new(),
         }
     }
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct PressureConfig {
+    /// A cgroup v2 directory whose pressure to export instead of the host's (the storage
+    /// daemon's slice or pod, where its CPU limit's throttling shows).
+    pub cgroup: Option<std::path::PathBuf>,
 }
 
 /// What is wrong with a configuration file: where (line, key) and why, printed on one line.
@@ -259,6 +268,11 @@ impl Config {
         }
         if self.net.max_peers == 0 {
             return Err(err("net", "max_peers", None, "must be at least 1".into()));
+        }
+        if let Some(dir) = &self.pressure.cgroup
+            && let Err(e) = crate::pressure::check_cgroup(dir)
+        {
+            return Err(err("pressure", "cgroup", None, e));
         }
         for ns in &self.net.namespaces {
             if let Err(e) = crate::netns::Namespace::parse(ns) {
@@ -431,6 +445,12 @@ mod tests {
         let e = Config::parse("[net]\nnamespaces = [\"pid:x\"]\n").unwrap_err();
         assert_eq!(e.key.as_deref(), Some("net.namespaces"), "{e}");
         assert!(Config::parse("[net]\nnamespaces = [\"pid:1\", \"h1\"]\n").is_ok());
+        let e = Config::parse("[pressure]\ncgroup = \"/nonexistent/stornet.slice\"\n").unwrap_err();
+        assert_eq!(
+            (e.line, e.key.as_deref()),
+            (Some(2), Some("pressure.cgroup"))
+        );
+        assert!(e.message.contains("cpu.pressure"), "{e}");
     }
 
     #[test]

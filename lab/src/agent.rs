@@ -35,6 +35,8 @@ pub struct Launch<'a> {
     pub wrapper: &'a [&'a str],
     pub args: &'a [&'a str],
     pub env: &'a [(&'a str, &'a str)],
+    /// Where to listen; a free loopback port when `None`.
+    pub addr: Option<SocketAddr>,
 }
 
 /// A fresh log file path for one agent run.
@@ -92,6 +94,37 @@ impl AgentProcess {
         agent
     }
 
+    /// A host's agent that others scrape over the network: in namespace `ns`, listening on
+    /// `addr` (an address of the namespace), with `toml` and `args`. It enters only the
+    /// network namespace (nsenter), so it keeps the host's mounts: `ip netns exec` replaces
+    /// /sys, and the cgroup hierarchies under /sys/fs/cgroup with it.
+    pub fn host_agent(
+        ns: &crate::netns::Netns,
+        addr: SocketAddr,
+        toml: &str,
+        args: &[&str],
+    ) -> Result<AgentProcess> {
+        let path = log_path().with_extension("toml");
+        std::fs::write(&path, toml)?;
+        let flag = format!("--config.file={}", path.display());
+        let net = format!("--net={}", ns.path());
+        let mut all = vec![flag.as_str()];
+        all.extend_from_slice(args);
+        let launched = AgentProcess::launch(&Launch {
+            wrapper: &["nsenter", &net],
+            args: &all,
+            addr: Some(addr),
+            ..Default::default()
+        });
+        let agent = launched.and_then(|mut a| {
+            a.netns = Some(ns.path());
+            a.wait_healthy()?;
+            Ok(a)
+        });
+        let _ = std::fs::remove_file(&path);
+        agent
+    }
+
     /// GET `path` from the agent (from inside its namespace).
     pub fn get(&self, path: &str) -> Result<(u16, String)> {
         match &self.netns {
@@ -103,7 +136,10 @@ impl AgentProcess {
     /// Starts the agent on a free loopback port without waiting for it.
     pub fn launch(l: &Launch) -> Result<AgentProcess> {
         wait_after_previous_exit();
-        let addr: SocketAddr = format!("127.0.0.1:{}", free_port()?).parse()?;
+        let addr: SocketAddr = match l.addr {
+            Some(a) => a,
+            None => format!("127.0.0.1:{}", free_port()?).parse()?,
+        };
         let bin = l
             .bin
             .clone()

@@ -1,51 +1,41 @@
-//! A cgroup v1 blkio group with IOPS throttles, for slow-device tests. Processes are put in
-//! it before they exec (so every IO they make is throttled); it is removed on drop, after
-//! they have exited.
+//! Lab cgroups: a cgroup v1 blkio group with IOPS throttles (slow-device tests), a v1 cpu
+//! group with a CPU quota and a v2 group whose pressure an agent reads (a starved storage
+//! daemon). Processes are put in them before they exec; each is removed on drop, after they
+//! have exited.
 
 use std::ffi::CString;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
 pub const BLKIO_ROOT: &str = "/sys/fs/cgroup/blkio";
+pub const CPU_ROOT: &str = "/sys/fs/cgroup/cpu";
+/// Where these hybrid hosts mount the unified (v2) hierarchy.
+pub const UNIFIED_ROOT: &str = "/sys/fs/cgroup/unified";
 
-pub struct BlkioCgroup {
+/// A cgroup directory in any hierarchy.
+pub struct Cgroup {
     pub path: PathBuf,
 }
 
-impl BlkioCgroup {
-    /// Creates `/sys/fs/cgroup/blkio/stornet-test-<tag>-<pid>`.
-    pub fn new(tag: &str) -> Result<BlkioCgroup> {
-        if !std::path::Path::new(BLKIO_ROOT)
-            .join("blkio.throttle.read_iops_device")
-            .exists()
-        {
-            bail!("cgroup v1 blkio throttling is not available at {BLKIO_ROOT}");
+impl Cgroup {
+    /// Creates `<root>/stornet-test-<tag>-<pid>`; `probe` is a file the hierarchy must have.
+    pub fn new(root: &str, probe: &str, tag: &str) -> Result<Cgroup> {
+        if !Path::new(root).join(probe).exists() {
+            bail!("no cgroup hierarchy with {probe} at {root}");
         }
-        let path =
-            PathBuf::from(BLKIO_ROOT).join(format!("stornet-test-{tag}-{}", std::process::id()));
+        let path = PathBuf::from(root).join(format!("stornet-test-{tag}-{}", std::process::id()));
         std::fs::create_dir(&path).with_context(|| format!("creating {}", path.display()))?;
-        Ok(BlkioCgroup { path })
+        Ok(Cgroup { path })
     }
 
-    /// Caps reads (`read`) or writes of device `maj:min` at `iops`.
-    pub fn throttle_iops(&self, devnum: &str, read: bool, iops: u64) -> Result<()> {
-        let op = if read { "read" } else { "write" };
-        self.throttle(&format!("blkio.throttle.{op}_iops_device"), devnum, iops)
-    }
-
-    /// Caps reads (`read`) or writes of device `maj:min` at `bytes` per second.
-    pub fn throttle_bps(&self, devnum: &str, read: bool, bytes: u64) -> Result<()> {
-        let op = if read { "read" } else { "write" };
-        self.throttle(&format!("blkio.throttle.{op}_bps_device"), devnum, bytes)
-    }
-
-    fn throttle(&self, file: &str, devnum: &str, value: u64) -> Result<()> {
+    /// Writes `value` to the group's `file`.
+    pub fn write(&self, file: &str, value: &str) -> Result<()> {
         let file = self.path.join(file);
-        std::fs::write(&file, format!("{devnum} {value}"))
-            .with_context(|| format!("writing {}", file.display()))
+        std::fs::write(&file, value)
+            .with_context(|| format!("writing {value:?} to {}", file.display()))
     }
 
     /// Makes `cmd` join this cgroup in the child, before it execs.
@@ -69,7 +59,7 @@ impl BlkioCgroup {
     }
 }
 
-impl Drop for BlkioCgroup {
+impl Drop for Cgroup {
     fn drop(&mut self) {
         // The group can only be removed once it is empty; its processes have exited by now.
         for _ in 0..50 {
@@ -79,5 +69,55 @@ impl Drop for BlkioCgroup {
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
         eprintln!("warning: could not remove {}", self.path.display());
+    }
+}
+
+/// A v1 cpu group: its tasks get at most a share of one CPU.
+pub struct CpuCgroup(pub Cgroup);
+
+impl CpuCgroup {
+    pub fn new(tag: &str) -> Result<CpuCgroup> {
+        Ok(CpuCgroup(Cgroup::new(CPU_ROOT, "cpu.cfs_quota_us", tag)?))
+    }
+
+    /// Caps the group at `per_mille` thousandths of one CPU (in 100 ms periods, as a
+    /// container's CPU limit does); `None` lifts the cap.
+    pub fn limit(&self, per_mille: Option<u64>) -> Result<()> {
+        self.0.write("cpu.cfs_period_us", "100000")?;
+        let quota = per_mille.map_or(-1, |m| (m * 100) as i64);
+        self.0.write("cpu.cfs_quota_us", &quota.to_string())
+    }
+}
+
+/// A v1 blkio group with IOPS or bandwidth throttles.
+pub struct BlkioCgroup(pub Cgroup);
+
+impl BlkioCgroup {
+    /// Creates `/sys/fs/cgroup/blkio/stornet-test-<tag>-<pid>`.
+    pub fn new(tag: &str) -> Result<BlkioCgroup> {
+        Cgroup::new(BLKIO_ROOT, "blkio.throttle.read_iops_device", tag)
+            .map(BlkioCgroup)
+            .context("cgroup v1 blkio throttling is not available")
+    }
+
+    /// Caps reads (`read`) or writes of device `maj:min` at `iops`.
+    pub fn throttle_iops(&self, devnum: &str, read: bool, iops: u64) -> Result<()> {
+        let op = if read { "read" } else { "write" };
+        self.throttle(&format!("blkio.throttle.{op}_iops_device"), devnum, iops)
+    }
+
+    /// Caps reads (`read`) or writes of device `maj:min` at `bytes` per second.
+    pub fn throttle_bps(&self, devnum: &str, read: bool, bytes: u64) -> Result<()> {
+        let op = if read { "read" } else { "write" };
+        self.throttle(&format!("blkio.throttle.{op}_bps_device"), devnum, bytes)
+    }
+
+    fn throttle(&self, file: &str, devnum: &str, value: u64) -> Result<()> {
+        self.0.write(file, &format!("{devnum} {value}"))
+    }
+
+    /// Makes `cmd` join this cgroup in the child, before it execs.
+    pub fn enter_on_spawn(&self, cmd: &mut Command) -> Result<()> {
+        self.0.enter_on_spawn(cmd)
     }
 }

@@ -12,6 +12,7 @@
 pub mod disk;
 pub mod interrupt;
 pub mod leftovers;
+pub mod node;
 pub mod run;
 
 use std::net::{Ipv4Addr, SocketAddr};
@@ -21,6 +22,7 @@ use anyhow::{Context, Result, ensure};
 use crate::netns::{Netns, Subnet, tbf, veth};
 
 pub use disk::{Disk, DiskSpec, Throttle};
+pub use node::Node;
 pub use run::{Outcome, ReplicatedRun, Workload};
 
 /// The command that removes what a killed lab run left behind.

@@ -59,11 +59,24 @@ impl ServeProcess {
     /// Starts `loadgen serve --listen addr --dir dir <extra>` in `ns` and waits until it
     /// listens.
     pub fn start(ns: &Netns, addr: SocketAddr, dir: &Path, extra: &[&str]) -> Result<ServeProcess> {
+        Self::start_with(ns, addr, dir, extra, &|_| Ok(()))
+    }
+
+    /// As [`ServeProcess::start`], with `prepare` applied to the command first (to put the
+    /// server in cgroups, say).
+    pub fn start_with(
+        ns: &Netns,
+        addr: SocketAddr,
+        dir: &Path,
+        extra: &[&str],
+        prepare: &dyn Fn(&mut std::process::Command) -> Result<()>,
+    ) -> Result<ServeProcess> {
         let log = std::env::temp_dir().join(format!("{}.log", unique("serve")));
         let stderr = File::create(&log)?;
         let bin = crate::bins::path("loadgen");
-        let child = ns
-            .command(bin.to_str().context("binary path")?)
+        let mut cmd = ns.command(bin.to_str().context("binary path")?);
+        prepare(&mut cmd)?;
+        let child = cmd
             .arg("serve")
             .arg("--listen")
             .arg(addr.to_string())

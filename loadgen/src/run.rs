@@ -35,6 +35,7 @@ impl Watcher for Monitor {
         if let Some(m) = &self.metrics {
             m.tick(live);
         }
+        self.judge();
     }
     fn row(&mut self, row: &TimelineRow, dirs: &[DirInterval; 2]) {
         if let Some(m) = &self.metrics {
@@ -42,13 +43,8 @@ impl Watcher for Monitor {
         }
         if let Some(r) = &mut self.recorder {
             r.row(row, dirs);
-            if let Some(v) = r.judge() {
-                self.progress.verdict(&v);
-                if let Some(m) = &self.metrics {
-                    m.verdict(&v);
-                }
-            }
         }
+        self.judge();
     }
     fn started(&mut self, measure_start_ns: u64) {
         if let Some(r) = &mut self.recorder {
@@ -67,6 +63,18 @@ impl Watcher for Monitor {
         let text = report::render(run, &run.plan.settings);
         if let Err(e) = self.out.write(&text) {
             crate::note!("loadgen: {e}");
+        }
+    }
+}
+
+impl Monitor {
+    /// A live verdict as soon as the agents have closed another interval.
+    fn judge(&mut self) {
+        if let Some(v) = self.recorder.as_mut().and_then(Recorder::judge) {
+            self.progress.verdict(&v);
+            if let Some(m) = &self.metrics {
+                m.verdict(&v);
+            }
         }
     }
 }

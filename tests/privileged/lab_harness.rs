@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use stornet_lab::blockdev::LoopDevice;
-use stornet_lab::cgroup::BLKIO_ROOT;
+use stornet_lab::cgroup::{BLKIO_ROOT, CPU_ROOT};
 use stornet_lab::lab::{Disk, DiskSpec, HostSpec, Lab, Shaping, Throttle, leftovers};
 use stornet_lab::netns::{Netns, ip};
 use stornet_lab::privilege::require_root;
@@ -206,6 +206,20 @@ fn lab_leftovers_of_a_dead_run_are_refused_and_cleaned_but_live_ones_are_not() {
     assert!(loop_dev.starts_with("/dev/loop"), "{out:?}");
     let cg = Path::new(BLKIO_ROOT).join(format!("stornet-test-lefttest-{dead}"));
     std::fs::create_dir(&cg).unwrap();
+    // A node's: its file system mounted on the loop device, a cpu cgroup.
+    stornet_lab::fs::mkfs_ext4(Path::new(&loop_dev)).unwrap();
+    let mnt = std::env::temp_dir().join(format!("stornet-mnt-lefttest-{dead}"));
+    std::fs::create_dir(&mnt).unwrap();
+    assert!(
+        Command::new("mount")
+            .arg(&loop_dev)
+            .arg(&mnt)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let cpu_cg = Path::new(CPU_ROOT).join(format!("stornet-test-lefttest-{dead}"));
+    std::fs::create_dir(&cpu_cg).unwrap();
     // And what a live run holds: the same kinds of things named with a live pid.
     let live_ns = Netns::new("leftlive").unwrap();
     let live_disk = LoopDevice::new("leftlive", 16 << 20).unwrap();
@@ -226,6 +240,8 @@ fn lab_leftovers_of_a_dead_run_are_refused_and_cleaned_but_live_ones_are_not() {
         "{found:?}"
     );
     assert!(found.cgroups.contains(&cg), "{found:?}");
+    assert!(found.cgroups.contains(&cpu_cg), "{found:?}");
+    assert!(found.mounts.contains(&mnt), "{found:?}");
     assert!(found.files.contains(&Path::new(&file).to_path_buf()));
     let live = |s: &str| s.contains(&std::process::id().to_string());
     for d in found.describe() {
@@ -254,6 +270,12 @@ fn lab_leftovers_of_a_dead_run_are_refused_and_cleaned_but_live_ones_are_not() {
             .filter(|n| mine(n))
             .cloned()
             .collect(),
+        mounts: found
+            .mounts
+            .iter()
+            .filter(|m| mine(&m.to_string_lossy()))
+            .cloned()
+            .collect(),
         loops: found
             .loops
             .iter()
@@ -275,11 +297,12 @@ fn lab_leftovers_of_a_dead_run_are_refused_and_cleaned_but_live_ones_are_not() {
     };
     let (done, failed) = only_mine.remove();
     assert!(failed.is_empty(), "{failed:?}");
-    assert_eq!(done.len(), 5, "{done:?}");
+    assert_eq!(done.len(), 7, "{done:?}");
     let _ = orphan.wait();
     assert!(!namespaces().contains(&ns));
     assert!(loops_on(&file).is_empty(), "{loop_dev} still attached");
-    assert!(!cg.exists() && !Path::new(&file).exists());
+    assert!(!cg.exists() && !cpu_cg.exists() && !Path::new(&file).exists());
+    assert!(!mnt.exists(), "{} still there", mnt.display());
     // The live run's things are untouched.
     assert!(namespaces().contains(&live_ns.name));
     assert!(live_disk.stat().is_ok());

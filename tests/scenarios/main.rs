@@ -7,5 +7,6 @@ mod devices;
 mod jumbo;
 mod loss;
 mod mtu;
+mod nodes;
 mod replicas;
 mod support;

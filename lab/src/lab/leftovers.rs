@@ -3,7 +3,7 @@
 //! Other test runs on the same machine create the same kinds of things at the same time, so
 //! only what is certainly abandoned counts: every name the harness gives ends in the pid of
 //! the process that created it (`stn-<tag>-<pid>`, `/dev/shm/stornet-test-<tag>-<pid>.img`,
-//! `blkio/stornet-test-<tag>-<pid>`), and a thing is left over only when that process is gone.
+//! `blkio/stornet-test-<tag>-<pid>`, `/tmp/stornet-mnt-<tag>-<pid>`), and a thing is left over only when that process is gone.
 //! Processes still running in a left-over namespace or cgroup (a replica or agent whose test
 //! was killed) are left over too.
 
@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 
-use crate::cgroup::BLKIO_ROOT;
+use crate::cgroup::{BLKIO_ROOT, CPU_ROOT, UNIFIED_ROOT};
 use crate::netns::PREFIX;
 
 /// Where the harness keeps loop device backing files and replica directories.
@@ -42,6 +42,8 @@ pub struct Loop {
 pub struct Leftovers {
     pub processes: Vec<Process>,
     pub namespaces: Vec<String>,
+    /// File systems on lab disks (a node's), unmounted before their loop devices go.
+    pub mounts: Vec<PathBuf>,
     /// Loop devices stacked on other loop devices come before the ones they use.
     pub loops: Vec<Loop>,
     pub cgroups: Vec<PathBuf>,
@@ -127,8 +129,14 @@ pub fn find() -> Leftovers {
             l.namespaces.push(ns);
         }
     }
-    for cg in names_in(Path::new(BLKIO_ROOT), FILE_PREFIX) {
-        let path = Path::new(BLKIO_ROOT).join(&cg);
+    let cgroups = [BLKIO_ROOT, CPU_ROOT, UNIFIED_ROOT]
+        .into_iter()
+        .flat_map(|root| {
+            names_in(Path::new(root), FILE_PREFIX)
+                .into_iter()
+                .map(move |cg| (Path::new(root).join(&cg), cg))
+        });
+    for (path, cg) in cgroups {
         if path.is_dir() && abandoned(&cg) {
             let pids = std::fs::read_to_string(path.join("cgroup.procs"))
                 .unwrap_or_default()
@@ -137,6 +145,13 @@ pub fn find() -> Leftovers {
                 .collect();
             add_procs(&mut l, pids, &format!("cgroup {}", path.display()));
             l.cgroups.push(path);
+        }
+    }
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    for target in mounts.lines().filter_map(|m| m.split_whitespace().nth(1)) {
+        let name = Path::new(target).file_name().and_then(|n| n.to_str());
+        if name.is_some_and(|n| n.starts_with("stornet-mnt-") && abandoned(n)) {
+            l.mounts.push(PathBuf::from(target));
         }
     }
     // Loop devices on abandoned files, then (repeatedly) loop devices on those.
@@ -193,6 +208,9 @@ impl Leftovers {
         for n in &self.namespaces {
             v.push(format!("network namespace {n}"));
         }
+        for m in &self.mounts {
+            v.push(format!("file system mounted on {}", m.display()));
+        }
         for d in &self.loops {
             v.push(format!("loop device {} on {}", d.dev, d.backing));
         }
@@ -228,6 +246,15 @@ impl Leftovers {
             note(
                 r.is_ok(),
                 format!("deleted network namespace {n}"),
+                r.err().unwrap_or_default(),
+            );
+        }
+        for m in &self.mounts {
+            let r = run("umount", &[&m.to_string_lossy()])
+                .and_then(|()| std::fs::remove_dir(m).map_err(|e| e.to_string()));
+            note(
+                r.is_ok(),
+                format!("unmounted {}", m.display()),
                 r.err().unwrap_or_default(),
             );
         }

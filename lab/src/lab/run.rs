@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
-use super::{Disk, Host, Lab, interrupt};
+use super::{Disk, Host, Lab, Node, interrupt};
 use crate::agent::AgentProcess;
 use crate::replica::ServeProcess;
 
@@ -117,6 +117,9 @@ pub struct ReplicatedRun<'a> {
     pub agent: AgentProcess,
     /// One `loadgen serve` per replica host, in the same order.
     pub serves: Vec<ServeProcess>,
+    /// With [`ReplicatedRun::start_nodes`]: each replica host as a node, in the same order
+    /// (dropped after the servers in them).
+    pub nodes: Vec<Node>,
     _dirs: Vec<ReplicaDir>,
 }
 
@@ -149,6 +152,21 @@ impl<'a> ReplicatedRun<'a> {
     /// As [`ReplicatedRun::start`], with a replica on each of `replicas`: every write goes
     /// to all of them.
     pub fn start_many(lab: &'a Lab, client: &str, replicas: &[&str]) -> Result<ReplicatedRun<'a>> {
+        Self::start_as(lab, client, replicas, false)
+    }
+
+    /// As [`ReplicatedRun::start_many`], with every replica host a [`Node`]: its own disk,
+    /// cgroups and agent, which the runs sample too.
+    pub fn start_nodes(lab: &'a Lab, client: &str, replicas: &[&str]) -> Result<ReplicatedRun<'a>> {
+        Self::start_as(lab, client, replicas, true)
+    }
+
+    fn start_as(
+        lab: &'a Lab,
+        client: &str,
+        replicas: &[&str],
+        nodes: bool,
+    ) -> Result<ReplicatedRun<'a>> {
         let client = lab.host(client);
         let watched: Vec<String> = lab
             .namespaces()
@@ -163,19 +181,28 @@ impl<'a> ReplicatedRun<'a> {
             watched.join(", ")
         );
         let agent = AgentProcess::in_netns(&client.ns, &config)?;
-        let (mut hosts, mut serves, mut dirs) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut hosts, mut serves, mut dirs, mut made) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for name in replicas {
             let replica = lab.host(name);
-            let dir = ReplicaDir::new()?;
-            let port = replica.free_port()?;
-            serves.push(ServeProcess::start(
-                &replica.ns,
-                replica.socket(port),
-                &dir.0,
-                &[],
-            )?);
+            let addr = replica.socket(replica.free_port()?);
+            if nodes {
+                let node = Node::new(replica)?;
+                let prepare = |cmd: &mut std::process::Command| node.enter_on_spawn(cmd);
+                serves.push(ServeProcess::start_with(
+                    &replica.ns,
+                    addr,
+                    node.dir(),
+                    &[],
+                    &prepare,
+                )?);
+                made.push(node);
+            } else {
+                let dir = ReplicaDir::new()?;
+                serves.push(ServeProcess::start(&replica.ns, addr, &dir.0, &[])?);
+                dirs.push(dir);
+            }
             hosts.push(replica);
-            dirs.push(dir);
         }
         lab.wait_connected(client)?;
         Ok(ReplicatedRun {
@@ -184,6 +211,7 @@ impl<'a> ReplicatedRun<'a> {
             replicas: hosts,
             agent,
             serves,
+            nodes: made,
             _dirs: dirs,
         })
     }
@@ -233,8 +261,12 @@ impl<'a> ReplicatedRun<'a> {
                 .iter()
                 .map(|a| format!("--replica={a}")),
         );
+        args.extend([format!(
+            "--agent={}=http://{}",
+            self.client.name, self.agent.addr
+        )]);
+        args.extend(self.nodes.iter().map(Node::agent_flag));
         args.extend([
-            format!("--agent={}=http://{}", self.client.name, self.agent.addr),
             format!("--record={}", record.display()),
             "--output-format=json".into(),
             "--eta=never".into(),
@@ -245,6 +277,10 @@ impl<'a> ReplicatedRun<'a> {
         disk.enter_on_spawn(&mut cmd)?;
 
         let _ = std::fs::remove_file(&record);
+        for n in &self.nodes {
+            n.clear_volumes()
+                .with_context(|| format!("clearing the volumes of node {}", n.name))?;
+        }
         let snmp0 = self.client.ns.snmp_tcp("RetransSegs")?;
         let qdisc0 = self.lab.port_qdisc_drops()?;
         let rx0 = self.lab.port_rx_drops()?;

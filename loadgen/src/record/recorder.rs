@@ -27,7 +27,7 @@ struct Point {
     rows: Vec<TimelineRow>,
     histograms: [Vec<Option<BucketHistogram>>; 2],
     agents: Vec<(AgentSpec, PointSamples)>,
-    /// The live verdicts, each with the number of rows done when it was reached.
+    /// The live verdicts, each with the number of intervals it judged.
     live: Vec<(usize, LiveVerdict)>,
     /// loadgen's host and its target devices, for the live verdicts (found once per point).
     local: (String, Vec<String>),
@@ -147,9 +147,11 @@ impl Recorder {
     }
 
     /// With agents: the verdict on the running point's intervals so far (those every
-    /// agent's samples have closed), kept for the row just done. Its cost grows with the
-    /// point's length: after a judgement that took `d`, rows within `10 d` get none, so at
-    /// most a tenth of the collector's time goes to it.
+    /// agent's samples have closed), when an interval closed since the last one; kept for
+    /// the last interval it judged. Called at every row and tick, so a verdict follows the
+    /// agents' closing scrape, not the next row. Its cost grows with the point's length:
+    /// after a judgement that took `d`, none is made within `10 d`, so at most a tenth of
+    /// the collector's time goes to it.
     pub fn judge(&mut self) -> Option<LiveVerdict> {
         if let Some((at, took)) = self.judged
             && at.elapsed() < took * 10
@@ -157,10 +159,15 @@ impl Recorder {
             return None;
         }
         let began = Instant::now();
-        let so_far = self.samplers.as_ref()?.so_far();
+        let samplers = self.samplers.as_ref()?;
         let p = self.points.last()?;
+        let new = |n: usize| n > 0 && p.live.last().is_none_or(|(judged, _)| *judged < n);
+        if !new(samplers.closed()?.min(p.rows.len())) {
+            return None;
+        }
+        let so_far = samplers.so_far();
         let n = so_far.iter().map(|a| a.2).min()?.min(p.rows.len());
-        if n == 0 {
+        if !new(n) {
             return None;
         }
         let agents: Vec<(AgentSpec, Values)> = so_far
@@ -183,12 +190,12 @@ impl Recorder {
         );
         let verdict = LiveVerdict::of(&analysis::analyze(&run).ok()?, n);
         let p = self.points.last_mut()?;
-        p.live.push((p.rows.len(), verdict.clone()));
+        p.live.push((n, verdict.clone()));
         self.judged = Some((began, began.elapsed()));
         Some(verdict)
     }
 
-    /// The live verdicts of the last point, each onto the row it was reached at.
+    /// The live verdicts of the last point, each onto the last row it judged.
     pub fn verdicts_into(&self, timeline: &mut [TimelineRow]) {
         let Some(p) = self.points.last() else { return };
         for (rows, v) in &p.live {

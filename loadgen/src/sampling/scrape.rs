@@ -169,6 +169,14 @@ impl Samplers {
         }
     }
 
+    /// How many of the running point's intervals every agent has closed.
+    pub fn closed(&self) -> Option<usize> {
+        self.agents
+            .iter()
+            .map(|a| a.so_far.lock().intervals())
+            .min()
+    }
+
     /// The running point's intervals closed so far: each agent's values and how many
     /// intervals they hold (the last interval's closing scrape may still be under way).
     pub fn so_far(&self) -> Vec<(AgentSpec, Values, usize)> {

@@ -15,7 +15,15 @@
 //!   MTUs, all below the last piece of a 64 KiB write, which leaves as a segment of its
 //!   own); the bridge drops the larger frames, counts nothing and sends no ICMP;
 //! - device saturation: the device behind the client's disk is throttled (three limits),
-//!   so requests wait in the disk's short queue and more IOs are outstanding than it holds.
+//!   so requests wait in the disk's short queue and more IOs are outstanding than it holds;
+//! - slow replica device: the device behind c's disk (its replica directory is on ext4 on
+//!   a disk of its own) is throttled (three limits): c's requests take long in service;
+//! - replica CPU starvation: c's server shares a CPU limit (a cgroup quota, three sizes)
+//!   with a spinner that uses it up, as a storage daemon's other work under its
+//!   container's limit would.
+//!
+//! b and c are nodes: each has its own disk and its own agent (block and pressure, the
+//! pressure of its server's cgroup), sampled with the client's.
 //!
 //! A fault case counts only if the client's write p99 after the onset is at least twice
 //! its p99 before (impact validation); the others are listed with why they were dropped.
@@ -32,7 +40,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result};
 use serde_json::Value;
 use stornet_lab::lab::{
-    Disk, DiskSpec, HostSpec, Lab, ReplicatedRun, Shaping, Throttle, Workload, interrupt,
+    Disk, DiskSpec, HostSpec, Lab, Node, ReplicatedRun, Shaping, Throttle, Workload, interrupt,
 };
 
 use super::median;
@@ -57,10 +65,14 @@ enum Fault {
     Mtu(u32),
     /// The write limit of the device behind the client's disk, IOs per second.
     Saturation(u64),
+    /// The write limit of the device behind c's disk, IOs per second.
+    ReplicaDisk(u64),
+    /// The CPU limit c's server shares with a spinner, per mille of a CPU.
+    ReplicaCpu(u64),
 }
 
 impl Fault {
-    const ALL: [Fault; 17] = [
+    const ALL: [Fault; 23] = [
         Fault::Healthy,
         Fault::Busy,
         Fault::Congestion("256kb"),
@@ -78,13 +90,20 @@ impl Fault {
         Fault::Saturation(90),
         Fault::Saturation(60),
         Fault::Saturation(30),
+        Fault::ReplicaDisk(80),
+        Fault::ReplicaDisk(40),
+        Fault::ReplicaDisk(20),
+        Fault::ReplicaCpu(500),
+        Fault::ReplicaCpu(250),
+        Fault::ReplicaCpu(100),
     ];
 
     fn truth(self) -> &'static str {
         match self {
             Fault::Healthy | Fault::Busy => "none",
             Fault::Congestion(_) => "network_congestion",
-            Fault::SlowDevice(_) => "slow_device",
+            Fault::SlowDevice(_) | Fault::ReplicaDisk(_) => "slow_device",
+            Fault::ReplicaCpu(_) => "cpu",
             Fault::Loss(_) => "packet_loss",
             Fault::Mtu(_) => "mtu_mismatch",
             Fault::Saturation(_) => "device_saturation",
@@ -100,6 +119,8 @@ impl Fault {
             Fault::Loss(n) => format!("loss, {:.1}% at c", f64::from(n) / 10.0),
             Fault::Mtu(n) => format!("mtu mismatch, port toward c at {n}"),
             Fault::Saturation(n) => format!("device saturation, {n} writes/s behind"),
+            Fault::ReplicaDisk(n) => format!("slow replica device, c at {n} writes/s"),
+            Fault::ReplicaCpu(n) => format!("replica cpu, c's limit {}%", n / 10),
         }
     }
 
@@ -117,6 +138,8 @@ impl Fault {
             Fault::Loss(_) => "loss",
             Fault::Mtu(_) => "mtu mismatch",
             Fault::Saturation(_) => "device saturation",
+            Fault::ReplicaDisk(_) => "slow replica device",
+            Fault::ReplicaCpu(_) => "replica cpu",
         }
     }
 
@@ -219,7 +242,7 @@ pub fn run(only: Option<&str>, reps: usize) -> Result<()> {
             .throttle(Throttle::WriteIops(UNLIMITED))
             .slow_behind(Throttle::WriteIops(UNLIMITED)),
     )?;
-    let rr = ReplicatedRun::start_many(&lab, "a", &["b", "c"])?;
+    let rr = ReplicatedRun::start_nodes(&lab, "a", &["b", "c"])?;
     let c_addr = lab.host("c").addr.to_string();
     let faults: Vec<(usize, Fault)> = Fault::ALL
         .into_iter()
@@ -258,7 +281,8 @@ fn one(
     c_addr: &str,
 ) -> Result<Case> {
     let c = lab.host("c");
-    heal(lab, disk)?;
+    let node = &rr.nodes[1];
+    heal(lab, disk, node)?;
     let _busy = (fault == Fault::Busy)
         .then(|| Busy::start(out))
         .transpose()?;
@@ -272,6 +296,8 @@ fn one(
                 Fault::Loss(n) => lab.lose(c, n),
                 Fault::Mtu(n) => lab.set_port_mtu(c, n),
                 Fault::Saturation(n) => disk.throttle_behind_now(Throttle::WriteIops(n)),
+                Fault::ReplicaDisk(n) => node.slow_disk(Some(n)),
+                Fault::ReplicaCpu(n) => node.starve_cpu(Some(n)),
                 Fault::Healthy | Fault::Busy => Ok(()),
             };
             match injected {
@@ -282,7 +308,7 @@ fn one(
         rr.run_to_end(disk, &workload(), out, name, None)
     })?;
     let lost = lab.lost(c)?;
-    heal(lab, disk)?;
+    heal(lab, disk, node)?;
     if lost > 0 {
         println!("  {name}: host c dropped {lost} segments (nftables' count)");
     }
@@ -318,6 +344,8 @@ fn one(
             location.contains(&format!("replica {c_addr}"))
         }
         Fault::SlowDevice(_) | Fault::Saturation(_) => location.contains(disk.name()),
+        Fault::ReplicaDisk(_) => location.contains(&format!("{} on {}", node.disk.name(), c.name)),
+        Fault::ReplicaCpu(_) => location.starts_with(&format!("CPU of {}", c.name)),
         _ => true,
     };
     // From the record: a run that failed (a replica that never answered) has no report.
@@ -343,8 +371,10 @@ fn one(
 }
 
 /// Takes every fault the bench injects away: c's port deep and at the hosts' MTU, no loss
-/// at c, the disk and the device behind it unthrottled.
-fn heal(lab: &Lab, disk: &Disk) -> Result<()> {
+/// at c, the disk and the device behind it unthrottled, c's disk and CPU unlimited.
+fn heal(lab: &Lab, disk: &Disk, node: &Node) -> Result<()> {
+    node.slow_disk(None)?;
+    node.starve_cpu(None)?;
     let c = lab.host("c");
     lab.reshape(c, &Shaping::deep())?;
     lab.set_port_mtu(c, MTU)?;
@@ -458,6 +488,8 @@ fn summarize(cases: &[Case]) -> String {
         "loss",
         "mtu mismatch",
         "device saturation",
+        "slow replica device",
+        "replica cpu",
     ];
     let mut verdicts: Vec<&str> = vec![
         "none",
