@@ -199,9 +199,12 @@ fn retransmits_on_a_contended_cpu_without_drops_are_not_congestion() {
     let r = run(include_str!("lab/busy-host.json"));
     judged(&r, Cause::None);
 
-    // Without the CPU's pressure the retransmits alone read as congestion.
+    // Without the CPU's pressure the receivers' drops of data they already had still
+    // show the retransmits were needless; without both, they read as congestion.
     let mut blind = r.clone();
     blind.hosts[0].cpu_stalled_seconds.clear();
+    judged(&blind, Cause::None);
+    blind.hosts[0].skb_drops.remove("tcp_old_data");
     judged(&blind, Cause::NetworkCongestion);
 }
 
@@ -308,4 +311,91 @@ fn segments_dropped_uncounted_at_a_smaller_port_mtu_are_an_mtu_mismatch() {
         }
     }
     judged(&same, Cause::NetworkCongestion);
+}
+
+/// The address of host `name` in `r`, and `r` without that host (its agent unsampled).
+fn without_host(r: &Run, name: &str) -> (String, Run) {
+    let addr = r.host(name).unwrap().addresses[0].clone();
+    let mut blind = r.clone();
+    blind.hosts.retain(|h| h.name != name);
+    (addr, blind)
+}
+
+/// The diagnosis bench's slow replica device: b and c are nodes, each with its own disk and
+/// agent. 14 s into the run the device behind c's disk (ext4 over a loop device over a
+/// second one) is throttled to 40 writes per second: c's requests take long in service,
+/// c's round trip and with it the client's p99 rise a hundredfold.
+#[test]
+fn a_replica_whose_disk_slowed_is_named_by_its_device() {
+    let r = run(include_str!("lab/replica-disk-slow.json"));
+    let report = judged(&r, Cause::SlowDevice);
+    let c = r.host("c").unwrap();
+    let (addr, blind) = without_host(&r, "c");
+    let device = c.devices.keys().next().unwrap();
+    assert_eq!(
+        report.verdict.location.as_deref(),
+        Some(format!("device {device} on c (replica {addr})").as_str()),
+        "{}",
+        report.to_text()
+    );
+    let e = report.verdict.evidence.join("\n");
+    assert!(e.contains("stayed healthy"), "b is named healthy: {e}");
+    // Without c's agent the rise is still placed on c's round trip, but nothing measured
+    // there explains it.
+    let report = analyze(&blind).unwrap();
+    assert_ne!(
+        report.verdict.cause,
+        Cause::SlowDevice,
+        "{}",
+        report.to_text()
+    );
+    assert_ne!(report.verdict.cause, Cause::Cpu, "{}", report.to_text());
+}
+
+/// The diagnosis bench's replica CPU starvation: 14 s into the run a spinner joins c's
+/// server in its cgroups under a CPU limit of a quarter of a CPU; c's agent reads the
+/// pressure of that group, whose tasks then wait for a CPU most of the time (the kernel
+/// counts throttled time as pressure). The hosts share one kernel, so the client's own
+/// pressure (the machine's) rose too: the verdict must still be c's.
+#[test]
+fn a_replica_starved_under_its_cpu_limit_is_its_cpu() {
+    let r = run(include_str!("lab/replica-cpu-starved.json"));
+    let report = judged(&r, Cause::Cpu);
+    let (addr, blind) = without_host(&r, "c");
+    assert_eq!(
+        report.verdict.location.as_deref(),
+        Some(format!("CPU of c (replica {addr})").as_str()),
+        "{}",
+        report.to_text()
+    );
+    let e = report.verdict.evidence.join("\n");
+    assert!(e.contains("waited for a CPU on c"), "{e}");
+    // Without c's agent nothing names c's CPU.
+    let report = analyze(&blind).unwrap();
+    assert!(
+        report.verdict.location.as_deref() != Some(&format!("CPU of c (replica {addr})")),
+        "{}",
+        report.to_text()
+    );
+}
+
+/// A healthy run of the diagnosis bench (nothing injected; deep ports, replicas b and c):
+/// for its first 14 s something else on the machine kept a task waiting for a CPU 10-17% of
+/// the time, and the client retransmitted 26 segments to b and 22 to c, 0.01 per write.
+/// The receivers dropped 50 segments as `tcp_old_data`: they already had that data, so the
+/// originals had arrived and only their acknowledgements were late. Not congestion.
+#[test]
+fn retransmits_the_receiver_found_needless_are_not_congestion() {
+    let r = run(include_str!("lab/needless-retransmits.json"));
+    judged(&r, Cause::None);
+    let mut blind = r.clone();
+    for h in &mut blind.hosts {
+        h.skb_drops.remove("tcp_old_data");
+    }
+    let b = r.host("b").unwrap().addresses[0].clone();
+    let report = judged(&blind, Cause::NetworkCongestion);
+    assert_eq!(
+        report.verdict.location.as_deref(),
+        Some(format!("path to replica {b}").as_str())
+    );
 }

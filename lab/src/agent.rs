@@ -76,22 +76,8 @@ impl AgentProcess {
     /// Starts the agent inside network namespace `ns` with a configuration file holding
     /// `toml`, listening on that namespace's loopback; waits until it answers /-/healthy.
     pub fn in_netns(ns: &crate::netns::Netns, toml: &str) -> Result<AgentProcess> {
-        let path = log_path().with_extension("toml");
-        std::fs::write(&path, toml)?;
-        let flag = format!("--config.file={}", path.display());
         let wrapper = ["ip", "netns", "exec", ns.name.as_str()];
-        let launched = AgentProcess::launch(&Launch {
-            wrapper: &wrapper,
-            args: &[&flag],
-            ..Default::default()
-        });
-        let agent = launched.and_then(|mut a| {
-            a.netns = Some(ns.path());
-            a.wait_healthy()?;
-            Ok(a)
-        });
-        let _ = std::fs::remove_file(&path);
-        agent
+        Self::in_namespace(ns, toml, &wrapper, &[], None)
     }
 
     /// A host's agent that others scrape over the network: in namespace `ns`, listening on
@@ -104,16 +90,28 @@ impl AgentProcess {
         toml: &str,
         args: &[&str],
     ) -> Result<AgentProcess> {
+        let net = format!("--net={}", ns.path());
+        Self::in_namespace(ns, toml, &["nsenter", &net], args, Some(addr))
+    }
+
+    /// The agent under `wrapper`, which puts it in `ns`, with a configuration file holding
+    /// `toml`; waits until it answers /-/healthy.
+    fn in_namespace(
+        ns: &crate::netns::Netns,
+        toml: &str,
+        wrapper: &[&str],
+        args: &[&str],
+        addr: Option<SocketAddr>,
+    ) -> Result<AgentProcess> {
         let path = log_path().with_extension("toml");
         std::fs::write(&path, toml)?;
         let flag = format!("--config.file={}", path.display());
-        let net = format!("--net={}", ns.path());
         let mut all = vec![flag.as_str()];
         all.extend_from_slice(args);
         let launched = AgentProcess::launch(&Launch {
-            wrapper: &["nsenter", &net],
+            wrapper,
             args: &all,
-            addr: Some(addr),
+            addr,
             ..Default::default()
         });
         let agent = launched.and_then(|mut a| {

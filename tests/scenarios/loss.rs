@@ -68,11 +68,5 @@ fn scenario_8_a_lossy_replica_link_is_packet_loss() {
 
     let (b, c) = (healthy.addr.to_string(), lossy.addr.to_string());
     support::assert_verdict(&o, "packet_loss", &format!("path to replica {c}"));
-    let evidence = o.evidence();
-    assert!(
-        evidence
-            .iter()
-            .any(|e| e.contains(&format!("replica {b}")) && e.contains("healthy")),
-        "the evidence names b ({b}) as healthy: {evidence:#?}"
-    );
+    support::assert_named_healthy(&o, &b);
 }

@@ -50,15 +50,6 @@ fn scenario_9_a_replica_starved_of_cpu_or_slowed_by_its_disk_is_named() {
         support::check_live_verdicts(name, &o);
         o
     };
-    let healthy_b = |o: &Outcome| {
-        let evidence = o.evidence();
-        assert!(
-            evidence
-                .iter()
-                .any(|e| e.contains(&format!("replica {b}")) && e.contains("healthy")),
-            "the evidence names b ({b}) as healthy: {evidence:#?}"
-        );
-    };
 
     // The kernel's counts: the time c's server group was throttled (cpu.stat, summed over
     // the CPUs) and the time some task of it waited for a CPU (its cpu.pressure), which
@@ -86,7 +77,7 @@ fn scenario_9_a_replica_starved_of_cpu_or_slowed_by_its_disk_is_named() {
         "the record holds {recorded} s of c's CPU wait, the kernel counted {waited} s"
     );
     support::assert_verdict(&o, "cpu", &format!("CPU of {NODE} (replica {c})"));
-    healthy_b(&o);
+    support::assert_named_healthy(&o, &b.to_string());
 
     // The block layer's count of c's writes against the agent's.
     let stat0 = DiskStat::read(node.disk.name()).unwrap();
@@ -112,5 +103,5 @@ fn scenario_9_a_replica_starved_of_cpu_or_slowed_by_its_disk_is_named() {
         "slow_device",
         &format!("device {} on {NODE} (replica {c})", node.disk.name()),
     );
-    healthy_b(&o);
+    support::assert_named_healthy(&o, &b.to_string());
 }

@@ -195,3 +195,14 @@ pub fn confirmed(o: &Outcome) -> Vec<String> {
         .map(|c| format!("{} at {}", c["cause"], c["location"]))
         .collect()
 }
+
+/// The verdict's evidence names replica `addr` as healthy.
+pub fn assert_named_healthy(o: &Outcome, addr: &str) {
+    let evidence = o.evidence();
+    assert!(
+        evidence
+            .iter()
+            .any(|e| e.contains(&format!("replica {addr}")) && e.contains("healthy")),
+        "the evidence names {addr} as healthy: {evidence:#?}"
+    );
+}

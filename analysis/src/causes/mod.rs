@@ -16,6 +16,7 @@ mod network_congestion;
 mod packet_loss;
 mod score;
 mod slow_device;
+mod spurious;
 
 use crate::context::Context;
 use crate::report::Candidate;
@@ -27,6 +28,7 @@ use network::peers;
 use network_congestion::network_congestion;
 use packet_loss::packet_loss;
 use slow_device::{cpu_wait, slow_device};
+use spurious::mostly_spurious;
 
 /// Every candidate, best first.
 pub fn rank(cx: &Context) -> Vec<Candidate> {
@@ -34,10 +36,12 @@ pub fn rank(cx: &Context) -> Vec<Candidate> {
     for peer in peers(cx) {
         let mtu = mtu_mismatch(cx, peer.as_deref());
         let loss = packet_loss(cx, peer.as_deref(), mtu.requirement_met);
-        // Retransmits that an MTU mismatch, counted loss or a starved CPU explains are not
-        // evidence of congestion.
-        let explained =
-            mtu.requirement_met || loss.requirement_met || cpu_explains(cx, peer.as_deref());
+        // Retransmits that an MTU mismatch, counted loss or a starved CPU explains, or that
+        // the receiver found needless, are not evidence of congestion.
+        let explained = mtu.requirement_met
+            || loss.requirement_met
+            || cpu_explains(cx, peer.as_deref())
+            || mostly_spurious(cx, peer.as_deref());
         out.push(network_congestion(cx, peer.as_deref(), explained));
         out.push(mtu);
         out.push(loss);

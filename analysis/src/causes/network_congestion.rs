@@ -15,8 +15,9 @@ pub(super) fn is_congestion(s: &Signal) -> bool {
         || (s.kind == SkbDrops && drop_class(&s.key) == DropClass::Congestion)
 }
 
-/// `explained`: an MTU mismatch, counted loss or a starved CPU accounts for retransmits and
-/// round trips, so only congestion's own signals (a queue that overflowed or stood) count.
+/// `explained`: an MTU mismatch, counted loss, a starved CPU or needless retransmits (the
+/// receiver already had the data) account for retransmits and round trips, so only
+/// congestion's own signals (a queue that overflowed or stood) count.
 pub(super) fn network_congestion(cx: &Context, peer: Option<&str>, explained: bool) -> Candidate {
     let sigs = net_signals(cx, peer);
     let picks = weigh(cx, &sigs, is_congestion, |s| {

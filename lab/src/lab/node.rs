@@ -14,6 +14,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use anyhow::{Context, Result};
 
@@ -51,7 +52,9 @@ pub struct Node {
 impl Node {
     /// Builds `host`'s disk, file system and cgroups and starts its agent.
     pub fn new(host: &Host) -> Result<Node> {
-        let tag = format!("node-{}", host.name);
+        static SEQ: AtomicU32 = AtomicU32::new(0);
+        // Unique in this process (cgroup and mount names), as every lab name is.
+        let tag = format!("node-{}{}", host.name, SEQ.fetch_add(1, Ordering::Relaxed));
         let disk = Disk::new(
             &tag,
             DiskSpec::new(2 << 30).slow_behind(Throttle::WriteIops(UNLIMITED)),
