@@ -112,7 +112,6 @@ pub fn test(only: Option<Tier>, skip_setup: bool) -> Result<()> {
     let wants = |t: Tier| only.is_none_or(|o| o == t);
     let root = wants(Tier::Privileged) || wants(Tier::Scenarios);
     if wants(Tier::Unit) {
-        cmd::step("lint: fmt, import circles and clippy", lint)?;
         cmd::step("unit tests", unit)?;
     }
     if root || wants(Tier::Vm) {
@@ -157,6 +156,9 @@ fn foreground(wants: impl Fn(Tier) -> bool, vm_here: bool) -> Result<()> {
         })?;
     }
     if wants(Tier::Unit) {
+        // Here rather than before the unit tests, so that clippy's build runs beside the vm
+        // tier (whose guests hold the CPUs longer than the foreground) instead of before it.
+        cmd::step("lint: fmt, import circles and clippy", lint)?;
         // Built here rather than with the unit tests, so that the build runs beside the vm
         // tier instead of before it.
         crate::fuzz::build_targets(crate::fuzz::Build::Quick)?;
