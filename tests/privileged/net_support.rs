@@ -9,8 +9,10 @@ use stornet_lab::metrics::{Sample, sum};
 /// namespaces and agent) until they agree, at most this often. On a machine under heavy CPU
 /// load, while other eBPF agents attach to and detach from the same tracepoints, the kernel was
 /// seen to skip a burst of tracepoint events for a moment; a second transfer then agrees
-/// exactly. A persistent disagreement still fails.
-pub const ATTEMPTS: usize = 3;
+/// exactly. While the vm tier's emulated guests boot beside it, three transfers in a row once
+/// each missed 1 to 21 of a thousand-odd `qdisc_drop` events (the same test agrees exactly on
+/// a machine without them). A persistent disagreement still fails.
+pub const ATTEMPTS: usize = 5;
 
 /// Starts the agent with a configuration that watches `namespaces`. The peer cap is high:
 /// other tests on the machine create peers too, and ours must keep their own label.
