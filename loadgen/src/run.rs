@@ -41,10 +41,10 @@ impl Watcher for Monitor {
         if let Some(m) = &self.metrics {
             m.row(row, dirs);
         }
+        // The verdict comes at the tick that follows every row.
         if let Some(r) = &mut self.recorder {
             r.row(row, dirs);
         }
-        self.judge();
     }
     fn started(&mut self, measure_start_ns: u64) {
         if let Some(r) = &mut self.recorder {

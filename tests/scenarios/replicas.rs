@@ -45,11 +45,5 @@ fn scenario_7_the_congested_replica_is_named_among_two() {
 
     let (b, c) = (healthy.addr.to_string(), congested.addr.to_string());
     support::assert_verdict(&o, "network_congestion", &format!("path to replica {c}"));
-    let evidence = o.evidence();
-    assert!(
-        evidence
-            .iter()
-            .any(|e| e.contains(&format!("replica {b}")) && e.contains("healthy")),
-        "the evidence names b ({b}) as healthy: {evidence:#?}"
-    );
+    support::assert_named_healthy(&o, &b);
 }
