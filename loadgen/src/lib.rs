@@ -10,6 +10,7 @@
 
 pub mod analyze;
 pub mod clock;
+pub mod cluster;
 pub mod console;
 pub mod cpu;
 pub mod engine;

@@ -208,6 +208,9 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
         Parsed::Plan(p) => *p,
     };
     validate(&plan).map_err(Failure::Usage)?;
+    if !plan.settings.clients.is_empty() {
+        return crate::cluster::controller::run(args, &plan);
+    }
     for j in &plan.jobs {
         if j.ioengine != IoEngine::IoUring && j.depths().iter().any(|&d| d > 1) {
             crate::note!(
@@ -247,6 +250,9 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
     // Everything is checked: from here on files may be created.
     target::prepare(&layout)?;
     engine::install_sigint();
+    if plan.settings.start_gate {
+        crate::cluster::gate::wait()?;
+    }
 
     let started = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -370,8 +370,50 @@ fn record_page<'a>(
         notes: notes.to_vec(),
         verdict: &top.verdict,
         sweep,
+        hosts: host_rows(rec, top),
         sections,
     }
+}
+
+/// A cluster run's hosts: each one's own results over the run and the verdict on it.
+fn host_rows(rec: &Record, top: &Report) -> Vec<html::HostRow> {
+    rec.clients
+        .iter()
+        .map(|c| {
+            let merged = |d: usize| {
+                let p = c.result.as_ref()?.points.last()?;
+                let s = &p.merged[d];
+                (s.ios > 0).then(|| (s, p.runtime_ns as f64 / 1e9))
+            };
+            let get = |d: usize, f: &dyn Fn(&crate::results::stats::DirStats, f64) -> f64| {
+                merged(d).map(|(s, secs)| f(s, secs))
+            };
+            let per =
+                |f: &dyn Fn(&crate::results::stats::DirStats, f64) -> f64| [get(0, f), get(1, f)];
+            let verdict = top.hosts.iter().find(|h| h.host == c.name).map_or_else(
+                || "-".to_string(),
+                |h| match &h.verdict.location {
+                    Some(l) => format!("{} at {l}", h.verdict.cause),
+                    None => h.verdict.cause.to_string(),
+                },
+            );
+            html::HostRow {
+                name: c.name.clone(),
+                machine: c.hostname.clone(),
+                clock_offset_ms: c.clock_offset_seconds * 1e3,
+                rtt_ms: c.rtt_seconds * 1e3,
+                iops: per(&|s, secs| s.ios as f64 / secs.max(1e-9)),
+                p50_seconds: per(&|s, _| s.lat.percentile(50.0) as f64 / 1e9),
+                p99_seconds: per(&|s, _| s.lat.percentile(99.0) as f64 / 1e9),
+                verdict,
+                status: match (&c.error, c.stopped) {
+                    (Some(e), _) => format!("failed: {e}"),
+                    (None, true) => "stopped".into(),
+                    _ => String::new(),
+                },
+            }
+        })
+        .collect()
 }
 
 /// The overall verdict alone, as `Report::to_text` prints it.
@@ -508,6 +550,7 @@ fn from_prometheus(a: &AnalyzeArgs, url: &str) -> Result<u8, Failure> {
             notes: notes.clone(),
             verdict: &report.verdict,
             sweep: Vec::new(),
+            hosts: Vec::new(),
             sections: vec![html::Section {
                 title: "fleet".into(),
                 run: &run,

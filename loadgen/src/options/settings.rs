@@ -115,6 +115,19 @@ pub struct RunSettings {
     /// `--status-interval`: an interim report this often.
     #[serde(default)]
     pub status_interval_ns: Option<u64>,
+    /// `--client [NAME=]HOST[:PORT]` (or a file of hosts): run the job on these hosts'
+    /// job services instead of here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clients: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_token_file: Option<PathBuf>,
+    /// How long a host may stay silent before the controller gives it up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_timeout_ns: Option<u64>,
+    /// `--start-gate`: after the checks and the layout, say `ready` on stdout and wait for
+    /// `start UNIX_NS` (or `abort`) on stdin; what `loadgen serve` runs a job order with.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub start_gate: bool,
 }
 
 impl Default for RunSettings {
@@ -135,6 +148,10 @@ impl Default for RunSettings {
             replica_token_file: None,
             replica_timeout_ns: None,
             status_interval_ns: None,
+            clients: Vec::new(),
+            client_token_file: None,
+            client_timeout_ns: None,
+            start_gate: false,
         }
     }
 }
@@ -208,6 +225,12 @@ impl RunSettings {
             "replica_timeout" => {
                 self.replica_timeout_ns = Some(super::values::parse_timeout(v).map_err(err)?)
             }
+            "client" => self.clients.push(v.to_string()),
+            "client-token-file" => self.client_token_file = Some(PathBuf::from(v)),
+            "client-timeout" => {
+                self.client_timeout_ns = Some(super::values::parse_timeout(v).map_err(err)?)
+            }
+            "start-gate" => self.start_gate = parse_bool(v).map_err(err)?,
             _ => return Err(format!("--{key} is not a run option")),
         }
         Ok(())

@@ -452,6 +452,26 @@ pub const OPTIONS: &[OptionDoc] = &[
         "TIME",
         "a replica that leaves a write (or the connect and handshake) unanswered this long has failed (default: 5s)",
     ),
+    run(
+        "client",
+        "[NAME=]HOST[:PORT]",
+        "run the job on this host's `loadgen serve --jobs-listen` (default port 7481), all hosts at one instant; repeat for more, or give a file with one host per line. Options after a --client are that host's own",
+    ),
+    run(
+        "client-token-file",
+        "FILE",
+        "file holding the token the hosts' `loadgen serve --token-file` expects",
+    ),
+    run(
+        "client-timeout",
+        "TIME",
+        "a host silent this long (at connect, while preparing, while running) has failed: the others are stopped (default: 10s)",
+    ),
+    flag(
+        "start-gate",
+        Scope::Run,
+        "after the checks and the layout, print `ready` and wait for `start UNIX_NS` or `abort` on stdin (how `loadgen serve` runs a job order)",
+    ),
     flag("help", Scope::Run, "print this list"),
 ];
 

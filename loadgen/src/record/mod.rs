@@ -37,6 +37,36 @@ pub struct Record {
     pub result: RunResult,
     /// Per sweep point: the analysis input and how the agents were sampled.
     pub points: Vec<PointRecord>,
+    /// A cluster run (`loadgen run --client`): each host's own results and clock; `result`
+    /// then holds every host's IOs merged ("All clients").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clients: Vec<ClientEntry>,
+    /// A host failed or was stopped: the record holds what was measured until then.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub incomplete: bool,
+}
+
+/// One host of a cluster run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClientEntry {
+    /// Its name in `points[].run.hosts` and the reports.
+    pub name: String,
+    /// Its job service, as `--client` gave it.
+    pub address: String,
+    /// The machine's own name.
+    pub hostname: String,
+    /// Its clock minus the controller's, and the round trip that bounds the estimate.
+    pub clock_offset_seconds: f64,
+    pub rtt_seconds: f64,
+    /// Start of each point's measured part, on the controller's clock.
+    pub starts_unix_seconds: Vec<f64>,
+    /// `loadgen run`'s exit status on the host (none when it never reported).
+    pub exit: Option<i32>,
+    /// Stopped by the controller because another host failed.
+    pub stopped: bool,
+    pub error: Option<String>,
+    /// Its own results (per-host histograms), when it sent them.
+    pub result: Option<RunResult>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -115,6 +145,8 @@ impl Record {
                 sampling: Vec::new(),
                 run,
             }],
+            clients: Vec::new(),
+            incomplete: false,
         }
     }
 
@@ -270,6 +302,8 @@ mod tests {
                     hosts: vec![host],
                 },
             }],
+            clients: Vec::new(),
+            incomplete: false,
         }
     }
 

@@ -264,6 +264,8 @@ impl Recorder {
                 .collect(),
             result: result.clone(),
             points,
+            clients: Vec::new(),
+            incomplete: false,
         }
     }
 

@@ -42,6 +42,17 @@ pub struct ServeArgs {
     /// Connections still in their handshake do not count.
     #[arg(long, value_name = "N", default_value_t = 256)]
     pub max_connections: usize,
+    /// Also take job orders from `loadgen run --client` on this address (a port of its own:
+    /// the replication port speaks the replica protocol only). Jobs run in --dir.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub jobs_listen: Option<SocketAddr>,
+    /// A block device job orders may use (repeatable); without it, only files in --dir.
+    #[arg(long, value_name = "DEVICE", requires = "jobs_listen")]
+    pub allow_device: Vec<PathBuf>,
+    /// This host's stornet-agent, sampled into the run record of every job order
+    /// (e.g. http://198.18.0.1:9477).
+    #[arg(long, value_name = "URL", requires = "jobs_listen")]
+    pub agent: Option<String>,
     /// Only log messages of this level or above.
     #[arg(long = "log.level", value_enum, default_value_t = LogLevel::Info)]
     pub log_level: LogLevel,
@@ -124,6 +135,13 @@ pub fn serve(args: ServeArgs) -> ExitCode {
     if args.max_connections == 0 {
         return usage("--max-connections must be at least 1".into());
     }
+    let jobs = match args.jobs_listen {
+        Some(addr) => match jobs_service(&args, addr, token.clone()) {
+            Ok(j) => Some(j),
+            Err(e) => return usage(e),
+        },
+        None => None,
+    };
     let config = ServerConfig {
         listen: args.listen,
         dir: args.dir,
@@ -140,6 +158,13 @@ pub fn serve(args: ServeArgs) -> ExitCode {
     // Flag and setup errors above are one plain line, as for every loadgen command; from
     // here on the server logs.
     crate::logging::init(args.log_level, args.log_format);
+    if let Some((service, listener)) = jobs {
+        tracing::info!(listen = %args.jobs_listen.map(|a| a.to_string()).unwrap_or_default(), "taking job orders");
+        if let Err(e) = service.spawn(listener) {
+            tracing::error!(error = %e, "the job service did not start");
+            return ExitCode::FAILURE;
+        }
+    }
     match server.run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -147,6 +172,42 @@ pub fn serve(args: ServeArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The job service of `serve --jobs-listen`, its options checked and its port bound.
+fn jobs_service(
+    args: &ServeArgs,
+    addr: SocketAddr,
+    token: Option<Vec<u8>>,
+) -> Result<
+    (
+        std::sync::Arc<crate::cluster::service::JobService>,
+        std::net::TcpListener,
+    ),
+    String,
+> {
+    if addr == args.listen {
+        return Err(format!(
+            "--jobs-listen {addr}: the replication service listens there (give each its own port)"
+        ));
+    }
+    let confinement = crate::cluster::policy::Confinement::new(
+        std::slice::from_ref(&args.dir),
+        &args.allow_device,
+    )?;
+    if let Some(a) = &args.agent {
+        crate::options::values::AgentSpec::parse(a).map_err(|e| format!("--agent {e}"))?;
+    }
+    let listener =
+        std::net::TcpListener::bind(addr).map_err(|e| format!("--jobs-listen {addr}: {e}"))?;
+    let service = crate::cluster::service::JobService::new(
+        confinement,
+        token,
+        args.token_file.clone(),
+        args.agent.clone(),
+        args.listen,
+    );
+    Ok((std::sync::Arc::new(service), listener))
 }
 
 /// The content `replica-client` writes at `offset`: bytes 0..8 hold the offset and 8..16 the

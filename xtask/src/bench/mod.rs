@@ -5,6 +5,7 @@ mod agent_scrape;
 mod block_overhead;
 mod diagnosis;
 mod loadgen_vs_fio;
+mod multi_host;
 mod net_overhead;
 mod replication;
 mod soak;
@@ -28,6 +29,8 @@ pub enum Bench {
     Soak,
     /// Faults injected mid-run in the lab: confusion matrix and accuracy of the verdict.
     Diagnosis,
+    /// One coordinated 3-host run against three independent runs at once.
+    MultiHost,
 }
 
 pub fn run(bench: Bench, minutes: u64, cases: Option<&str>, reps: usize) -> Result<()> {
@@ -39,6 +42,7 @@ pub fn run(bench: Bench, minutes: u64, cases: Option<&str>, reps: usize) -> Resu
         Bench::Replication => replication::run(),
         Bench::Soak => soak::run(minutes),
         Bench::Diagnosis => diagnosis::run(cases, reps),
+        Bench::MultiHost => multi_host::run(),
     }
 }
 

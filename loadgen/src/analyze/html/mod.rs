@@ -41,6 +41,22 @@ pub struct SweepPoint {
     pub p99_seconds: [Option<f64>; 2],
 }
 
+/// One host of a cluster run, for the side-by-side table.
+pub struct HostRow {
+    pub name: String,
+    pub machine: String,
+    pub clock_offset_ms: f64,
+    pub rtt_ms: f64,
+    /// `[read, write]`: IOPS, p50 and p99 in seconds, over the whole run.
+    pub iops: [Option<f64>; 2],
+    pub p50_seconds: [Option<f64>; 2],
+    pub p99_seconds: [Option<f64>; 2],
+    /// The analysis' verdict on the host ("none", "network_congestion at …").
+    pub verdict: String,
+    /// "failed: …" or "stopped", empty when it ran to the end.
+    pub status: String,
+}
+
 pub struct Page<'a> {
     pub title: String,
     /// Where the data came from.
@@ -49,6 +65,8 @@ pub struct Page<'a> {
     pub notes: Vec<String>,
     pub verdict: &'a Verdict,
     pub sweep: Vec<SweepPoint>,
+    /// A cluster run's hosts (empty otherwise).
+    pub hosts: Vec<HostRow>,
     pub sections: Vec<Section<'a>>,
 }
 
@@ -90,6 +108,9 @@ pub fn render(p: &Page) -> String {
         let _ = write!(o, "<div class=\"note\">{}</div>", esc(n));
     }
     verdict(&mut o, p.verdict);
+    if !p.hosts.is_empty() {
+        hosts_table(&mut o, &p.hosts);
+    }
     if p.sweep.len() > 1 {
         let _ = write!(o, "<h2>Sweep: IOPS and p99 latency per point</h2>");
         o.push_str(&sweep_chart(&p.sweep).render());
@@ -99,6 +120,43 @@ pub fn render(p: &Page) -> String {
     }
     o.push_str("</body></html>\n");
     o
+}
+
+/// A cluster run's hosts side by side.
+fn hosts_table(o: &mut String, hosts: &[HostRow]) {
+    let _ = write!(
+        o,
+        "<h2>Hosts side by side</h2><table><tr><th class=\"l\">host</th><th class=\"l\">machine</th>\
+         <th>clock offset</th><th>round trip</th><th>read IOPS</th><th>read p50</th><th>read p99</th>\
+         <th>write IOPS</th><th>write p50</th><th>write p99</th><th class=\"l\">verdict on the host</th><th class=\"l\">status</th></tr>"
+    );
+    let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("-".to_string(), f);
+    for h in hosts {
+        let _ = write!(
+            o,
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{:+.3} ms</td><td>{:.3} ms</td>",
+            esc(&h.name),
+            esc(&h.machine),
+            h.clock_offset_ms,
+            h.rtt_ms
+        );
+        for d in 0..2 {
+            let _ = write!(
+                o,
+                "<td>{}</td><td>{}</td><td>{}</td>",
+                opt(h.iops[d], &|x| format!("{x:.0}")),
+                opt(h.p50_seconds[d], &secs),
+                opt(h.p99_seconds[d], &secs)
+            );
+        }
+        let _ = write!(
+            o,
+            "<td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
+            esc(&h.verdict),
+            esc(&h.status)
+        );
+    }
+    o.push_str("</table>");
 }
 
 fn verdict(o: &mut String, v: &Verdict) {

@@ -199,7 +199,7 @@ fn percentile_list(r: &RunResult, j: &JobResult) -> Vec<f64> {
         .unwrap_or_else(|| FIO_PERCENTILES.to_vec())
 }
 
-fn job(
+pub(crate) fn job(
     r: &RunResult,
     s: &RunSettings,
     p: &PointResult,
@@ -290,7 +290,7 @@ fn job(
     o
 }
 
-fn point(p: &PointResult) -> serde_json::Value {
+pub(crate) fn point(p: &PointResult) -> serde_json::Value {
     let merged = |d: &DirStats| {
         let (iops, bw) = rates(d, p.runtime_ns);
         let mut o = json!({
@@ -323,7 +323,7 @@ fn point(p: &PointResult) -> serde_json::Value {
 }
 
 /// ctime(3) of a Unix time, in local time, without the newline: "Wed Dec  2 00:37:30 2026".
-fn ctime(secs: u64) -> String {
+pub(crate) fn ctime(secs: u64) -> String {
     let t = secs as libc::time_t;
     let mut buf = [0 as libc::c_char; 64];
     // SAFETY: ctime_r writes at most 26 bytes into the buffer, which holds 64.

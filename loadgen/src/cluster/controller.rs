@@ -1,0 +1,339 @@
+//! `loadgen run --client …`: the job on every host at one instant. Every host is reached,
+//! its version and token checked and its clock measured before any job is sent; every job
+//! is checked and laid out on its host before any starts; a host that fails mid-run stops
+//! the others, and what was measured is still written, marked incomplete.
+
+use std::io::BufReader;
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use super::args::{self, HostJob};
+use super::clock::{self, Estimate, Exchange};
+use super::merge::{self, Outcome};
+use super::protocol::{self, JobFile, Msg};
+use crate::error::Failure;
+use crate::options::Plan;
+use crate::record::Record;
+use crate::results::report::{self, fio_json};
+
+/// Exchanges per host for its clock estimate.
+const CLOCK_EXCHANGES: usize = 8;
+/// Default silence after which a host has failed.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Laying out a job's files can take long: the wait for `ready`.
+const PREPARE: Duration = Duration::from_secs(600);
+
+struct Conn {
+    w: TcpStream,
+    r: BufReader<TcpStream>,
+}
+
+impl Conn {
+    fn ask(&mut self, m: &Msg) -> Result<Msg, String> {
+        protocol::send(&mut self.w, m)?;
+        self.next()
+    }
+    fn next(&mut self) -> Result<Msg, String> {
+        match protocol::receive(&mut self.r)? {
+            Some(Msg::Error { message }) => Err(message),
+            Some(m) => Ok(m),
+            None => Err("the host closed the connection".into()),
+        }
+    }
+    fn timeout(&self, t: Duration) {
+        let _ = self.w.set_read_timeout(Some(t));
+    }
+}
+
+/// Reaches a host: connect, hello, clock.
+fn reach(h: &HostJob, token: &[u8], timeout: Duration) -> Result<(Conn, String, Estimate), String> {
+    let addrs: Vec<_> = h
+        .address
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve: {e}"))?
+        .collect();
+    let mut last = String::from("no address");
+    let mut stream = None;
+    for a in addrs {
+        match TcpStream::connect_timeout(&a, timeout) {
+            Ok(s) => {
+                stream = Some(s);
+                break;
+            }
+            Err(e) => last = format!("cannot connect: {e}"),
+        }
+    }
+    let s = stream.ok_or(last)?;
+    let _ = s.set_nodelay(true);
+    let mut c = Conn {
+        w: s.try_clone().map_err(|e| e.to_string())?,
+        r: BufReader::new(s),
+    };
+    c.timeout(timeout);
+    let ours = env!("CARGO_PKG_VERSION");
+    let hostname = match c.ask(&Msg::Hello {
+        version: ours.into(),
+        token: protocol::hex(token),
+    })? {
+        Msg::Welcome { version, hostname } if version == ours => hostname,
+        Msg::Welcome { version, .. } => {
+            return Err(format!(
+                "version mismatch: the controller runs loadgen {ours}, the host {version}"
+            ));
+        }
+        m => return Err(format!("expected welcome, got {}", m.kind())),
+    };
+    let mut exchanges = Vec::with_capacity(CLOCK_EXCHANGES);
+    for _ in 0..CLOCK_EXCHANGES {
+        let sent_ns = clock::unix_ns();
+        let Msg::Time { unix_ns } = c.ask(&Msg::Clock)? else {
+            return Err("expected its clock".into());
+        };
+        exchanges.push(Exchange {
+            sent_ns,
+            host_ns: unix_ns,
+            received_ns: clock::unix_ns(),
+        });
+    }
+    let est = Estimate::of(&exchanges).ok_or("its clock answers went back in time")?;
+    Ok((c, hostname, est))
+}
+
+/// One line per failed host, then the error that names them.
+fn named(failures: &[(String, String)], what: &str) -> String {
+    for (name, e) in failures {
+        crate::note!("loadgen: host {name}: {e}");
+    }
+    let names: Vec<&str> = failures.iter().map(|(n, _)| n.as_str()).collect();
+    format!("{what}: host {} ({})", names.join(", host "), failures[0].1)
+}
+
+pub fn run(args: &[String], plan: &Plan) -> Result<u8, Failure> {
+    let s = &plan.settings;
+    if !s.agents.is_empty() {
+        return Err(Failure::Usage(
+            "--agent with --client: each host samples its own agent (`loadgen serve --agent URL`)"
+                .into(),
+        ));
+    }
+    let hosts = args::split(args).map_err(Failure::Usage)?;
+    if hosts.is_empty() {
+        return Err(Failure::Usage("--client names no host".into()));
+    }
+    let token = match &s.client_token_file {
+        Some(p) => crate::replication::cli::read_token(p)
+            .map_err(|e| Failure::Usage(e.replace("--token-file", "--client-token-file")))?,
+        None => Vec::new(),
+    };
+    let timeout = s
+        .client_timeout_ns
+        .map_or(DEFAULT_TIMEOUT, Duration::from_nanos);
+    let mut jobs: Vec<Vec<JobFile>> = Vec::new();
+    for h in &hosts {
+        let mut files = Vec::new();
+        for f in args::job_files(&h.args) {
+            let text = crate::files::read_text(f.as_ref(), crate::files::MAX_JOB_FILE)
+                .map_err(|e| Failure::Usage(format!("cannot read job file {f}: {e}")))?;
+            files.push(JobFile { arg: f, text });
+        }
+        jobs.push(files);
+    }
+    // Where the report and record go is checked before any host is asked to do anything.
+    let mut output = report::Output::new(s.output.as_deref())
+        .map_err(|e| Failure::Usage(format!("--output: {e}")))?;
+    let record_out = s
+        .record
+        .as_deref()
+        .map(crate::results::outfile::OutFile::create)
+        .transpose()
+        .map_err(|e| Failure::Usage(format!("--record: {e}")))?;
+
+    // Reach every host, in parallel.
+    let reached: Vec<Result<(Conn, String, Estimate), String>> = std::thread::scope(|sc| {
+        let hs: Vec<_> = hosts
+            .iter()
+            .map(|h| sc.spawn(|| reach(h, &token, timeout)))
+            .collect();
+        hs.into_iter()
+            .map(|t| t.join().unwrap_or_else(|_| Err("panicked".into())))
+            .collect()
+    });
+    let failures: Vec<(String, String)> = hosts
+        .iter()
+        .zip(&reached)
+        .filter_map(|(h, r)| {
+            r.as_ref()
+                .err()
+                .map(|e| (h.name.clone(), format!("{} ({})", e, h.address)))
+        })
+        .collect();
+    if !failures.is_empty() {
+        return Err(Failure::Runtime(anyhow::anyhow!(named(
+            &failures,
+            "cannot start"
+        ))));
+    }
+    let mut conns: Vec<(Conn, String, Estimate)> =
+        reached.into_iter().map(Result::unwrap).collect();
+
+    // Every job checked and laid out before any starts.
+    let mut failures = Vec::new();
+    for ((h, files), (c, _, _)) in hosts.iter().zip(&jobs).zip(&mut conns) {
+        let job = Msg::Job {
+            name: h.name.clone(),
+            args: h.args.clone(),
+            files: files.clone(),
+        };
+        if let Err(e) = protocol::send(&mut c.w, &job) {
+            failures.push((h.name.clone(), e));
+        }
+        c.timeout(PREPARE);
+    }
+    for (h, (c, _, _)) in hosts.iter().zip(&mut conns) {
+        if failures.iter().any(|(n, _)| n == &h.name) {
+            continue;
+        }
+        match c.next() {
+            Ok(Msg::Ready) => {}
+            Ok(m) => failures.push((h.name.clone(), format!("expected ready, got {}", m.kind()))),
+            Err(e) => failures.push((h.name.clone(), e)),
+        }
+    }
+    if !failures.is_empty() {
+        for (c, _, _) in &mut conns {
+            let _ = protocol::send(&mut c.w, &Msg::Abort);
+        }
+        return Err(Failure::Usage(named(
+            &failures,
+            "the job was refused, nothing ran",
+        )));
+    }
+
+    // One instant for all, far enough ahead for every start message to arrive.
+    let slowest = conns.iter().map(|(_, _, e)| e.rtt_ns).max().unwrap_or(0);
+    let at = clock::unix_ns() + 4 * slowest + 200_000_000;
+    for (c, _, e) in &mut conns {
+        let _ = protocol::send(
+            &mut c.w,
+            &Msg::Start {
+                unix_ns: e.to_host(at),
+            },
+        );
+        c.timeout(timeout);
+    }
+    crate::note!("loadgen: {} hosts start together", conns.len());
+
+    // Results, with a heartbeat from each host every second.
+    let (tx, rx) = mpsc::channel::<(usize, Result<Msg, String>)>();
+    let mut writers = Vec::new();
+    let mut outcomes: Vec<Outcome> = Vec::new();
+    std::thread::scope(|sc| {
+        for (i, ((c, hostname, est), h)) in conns.into_iter().zip(&hosts).enumerate() {
+            writers.push(c.w.try_clone().ok());
+            outcomes.push(Outcome {
+                name: h.name.clone(),
+                address: h.address.clone(),
+                hostname,
+                clock: est,
+                ..Outcome::default()
+            });
+            let tx = tx.clone();
+            let mut c = c;
+            sc.spawn(move || {
+                loop {
+                    let m = c.next();
+                    let end = !matches!(m, Ok(Msg::Running { .. }));
+                    if tx.send((i, m)).is_err() || end {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let mut stopping = false;
+        for (i, m) in rx {
+            let o = &mut outcomes[i];
+            match m {
+                Ok(Msg::Running { .. }) => continue,
+                Ok(Msg::Result {
+                    exit,
+                    stopped,
+                    record,
+                    log,
+                }) => {
+                    o.exit = Some(exit);
+                    o.stopped = stopped;
+                    match record.as_deref().map(Record::parse).transpose() {
+                        Ok(r) => o.record = r,
+                        Err(e) => o.error = Some(format!("its run record: {e}")),
+                    }
+                    if exit != 0 && !stopped && o.error.is_none() {
+                        let last = log
+                            .lines()
+                            .rev()
+                            .find(|l| !l.trim().is_empty())
+                            .unwrap_or("");
+                        o.error = Some(format!(
+                            "its job failed (exit {exit}): {}",
+                            last.trim_start_matches("loadgen: error: ")
+                        ));
+                    }
+                }
+                Ok(m) => o.error = Some(format!("unexpected {} message", m.kind())),
+                Err(e) if e.contains("within the timeout") => {
+                    o.error = Some(format!("silent for {:.0} s: {e}", timeout.as_secs_f64()))
+                }
+                Err(e) => o.error = Some(e),
+            }
+            if o.error.is_some() && !stopping {
+                stopping = true;
+                for (k, w) in writers.iter_mut().enumerate() {
+                    if k != i
+                        && let Some(w) = w
+                    {
+                        let _ = protocol::send(w, &Msg::Stop);
+                    }
+                }
+            }
+        }
+    });
+
+    let all = merge::all_clients(&outcomes, plan);
+    let mut text = String::new();
+    let f = s.output_format;
+    if f.json {
+        text.push_str(&fio_json::to_string(&merge::fio_json(
+            &outcomes,
+            &all,
+            s,
+            f.json_plus,
+        )));
+    }
+    if f.normal || f.terse {
+        text.push_str(&merge::text_report(&outcomes, &all));
+    }
+    output
+        .write(&text)
+        .and_then(|()| output.finish())
+        .map_err(|e| Failure::Runtime(anyhow::anyhow!("{e}")))?;
+    if let Some(out) = record_out {
+        merge::record(&outcomes, &all, &crate::record::system::hostname())
+            .write_to(out)
+            .map_err(|e| Failure::Runtime(anyhow::anyhow!("the run record: {e}")))?;
+        if let Some(p) = &s.record {
+            crate::note!("loadgen: run record written to {}", p.display());
+        }
+    }
+    let failed: Vec<(String, String)> = outcomes
+        .iter()
+        .filter_map(|o| o.error.clone().map(|e| (o.name.clone(), e)))
+        .collect();
+    if !failed.is_empty() {
+        return Err(Failure::Runtime(anyhow::anyhow!(named(
+            &failed,
+            "the run is incomplete, the others were stopped"
+        ))));
+    }
+    Ok(0)
+}
