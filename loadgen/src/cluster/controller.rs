@@ -117,6 +117,17 @@ pub fn run(args: &[String], plan: &Plan) -> Result<u8, Failure> {
                 .into(),
         ));
     }
+    for (given, what) in [
+        (s.metrics_address.is_some(), "--metrics-address"),
+        (s.status_interval_ns.is_some(), "--status-interval"),
+        (s.output_format.terse, "--output-format=terse"),
+    ] {
+        if given {
+            return Err(Failure::Usage(format!(
+                "{what} is not taken with --client (a cluster run reports in json or normal, at its end)"
+            )));
+        }
+    }
     let hosts = args::split(args).map_err(Failure::Usage)?;
     if hosts.is_empty() {
         return Err(Failure::Usage("--client names no host".into()));
@@ -268,6 +279,9 @@ pub fn run(args: &[String], plan: &Plan) -> Result<u8, Failure> {
                         Ok(r) => o.record = r,
                         Err(e) => o.error = Some(format!("its run record: {e}")),
                     }
+                    if o.record.is_none() && o.error.is_none() && exit == 0 {
+                        o.error = Some("its job ended without a run record".into());
+                    }
                     if exit != 0 && !stopped && o.error.is_none() {
                         let last = log
                             .lines()
@@ -310,7 +324,7 @@ pub fn run(args: &[String], plan: &Plan) -> Result<u8, Failure> {
             f.json_plus,
         )));
     }
-    if f.normal || f.terse {
+    if f.normal {
         text.push_str(&merge::text_report(&outcomes, &all));
     }
     output

@@ -23,6 +23,21 @@ pub const PROFILES: &[Profile] = &[
         ],
     },
     Profile {
+        name: "hcibench-cluster",
+        about: "HCIBench's shape per host of a cluster run: 4 KiB, 70% read, 100% random, 4 jobs of 8 IOs in flight, direct, 30 s ramp then 300 s steady state",
+        options: &[
+            ("rw", "randrw"),
+            ("rwmixread", "70"),
+            ("bs", "4k"),
+            ("numjobs", "4"),
+            ("iodepth", "8"),
+            ("direct", "1"),
+            ("ramp_time", "30"),
+            ("time_based", "1"),
+            ("runtime", "300"),
+        ],
+    },
+    Profile {
         name: "io-size-sweep",
         about: "random reads at 32 IOs in flight, IO size 4 KiB to 256 KiB, 30 s per point",
         options: &[
