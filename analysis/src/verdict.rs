@@ -21,10 +21,24 @@ pub fn report(run: &Run, t: &Thresholds) -> Report {
         .filter(|h| h.read.is_some() || h.write.is_some())
         .map(|h| host(run, h, t))
         .collect();
-    let chosen = hosts
-        .iter()
-        .map(|h| &h.verdict)
-        .max_by(|a, b| telling((a.cause, a.confidence), (b.cause, b.confidence)));
+    // A root cause that several hosts name at the same place outweighs one host's: in a
+    // cluster every host suffers from a congested link, and the host behind it may see the
+    // others' paths as the slow ones.
+    let support = |v: &Verdict| {
+        if !v.cause.is_root_cause() {
+            return 0;
+        }
+        hosts
+            .iter()
+            .filter(|h| h.verdict.cause == v.cause && h.verdict.location == v.location)
+            .count()
+    };
+    let chosen = hosts.iter().map(|h| &h.verdict).max_by(|a, b| {
+        class(a.cause)
+            .cmp(&class(b.cause))
+            .then(support(a).cmp(&support(b)))
+            .then(a.confidence.total_cmp(&b.confidence))
+    });
     let verdict = match chosen {
         None => Verdict {
             cause: Cause::InsufficientData,
@@ -107,13 +121,17 @@ pub fn host(run: &Run, h: &Host, t: &Thresholds) -> HostAnalysis {
 /// healthy, which beats no data; within a class, the higher confidence wins. Directions,
 /// hosts and sweep points are all chosen by this one rule.
 pub fn telling(a: (Cause, f64), b: (Cause, f64)) -> std::cmp::Ordering {
-    let class = |c: Cause| match c {
+    class(a.0).cmp(&class(b.0)).then(a.1.total_cmp(&b.1))
+}
+
+/// Root causes tell most, then an unexplained rise, then none.
+fn class(c: Cause) -> u8 {
+    match c {
         c if c.is_root_cause() => 3,
         Cause::Unexplained => 2,
         Cause::None => 1,
         _ => 0,
-    };
-    class(a.0).cmp(&class(b.0)).then(a.1.total_cmp(&b.1))
+    }
 }
 
 fn insufficient(d: Direction, present: usize, n: usize, t: &Thresholds) -> DirectionResult {

@@ -399,3 +399,40 @@ fn retransmits_the_receiver_found_needless_are_not_congestion() {
         Some(format!("path to replica {b}").as_str())
     );
 }
+
+/// A cluster run (`loadgen run --client`): hosts a, b and c each write 64 KiB blocks at 100
+/// per second to their own disk and replicate every write to the two others; only the
+/// switch port toward c has a shallow (16 KiB) buffer. a and b find their writes waiting
+/// for c; c, whose acknowledgements come back through its own port, finds its writes
+/// waiting for a replica too, and names one of the deep paths, more confidently than a or
+/// b name theirs. The cluster's verdict is the place two hosts agree on.
+#[test]
+fn the_path_several_hosts_of_a_cluster_name_outweighs_one_hosts() {
+    let r = run(include_str!("lab/cluster-shallow-c.json"));
+    let report = judged(&r, Cause::NetworkCongestion);
+    let to_c = "path to replica 198.19.155.3";
+    assert_eq!(report.verdict.location.as_deref(), Some(to_c));
+    let own = |name: &str| {
+        let h = report.hosts.iter().find(|h| h.host == name).unwrap();
+        (
+            h.verdict.location.clone().unwrap_or_default(),
+            h.verdict.confidence,
+        )
+    };
+    let ((a, ca), (b, cb), (c, cc)) = (own("a"), own("b"), own("c"));
+    assert_eq!((a.as_str(), b.as_str()), (to_c, to_c));
+    assert_ne!(c, to_c);
+    assert!(
+        cc > ca.max(cb),
+        "c's own verdict is the most confident: {cc} {ca} {cb}"
+    );
+
+    // One host alone: its own verdict.
+    let mut alone = r.clone();
+    alone.hosts.retain(|h| h.name != "b");
+    alone.hosts[0].write = None;
+    assert_ne!(
+        analyze(&alone).unwrap().verdict.location.as_deref(),
+        Some(to_c)
+    );
+}

@@ -429,7 +429,7 @@ fn promtool_rule_tests_pass_and_cover_every_alert() {
     assert!(out.contains("SUCCESS"), "{out}");
 }
 
-fn yaml_documents(rel: &str) -> Vec<Value> {
+pub(crate) fn yaml_documents(rel: &str) -> Vec<Value> {
     use serde::Deserialize;
     let text = std::fs::read_to_string(repo::path(rel)).unwrap();
     serde_yaml_ng::Deserializer::from_str(&text)

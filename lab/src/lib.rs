@@ -34,3 +34,5 @@ pub mod traffic;
 
 #[cfg(test)]
 mod dashboard_checks;
+#[cfg(test)]
+mod loadgen_manifest_checks;

@@ -6,6 +6,8 @@ use std::io::Read;
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
+use replica::protocol::MAX_TOKEN_LEN;
+
 /// The most a job file may hold.
 pub const MAX_JOB_FILE: u64 = 1 << 20;
 /// The most a token file may hold (a token is at most 256 bytes).
@@ -53,6 +55,27 @@ pub fn read_text(path: &Path, max: u64) -> Result<String, String> {
     String::from_utf8(read_capped(path, max)?).map_err(|_| "is not UTF-8 text".to_string())
 }
 
+/// A token file's content without surrounding whitespace: 1 to `MAX_TOKEN_LEN` bytes.
+pub fn read_token(path: &Path) -> Result<Vec<u8>, String> {
+    let raw = read_capped(path, MAX_TOKEN_FILE)
+        .map_err(|e| format!("--token-file {}: {e}", path.display()))?;
+    let token = raw.trim_ascii();
+    if token.is_empty() {
+        return Err(format!(
+            "--token-file {}: the file is empty",
+            path.display()
+        ));
+    }
+    if token.len() > MAX_TOKEN_LEN {
+        return Err(format!(
+            "--token-file {}: the token is {} bytes, more than {MAX_TOKEN_LEN}",
+            path.display(),
+            token.len()
+        ));
+    }
+    Ok(token.to_vec())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,6 +95,25 @@ mod tests {
         std::fs::write(&f, [0xff, 0xfe]).unwrap();
         assert_eq!(read_text(&f, 10).unwrap_err(), "is not UTF-8 text");
         assert!(read_capped(&dir.join("missing"), 10).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn token_files() {
+        let dir = std::env::temp_dir().join(format!("loadgen-token-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("t");
+        std::fs::write(&p, "  s3cret\n").unwrap();
+        assert_eq!(read_token(&p), Ok(b"s3cret".to_vec()));
+        std::fs::write(&p, "\n").unwrap();
+        assert!(read_token(&p).unwrap_err().contains("empty"));
+        std::fs::write(&p, vec![b'x'; 300]).unwrap();
+        assert!(read_token(&p).unwrap_err().contains("more than 256"));
+        std::fs::write(&p, vec![b'x'; 5000]).unwrap();
+        assert!(read_token(&p).unwrap_err().contains("more than the 4096"));
+        let e = read_token(Path::new("/dev/zero")).unwrap_err();
+        assert!(e.contains("character device"), "{e}");
+        assert!(read_token(&dir.join("missing")).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

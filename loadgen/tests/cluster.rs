@@ -32,6 +32,8 @@ struct Host {
     name: String,
     child: Child,
     jobs: String,
+    /// The replication service.
+    listen: String,
     dir: PathBuf,
 }
 
@@ -40,9 +42,9 @@ impl Host {
         let dir = root.join(name);
         std::fs::create_dir_all(&dir).unwrap();
         let jobs = format!("127.0.0.1:{}", free_port());
+        let listen = format!("127.0.0.1:{}", free_port());
         let child = Command::new(env!("CARGO_BIN_EXE_loadgen"))
-            .args(["serve", "--listen"])
-            .arg(format!("127.0.0.1:{}", free_port()))
+            .args(["serve", "--listen", &listen])
             .arg("--dir")
             .arg(&dir)
             .args(["--jobs-listen", &jobs])
@@ -63,6 +65,7 @@ impl Host {
             name: name.into(),
             child,
             jobs,
+            listen,
             dir,
         }
     }
@@ -253,6 +256,34 @@ fn each_host_runs_its_own_job_file_in_the_fio_form() {
         (Some("large"), Some(16))
     );
     assert_eq!(s[2]["write"]["total_ios"], 272);
+}
+
+#[test]
+fn every_host_replicates_to_the_others_into_volumes_of_its_own() {
+    let root = scratch("hci");
+    let hosts: Vec<Host> = ["a", "b", "c"]
+        .iter()
+        .map(|n| Host::start(&root, n, &[]))
+        .collect();
+    let mut args: Vec<String> = hosts.iter().map(Host::client).collect();
+    args.extend(strings(&["--name=w", "--rw=write", "--bs=4k", "--size=1m"]));
+    // Every host's replication address: each host leaves out its own.
+    args.extend(hosts.iter().map(|h| format!("--replica={}", h.listen)));
+    let (out, _) = controller(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for h in &hosts {
+        let local = std::fs::read(h.dir.join("w.0.0")).unwrap();
+        assert_eq!(local.len(), 1 << 20);
+        assert!(
+            !h.dir.join(format!("{}.w.0", h.name)).exists(),
+            "{} is not its own replica",
+            h.name
+        );
+        for other in hosts.iter().filter(|o| o.name != h.name) {
+            let copy = std::fs::read(other.dir.join(format!("{}.w.0", h.name))).unwrap();
+            assert!(copy == local, "{}'s copy at {} differs", h.name, other.name);
+        }
+    }
 }
 
 #[test]

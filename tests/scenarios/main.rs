@@ -3,6 +3,7 @@
 //! writes and `loadgen analyze`, with the verdict the story calls for.
 
 mod buffers;
+mod cluster;
 mod devices;
 mod jumbo;
 mod loss;

@@ -1,17 +1,19 @@
 //! `cargo xtask image`: the stornet-agent container image for the Kubernetes DaemonSet,
-//! built without a container daemon and without a base image from a registry.
+//! built without a container daemon and without a base image from a registry. It also holds
+//! loadgen, for the cluster stress runs of loadgen-cluster.yaml and loadgen-run.yaml: one
+//! image gives the hosts and the controller the same loadgen version, which they require.
 //!
 //! buildah (Debian's package, installed if missing) starts from an empty image (`scratch`)
-//! and copies in the release binary and the shared libraries `ldd` lists for it, taken from
-//! the build host, so the image holds exactly the glibc the binary was linked against. The
-//! eBPF programs are inside the binary; the configuration comes from the ConfigMap. The
-//! result is an OCI archive, which `skopeo copy`, `podman load` or containerd's
-//! `ctr images import` take. buildah keeps its storage under target/buildah (vfs driver: no
-//! overlay mounts, works inside containers and on any file system), away from the host's
-//! own container storage.
+//! and copies in the release binaries and the shared libraries `ldd` lists for them, taken
+//! from the build host, so the image holds exactly the glibc the binaries were linked
+//! against. The eBPF programs are inside the agent; the configuration comes from the
+//! ConfigMap. The result is an OCI archive, which `skopeo copy`, `podman load` or
+//! containerd's `ctr images import` take. buildah keeps its storage under target/buildah
+//! (vfs driver: no overlay mounts, works inside containers and on any file system), away
+//! from the host's own container storage.
 //!
 //! The image is checked before the command succeeds: its layers are unpacked into a
-//! directory and the binary must print its version there under `chroot`, i.e. with no
+//! directory and both binaries must print their version there under `chroot`, i.e. with no
 //! library but the ones in the image.
 
 use std::path::{Path, PathBuf};
@@ -24,6 +26,8 @@ use crate::cmd::{self, run};
 
 /// Where the agent lives in the image (the DaemonSet runs it as the entrypoint).
 const BIN: &str = "/usr/bin/stornet-agent";
+/// Where loadgen lives in the image (the loadgen pods name it as their command).
+const LOADGEN: &str = "/usr/bin/loadgen";
 /// The metrics port (the DaemonSet's `metrics` container port).
 const PORT: &str = "9477/tcp";
 
@@ -55,21 +59,27 @@ fn stdout(cmd: &mut Command) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// A root file system with the binary and its libraries, each at the path the loader
-/// uses (symbolic links resolved: the image holds the files themselves).
-fn stage(bin: &Path, root: &Path) -> Result<()> {
+/// A root file system with the binaries (build path, path in the image) and their
+/// libraries, each at the path the loader uses (symbolic links resolved: the image holds
+/// the files themselves).
+fn stage(bins: &[(PathBuf, &str)], root: &Path) -> Result<()> {
     if root.exists() {
         std::fs::remove_dir_all(root).with_context(|| format!("removing {}", root.display()))?;
     }
-    let libs = crate::ldd::shared_libraries(bin)?;
-    if !libs.iter().any(|l| l.to_string_lossy().contains("libc.so")) {
-        bail!("ldd lists no libc for {}: {libs:?}", bin.display());
+    let mut files: Vec<(PathBuf, String)> = Vec::new();
+    for (bin, to) in bins {
+        let libs = crate::ldd::shared_libraries(bin)?;
+        if !libs.iter().any(|l| l.to_string_lossy().contains("libc.so")) {
+            bail!("ldd lists no libc for {}: {libs:?}", bin.display());
+        }
+        files.push((bin.clone(), to.to_string()));
+        for l in libs {
+            let to = l.to_string_lossy().into_owned();
+            if !files.iter().any(|(_, t)| *t == to) {
+                files.push((l, to));
+            }
+        }
     }
-    let mut files = vec![(bin.to_path_buf(), BIN.to_string())];
-    files.extend(
-        libs.into_iter()
-            .map(|l| (l.clone(), l.to_string_lossy().into_owned())),
-    );
     for (from, to) in files {
         let dest = root.join(to.trim_start_matches('/'));
         std::fs::create_dir_all(dest.parent().unwrap())?;
@@ -118,7 +128,7 @@ fn unpack(archive: &Path, dir: &Path) -> Result<(PathBuf, Value)> {
     Ok((rootfs, config))
 }
 
-/// The image must start the agent and run it with nothing from the host.
+/// The image must start the agent and loadgen with nothing from the host.
 fn verify(archive: &Path, dir: &Path, version: &str) -> Result<()> {
     let (rootfs, config) = unpack(archive, dir)?;
     let entry = &config["config"]["Entrypoint"];
@@ -128,12 +138,14 @@ fn verify(archive: &Path, dir: &Path, version: &str) -> Result<()> {
     if config["config"]["ExposedPorts"][PORT].is_null() {
         bail!("image does not expose {PORT}");
     }
-    let out = stdout(Command::new("chroot").arg(&rootfs).args([BIN, "--version"]))?;
-    let want = format!("stornet-agent {version}");
-    if out.trim() != want {
-        bail!("`stornet-agent --version` in the image printed {out:?}, not {want:?}");
+    for (bin, name) in [(BIN, "stornet-agent"), (LOADGEN, "loadgen")] {
+        let out = stdout(Command::new("chroot").arg(&rootfs).args([bin, "--version"]))?;
+        let want = format!("{name} {version}");
+        if out.trim() != want {
+            bail!("`{name} --version` in the image printed {out:?}, not {want:?}");
+        }
+        println!("in the image: {}", out.trim());
     }
-    println!("in the image: {}", out.trim());
     Ok(())
 }
 
@@ -142,7 +154,7 @@ pub fn image(tag: Option<String>) -> Result<()> {
     if !cmd::is_root() {
         bail!("`cargo xtask image` runs as root (buildah without user namespaces, chroot)");
     }
-    // The workspace's version, which the agent shares.
+    // The workspace's version, which the agent and loadgen share.
     let version = env!("CARGO_PKG_VERSION");
     let tag = tag.unwrap_or_else(|| format!("stornet-agent:{version}"));
     let root = cmd::workspace_root();
@@ -150,12 +162,18 @@ pub fn image(tag: Option<String>) -> Result<()> {
     let archive = target.join("stornet-agent-image.tar");
 
     cmd::step("image: buildah", || crate::setup::apt_install(&["buildah"]))?;
-    cmd::step("image: build stornet-agent", || {
-        run(cmd::cargo().args(["build", "--release", "-p", "stornet-agent"]))
+    cmd::step("image: build stornet-agent and loadgen", || {
+        run(cmd::cargo().args(["build", "--release", "-p", "stornet-agent", "-p", "loadgen"]))
     })?;
     let staged = target.join("image/rootfs");
-    cmd::step("image: stage the binary and its libraries", || {
-        stage(&target.join("release/stornet-agent"), &staged)
+    cmd::step("image: stage the binaries and their libraries", || {
+        stage(
+            &[
+                (target.join("release/stornet-agent"), BIN),
+                (target.join("release/loadgen"), LOADGEN),
+            ],
+            &staged,
+        )
     })?;
 
     cmd::step("image: commit", || {
@@ -208,7 +226,7 @@ pub fn image(tag: Option<String>) -> Result<()> {
         result.and(removed)
     })?;
 
-    cmd::step("image: run the agent inside it", || {
+    cmd::step("image: run the agent and loadgen inside it", || {
         verify(&archive, &target.join("image/check"), version)
     })?;
     let size = std::fs::metadata(&archive)?.len();

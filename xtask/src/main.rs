@@ -85,9 +85,9 @@ enum Task {
         #[arg(long)]
         skip_setup: bool,
     },
-    /// Build the stornet-agent container image without a container daemon (root; installs
-    /// buildah if missing): target/stornet-agent-image.tar, an OCI archive, checked by
-    /// running the agent from it.
+    /// Build the stornet-agent container image (the agent, and loadgen for cluster stress
+    /// runs) without a container daemon (root; installs buildah if missing):
+    /// target/stornet-agent-image.tar, an OCI archive, checked by running both from it.
     Image {
         /// The image name and tag inside the archive.
         #[arg(long)]

@@ -133,7 +133,7 @@ pub fn run(args: &[String], plan: &Plan) -> Result<u8, Failure> {
         return Err(Failure::Usage("--client names no host".into()));
     }
     let token = match &s.client_token_file {
-        Some(p) => crate::replication::cli::read_token(p)
+        Some(p) => crate::files::read_token(p)
             .map_err(|e| Failure::Usage(e.replace("--token-file", "--client-token-file")))?,
         None => Vec::new(),
     };

@@ -202,8 +202,9 @@ impl JobService {
                 _ => None,
             };
             if let Some(addr) = replica {
-                if crate::options::values::parse_addr(&addr).ok() != Some(self.replica_listen) {
-                    out.push(format!("--replica={addr}"));
+                match crate::options::values::parse_addr(&addr) {
+                    Ok(a) if own_address(self.replica_listen, a, &local_addresses()) => {}
+                    _ => out.push(format!("--replica={addr}")),
                 }
                 continue;
             }
@@ -236,8 +237,11 @@ impl JobService {
         if let Some(url) = &self.agent {
             out.push(format!("--agent={name}={url}"));
         }
-        if let (Some(t), false) = (&self.token_file, plan.settings.replicas.is_empty()) {
-            out.push(format!("--replica_token_file={}", t.display()));
+        if !plan.settings.replicas.is_empty() {
+            out.push(format!("--replica-volume-prefix={name}"));
+            if let Some(t) = &self.token_file {
+                out.push(format!("--replica_token_file={}", t.display()));
+            }
         }
         Ok(out)
     }
@@ -251,10 +255,13 @@ impl JobService {
         scratch: &Path,
         args: &[String],
     ) -> Result<(), String> {
+        // The running binary itself, whose version the controller checked, even after a
+        // package upgrade replaced the file.
         let exe = std::env::current_exe().map_err(|e| format!("loadgen's own path: {e}"))?;
         let log_path = scratch.join("log");
         let log = std::fs::File::create(&log_path).map_err(|e| e.to_string())?;
-        let mut cmd = Command::new(exe);
+        let mut cmd = Command::new("/proc/self/exe");
+        cmd.arg0(&exe);
         // A host's serve that dies takes its job with it (the job stops and reports).
         // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
         unsafe {
@@ -320,6 +327,25 @@ impl JobService {
             },
         )
     }
+}
+
+/// This host's addresses, as `--replica` may name them.
+fn local_addresses() -> Vec<std::net::IpAddr> {
+    crate::record::system::addresses()
+        .iter()
+        .filter_map(|a| a.parse().ok())
+        .collect()
+}
+
+/// Whether `replica` is the replication service at `listen` itself: the same address, or
+/// with `listen` on every address (0.0.0.0 or ::), its port on loopback or on one of `own`.
+pub fn own_address(listen: SocketAddr, replica: SocketAddr, own: &[std::net::IpAddr]) -> bool {
+    if replica == listen {
+        return true;
+    }
+    listen.ip().is_unspecified()
+        && replica.port() == listen.port()
+        && (replica.ip().is_loopback() || own.contains(&replica.ip()))
 }
 
 /// Waits for the running child, with a heartbeat every second; a `stop` from the controller,
@@ -393,4 +419,36 @@ fn last_line(path: &Path) -> Option<String> {
         .rev()
         .find(|l| !l.trim().is_empty())
         .map(|l| l.trim_start_matches("loadgen: error: ").to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_leaves_out_only_its_own_replication_service() {
+        let own: Vec<std::net::IpAddr> = vec!["198.18.0.1".parse().unwrap()];
+        let at = |s: &str| s.parse::<SocketAddr>().unwrap();
+        assert!(own_address(
+            at("198.18.0.1:7480"),
+            at("198.18.0.1:7480"),
+            &own
+        ));
+        assert!(!own_address(
+            at("198.18.0.1:7480"),
+            at("198.18.0.2:7480"),
+            &own
+        ));
+        assert!(!own_address(
+            at("198.18.0.1:7480"),
+            at("198.18.0.1:7490"),
+            &own
+        ));
+        let any = at("0.0.0.0:7480");
+        assert!(own_address(any, at("198.18.0.1:7480"), &own));
+        assert!(own_address(any, at("127.0.0.1:7480"), &own));
+        assert!(!own_address(any, at("198.18.0.2:7480"), &own));
+        assert!(!own_address(any, at("198.18.0.1:7481"), &own));
+        assert!(own_address(at("[::]:7480"), at("[::1]:7480"), &own));
+    }
 }

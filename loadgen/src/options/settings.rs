@@ -124,6 +124,10 @@ pub struct RunSettings {
     /// How long a host may stay silent before the controller gives it up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_timeout_ns: Option<u64>,
+    /// Put before every replica volume's name (`HOST.JOB.N`): a cluster host's name, so
+    /// hosts that replicate to one peer keep volumes of their own there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_volume_prefix: Option<String>,
     /// `--start-gate`: after the checks and the layout, say `ready` on stdout and wait for
     /// `start UNIX_NS` (or `abort`) on stdin; what `loadgen serve` runs a job order with.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -151,6 +155,7 @@ impl Default for RunSettings {
             clients: Vec::new(),
             client_token_file: None,
             client_timeout_ns: None,
+            replica_volume_prefix: None,
             start_gate: false,
         }
     }
@@ -231,6 +236,7 @@ impl RunSettings {
                 self.client_timeout_ns = Some(super::values::parse_timeout(v).map_err(err)?)
             }
             "start-gate" => self.start_gate = parse_bool(v).map_err(err)?,
+            "replica-volume-prefix" => self.replica_volume_prefix = Some(v.to_string()),
             _ => return Err(format!("--{key} is not a run option")),
         }
         Ok(())

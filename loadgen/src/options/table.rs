@@ -467,6 +467,11 @@ pub const OPTIONS: &[OptionDoc] = &[
         "TIME",
         "a host silent this long (at connect, while preparing, while running) has failed: the others are stopped (default: 10s)",
     ),
+    run(
+        "replica-volume-prefix",
+        "NAME",
+        "put NAME. before every replica volume's name (a cluster host's name: what `loadgen serve` gives its jobs)",
+    ),
     flag(
         "start-gate",
         Scope::Run,

@@ -3,13 +3,14 @@
 //! is hidden from `--help`).
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use crate::files::read_token;
 use crate::logging::{LogFormat, LogLevel};
 use replica::client::{BlockingClient, ClientOptions, Event, SubmitError};
-use replica::protocol::{AckStatus, BLOCK_ALIGN, MAX_PAYLOAD, MAX_TOKEN_LEN, valid_volume};
+use replica::protocol::{AckStatus, BLOCK_ALIGN, MAX_PAYLOAD, valid_volume};
 use replica::server::{Server, ServerConfig};
 
 /// Usage and configuration errors.
@@ -104,27 +105,6 @@ fn parse_seconds(s: &str) -> Result<Duration, String> {
 fn usage(msg: String) -> ExitCode {
     crate::note!("loadgen: {msg}");
     ExitCode::from(EXIT_USAGE)
-}
-
-/// A token file's content without surrounding whitespace: 1 to `MAX_TOKEN_LEN` bytes.
-pub fn read_token(path: &Path) -> Result<Vec<u8>, String> {
-    let raw = crate::files::read_capped(path, crate::files::MAX_TOKEN_FILE)
-        .map_err(|e| format!("--token-file {}: {e}", path.display()))?;
-    let token = raw.trim_ascii();
-    if token.is_empty() {
-        return Err(format!(
-            "--token-file {}: the file is empty",
-            path.display()
-        ));
-    }
-    if token.len() > MAX_TOKEN_LEN {
-        return Err(format!(
-            "--token-file {}: the token is {} bytes, more than {MAX_TOKEN_LEN}",
-            path.display(),
-            token.len()
-        ));
-    }
-    Ok(token.to_vec())
 }
 
 pub fn serve(args: ServeArgs) -> ExitCode {
@@ -370,24 +350,5 @@ mod tests {
         assert_eq!(e, "0: give more than 0 and at most 86400 seconds");
         assert!(parse_seconds("x").is_err());
         assert!(parse_seconds("NaN").is_err());
-    }
-
-    #[test]
-    fn token_files() {
-        let dir = std::env::temp_dir().join(format!("loadgen-token-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join("t");
-        std::fs::write(&p, "  s3cret\n").unwrap();
-        assert_eq!(read_token(&p), Ok(b"s3cret".to_vec()));
-        std::fs::write(&p, "\n").unwrap();
-        assert!(read_token(&p).unwrap_err().contains("empty"));
-        std::fs::write(&p, vec![b'x'; 300]).unwrap();
-        assert!(read_token(&p).unwrap_err().contains("more than 256"));
-        std::fs::write(&p, vec![b'x'; 5000]).unwrap();
-        assert!(read_token(&p).unwrap_err().contains("more than the 4096"));
-        let e = read_token(Path::new("/dev/zero")).unwrap_err();
-        assert!(e.contains("character device"), "{e}");
-        assert!(read_token(&dir.join("missing")).is_err());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

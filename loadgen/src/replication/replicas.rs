@@ -15,10 +15,10 @@ use std::time::Duration;
 
 use anyhow::anyhow;
 
-use super::cli::read_token;
 use super::health::{Health, ReplicasFailed};
 use super::legs::ReplicaLegs;
 use crate::engine::legs::{ExtraLegs, LegsFactory, MAX_LEGS};
+use crate::files::read_token;
 use crate::options::Plan;
 use crate::options::values::format_bytes;
 use crate::target::Layout;
@@ -59,7 +59,11 @@ pub fn volumes(plan: &Plan, layout: &Layout) -> Result<Vec<String>, String> {
         let name = match &of_target[t.target] {
             Some(n) => n.clone(),
             None => {
-                let n = volume_name(&plan.jobs[t.group].name, t.jobnum);
+                let job = &plan.jobs[t.group].name;
+                let n = match &plan.settings.replica_volume_prefix {
+                    Some(p) => volume_name(&format!("{p}.{job}"), t.jobnum),
+                    None => volume_name(job, t.jobnum),
+                };
                 if of_target.iter().flatten().any(|o| *o == n) {
                     return Err(format!(
                         "job {}: its target and another one would both be replica volume {n} (give the jobs names that differ in letters or digits)",
