@@ -42,6 +42,13 @@ impl Agent {
                 None => crate::pressure::Pressure::default(),
             }));
         }
+        if config.collector_enabled(crate::collectors::BLOCK_TOPOLOGY) {
+            collectors.push(Box::new(block::topology::Topology::new(
+                std::path::Path::new("/sys"),
+                config.block.device_filter(),
+                config.block.max_devices,
+            )));
+        }
         let snapshots = crate::net::snapshots::Parts::of(config);
         collectors.extend(crate::net::collectors(
             &mut probes,

@@ -21,8 +21,11 @@ pub const ETHTOOL: &str = "ethtool";
 /// Time tasks stalled waiting for CPU, IO and memory (/proc/pressure).
 pub const PRESSURE: &str = "pressure";
 
+/// What each block device is and sits on, and its transport and peer (sysfs).
+pub const BLOCK_TOPOLOGY: &str = "block_topology";
+
 /// The snapshot collectors, besides the probes.
-pub const SNAPSHOTS: &[&str] = &[NETLINK, SOCK_DIAG, ETHTOOL, PRESSURE];
+pub const SNAPSHOTS: &[&str] = &[NETLINK, SOCK_DIAG, ETHTOOL, PRESSURE, BLOCK_TOPOLOGY];
 
 /// Every collector name: the probes, then the snapshots.
 pub fn names() -> impl Iterator<Item = &'static str> {

@@ -86,6 +86,16 @@ pub struct BlockConfig {
     pub inflight_at_issue: bool,
 }
 
+impl BlockConfig {
+    /// The devices to report, from `devices_include` and `devices_exclude`.
+    pub fn device_filter(&self) -> crate::devices::DeviceFilter {
+        crate::devices::DeviceFilter {
+            include: self.devices_include.clone(),
+            exclude: self.devices_exclude.clone(),
+        }
+    }
+}
+
 impl Default for BlockConfig {
     fn default() -> Self {
         BlockConfig {

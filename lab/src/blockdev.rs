@@ -132,13 +132,51 @@ impl LoopDevice {
 
     /// A loop device on a sparse file of `size` bytes in `dir` (which must take O_DIRECT).
     pub fn new_in(dir: &Path, tag: &str, size: u64) -> Result<LoopDevice> {
-        let backing = dir.join(format!("stornet-test-{tag}-{}.img", std::process::id()));
+        let backing = backing_file(dir, tag);
         File::create(&backing)?.set_len(size)?;
         let ld = LoopDevice::attach(&backing, Some(backing.clone()));
         if ld.is_err() {
             let _ = std::fs::remove_file(&backing);
         }
         ld
+    }
+
+    /// A loop device whose file holds an MBR partition table of `parts` (start sector,
+    /// sectors; type 0x83), attached with partition scanning (`losetup -P`, and `partx -a`
+    /// where the kernel reads no partition tables): `<name>p1`, `<name>p2`, … (sfdisk is
+    /// not needed).
+    pub fn partitioned(tag: &str, size: u64, parts: &[(u32, u32)]) -> Result<LoopDevice> {
+        ensure!(parts.len() <= 4, "an MBR holds four primary partitions");
+        let backing = backing_file(Path::new("/dev/shm"), tag);
+        let file = File::create(&backing)?;
+        file.set_len(size)?;
+        file.write_all_at(&mbr(parts), 0)?;
+        drop(file);
+        let ld = LoopDevice::attach_with(&backing, Some(backing.clone()), &["-P"]);
+        if ld.is_err() {
+            let _ = std::fs::remove_file(&backing);
+        }
+        let ld = ld?;
+        let part = |i: usize| Path::new("/sys/class/block").join(format!("{}p{i}", ld.name));
+        // A kernel built without partition-table parsers (as this lab's) scans nothing: then
+        // partx reads the table and adds the partitions itself (BLKPG).
+        if !parts.is_empty() && !part(1).exists() {
+            let out = Command::new("partx")
+                .arg("-a")
+                .arg(&ld.dev)
+                .output()
+                .context("running partx")?;
+            ensure!(
+                out.status.success(),
+                "partx -a {} failed: {}",
+                ld.dev.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        for i in 1..=parts.len() {
+            ensure!(part(i).exists(), "{} has no partition {i}", ld.name);
+        }
+        Ok(ld)
     }
 
     /// A loop device with direct IO over another block device (e.g. a loop device whose IO
@@ -148,9 +186,14 @@ impl LoopDevice {
     }
 
     fn attach(target: &Path, backing: Option<PathBuf>) -> Result<LoopDevice> {
+        LoopDevice::attach_with(target, backing, &[])
+    }
+
+    fn attach_with(target: &Path, backing: Option<PathBuf>, extra: &[&str]) -> Result<LoopDevice> {
         let losetup = |direct: &str| {
             Command::new("losetup")
                 .args(["--show", "-f", &format!("--direct-io={direct}")])
+                .args(extra)
                 .arg(target)
                 .output()
                 .context("running losetup")
@@ -225,6 +268,27 @@ impl Drop for LoopDevice {
             let _ = std::fs::remove_file(b);
         }
     }
+}
+
+/// The file a test's loop device `tag` is made on, in `dir`.
+fn backing_file(dir: &Path, tag: &str) -> PathBuf {
+    dir.join(format!("stornet-test-{tag}-{}.img", std::process::id()))
+}
+
+/// A master boot record with primary Linux partitions `parts` (start sector, sectors): the
+/// table at byte 446, 16 bytes an entry (status, CHS start, type, CHS end, LBA start, sectors),
+/// and the signature 0x55 0xAA at 510. CHS fields are left zero; Linux reads the LBA fields.
+pub fn mbr(parts: &[(u32, u32)]) -> [u8; 512] {
+    let mut b = [0u8; 512];
+    for (i, (start, sectors)) in parts.iter().enumerate() {
+        let e = &mut b[446 + 16 * i..446 + 16 * (i + 1)];
+        e[4] = 0x83;
+        e[8..12].copy_from_slice(&start.to_le_bytes());
+        e[12..16].copy_from_slice(&sectors.to_le_bytes());
+    }
+    b[510] = 0x55;
+    b[511] = 0xAA;
+    b
 }
 
 /// The first fields of `/sys/block/<dev>/stat` (Documentation/block/stat.rst).

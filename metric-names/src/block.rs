@@ -43,6 +43,11 @@ pub const DISPATCH_STAMPS_TOTAL: Metric = counter(
     "Timed requests by where their dispatch stamp came from: the kernel's own, or the issue \
      probe's (where the queue keeps no statistics, or when configured).",
 );
+pub const DEVICE_INFO: Metric = gauge(
+    "stornet_block_device_info",
+    "Block devices and what they sit on, from sysfs: one series per (device, parent), value 1; \
+     parent is empty for a bottom device.",
+);
 
 pub const ALL: &[Metric] = &[
     QUEUE_SECONDS,
@@ -55,4 +60,5 @@ pub const ALL: &[Metric] = &[
     ERRORS_TOTAL,
     UNRECORDED_TOTAL,
     DISPATCH_STAMPS_TOTAL,
+    DEVICE_INFO,
 ];

@@ -7,6 +7,7 @@ mod block_devices;
 mod block_errors;
 mod block_flush;
 mod block_probes;
+mod block_topology;
 mod block_util;
 mod churn;
 mod correlate_fleet;

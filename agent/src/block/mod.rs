@@ -3,6 +3,7 @@
 
 pub mod export;
 pub mod maps;
+pub mod topology;
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -48,10 +49,7 @@ pub fn collector(probes: &mut Probes, config: &BlockConfig) -> Option<BlockColle
         Ok(BlockCollector {
             maps: Mutex::new(maps),
             names: DeviceNames::default(),
-            filter: DeviceFilter {
-                include: config.devices_include.clone(),
-                exclude: config.devices_exclude.clone(),
-            },
+            filter: config.device_filter(),
             labels: DeviceLabels::new(config.max_devices),
             fine: config.histogram == HistogramDetail::Fine,
             track_inflight: config.inflight_at_issue,
