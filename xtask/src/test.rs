@@ -103,7 +103,7 @@ fn root_tier(test: &str, extra: &[&str]) -> Result<()> {
 }
 
 /// Seconds each fuzz target runs in the unit tier.
-const FUZZ_SECONDS: u64 = 15;
+const FUZZ_SECONDS: u64 = 8;
 
 pub fn test(only: Option<Tier>, skip_setup: bool) -> Result<()> {
     if !skip_setup {
