@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -19,12 +19,11 @@ fn scratch(name: &str) -> PathBuf {
     p
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// 127.77.0.1, 127.77.0.2, …: one per host started by this process.
+fn next_loopback() -> String {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("127.77.{}.{}", n / 250, n % 250 + 1)
 }
 
 /// A `loadgen serve` with a job service, stopped when dropped.
@@ -41,8 +40,11 @@ impl Host {
     fn start(root: &Path, name: &str, extra: &[&str]) -> Host {
         let dir = root.join(name);
         std::fs::create_dir_all(&dir).unwrap();
-        let jobs = format!("127.0.0.1:{}", free_port());
-        let listen = format!("127.0.0.1:{}", free_port());
+        // An address of its own on loopback, so that hosts of tests running at once never
+        // meet on a port.
+        let ip = next_loopback();
+        let jobs = format!("{ip}:7481");
+        let listen = format!("{ip}:7480");
         let child = Command::new(env!("CARGO_BIN_EXE_loadgen"))
             .args(["serve", "--listen", &listen])
             .arg("--dir")
@@ -292,7 +294,8 @@ fn refusals_name_the_host_and_nothing_runs() {
     let a = Host::start(&root, "a", &[]);
     let job = strings(&["--name=w", "--rw=write", "--size=1m"]);
 
-    let nobody = format!("--client=gone=127.0.0.1:{}", free_port());
+    // No host is ever given this address.
+    let nobody = "--client=gone=127.77.255.1:7481".to_string();
     let (out, took) = controller(&[vec![a.client(), nobody], job.clone()].concat());
     assert_eq!(out.status.code(), Some(1));
     assert!(
@@ -344,6 +347,33 @@ fn refusals_name_the_host_and_nothing_runs() {
     let with = format!("--client-token-file={}", good.display());
     let (out, _) = controller(&[vec![tokened.client(), with], job.clone()].concat());
     assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn a_host_runs_one_job_at_a_time_and_tells_a_second_controller_so() {
+    let root = scratch("busy");
+    let a = Host::start(&root, "a", &[]);
+    let job = |runtime: &str| {
+        vec![
+            a.client(),
+            "--name=w".to_string(),
+            "--rw=write".into(),
+            "--size=1m".into(),
+            "--time_based".into(),
+            format!("--runtime={runtime}"),
+            "--rate_iops=100".into(),
+        ]
+    };
+    let (first, second) = std::thread::scope(|s| {
+        let first = s.spawn(|| controller(&job("4")));
+        std::thread::sleep(Duration::from_millis(1500));
+        let second = controller(&job("1"));
+        (first.join().unwrap(), second)
+    });
+    assert!(first.0.status.success(), "{}", stderr(&first.0));
+    assert_eq!(second.0.status.code(), Some(2), "{}", stderr(&second.0));
+    let e = stderr(&second.0);
+    assert!(e.contains("host a") && e.contains("busy"), "{e}");
 }
 
 /// One exchange on a raw connection to a job service: what it answers to `line`.
