@@ -296,14 +296,17 @@ fn refusals_name_the_host_and_nothing_runs() {
 
     // No host is ever given this address.
     let nobody = "--client=gone=127.77.255.1:7481".to_string();
-    let (out, took) = controller(&[vec![a.client(), nobody], job.clone()].concat());
+    let (out, _) = controller(&[vec![a.client(), nobody], job.clone()].concat());
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stderr(&out).contains("cannot start: host gone"),
         "{}",
         stderr(&out)
     );
-    assert!(took < Duration::from_secs(10));
+    assert!(
+        !a.dir.join("w.0.0").exists(),
+        "no job reached the host that answered"
+    );
 
     let outside = format!("--filename={}/x", root.display());
     let (out, _) = controller(&[vec![a.client(), outside], job.clone()].concat());
@@ -440,17 +443,21 @@ fn two_hosts_running(root: &Path) -> (Host, Host, PathBuf, Vec<String>) {
     (a, b, record, args)
 }
 
-/// The controller's verdict on a run whose host b failed at 2 s: a was stopped and
-/// reported, the record says incomplete.
-fn assert_b_failed(out: &Output, took: Duration, record: &Path, why: &str) {
+/// The controller's verdict on a run whose host b failed at 3 s: a was stopped before the
+/// end of its 20 s job (by its own measure, not this machine's clock) and reported, the
+/// record says incomplete.
+fn assert_b_failed(out: &Output, record: &Path, why: &str) {
     let e = stderr(out);
     assert_eq!(out.status.code(), Some(1), "{e}");
     assert!(e.contains("host b") && e.contains(why), "{e}");
-    assert!(
-        took < Duration::from_secs(12),
-        "the run stopped early: {took:?}"
-    );
     let r = read_json(record);
+    let ran_ns = r["clients"][0]["result"]["points"][0]["runtime_ns"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        ran_ns < 20_000_000_000,
+        "a's job stopped early: {ran_ns} ns"
+    );
     assert_eq!(r["incomplete"], true);
     let a = &r["clients"][0];
     assert_eq!(
@@ -468,7 +475,7 @@ fn assert_b_failed(out: &Output, took: Duration, record: &Path, why: &str) {
 fn a_host_that_dies_mid_run_stops_the_others() {
     let root = scratch("dies");
     let (_a, mut b, record, args) = two_hosts_running(&root);
-    let (out, took) = std::thread::scope(|s| {
+    let (out, _) = std::thread::scope(|s| {
         s.spawn(|| {
             std::thread::sleep(Duration::from_secs(3));
             let _ = b.child.kill();
@@ -476,14 +483,14 @@ fn a_host_that_dies_mid_run_stops_the_others() {
         controller(&args)
     });
     let _ = b.child.wait();
-    assert_b_failed(&out, took, &record, "closed the connection");
+    assert_b_failed(&out, &record, "closed the connection");
 }
 
 #[test]
 fn a_host_that_stalls_is_given_up_after_the_timeout() {
     let root = scratch("stalls");
     let (_a, b, record, args) = two_hosts_running(&root);
-    let (out, took) = std::thread::scope(|s| {
+    let (out, _) = std::thread::scope(|s| {
         s.spawn(|| {
             std::thread::sleep(Duration::from_secs(3));
             b.signal(libc::SIGSTOP);
@@ -491,5 +498,5 @@ fn a_host_that_stalls_is_given_up_after_the_timeout() {
         controller(&args)
     });
     b.signal(libc::SIGCONT);
-    assert_b_failed(&out, took, &record, "silent");
+    assert_b_failed(&out, &record, "silent");
 }

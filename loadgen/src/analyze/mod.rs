@@ -380,16 +380,19 @@ fn host_rows(rec: &Record, top: &Report) -> Vec<html::HostRow> {
     rec.clients
         .iter()
         .map(|c| {
-            let merged = |d: usize| {
+            // Per direction over the run: IOPS, p50 and p99 (seconds).
+            let dirs = [0, 1].map(|d| {
                 let p = c.result.as_ref()?.points.last()?;
                 let s = &p.merged[d];
-                (s.ios > 0).then(|| (s, p.runtime_ns as f64 / 1e9))
-            };
-            let get = |d: usize, f: &dyn Fn(&crate::results::stats::DirStats, f64) -> f64| {
-                merged(d).map(|(s, secs)| f(s, secs))
-            };
-            let per =
-                |f: &dyn Fn(&crate::results::stats::DirStats, f64) -> f64| [get(0, f), get(1, f)];
+                let pct = |q: f64| s.lat.percentile(q) as f64 / 1e9;
+                (s.ios > 0).then(|| {
+                    (
+                        crate::results::report::rates(s, p.runtime_ns).0,
+                        pct(50.0),
+                        pct(99.0),
+                    )
+                })
+            });
             let verdict = top.hosts.iter().find(|h| h.host == c.name).map_or_else(
                 || "-".to_string(),
                 |h| match &h.verdict.location {
@@ -402,9 +405,9 @@ fn host_rows(rec: &Record, top: &Report) -> Vec<html::HostRow> {
                 machine: c.hostname.clone(),
                 clock_offset_ms: c.clock_offset_seconds * 1e3,
                 rtt_ms: c.rtt_seconds * 1e3,
-                iops: per(&|s, secs| s.ios as f64 / secs.max(1e-9)),
-                p50_seconds: per(&|s, _| s.lat.percentile(50.0) as f64 / 1e9),
-                p99_seconds: per(&|s, _| s.lat.percentile(99.0) as f64 / 1e9),
+                iops: dirs.map(|x| x.map(|x| x.0)),
+                p50_seconds: dirs.map(|x| x.map(|x| x.1)),
+                p99_seconds: dirs.map(|x| x.map(|x| x.2)),
                 verdict,
                 status: match (&c.error, c.stopped) {
                     (Some(e), _) => format!("failed: {e}"),
