@@ -24,17 +24,12 @@ pub enum Tier {
 fn lint() -> Result<()> {
     run(cargo().args(["fmt", "--all", "--check"]))?;
     crate::circles::check(&cmd::workspace_root())?;
-    run(cargo().args([
-        "clippy",
-        "--release",
-        "--workspace",
-        "--exclude",
-        "agent-ebpf",
-        "--all-targets",
-        "--",
-        "-D",
-        "warnings",
-    ]))?;
+    // The eBPF programs are linted by the second command; the first needs no object of them.
+    run(cargo()
+        .env("AYA_BUILD_SKIP", "1")
+        .args(["clippy", "--release"])
+        .args(SELECTION)
+        .args(["--all-targets", "--", "-D", "warnings"]))?;
     run(cmd::nightly_cargo().args([
         "clippy",
         "--release",
@@ -52,34 +47,24 @@ fn lint() -> Result<()> {
 }
 
 fn unit() -> Result<()> {
-    run(cargo().args([
-        "test",
-        "--release",
-        "--workspace",
-        "--exclude",
-        "agent-ebpf",
-        "--exclude",
-        "stornet-tests",
-    ]))
+    run(cargo()
+        .args(["test", "--release"])
+        .args(SELECTION)
+        .args(["--exclude", "stornet-tests"]))
 }
 
-/// The release binaries and every root tier's test binaries, so that the tiers that run side
-/// by side do not wait on each other's builds.
-fn build_binaries() -> Result<()> {
-    run(cargo().args(["build", "--release", "--bins"]))?;
-    run(cargo().args([
-        "test",
-        "--release",
-        "-p",
-        "stornet-tests",
-        "--test",
-        "privileged",
-        "--test",
-        "scenarios",
-        "--test",
-        "kernels",
-        "--no-run",
-    ]))
+/// Every cargo command of the tiers selects the whole workspace (and tests, so with the
+/// dev-dependencies): cargo unifies features over what it selects, and one selection means
+/// every crate compiles once, not once per tier.
+pub const SELECTION: &[&str] = &["--workspace", "--exclude", "agent-ebpf"];
+
+/// Every test binary, and the release binaries the integration tests run (cargo builds a
+/// package's binaries for its integration tests), so that the tiers that run side by side
+/// do not wait on each other's builds.
+pub fn build_binaries() -> Result<()> {
+    run(cargo()
+        .args(["test", "--release", "--no-run"])
+        .args(SELECTION))
 }
 
 fn root_tier(test: &str, extra: &[&str]) -> Result<()> {
@@ -92,8 +77,9 @@ fn root_tier(test: &str, extra: &[&str]) -> Result<()> {
         .args([
             "test",
             "--release",
-            "-p",
-            "stornet-tests",
+            "--workspace",
+            "--exclude",
+            "agent-ebpf",
             "--test",
             test,
             "--",
@@ -111,14 +97,12 @@ pub fn test(only: Option<Tier>, skip_setup: bool) -> Result<()> {
     }
     let wants = |t: Tier| only.is_none_or(|o| o == t);
     let root = wants(Tier::Privileged) || wants(Tier::Scenarios);
-    if wants(Tier::Unit) {
-        cmd::step("unit tests", unit)?;
-    }
     if root || wants(Tier::Vm) {
         cmd::step("build release binaries and test binaries", build_binaries)?;
     }
     // The guests of the vm tier keep the CPUs busy while the root tiers mostly wait on
-    // devices and links: when both are asked for, the vm tier runs beside them.
+    // devices and links: when both are asked for, the vm tier runs beside them, and beside
+    // the unit tests, the lint and the fuzz targets (whose builds the first step shares).
     let vm = if wants(Tier::Vm) && root {
         let exe = std::env::current_exe().context("locating cargo xtask")?;
         let mut c = Command::new(exe);
@@ -150,17 +134,16 @@ pub fn test(only: Option<Tier>, skip_setup: bool) -> Result<()> {
 }
 
 fn foreground(wants: impl Fn(Tier) -> bool, vm_here: bool) -> Result<()> {
+    if wants(Tier::Unit) {
+        cmd::step("unit tests", unit)?;
+    }
     if wants(Tier::Privileged) {
         cmd::step("privileged integration tests", || {
             root_tier("privileged", &[])
         })?;
     }
     if wants(Tier::Unit) {
-        // Here rather than before the unit tests, so that clippy's build runs beside the vm
-        // tier (whose guests hold the CPUs longer than the foreground) instead of before it.
         cmd::step("lint: fmt, import circles and clippy", lint)?;
-        // Built here rather than with the unit tests, so that the build runs beside the vm
-        // tier instead of before it.
         crate::fuzz::build_targets(crate::fuzz::Build::Quick)?;
         // Every parser of outside input; `cargo xtask fuzz` runs them longer.
         cmd::step("fuzz targets", || {

@@ -8,7 +8,7 @@ pub mod block_layout;
 pub mod net_layout;
 pub mod spec;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use aya::programs::{BtfTracePoint, RawTracePoint, TracePoint};
 use aya::{Btf as AyaBtf, Ebpf, EbpfLoader};
 use tracing::{debug, info, warn};
@@ -223,6 +223,11 @@ fn load_object(globals: &Globals) -> Result<Ebpf> {
     let block = globals.block.as_ref().copied().unwrap_or_default();
     loader.override_global(agent_common::block::LAYOUT_GLOBAL, &block, true);
     loader.override_global(agent_common::net::LAYOUT_GLOBAL, &globals.net.layout, true);
+    if OBJECT.is_empty() {
+        bail!(
+            "this stornet-agent was built without its eBPF programs (AYA_BUILD_SKIP); rebuild it without that variable"
+        );
+    }
     Ok(loader.load(OBJECT)?)
 }
 

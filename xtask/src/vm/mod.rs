@@ -288,10 +288,10 @@ fn choose_accel(k: &Kernel, work: &std::path::Path) -> Result<Accel> {
 
 /// Builds the agent and the test binaries the guests run.
 fn build() -> Result<Binaries> {
-    cmd::run(cmd::cargo().args(["build", "--release", "--bins"]))?;
+    // The same build as the other tiers' (`cargo xtask test`), so that nothing compiles twice.
     let out = cmd::cargo()
-        .args(["test", "--release", "-p", "stornet-tests"])
-        .args(["--test", "privileged", "--test", "kernels", "--no-run"])
+        .args(["test", "--release", "--no-run"])
+        .args(crate::test::SELECTION)
         .args(["--message-format", "json-render-diagnostics"])
         .stderr(std::process::Stdio::inherit())
         .output()
@@ -307,6 +307,7 @@ fn build() -> Result<Binaries> {
         if v["reason"] == "compiler-artifact"
             && let (Some(name), Some(exe)) =
                 (v["target"]["name"].as_str(), v["executable"].as_str())
+            && ["privileged", "kernels"].contains(&name)
         {
             tests.push((name.to_string(), PathBuf::from(exe)));
         }
