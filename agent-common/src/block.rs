@@ -61,8 +61,17 @@ pub struct BlockLayout {
     /// `enum mq_rq_state` value `MQ_RQ_IDLE`: a request in this state was never dispatched
     /// (or was requeued).
     pub mq_rq_idle: u32,
+    /// `struct request`: `bio`, the request's first bio (issuer attribution; `OFFSET_NONE`
+    /// when it did not resolve, and the issuer probe stays down).
+    pub rq_bio: u32,
+    /// Which argument of `block_getrq` is the bio: 0 (`(struct bio *)`, 5.11 and later) or 1
+    /// (`(struct request_queue *, struct bio *, int)`); user space loads the program for it.
+    pub getrq_bio_arg: u32,
 }
-assert_size!(BlockLayout, 100);
+assert_size!(BlockLayout, 108);
+
+/// An offset that did not resolve.
+pub const OFFSET_NONE: u32 = u32::MAX;
 
 /// Map key: a device (kernel `dev_t` of the whole disk, `MAJOR << 20 | MINOR`) and an op.
 #[repr(C)]
@@ -213,8 +222,45 @@ pub struct BlockControl {
     /// Non-zero: count requests in flight at dispatch (`inflight_at_issue`), with a mark
     /// per request and shared atomic adds at dispatch and completion.
     pub track_inflight: u32,
+    /// Non-zero: account each completed request to the cgroup that issued it (the issuer
+    /// probe, attached only then, records it per request).
+    pub cgroups: u32,
 }
-assert_size!(BlockControl, 8);
+assert_size!(BlockControl, 12);
+
+/// Map key of the per-cgroup counters: a device, an op and the issuing task's cgroup v2 id
+/// (0: the issuer was not seen).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CgroupKey {
+    pub dev: u32,
+    pub op: u32,
+    pub cgroup: u64,
+}
+assert_size!(CgroupKey, 16);
+
+/// What is counted per (device, op, cgroup), per CPU: sums only, no histograms, so that a
+/// cgroup costs four counters.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CgroupStats {
+    pub ios: u64,
+    pub bytes: u64,
+    /// Summed over the requests timed (those with a dispatch stamp, and a start stamp for
+    /// the queue time).
+    pub queue_ns: u64,
+    pub service_ns: u64,
+}
+assert_size!(CgroupStats, 32);
+
+impl CgroupStats {
+    pub fn add(&mut self, o: &CgroupStats) {
+        self.ios += o.ios;
+        self.bytes += o.bytes;
+        self.queue_ns += o.queue_ns;
+        self.service_ns += o.service_ns;
+    }
+}
 
 /// Marks of dispatched requests: one bit per driver tag of one hardware queue of one request
 /// queue, set at dispatch and cleared at completion or requeue. A tag is held by one request
@@ -251,7 +297,9 @@ user_pod!(
     FastSlot,
     QueueSlot,
     BlockControl,
-    ErrorKey
+    ErrorKey,
+    CgroupKey,
+    CgroupStats
 );
 
 /// Most (device, op) pairs the kernel keeps; entries are allocated on first use.
@@ -262,6 +310,11 @@ pub const MAX_QUEUES: u32 = MARK_QUEUES;
 pub const MAX_PROBE_STAMPS: u32 = 65536;
 /// Most (device, op, status) error counters.
 pub const MAX_ERROR_KEYS: u32 = 1024;
+/// Most (device, op, cgroup) counters; user space removes those of cgroups that are gone.
+pub const MAX_CGROUP_KEYS: u32 = 8192;
+/// Most requests whose issuer is kept between their creation and their completion (LRU: a
+/// request whose completion is not seen cannot hold an entry for long).
+pub const MAX_ISSUERS: u32 = 16384;
 
 /// Per-CPU event counters (indexes into `BLOCK_COUNTERS`): first what the probes could not
 /// record, per reason, then where the dispatch stamps of timed requests came from.
@@ -272,12 +325,13 @@ pub const UNREC_NO_DISPATCH_STAMP: u32 = 3;
 pub const UNREC_NO_START_STAMP: u32 = 4;
 pub const UNREC_UNTRACKED: u32 = 5;
 pub const UNREC_UNSEEN_END: u32 = 6;
-pub const UNREC_COUNT: usize = 7;
+pub const UNREC_CGROUPS_FULL: u32 = 7;
+pub const UNREC_COUNT: usize = 8;
 /// Not counted by the probes (the common case, kept off the per-IO path): user space derives
 /// it from the timed requests and the probe-stamped ones.
-pub const STAMP_KERNEL: u32 = 7;
-pub const STAMP_PROBE: u32 = 8;
-pub const COUNTERS: usize = 9;
+pub const STAMP_KERNEL: u32 = 8;
+pub const STAMP_PROBE: u32 = 9;
+pub const COUNTERS: usize = 10;
 /// `reason` label of each `UNREC_*` counter.
 pub const UNREC_NAMES: [&str; UNREC_COUNT] = [
     "stats_map_full",
@@ -287,6 +341,7 @@ pub const UNREC_NAMES: [&str; UNREC_COUNT] = [
     "no_start_stamp",
     "untracked_depth",
     "unseen_end",
+    "cgroup_map_full",
 ];
 
 /// Splits a kernel `dev_t` into (major, minor).

@@ -10,6 +10,8 @@ pub const BLOCK_CONTROL: &str = "BLOCK_CONTROL";
 pub const BLOCK_STAMPS: &str = "BLOCK_STAMPS";
 pub const BLOCK_ERRORS: &str = "BLOCK_ERRORS";
 pub const BLOCK_COUNTERS: &str = "BLOCK_COUNTERS";
+pub const BLOCK_ISSUERS: &str = "BLOCK_ISSUERS";
+pub const BLOCK_CGROUPS: &str = "BLOCK_CGROUPS";
 
 pub const NET_COUNTERS: &str = "NET_COUNTERS";
 pub const NET_RETRANSMITS: &str = "NET_RETRANSMITS";
@@ -27,6 +29,8 @@ pub const BLOCK: &[&str] = &[
     BLOCK_STAMPS,
     BLOCK_ERRORS,
     BLOCK_COUNTERS,
+    BLOCK_ISSUERS,
+    BLOCK_CGROUPS,
 ];
 
 /// String equality in a constant, for the kernel side's compile-time check of its names.

@@ -13,3 +13,4 @@ pub const TCP_RETRANSMIT_SYNACK: u32 = 1 << 4;
 pub const SKB_DROP: u32 = 1 << 5;
 pub const SOCK_EXCEED_BUF_LIMIT: u32 = 1 << 6;
 pub const SOCK_RCVQUEUE_FULL: u32 = 1 << 7;
+pub const BLOCK_ISSUER: u32 = 1 << 8;

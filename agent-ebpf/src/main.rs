@@ -32,6 +32,19 @@ pub fn stornet_block_rq_requeue(ctx: BtfTracePointContext) -> i32 {
     0
 }
 
+#[btf_tracepoint(function = "block_getrq")]
+pub fn stornet_block_getrq(ctx: BtfTracePointContext) -> i32 {
+    let _ = block::issuer::try_getrq::<0>(&ctx);
+    0
+}
+
+/// `block_getrq(q, bio, rw)` before 5.11: the agent loads this one there instead.
+#[btf_tracepoint(function = "block_getrq")]
+pub fn stornet_block_getrq_q(ctx: BtfTracePointContext) -> i32 {
+    let _ = block::issuer::try_getrq::<1>(&ctx);
+    0
+}
+
 /// Empty programs on the hooks the block probes use: what any BPF program on these hooks
 /// costs, the floor against which `cargo xtask bench block-overhead` measures the probes'
 /// own work. The agent never loads them.

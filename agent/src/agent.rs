@@ -1,13 +1,14 @@
 //! Wires probes and collectors together; one `gather` per scrape.
 
-use tracing::warn;
+use tracing::{info, warn};
 
 use crate::block;
 use crate::btf::KernelBtf;
+use crate::cgroups::Labeller;
 use crate::config::Config;
 use crate::model::{Collector, MetricFamily};
 use crate::probes::Probes;
-use crate::probes::spec::PROBES;
+use crate::probes::spec::{BLOCK_ISSUER, PROBES};
 use crate::self_metrics::SelfMetrics;
 
 pub struct Agent {
@@ -22,18 +23,15 @@ pub struct Agent {
 impl Agent {
     /// Attaches every probe it can and builds the collectors for what is up.
     pub fn start(config: &Config) -> Agent {
-        let wanted: Vec<&str> = PROBES
-            .iter()
-            .map(|p| p.name)
-            .filter(|p| config.collector_enabled(p))
-            .collect();
+        let labeller = cgroup_labeller(config);
+        let wanted = wanted_probes(config, labeller.is_some());
         // Read once; dropped when the collectors are built.
         let kernel = KernelBtf::read();
         let mut probes = Probes::load(&wanted, &kernel);
         // Before collectors take maps out of the object.
         let self_metrics = SelfMetrics::new(&probes, &config.probes);
         let mut collectors: Vec<Box<dyn Collector>> = vec![Box::new(probes.status_collector())];
-        if let Some(c) = block::collector(&mut probes, &config.block) {
+        if let Some(c) = block::collector(&mut probes, &config.block, labeller) {
             collectors.push(Box::new(c));
         }
         if config.collector_enabled(crate::collectors::PRESSURE) {
@@ -76,5 +74,38 @@ impl Agent {
         }
         self.self_metrics.collect(&self.probes, &mut out);
         out
+    }
+}
+
+/// The probes to attach: those enabled, and the issuer probe only when IO is attributed to
+/// cgroups (it costs a map update per request).
+pub fn wanted_probes(config: &Config, cgroups: bool) -> Vec<&'static str> {
+    PROBES
+        .iter()
+        .map(|p| p.name)
+        .filter(|p| config.collector_enabled(p))
+        .filter(|p| cgroups || *p != BLOCK_ISSUER.name)
+        .collect()
+}
+
+/// The cgroups to attribute block IO to, when `[cgroups]` names some and the host has a
+/// cgroup v2 hierarchy (without one the agent says so and runs without the attribution).
+fn cgroup_labeller(config: &Config) -> Option<Labeller> {
+    if !config.cgroups.enabled() || !config.collector_enabled(BLOCK_ISSUER.name) {
+        return None;
+    }
+    match crate::cgroups::v2_root() {
+        Ok(root) => {
+            info!(root = %root.display(), "attributing block IO to cgroups");
+            Some(Labeller::new(
+                root,
+                config.cgroups.patterns(),
+                config.cgroups.max_cgroups,
+            ))
+        }
+        Err(e) => {
+            warn!(error = %format!("{e:#}"), "[cgroups] is set, but IO cannot be attributed to cgroups on this host; running without it");
+            None
+        }
     }
 }

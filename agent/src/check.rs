@@ -80,11 +80,8 @@ pub fn run(config: &Config) -> ExitCode {
         let (status, detail) = hook_available(spec.hook, kernel_btf.aya.as_ref());
         rows.push(row(format!("hook of {}", spec.name), status, detail));
     }
-    let wanted: Vec<&str> = PROBES
-        .iter()
-        .map(|p| p.name)
-        .filter(|p| config.collector_enabled(p))
-        .collect();
+    // The issuer probe is loaded too, so that check tells whether `[cgroups]` can work here.
+    let wanted = crate::agent::wanted_probes(config, true);
     let probes = Probes::load(&wanted, &kernel_btf);
     for s in &probes.status {
         rows.push(row(

@@ -13,6 +13,7 @@ use serde::Deserialize;
 pub struct Config {
     pub probes: ProbesConfig,
     pub block: BlockConfig,
+    pub cgroups: CgroupsConfig,
     pub net: NetConfig,
     pub pressure: PressureConfig,
     /// Collector name (see `collectors`) → enabled; overridden by the collector flags.
@@ -106,6 +107,42 @@ impl Default for BlockConfig {
             dispatch_time: DispatchTime::Auto,
             inflight_at_issue: false,
         }
+    }
+}
+
+/// Per-cgroup attribution of block IO (the `block_issuer` probe): off unless `paths` names
+/// cgroups to follow.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct CgroupsConfig {
+    /// Cgroup v2 paths to count IO for, relative to the hierarchy's root, a glob per path
+    /// component (`system.slice/*.service`, `kubepods.slice/*`); IO of a cgroup below one
+    /// counts for it.
+    pub paths: Vec<String>,
+    /// Most cgroups labelled at once; the IO of the others counts as `cgroup="other"`.
+    pub max_cgroups: usize,
+}
+
+impl Default for CgroupsConfig {
+    fn default() -> Self {
+        CgroupsConfig {
+            paths: Vec::new(),
+            max_cgroups: 32,
+        }
+    }
+}
+
+impl CgroupsConfig {
+    pub fn enabled(&self) -> bool {
+        !self.paths.is_empty()
+    }
+
+    /// The patterns (checked when the file was read).
+    pub fn patterns(&self) -> Vec<crate::cgroups::PathPattern> {
+        self.paths
+            .iter()
+            .filter_map(|p| crate::cgroups::PathPattern::parse(p).ok())
+            .collect()
     }
 }
 
@@ -276,6 +313,19 @@ impl Config {
                 "must be at least 1".into(),
             ));
         }
+        for p in &self.cgroups.paths {
+            if let Err(e) = crate::cgroups::PathPattern::parse(p) {
+                return Err(err("cgroups", "paths", Some(p), e));
+            }
+        }
+        if self.cgroups.max_cgroups == 0 {
+            return Err(err(
+                "cgroups",
+                "max_cgroups",
+                None,
+                "must be at least 1".into(),
+            ));
+        }
         if self.net.max_peers == 0 {
             return Err(err("net", "max_peers", None, "must be at least 1".into()));
         }
@@ -441,6 +491,25 @@ mod tests {
         let e = Config::parse("block.devices_exclude = [\"[\"]\n").unwrap_err();
         assert_eq!(e.key.as_deref(), Some("block.devices_exclude"), "{e}");
         assert_eq!(e.line, Some(1), "{e}");
+    }
+
+    #[test]
+    fn bad_cgroup_patterns_name_key_line_and_pattern() {
+        let text =
+            "[cgroups]\npaths = [\n  \"system.slice/*.service\",\n  \"/kubepods.slice\",\n]\n";
+        let e = Config::parse(text).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("cgroups.paths"), "{e}");
+        assert_eq!(e.line, Some(4), "{e}");
+        assert!(e.message.contains("/kubepods.slice"), "{e}");
+        let e = Config::parse("[cgroups]\npaths = [\"a/[x\"]\n").unwrap_err();
+        assert!(e.to_string().contains("bad cgroup path pattern"), "{e}");
+        let e = Config::parse("[cgroups]\nmax_cgroups = 0\n").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("cgroups.max_cgroups"), "{e}");
+        let ok =
+            Config::parse("[cgroups]\npaths = [\"kubepods.slice/*\"]\nmax_cgroups = 4\n").unwrap();
+        assert!(ok.cgroups.enabled());
+        assert_eq!(ok.cgroups.max_cgroups, 4);
+        assert!(!Config::default().cgroups.enabled());
     }
 
     #[test]

@@ -31,6 +31,18 @@ impl Cgroup {
         Ok(Cgroup { path })
     }
 
+    /// Creates the child group `name` (a v2 group below this one) and returns its path.
+    pub fn child(&self, name: &str) -> Result<PathBuf> {
+        let path = self.path.join(name);
+        std::fs::create_dir(&path).with_context(|| format!("creating {}", path.display()))?;
+        Ok(path)
+    }
+
+    /// Makes `cmd` join the child group `name` in the child process, before it execs.
+    pub fn enter_child_on_spawn(&self, name: &str, cmd: &mut Command) -> Result<()> {
+        enter_on_spawn(&self.path.join(name), cmd)
+    }
+
     /// Writes `value` to the group's `file`.
     pub fn write(&self, file: &str, value: &str) -> Result<()> {
         let file = self.path.join(file);
@@ -40,36 +52,57 @@ impl Cgroup {
 
     /// Makes `cmd` join this cgroup in the child, before it execs.
     pub fn enter_on_spawn(&self, cmd: &mut Command) -> Result<()> {
-        let procs = CString::new(self.path.join("cgroup.procs").to_string_lossy().as_bytes())?;
-        // SAFETY: the closure runs between fork and exec and only makes async-signal-safe
-        // system calls (open, write, close) on memory prepared before the fork.
-        unsafe {
-            cmd.pre_exec(move || {
-                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY);
-                if fd < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                let ok = libc::write(fd, b"0".as_ptr() as *const libc::c_void, 1) == 1;
-                let err = std::io::Error::last_os_error();
-                libc::close(fd);
-                if ok { Ok(()) } else { Err(err) }
-            })
-        };
-        Ok(())
+        enter_on_spawn(&self.path, cmd)
     }
+}
+
+/// Makes `cmd` join the cgroup at `dir` in the child, before it execs.
+fn enter_on_spawn(dir: &Path, cmd: &mut Command) -> Result<()> {
+    let procs = CString::new(dir.join("cgroup.procs").to_string_lossy().as_bytes())?;
+    // SAFETY: the closure runs between fork and exec and only makes async-signal-safe
+    // system calls (open, write, close) on memory prepared before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            let fd = libc::open(procs.as_ptr(), libc::O_WRONLY);
+            if fd < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let ok = libc::write(fd, b"0".as_ptr() as *const libc::c_void, 1) == 1;
+            let err = std::io::Error::last_os_error();
+            libc::close(fd);
+            if ok { Ok(()) } else { Err(err) }
+        })
+    };
+    Ok(())
 }
 
 impl Drop for Cgroup {
     fn drop(&mut self) {
-        // The group can only be removed once it is empty; its processes have exited by now.
-        for _ in 0..50 {
-            if std::fs::remove_dir(&self.path).is_ok() {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
+        if let Err(e) = remove_tree(&self.path, 50) {
+            eprintln!("warning: could not remove {}: {e}", self.path.display());
         }
-        eprintln!("warning: could not remove {}", self.path.display());
     }
+}
+
+/// Removes a cgroup and the groups below it, deepest first, retrying `tries` times 100 ms
+/// apart (a group can only be removed once its processes have exited).
+pub fn remove_tree(path: &Path, tries: u32) -> std::result::Result<(), String> {
+    if let Ok(entries) = std::fs::read_dir(path) {
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                remove_tree(&e.path(), tries)?;
+            }
+        }
+    }
+    let mut last = String::new();
+    for _ in 0..tries {
+        match std::fs::remove_dir(path) {
+            Ok(()) => return Ok(()),
+            Err(e) => last = e.to_string(),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    Err(last)
 }
 
 /// A v1 cpu group: its tasks get at most a share of one CPU.

@@ -48,6 +48,30 @@ pub const DEVICE_INFO: Metric = gauge(
     "Block devices and what they sit on, from sysfs: one series per (device, parent), value 1; \
      parent is empty for a bottom device.",
 );
+pub const CGROUP_IOS_TOTAL: Metric = counter(
+    "stornet_block_cgroup_ios_total",
+    "Requests completed, by the cgroup of the task that issued them (only with [cgroups] paths).",
+);
+pub const CGROUP_BYTES_TOTAL: Metric = counter(
+    "stornet_block_cgroup_bytes_total",
+    "Bytes of the requests completed, by the cgroup of the task that issued them.",
+);
+pub const CGROUP_QUEUE_SECONDS_TOTAL: Metric = counter(
+    "stornet_block_cgroup_queue_seconds_total",
+    "Queue time (start to dispatch) of the requests completed, summed, by issuing cgroup.",
+);
+pub const CGROUP_SERVICE_SECONDS_TOTAL: Metric = counter(
+    "stornet_block_cgroup_service_seconds_total",
+    "Service time (dispatch to completion) of the requests completed, summed, by issuing cgroup.",
+);
+
+/// The per-cgroup families.
+pub const CGROUP: &[Metric] = &[
+    CGROUP_IOS_TOTAL,
+    CGROUP_BYTES_TOTAL,
+    CGROUP_QUEUE_SECONDS_TOTAL,
+    CGROUP_SERVICE_SECONDS_TOTAL,
+];
 
 pub const ALL: &[Metric] = &[
     QUEUE_SECONDS,
@@ -61,4 +85,8 @@ pub const ALL: &[Metric] = &[
     UNRECORDED_TOTAL,
     DISPATCH_STAMPS_TOTAL,
     DEVICE_INFO,
+    CGROUP_IOS_TOTAL,
+    CGROUP_BYTES_TOTAL,
+    CGROUP_QUEUE_SECONDS_TOTAL,
+    CGROUP_SERVICE_SECONDS_TOTAL,
 ];

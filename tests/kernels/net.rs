@@ -16,6 +16,9 @@ fn delta(before: &[Sample], after: &[Sample], name: &str, labels: &[(&str, &str)
     (sum(after, name, labels) - sum(before, name, labels)) as u64
 }
 
+/// On a busy host the kernel now and then skips a BPF program run without counting a miss
+/// (docs/metrics.md), so an exact count can come out one short; a real counting error fails
+/// every attempt.
 #[test]
 fn lossy_link_counts_match_the_kernel() {
     let p = HostPair::new("lossy").expect("host pair");
@@ -25,6 +28,22 @@ fn lossy_link_counts_match_the_kernel() {
     .expect("netem");
     let agent = AgentProcess::with_config(&format!("[net]\nnamespaces = [{:?}]\n", p.a.name), &[])
         .expect("agent starts");
+    let mut failures = Vec::new();
+    for _ in 0..3 {
+        match attempt(&p, &agent) {
+            Ok(()) => {
+                for f in &failures {
+                    eprintln!("an earlier attempt failed: {f:#}");
+                }
+                return;
+            }
+            Err(e) => failures.push(e),
+        }
+    }
+    panic!("failed three times: {failures:#?}");
+}
+
+fn attempt(p: &HostPair, agent: &AgentProcess) -> anyhow::Result<()> {
     let kernel = || {
         [
             p.a.snmp_tcp("RetransSegs").unwrap(),
@@ -32,10 +51,7 @@ fn lossy_link_counts_match_the_kernel() {
         ]
     };
     let ([snmp0, tc0], before) = around(kernel, || agent.scrape().unwrap());
-    BulkTransfer::start(&p.a, &p.b, p.b_addr(), 2, Duration::from_secs(2))
-        .expect("transfer starts")
-        .finish()
-        .expect("transfer completes");
+    BulkTransfer::start(&p.a, &p.b, p.b_addr(), 2, Duration::from_secs(2))?.finish()?;
     std::thread::sleep(Duration::from_millis(500));
     let ([snmp1, tc1], after) = around(kernel, || agent.scrape().unwrap());
     let (snmp, tc) = (counted_between(snmp0, snmp1), counted_between(tc0, tc1));
@@ -65,27 +81,28 @@ fn lossy_link_counts_match_the_kernel() {
         "netem loss 3%: RetransSegs {snmp:?}, agent {retransmits} (probe runs missed {missed}); \
          tc dropped {tc:?}, agent qdisc drops {qdisc}, {reason} {dropped}, by function {by_function}"
     );
-    assert!(
+    anyhow::ensure!(
         *tc.start() > 0 && *snmp.start() > 0,
         "a lossy link must drop and make TCP retransmit"
     );
     // Exact, unless the kernel says it skipped probe runs; never more than the kernel counts.
-    assert!(
+    anyhow::ensure!(
         retransmits <= *snmp.end() && retransmits + missed >= *snmp.start(),
         "agent retransmits {retransmits} (+{missed} missed) vs RetransSegs {snmp:?}"
     );
-    assert!(
+    anyhow::ensure!(
         tc.contains(&qdisc),
         "agent qdisc drops {qdisc} vs tc -s qdisc {tc:?}"
     );
-    assert!(
+    anyhow::ensure!(
         dropped >= *tc.start(),
         "drops with reason {reason}: {dropped} of {tc:?}"
     );
     if !kernel_has_drop_reasons() {
-        assert!(
+        anyhow::ensure!(
             by_function >= *tc.start(),
             "without drop reasons the drops are counted by function: {by_function} of {tc:?}"
         );
     }
+    Ok(())
 }

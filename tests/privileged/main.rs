@@ -1,6 +1,7 @@
 //! Privileged integration tests: real probes, real IO, compared with the kernel's own counts.
 //! Run as root (`cargo xtask test`); without root they skip, and with `CI` set they fail.
 
+mod block_cgroups;
 mod block_counts;
 mod block_depth;
 mod block_devices;

@@ -81,3 +81,17 @@ pub fn nightly_cargo() -> Command {
     }
     c
 }
+
+/// Every cargo command of the tiers selects the whole workspace (and tests, so with the
+/// dev-dependencies): cargo unifies features over what it selects, and one selection means
+/// every crate compiles once, not once per tier.
+pub const SELECTION: &[&str] = &["--workspace", "--exclude", "agent-ebpf"];
+
+/// Every test binary, and the release binaries the integration tests run (cargo builds a
+/// package's binaries for its integration tests), so that the tiers that run side by side
+/// do not wait on each other's builds.
+pub fn build_binaries() -> Result<()> {
+    run(cargo()
+        .args(["test", "--release", "--no-run"])
+        .args(SELECTION))
+}

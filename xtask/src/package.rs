@@ -53,15 +53,9 @@ pub fn out_dir() -> PathBuf {
 /// Builds both packages (release binaries included) and checks them; returns their paths.
 pub fn package() -> Result<Vec<PathBuf>> {
     crate::setup::cargo_tool(crate::setup::CARGO_DEB)?;
-    run(cargo().args([
-        "build",
-        "--release",
-        "-p",
-        "stornet-agent",
-        "-p",
-        "loadgen",
-        "--bins",
-    ]))?;
+    // The test tiers' build: another selection would unify features differently and
+    // rebuild (and replace) the binaries the tests beside this one are running.
+    cmd::build_binaries()?;
     let root = cmd::workspace_root();
     let man = root.join("target/release/man");
     std::fs::create_dir_all(&man)?;

@@ -28,7 +28,7 @@ fn lint() -> Result<()> {
     run(cargo()
         .env("AYA_BUILD_SKIP", "1")
         .args(["clippy", "--release"])
-        .args(SELECTION)
+        .args(cmd::SELECTION)
         .args(["--all-targets", "--", "-D", "warnings"]))?;
     run(cmd::nightly_cargo().args([
         "clippy",
@@ -49,22 +49,8 @@ fn lint() -> Result<()> {
 fn unit() -> Result<()> {
     run(cargo()
         .args(["test", "--release"])
-        .args(SELECTION)
+        .args(cmd::SELECTION)
         .args(["--exclude", "stornet-tests"]))
-}
-
-/// Every cargo command of the tiers selects the whole workspace (and tests, so with the
-/// dev-dependencies): cargo unifies features over what it selects, and one selection means
-/// every crate compiles once, not once per tier.
-pub const SELECTION: &[&str] = &["--workspace", "--exclude", "agent-ebpf"];
-
-/// Every test binary, and the release binaries the integration tests run (cargo builds a
-/// package's binaries for its integration tests), so that the tiers that run side by side
-/// do not wait on each other's builds.
-pub fn build_binaries() -> Result<()> {
-    run(cargo()
-        .args(["test", "--release", "--no-run"])
-        .args(SELECTION))
 }
 
 fn root_tier(test: &str, extra: &[&str]) -> Result<()> {
@@ -98,7 +84,10 @@ pub fn test(only: Option<Tier>, skip_setup: bool) -> Result<()> {
     let wants = |t: Tier| only.is_none_or(|o| o == t);
     let root = wants(Tier::Privileged) || wants(Tier::Scenarios);
     if root || wants(Tier::Vm) {
-        cmd::step("build release binaries and test binaries", build_binaries)?;
+        cmd::step(
+            "build release binaries and test binaries",
+            cmd::build_binaries,
+        )?;
     }
     // The guests of the vm tier keep the CPUs busy while the root tiers mostly wait on
     // devices and links: when both are asked for, the vm tier runs beside them, and beside

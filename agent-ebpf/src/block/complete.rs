@@ -10,7 +10,8 @@ use aya_ebpf::helpers::bpf_ktime_get_ns;
 use aya_ebpf::programs::BtfTracePointContext;
 
 use super::{
-    Request, control, count, count_error, kernel_path, lay, leave_request, load, stamps, stats,
+    Request, control, count, count_error, issuer, kernel_path, lay, leave_request, load, stamps,
+    stats,
 };
 use crate::ready::ready;
 use agent_common::ready as probe;
@@ -84,6 +85,16 @@ pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
     };
     s.size[size_slot(nr_bytes as u64)] += 1;
     s.bytes += nr_bytes as u64;
+    // Opt-in: one issuer lookup and one counter entry more per request.
+    let mut cg = if ctl.cgroups != 0 {
+        issuer::account(rq, dev, req.op)
+    } else {
+        None
+    };
+    if let Some(c) = cg.as_deref_mut() {
+        c.ios += 1;
+        c.bytes += nr_bytes as u64;
+    }
     if dispatch == 0 {
         if req.started() {
             count(UNREC_NO_DISPATCH_STAMP);
@@ -98,6 +109,9 @@ pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
     let service = now.saturating_sub(dispatch);
     s.service[latency_slot(service)] += 1;
     s.service_ns += service;
+    if let Some(c) = cg.as_deref_mut() {
+        c.service_ns += service;
+    }
     if req.start_ns == 0 {
         count(UNREC_NO_START_STAMP);
         return Ok(());
@@ -105,5 +119,8 @@ pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
     let queue = dispatch.saturating_sub(req.start_ns);
     s.queue[latency_slot(queue)] += 1;
     s.queue_ns += queue;
+    if let Some(c) = cg {
+        c.queue_ns += queue;
+    }
     Ok(())
 }

@@ -17,6 +17,7 @@
 
 pub mod complete;
 pub mod issue;
+pub mod issuer;
 pub mod requeue;
 
 use agent_common::block::{

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use agent_common::block::{
-    DevOp, ERRNO_STATUS, OP_NAMES, OpStats, STAMP_KERNEL, STAMP_PROBE, UNREC_NAMES,
+    CgroupStats, DevOp, ERRNO_STATUS, OP_NAMES, OpStats, STAMP_KERNEL, STAMP_PROBE, UNREC_NAMES,
 };
 use agent_common::hist::{
     DEPTH_FINITE, LAT_FINITE, SIZE_FINITE, depth_bound, latency_bound_ns, size_bound,
@@ -199,20 +199,24 @@ struct Device {
 /// its errors by (label, op, status).
 type Grouped = (BTreeMap<String, Device>, BTreeMap<(String, u32, u32), u64>);
 
+/// A device's `device` label and whether it is its own name (not `other` beyond the cap);
+/// None for a device that is gone or filtered out.
+fn device_label(view: &View, dev: u32) -> Option<(String, bool)> {
+    let name = (view.name)(dev)?;
+    if !view.filter.allows(&name) {
+        return None;
+    }
+    Some(if view.labels.named(dev) {
+        (name, true)
+    } else {
+        (OTHER.to_string(), false)
+    })
+}
+
 fn group(snap: &BlockSnapshot, view: &View) -> Grouped {
     let mut devices: BTreeMap<String, Device> = BTreeMap::new();
     let mut errors: BTreeMap<(String, u32, u32), u64> = BTreeMap::new();
-    let label_of = |dev: u32| -> Option<(String, bool)> {
-        let name = (view.name)(dev)?;
-        if !view.filter.allows(&name) {
-            return None;
-        }
-        Some(if view.labels.named(dev) {
-            (name, true)
-        } else {
-            (OTHER.to_string(), false)
-        })
-    };
+    let label_of = |dev: u32| device_label(view, dev);
     for (DevOp { dev, op }, s) in &snap.ops {
         let Some((label, named)) = label_of(*dev) else {
             continue;
@@ -236,6 +240,32 @@ fn group(snap: &BlockSnapshot, view: &View) -> Grouped {
         }
     }
     (devices, errors)
+}
+
+/// `stornet_block_cgroup_*`: the per-cgroup counters by (device, op, cgroup).
+pub fn cgroup_families(by: &super::cgroups::ByCgroup, view: &View) -> Vec<MetricFamily> {
+    let mut grouped: BTreeMap<(String, u32, &str), CgroupStats> = BTreeMap::new();
+    for ((dev, op, cgroup), s) in by {
+        if let Some((label, _)) = device_label(view, *dev) {
+            grouped
+                .entry((label, *op, cgroup.as_str()))
+                .or_default()
+                .add(s);
+        }
+    }
+    let mut ios = MetricFamily::of(&block::CGROUP_IOS_TOTAL);
+    let mut bytes = MetricFamily::of(&block::CGROUP_BYTES_TOTAL);
+    let mut queue = MetricFamily::of(&block::CGROUP_QUEUE_SECONDS_TOTAL);
+    let mut service = MetricFamily::of(&block::CGROUP_SERVICE_SECONDS_TOTAL);
+    for ((device, op, cgroup), s) in &grouped {
+        let op = OP_NAMES.get(*op as usize).copied().unwrap_or("other");
+        let labels = [("device", device.as_str()), ("op", op), ("cgroup", *cgroup)];
+        ios.scalar(&labels, s.ios as f64);
+        bytes.scalar(&labels, s.bytes as f64);
+        queue.scalar(&labels, s.queue_ns as f64 / 1e9);
+        service.scalar(&labels, s.service_ns as f64 / 1e9);
+    }
+    vec![ios, bytes, queue, service]
 }
 
 /// The block metric families of one scrape.

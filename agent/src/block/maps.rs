@@ -56,7 +56,7 @@ struct ReadFds {
 }
 
 /// A copy of a map's fd, kept beside the typed map that owns it.
-fn fd_of(map: &aya::maps::Map) -> Result<OwnedFd> {
+pub(crate) fn fd_of(map: &aya::maps::Map) -> Result<OwnedFd> {
     let data = match map {
         aya::maps::Map::Array(d)
         | aya::maps::Map::PerCpuArray(d)
@@ -68,7 +68,7 @@ fn fd_of(map: &aya::maps::Map) -> Result<OwnedFd> {
 }
 
 /// A plain value out of a batch's bytes.
-fn read<T: Copy>(bytes: &[u8]) -> T {
+pub(crate) fn read<T: Copy>(bytes: &[u8]) -> T {
     assert!(bytes.len() >= std::mem::size_of::<T>(), "short map value");
     // SAFETY: T is a plain-old-data map value (agent_common, `user_pod!`) and the slice
     // holds at least its size; the read is unaligned-safe.
@@ -76,7 +76,7 @@ fn read<T: Copy>(bytes: &[u8]) -> T {
 }
 
 /// Each CPU's copy of a per-CPU value in a batch (8-byte aligned, back to back).
-fn per_cpu<T: Copy + 'static>(bytes: &[u8]) -> impl Iterator<Item = T> + '_ {
+pub(crate) fn per_cpu<T: Copy + 'static>(bytes: &[u8]) -> impl Iterator<Item = T> + '_ {
     bytes
         .chunks_exact(std::mem::size_of::<T>().div_ceil(8) * 8)
         .map(read::<T>)
@@ -129,11 +129,18 @@ impl BlockMaps {
     }
 
     /// Writes the settings the probes read: `probe_stamps` makes the issue probe stamp
-    /// every dispatch itself; `track_inflight` makes the probes count requests in flight.
-    pub fn configure(&mut self, probe_stamps: bool, track_inflight: bool) -> Result<()> {
+    /// every dispatch itself; `track_inflight` makes the probes count requests in flight;
+    /// `cgroups` makes the completion count per issuing cgroup.
+    pub fn configure(
+        &mut self,
+        probe_stamps: bool,
+        track_inflight: bool,
+        cgroups: bool,
+    ) -> Result<()> {
         let ctl = BlockControl {
             probe_stamps: probe_stamps as u32,
             track_inflight: track_inflight as u32,
+            cgroups: cgroups as u32,
         };
         self.control
             .set(0, ctl, 0)

@@ -1,6 +1,7 @@
 //! Block path: the request layout from kernel BTF, the probes' settings, and the collector
 //! that turns their maps into `stornet_block_*` families at each scrape.
 
+pub mod cgroups;
 pub mod export;
 pub mod maps;
 pub mod topology;
@@ -24,6 +25,8 @@ use maps::BlockMaps;
 
 pub struct BlockCollector {
     maps: Mutex<BlockMaps>,
+    /// Per-cgroup counters, when `[cgroups]` is on and the issuer probe is up.
+    cgroups: Option<Mutex<cgroups::CgroupCounters>>,
     names: DeviceNames,
     filter: DeviceFilter,
     labels: DeviceLabels,
@@ -35,19 +38,33 @@ pub struct BlockCollector {
     retired_timed: AtomicU64,
 }
 
-/// Takes the block maps and configures the probes, if any block probe is up.
-pub fn collector(probes: &mut Probes, config: &BlockConfig) -> Option<BlockCollector> {
+/// Takes the block maps and configures the probes, if any block probe is up. `labeller`:
+/// the cgroups to attribute IO to, when `[cgroups]` is on.
+pub fn collector(
+    probes: &mut Probes,
+    config: &BlockConfig,
+    labeller: Option<crate::cgroups::Labeller>,
+) -> Option<BlockCollector> {
     if !ProbeCollector::Block.probes().any(|p| probes.is_up(p.name)) {
         return None;
     }
     let result = (|| -> Result<BlockCollector> {
         let mut maps = BlockMaps::take(probes)?;
+        // Counting per cgroup needs the issuer probe; without it the completion does not try.
+        let cgroups = match labeller {
+            Some(l) if probes.is_up(crate::probes::spec::BLOCK_ISSUER.name) => {
+                Some(Mutex::new(cgroups::CgroupCounters::take(probes, l)?))
+            }
+            _ => None,
+        };
         maps.configure(
             config.dispatch_time == DispatchTime::Probe,
             config.inflight_at_issue,
+            cgroups.is_some(),
         )?;
         Ok(BlockCollector {
             maps: Mutex::new(maps),
+            cgroups,
             names: DeviceNames::default(),
             filter: config.device_filter(),
             labels: DeviceLabels::new(config.max_devices),
@@ -83,6 +100,9 @@ impl Collector for BlockCollector {
                 .sum();
             self.retired_timed.fetch_add(retired, Ordering::Relaxed);
             maps.forget(&gone);
+            if let Some(c) = &self.cgroups {
+                c.lock().expect("cgroup counters").forget(&gone);
+            }
             self.labels.retain(|d| !gone.contains(&d));
             // Gone from this scrape too, not only from the next one.
             snap.ops.retain(|k, _| !gone.contains(&k.dev));
@@ -116,6 +136,10 @@ impl Collector for BlockCollector {
             limits: &|name| queue_limits(Path::new("/sys/block"), name),
         };
         out.extend(export::families(&snap, &view));
+        if let Some(c) = &self.cgroups {
+            let by_cgroup = c.lock().expect("cgroup counters").snapshot()?;
+            out.extend(export::cgroup_families(&by_cgroup, &view));
+        }
         Ok(())
     }
 }

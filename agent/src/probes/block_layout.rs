@@ -3,7 +3,7 @@
 //! Everything comes from BTF except the one fact older kernels keep only in a preprocessor
 //! macro: the bit of `QUEUE_FLAG_STATS`. Its value is in [`MACROS`], by kernel version.
 
-use agent_common::block::BlockLayout;
+use agent_common::block::{BlockLayout, OFFSET_NONE};
 use anyhow::{Context, Result, bail, ensure};
 
 use crate::btf::{ArgType, Btf};
@@ -78,6 +78,23 @@ fn tracepoints(btf: &Btf) -> Result<bool> {
     }
 }
 
+/// Where the issuer probe finds the bio: the request's `bio` offset and the index of the bio
+/// among `block_getrq`'s arguments (after 5.10's request queue, or first).
+pub fn issuer(btf: &Btf) -> Result<(u32, u32)> {
+    let rq_bio = btf.offset_of_sized("request", "bio", 8)?;
+    let args = btf.tracepoint_args("block_getrq")?;
+    let bio = ArgType::Ptr("bio".into());
+    let index = args
+        .iter()
+        .position(|a| *a == bio)
+        .with_context(|| format!("tracepoint block_getrq passes no bio: {args:?}"))?;
+    ensure!(
+        index <= 1,
+        "tracepoint block_getrq: the bio is argument {index}"
+    );
+    Ok((rq_bio, index as u32))
+}
+
 /// Resolves the offsets and enum values the block probes read. Each field is checked for the
 /// size the probes load, so a kernel that changed a type fails here, not in the probe.
 pub fn layout(btf: &Btf, version: Option<(u32, u32)>) -> Result<BlockLayout> {
@@ -124,6 +141,9 @@ pub fn layout(btf: &Btf, version: Option<(u32, u32)>) -> Result<BlockLayout> {
         queue_flag_stats: stats_bit as u32,
         error_is_errno: error_is_errno as u32,
         mq_rq_idle: btf.enum_value("mq_rq_state", "MQ_RQ_IDLE")? as u32,
+        // Only the issuer probe reads these; where they do not resolve it alone stays down.
+        rq_bio: OFFSET_NONE,
+        getrq_bio_arg: OFFSET_NONE,
     })
 }
 
@@ -184,6 +204,7 @@ mod tests {
         if !k.queue_disk {
             request.push(("rq_disk", ptr, 384));
         }
+        request.push(("bio", ptr, 448));
         let rq = b.composite(false, "request", 64, &request);
         b.composite(false, "blk_mq_hw_ctx", 16, &[("queue_num", u32_t, 64)]);
         let mut queue = vec![("queue_flags", u64_t, 0), ("id", int_t, 128)];
@@ -216,10 +237,19 @@ mod tests {
         let rq_ptr = b.ptr(rq);
         let status = b.typedef("blk_status_t", u8_t);
         let error = if k.status_arg { status } else { int_t };
+        let bio = b.composite(false, "bio", 8, &[("bi_next", ptr, 0)]);
+        let bio_ptr = b.ptr(bio);
+        // 5.10: (struct request_queue *, struct bio *, int); later (struct bio *).
+        let getrq = if k.status_arg {
+            vec![bio_ptr]
+        } else {
+            vec![ptr, bio_ptr, int_t]
+        };
         for (event, args) in [
             ("block_rq_issue", vec![rq_ptr]),
             ("block_rq_requeue", vec![rq_ptr]),
             ("block_rq_complete", vec![rq_ptr, error, u32_t]),
+            ("block_getrq", getrq),
         ] {
             let mut params = vec![void_ptr];
             params.extend(args);
@@ -271,6 +301,16 @@ mod tests {
             (l.queue_flag_stats, l.disk_in_rq, l.error_is_errno),
             (20, 0, 0)
         );
+    }
+
+    #[test]
+    fn the_issuer_probe_finds_the_bio_on_old_and_new_kernels() {
+        let btf = Btf::parse(&kernel_like(NEW)).unwrap();
+        assert_eq!(issuer(&btf).unwrap(), (56, 0));
+        let btf = Btf::parse(&kernel_like(OLD)).unwrap();
+        assert_eq!(issuer(&btf).unwrap(), (56, 1));
+        // The other probes do not need it.
+        assert_eq!(layout(&btf, Some((5, 10))).unwrap().rq_bio, OFFSET_NONE);
     }
 
     /// Outside the range the macro's value is known for, the probes stay down with a reason.

@@ -39,17 +39,32 @@ pub struct Probes {
 /// Load-time globals, resolved from kernel BTF, each needed by some probes.
 pub struct Globals {
     pub block: Result<agent_common::block::BlockLayout>,
+    /// Why the issuer probe's part of the block layout did not resolve, if it did not.
+    pub issuer_missing: Option<String>,
     pub net: net_layout::NetGlobals,
 }
 
 impl Globals {
     pub fn resolve(btf: &Result<Btf>) -> Globals {
-        let block = match btf {
-            Ok(btf) => block_layout::layout(btf, crate::kernel::version()),
-            Err(e) => Err(anyhow::anyhow!("{e:#}")),
+        let (mut block, issuer) = match btf {
+            Ok(btf) => (
+                block_layout::layout(btf, crate::kernel::version()),
+                block_layout::issuer(btf),
+            ),
+            Err(e) => (Err(anyhow::anyhow!("{e:#}")), Err(anyhow::anyhow!("{e:#}"))),
+        };
+        let issuer_missing = match (&mut block, issuer) {
+            (Ok(layout), Ok((rq_bio, arg))) => {
+                layout.rq_bio = rq_bio;
+                layout.getrq_bio_arg = arg;
+                None
+            }
+            (_, Err(e)) => Some(format!("kernel layout: {e:#}")),
+            (Err(_), Ok(_)) => None,
         };
         Globals {
             block,
+            issuer_missing,
             net: net_layout::NetGlobals::resolve(btf),
         }
     }
@@ -58,8 +73,23 @@ impl Globals {
     fn missing_for(&self, probe: &ProbeSpec) -> Option<String> {
         match (probe.collector, &self.block) {
             (ProbeCollector::Block, Err(e)) => Some(format!("kernel layout: {e:#}")),
+            (ProbeCollector::Block, Ok(_)) if probe.ready == spec::BLOCK_ISSUER.ready => {
+                self.issuer_missing.clone()
+            }
             (ProbeCollector::Block, Ok(_)) => None,
             _ => self.net.missing_for(probe.ready),
+        }
+    }
+
+    /// The spec as this kernel loads it: the issuer probe has a program per position of the
+    /// bio among `block_getrq`'s arguments.
+    fn program_for(&self, spec: &ProbeSpec) -> ProbeSpec {
+        match &self.block {
+            Ok(l) if spec.ready == spec::BLOCK_ISSUER.ready && l.getrq_bio_arg == 1 => ProbeSpec {
+                program: spec::BLOCK_ISSUER_AFTER_QUEUE,
+                ..*spec
+            },
+            _ => *spec,
         }
     }
 
@@ -109,6 +139,7 @@ impl Probes {
             net_layout: globals.net.layout,
         };
         for spec in specs {
+            let spec = &globals.program_for(spec);
             let result = match globals.missing_for(spec) {
                 Some(reason) => Err(anyhow::anyhow!(reason)),
                 None => probes.attach(spec, kernel.aya.as_ref()),
@@ -271,6 +302,7 @@ mod tests {
         let obj = aya_obj::Object::parse(OBJECT).unwrap();
         for p in PROBES {
             assert!(obj.programs.contains_key(p.program), "{}", p.program);
+            assert!(obj.programs.contains_key(spec::BLOCK_ISSUER_AFTER_QUEUE));
             for m in p.maps {
                 assert!(obj.maps.contains_key(*m), "{m}");
             }

@@ -83,6 +83,20 @@ pub const BLOCK_REQUEUE: ProbeSpec = ProbeSpec {
     metrics: block::ALL,
 };
 
+/// The issuer probe's program on kernels whose `block_getrq` passes the queue first (5.10).
+pub const BLOCK_ISSUER_AFTER_QUEUE: &str = "stornet_block_getrq_q";
+
+/// Attached only when `[cgroups] paths` names cgroups to follow (see `wanted`).
+pub const BLOCK_ISSUER: ProbeSpec = ProbeSpec {
+    name: "block_issuer",
+    program: "stornet_block_getrq",
+    hook: Hook::BtfTracePoint("block_getrq"),
+    ready: ready::BLOCK_ISSUER,
+    collector: ProbeCollector::Block,
+    maps: maps::BLOCK,
+    metrics: block::CGROUP,
+};
+
 pub const TCP_RETRANSMIT: ProbeSpec = ProbeSpec {
     name: "tcp_retransmit",
     program: "stornet_tcp_retransmit_skb",
@@ -142,6 +156,7 @@ pub const PROBES: &[ProbeSpec] = &[
     BLOCK_ISSUE,
     BLOCK_COMPLETION,
     BLOCK_REQUEUE,
+    BLOCK_ISSUER,
     TCP_RETRANSMIT,
     TCP_RETRANSMIT_SYNACK,
     SKB_DROP,

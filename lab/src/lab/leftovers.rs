@@ -329,15 +329,7 @@ fn zombie(pid: u32) -> bool {
 }
 
 fn remove_cgroup(path: &Path) -> std::result::Result<(), String> {
-    let mut last = String::new();
-    for _ in 0..30 {
-        match std::fs::remove_dir(path) {
-            Ok(()) => return Ok(()),
-            Err(e) => last = e.to_string(),
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    Err(last)
+    crate::cgroup::remove_tree(path, 30)
 }
 
 /// Fails, listing the leftovers and the command that removes them, when there are any.

@@ -1,10 +1,11 @@
 //! `cargo xtask bench block-overhead`: what block tracing costs the IO it watches.
 //!
 //! fio (io_uring, 4 KiB random reads, iodepth 32, 2 jobs, time based) on a loop device over a
-//! file in /dev/shm, under five modes alternated in rotated order each round: no tracing;
+//! file in /dev/shm, under six modes alternated in rotated order each round: no tracing;
 //! the floor (empty programs on the agent's block hooks, from the agent's own object, so the
 //! hook and program type are the agent's); the agent in its default configuration; the agent
-//! with every block option on; bpftrace's biolatency (two classic tracepoints and a start
+//! with every block option on; the agent counting per cgroup (`[cgroups]`, its issuer probe
+//! on one hook more); bpftrace's biolatency (two classic tracepoints and a start
 //! map keyed by device and sector, as most tracers do). Three passes:
 //!
 //! 1. BPF time per IO: the kernel's run-time statistics, turned on by the bench only for
@@ -46,20 +47,26 @@ delete(@start[args->dev, args->sector]); }";
 const ALL_OPTIONS: &str =
     "[block]\ninflight_at_issue = true\ndispatch_time = \"probe\"\nhistogram = \"fine\"\n";
 
+/// The default configuration with per-cgroup attribution on (every top-level cgroup
+/// followed): the issuer probe and the per-cgroup counters.
+const CGROUPS: &str = "[cgroups]\npaths = [\"*\"]\n";
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Mode {
     None,
     Floor,
     Agent,
     AgentAll,
+    AgentCgroups,
     Bpftrace,
 }
 
-const MODES: [Mode; 5] = [
+const MODES: [Mode; 6] = [
     Mode::None,
     Mode::Floor,
     Mode::Agent,
     Mode::AgentAll,
+    Mode::AgentCgroups,
     Mode::Bpftrace,
 ];
 
@@ -70,6 +77,7 @@ impl Mode {
             Mode::Floor => "floor (empty programs)",
             Mode::Agent => "stornet-agent default",
             Mode::AgentAll => "agent, all block options",
+            Mode::AgentCgroups => "agent, per-cgroup counts",
             Mode::Bpftrace => "bpftrace biolatency",
         }
     }
@@ -346,6 +354,7 @@ impl Tracer {
             Mode::Floor => Tracer::Floor(Floor::attach()?),
             Mode::Agent => Tracer::Agent(Agent::start("")?),
             Mode::AgentAll => Tracer::Agent(Agent::start(ALL_OPTIONS)?),
+            Mode::AgentCgroups => Tracer::Agent(Agent::start(CGROUPS)?),
             Mode::Bpftrace => Tracer::Bpftrace(bpftrace()?),
         })
     }

@@ -104,6 +104,7 @@ const TOOLS: &[(&str, &str)] = &[
     ("losetup", "loop devices"),
     ("mkfs.ext4", "the flush test's file system"),
     ("setpriv", "the agent without privileges"),
+    ("dd", "writes from a cgroup of their own"),
 ];
 
 /// Privileged tests that run in every full boot (module path and name). Left out: tests of
@@ -118,6 +119,7 @@ const PRIVILEGED_FULL: &[&str] = &[
     "block_errors::block_write_errors_are_counted_by_status",
     "block_flush::block_fsync_is_counted_as_flush",
     "block_probes::block_completion_probe_works_alone",
+    "block_cgroups::block_io_of_two_cgroups_counts_for_each_and_adds_up_to_sysfs",
     "net_sockets::srtt_matches_ss",
     "service_lifecycle::service_sigterm_exits_0_within_2s_and_detaches_everything",
     "service_lifecycle::service_sigkill_leaves_no_programs",
@@ -316,6 +318,8 @@ fn init_script(drivers: &[&Driver], tests: &[(String, Vec<String>)]) -> String {
          mount -t tracefs nodev /sys/kernel/tracing\n\
          mount -t securityfs none /sys/kernel/security\n\
          mount -t bpf bpf /sys/fs/bpf\n\
+         mount -t tmpfs cgroup /sys/fs/cgroup && mkdir /sys/fs/cgroup/unified\n\
+         mount -t cgroup2 none /sys/fs/cgroup/unified\n\
          ip link set lo up\n\
          echo \"STORNET boot $(uname -r)\"\n\
          while read -r name params; do\n\

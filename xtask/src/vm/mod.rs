@@ -291,7 +291,7 @@ fn build() -> Result<Binaries> {
     // The same build as the other tiers' (`cargo xtask test`), so that nothing compiles twice.
     let out = cmd::cargo()
         .args(["test", "--release", "--no-run"])
-        .args(crate::test::SELECTION)
+        .args(cmd::SELECTION)
         .args(["--message-format", "json-render-diagnostics"])
         .stderr(std::process::Stdio::inherit())
         .output()

@@ -1,0 +1,111 @@
+//! The per-cgroup block counters (`[cgroups]`): the probes count per (device, op, cgroup id);
+//! here ids become bounded `cgroup` labels (`crate::cgroups`), the counters of cgroups that
+//! are gone leave the kernel's map, and what they counted stays in their label's series
+//! while that label lives (`other` never goes down).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::os::fd::{AsFd, OwnedFd};
+
+use agent_common::block::{CgroupKey, CgroupStats, MAX_CGROUP_KEYS};
+use agent_common::maps;
+use anyhow::{Context, Result};
+use aya::maps::{MapData, PerCpuHashMap};
+
+use super::maps::{fd_of, per_cpu, read};
+use crate::cgroups::Labeller;
+use crate::map_batch::{lookup_all, value_bytes};
+use crate::probes::Probes;
+
+/// Counters by (device `dev_t`, op, `cgroup` label).
+pub type ByCgroup = BTreeMap<(u32, u32, String), CgroupStats>;
+
+pub struct CgroupCounters {
+    map: PerCpuHashMap<MapData, CgroupKey, CgroupStats>,
+    fd: OwnedFd,
+    labeller: Labeller,
+    /// What cgroups that are gone counted, under the label they counted for.
+    retired: ByCgroup,
+}
+
+impl CgroupCounters {
+    pub fn take(probes: &mut Probes, labeller: Labeller) -> Result<CgroupCounters> {
+        let map = probes
+            .take_map(maps::BLOCK_CGROUPS)
+            .with_context(|| format!("map {} missing from the eBPF object", maps::BLOCK_CGROUPS))?;
+        let fd = fd_of(&map)?;
+        let map: PerCpuHashMap<MapData, CgroupKey, CgroupStats> = PerCpuHashMap::try_from(map)?;
+        Ok(CgroupCounters {
+            map,
+            fd,
+            labeller,
+            retired: BTreeMap::new(),
+        })
+    }
+
+    /// Labels in use now, besides `other`.
+    pub fn labels_held(&self) -> usize {
+        self.labeller.held()
+    }
+
+    /// This scrape's counters by label, CPUs summed; drops the kernel's entries of cgroups
+    /// that are gone.
+    pub fn snapshot(&mut self) -> Result<ByCgroup> {
+        let value = value_bytes(std::mem::size_of::<CgroupStats>(), true)?;
+        let batch = lookup_all(
+            self.fd.as_fd(),
+            std::mem::size_of::<CgroupKey>(),
+            value,
+            MAX_CGROUP_KEYS as usize,
+            256,
+        )
+        .with_context(|| format!("reading {}", maps::BLOCK_CGROUPS))?;
+        let mut entries: Vec<(CgroupKey, CgroupStats)> = Vec::with_capacity(batch.len);
+        for i in 0..batch.len {
+            let key: CgroupKey = read(batch.key(i));
+            let mut sum = CgroupStats::default();
+            for v in per_cpu::<CgroupStats>(batch.value(i)) {
+                sum.add(&v);
+            }
+            entries.push((key, sum));
+        }
+        let ids: BTreeSet<u64> = entries.iter().map(|(k, _)| k.cgroup).collect();
+        let r = self.labeller.resolve(&ids);
+        self.retired
+            .retain(|(_, _, label), _| !r.released.contains(label));
+        let gone: HashMap<u64, String> = r.gone.into_iter().collect();
+        let mut out = ByCgroup::new();
+        for (key, stats) in entries {
+            if let Some(label) = gone.get(&key.cgroup) {
+                if !r.released.contains(label) {
+                    self.retired
+                        .entry((key.dev, key.op, label.clone()))
+                        .or_default()
+                        .add(&stats);
+                }
+                let _ = self.map.remove(&key);
+            } else if let Some(label) = r.labels.get(&key.cgroup) {
+                out.entry((key.dev, key.op, label.clone()))
+                    .or_default()
+                    .add(&stats);
+            }
+        }
+        for (k, v) in &self.retired {
+            out.entry(k.clone()).or_default().add(v);
+        }
+        Ok(out)
+    }
+
+    /// Drops what was counted for devices that no longer exist.
+    pub fn forget(&mut self, gone: &[u32]) {
+        let keys: Vec<CgroupKey> = self
+            .map
+            .keys()
+            .filter_map(Result::ok)
+            .filter(|k| gone.contains(&k.dev))
+            .collect();
+        for k in keys {
+            let _ = self.map.remove(&k);
+        }
+        self.retired.retain(|(dev, _, _), _| !gone.contains(dev));
+    }
+}
