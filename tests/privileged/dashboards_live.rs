@@ -301,8 +301,9 @@ fn dashboards_live_every_panel_returns_series_for_exported_metrics() {
         let lab_cfg = config_dir.join("lab.toml");
         std::fs::write(
             &lab_cfg,
+            // Every top-level cgroup followed, so that the per-cgroup panels have data.
             format!(
-                "[net]\nnamespaces = [\"{}\", \"{}\"]\n",
+                "[net]\nnamespaces = [\"{}\", \"{}\"]\n[cgroups]\npaths = [\"*\"]\n",
                 lab.a.name, lab.b.name
             ),
         )
