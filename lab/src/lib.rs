@@ -7,6 +7,7 @@
 //! Everything it creates is removed on drop, also when a test fails.
 
 pub mod agent;
+pub mod attempts;
 pub mod bins;
 pub mod blockdev;
 pub mod bpf;

@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use stornet_lab::agent::AgentProcess;
+use stornet_lab::attempts::up_to_three_times;
 use stornet_lab::bpf::kernel_has_drop_reasons;
 use stornet_lab::metrics::{Sample, around, counted_between, sum};
 use stornet_lab::netns::HostPair;
@@ -16,9 +17,7 @@ fn delta(before: &[Sample], after: &[Sample], name: &str, labels: &[(&str, &str)
     (sum(after, name, labels) - sum(before, name, labels)) as u64
 }
 
-/// On a busy host the kernel now and then skips a BPF program run without counting a miss
-/// (docs/metrics.md), so an exact count can come out one short; a real counting error fails
-/// every attempt.
+/// Three attempts (`up_to_three_times`): see docs/metrics.md on runs the kernel skips.
 #[test]
 fn lossy_link_counts_match_the_kernel() {
     let p = HostPair::new("lossy").expect("host pair");
@@ -28,19 +27,7 @@ fn lossy_link_counts_match_the_kernel() {
     .expect("netem");
     let agent = AgentProcess::with_config(&format!("[net]\nnamespaces = [{:?}]\n", p.a.name), &[])
         .expect("agent starts");
-    let mut failures = Vec::new();
-    for _ in 0..3 {
-        match attempt(&p, &agent) {
-            Ok(()) => {
-                for f in &failures {
-                    eprintln!("an earlier attempt failed: {f:#}");
-                }
-                return;
-            }
-            Err(e) => failures.push(e),
-        }
-    }
-    panic!("failed three times: {failures:#?}");
+    up_to_three_times("lossy link", || attempt(&p, &agent));
 }
 
 fn attempt(p: &HostPair, agent: &AgentProcess) -> anyhow::Result<()> {
