@@ -201,7 +201,15 @@ fn block_cgroup_churn_keeps_labels_bounded_and_the_agent_small() {
     const ALIVE: usize = 20;
     const WRITES: u64 = 2;
     let parent = Cgroup::new(UNIFIED_ROOT, "cgroup.procs", "cgchurn").expect("a v2 cgroup");
+    // One malloc arena: with one per thread, the RSS steps by megabytes when another of the
+    // agent's threads first serves a scrape, whenever that happens; what is measured here is
+    // what the agent keeps for cgroups.
+    // SAFETY: the tests of this binary run one at a time (`--test-threads=1`), and nothing
+    // else reads the environment meanwhile; the agent started next inherits it.
+    unsafe { std::env::set_var("MALLOC_ARENA_MAX", "1") };
     let agent = AgentProcess::with_config(&config(&parent, CAP), &[]).expect("agent starts");
+    // SAFETY: as above.
+    unsafe { std::env::remove_var("MALLOC_ARENA_MAX") };
     let disk = LoopDevice::new(test, 64 << 20).expect("loop device");
     let dev = disk.name.clone();
     let other = [

@@ -89,9 +89,33 @@ pub const SELECTION: &[&str] = &["--workspace", "--exclude", "agent-ebpf"];
 
 /// Every test binary, and the release binaries the integration tests run (cargo builds a
 /// package's binaries for its integration tests), so that the tiers that run side by side
-/// do not wait on each other's builds.
-pub fn build_binaries() -> Result<()> {
-    run(cargo()
+/// do not wait on each other's builds. Returns each test executable by target name.
+pub fn build_binaries() -> Result<Vec<(String, std::path::PathBuf)>> {
+    let out = cargo()
         .args(["test", "--release", "--no-run"])
-        .args(SELECTION))
+        .args(SELECTION)
+        .args(["--message-format", "json-render-diagnostics"])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .context("running cargo test --no-run")?;
+    anyhow::ensure!(out.status.success(), "building the test binaries failed");
+    let mut exes = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if v["reason"] == "compiler-artifact"
+            && let (Some(name), Some(exe)) =
+                (v["target"]["name"].as_str(), v["executable"].as_str())
+        {
+            exes.push((name.to_string(), std::path::PathBuf::from(exe)));
+        }
+    }
+    Ok(exes)
 }
+
+/// Set by `cargo xtask test` for the vm tier it runs beside the other tiers: the build is
+/// done (a cargo command there would wait for the target directory's lock, which `cargo
+/// test` holds while the foreground's tests run), and these are the root tiers' test
+/// executables, as `name=path` lines.
+pub const BUILT: &str = "STORNET_XTASK_BUILT";

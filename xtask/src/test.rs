@@ -83,8 +83,9 @@ pub fn test(only: Option<Tier>, skip_setup: bool) -> Result<()> {
     }
     let wants = |t: Tier| only.is_none_or(|o| o == t);
     let root = wants(Tier::Privileged) || wants(Tier::Scenarios);
-    if root || wants(Tier::Vm) {
-        cmd::step(
+    let mut exes = Vec::new();
+    if (root || wants(Tier::Vm)) && std::env::var_os(cmd::BUILT).is_none() {
+        exes = cmd::step(
             "build release binaries and test binaries",
             cmd::build_binaries,
         )?;
@@ -95,7 +96,13 @@ pub fn test(only: Option<Tier>, skip_setup: bool) -> Result<()> {
     let vm = if wants(Tier::Vm) && root {
         let exe = std::env::current_exe().context("locating cargo xtask")?;
         let mut c = Command::new(exe);
-        c.args(["test", "--tier", "vm", "--skip-setup"]);
+        let list: Vec<String> = exes
+            .iter()
+            .filter(|(n, _)| ["privileged", "kernels"].contains(&n.as_str()))
+            .map(|(n, p)| format!("{n}={}", p.display()))
+            .collect();
+        c.args(["test", "--tier", "vm", "--skip-setup"])
+            .env(cmd::BUILT, list.join("\n"));
         Some(Background::start("vm", &mut c)?)
     } else {
         None

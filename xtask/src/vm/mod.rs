@@ -286,32 +286,21 @@ fn choose_accel(k: &Kernel, work: &std::path::Path) -> Result<Accel> {
     }
 }
 
-/// Builds the agent and the test binaries the guests run.
+/// Builds the agent and the test binaries the guests run (or takes them from `cargo xtask
+/// test`, which built them).
 fn build() -> Result<Binaries> {
-    // The same build as the other tiers' (`cargo xtask test`), so that nothing compiles twice.
-    let out = cmd::cargo()
-        .args(["test", "--release", "--no-run"])
-        .args(cmd::SELECTION)
-        .args(["--message-format", "json-render-diagnostics"])
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .context("building the test binaries")?;
-    if !out.status.success() {
-        bail!("building the test binaries failed");
-    }
-    let mut tests = Vec::new();
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
-            continue;
-        };
-        if v["reason"] == "compiler-artifact"
-            && let (Some(name), Some(exe)) =
-                (v["target"]["name"].as_str(), v["executable"].as_str())
-            && ["privileged", "kernels"].contains(&name)
-        {
-            tests.push((name.to_string(), PathBuf::from(exe)));
-        }
-    }
+    let all = match std::env::var(cmd::BUILT) {
+        Ok(list) => list
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(n, p)| (n.to_string(), PathBuf::from(p)))
+            .collect(),
+        Err(_) => cmd::build_binaries()?,
+    };
+    let tests: Vec<(String, PathBuf)> = all
+        .into_iter()
+        .filter(|(n, _)| ["privileged", "kernels"].contains(&n.as_str()))
+        .collect();
     for wanted in ["privileged", "kernels"] {
         if !tests.iter().any(|(n, _)| n == wanted) {
             bail!("cargo did not report the {wanted} test binary");
