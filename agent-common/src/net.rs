@@ -55,8 +55,17 @@ pub struct NetLayout {
     /// The value of `SKB_DROP_REASON_NOT_SPECIFIED` on this kernel (`REASON_NONE_SLOT`
     /// where drops carry no reason).
     pub reason_not_specified: u32,
+    /// Per-cgroup retransmits (`[cgroups]`; OFFSET_NONE when off or unresolved): where in
+    /// `struct sock` its cgroup v2 lies (`sk_cgrp_data.cgroup`, or before 5.15 the tagged
+    /// `sk_cgrp_data.val`, see [`SK_CGROUP_TAGGED`]).
+    pub sk_cgroup: u32,
+    /// Non-zero where `sk_cgroup` is the tagged value of kernels before 5.15.
+    pub sk_cgroup_tagged: u32,
+    /// `cgroup.kn` and `kernfs_node.id` (the cgroup's id, its directory's inode number).
+    pub cgroup_kn: u32,
+    pub kn_id: u32,
 }
-assert_size!(NetLayout, 44);
+assert_size!(NetLayout, 60);
 
 impl NetLayout {
     /// Nothing resolved: every probe stays idle.
@@ -72,6 +81,10 @@ impl NetLayout {
         rt_has_err: 0,
         drop_has_reason: 0,
         reason_not_specified: u32::MAX,
+        sk_cgroup: OFFSET_NONE,
+        sk_cgroup_tagged: 0,
+        cgroup_kn: OFFSET_NONE,
+        kn_id: OFFSET_NONE,
     };
 }
 
@@ -96,7 +109,30 @@ pub struct PeerKey {
 }
 assert_size!(PeerKey, 24);
 
-user_pod!(NetLayout, PeerKey);
+/// Map key of the per-cgroup retransmits: a peer and the cgroup v2 id of the socket (0
+/// where it could not be read).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CgroupPeerKey {
+    pub peer: PeerKey,
+    pub cgroup: u64,
+}
+assert_size!(CgroupPeerKey, 32);
+
+user_pod!(NetLayout, PeerKey, CgroupPeerKey);
+
+/// Before 5.15, `sock_cgroup_data` is a `u64` that holds either the cgroup's address or, when
+/// either of its two low bits is set, net_prio/net_cls data (the socket then belongs to the
+/// root cgroup, as for a zero value).
+pub const SK_CGROUP_TAGGED: u32 = 1;
+pub const SK_CGROUP_DATA_BITS: u64 = 3;
+/// The id of the cgroup v2 root.
+pub const ROOT_CGROUP_ID: u64 = 1;
+
+/// Distinct (peer, cgroup) pairs the per-cgroup retransmit map holds; entries of cgroups that
+/// are gone are deleted by user space. A pair that finds it full counts for the peer with
+/// cgroup 0 (`other`), or if that fails too in `COUNTER_CGROUP_RETRANS_OVERFLOW`.
+pub const MAX_CGROUP_PEER_KEYS: u32 = 8192;
 
 /// Distinct peers the retransmit map holds. Never deleted, so a peer keeps its kernel entry
 /// for the agent's lifetime; retransmits of peers that find the map full are counted in
@@ -119,7 +155,8 @@ pub const COUNTER_EXCEED_SEND: u32 = 2;
 pub const COUNTER_EXCEED_RECV: u32 = 3;
 pub const COUNTER_EXCEED_OTHER: u32 = 4;
 pub const COUNTER_RCVQUEUE_FULL: u32 = 5;
-pub const COUNTER_SLOTS: u32 = 6;
+pub const COUNTER_CGROUP_RETRANS_OVERFLOW: u32 = 6;
+pub const COUNTER_SLOTS: u32 = 7;
 
 /// `kind` of `sock_exceed_buf_limit`: `SK_MEM_SEND` and `SK_MEM_RECV` are preprocessor
 /// constants (absent from BTF), 0 and 1 since the tracepoint exists.

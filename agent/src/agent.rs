@@ -8,7 +8,7 @@ use crate::cgroups::Labeller;
 use crate::config::Config;
 use crate::model::{Collector, MetricFamily};
 use crate::probes::Probes;
-use crate::probes::spec::{BLOCK_ISSUER, PROBES};
+use crate::probes::spec::{BLOCK_ISSUER, PROBES, ProbeSpec, TCP_RETRANSMIT};
 use crate::self_metrics::SelfMetrics;
 
 pub struct Agent {
@@ -23,15 +23,26 @@ pub struct Agent {
 impl Agent {
     /// Attaches every probe it can and builds the collectors for what is up.
     pub fn start(config: &Config) -> Agent {
-        let labeller = cgroup_labeller(config);
-        let wanted = wanted_probes(config, labeller.is_some());
+        let root = cgroup_root(config);
+        let labeller = |probe: &ProbeSpec| {
+            let root = root
+                .as_ref()
+                .filter(|_| config.collector_enabled(probe.name))?;
+            Some(Labeller::new(
+                root.clone(),
+                config.cgroups.patterns(),
+                config.cgroups.max_cgroups,
+            ))
+        };
+        let (block_labeller, net_labeller) = (labeller(&BLOCK_ISSUER), labeller(&TCP_RETRANSMIT));
+        let wanted = wanted_probes(config, block_labeller.is_some());
         // Read once; dropped when the collectors are built.
         let kernel = KernelBtf::read();
-        let mut probes = Probes::load(&wanted, &kernel);
+        let mut probes = Probes::load(&wanted, &kernel, net_labeller.is_some());
         // Before collectors take maps out of the object.
         let self_metrics = SelfMetrics::new(&probes, &config.probes);
         let mut collectors: Vec<Box<dyn Collector>> = vec![Box::new(probes.status_collector())];
-        if let Some(c) = block::collector(&mut probes, &config.block, labeller) {
+        if let Some(c) = block::collector(&mut probes, &config.block, block_labeller) {
             collectors.push(Box::new(c));
         }
         if config.collector_enabled(crate::collectors::PRESSURE) {
@@ -53,6 +64,7 @@ impl Agent {
             &kernel.btf,
             &config.net,
             snapshots,
+            net_labeller,
         ));
         Agent {
             probes,
@@ -88,20 +100,17 @@ pub fn wanted_probes(config: &Config, cgroups: bool) -> Vec<&'static str> {
         .collect()
 }
 
-/// The cgroups to attribute block IO to, when `[cgroups]` names some and the host has a
-/// cgroup v2 hierarchy (without one the agent says so and runs without the attribution).
-fn cgroup_labeller(config: &Config) -> Option<Labeller> {
-    if !config.cgroups.enabled() || !config.collector_enabled(BLOCK_ISSUER.name) {
+/// The cgroup v2 root to attribute block IO and retransmits under, when `[cgroups]` names
+/// some cgroups and the host has that hierarchy (without one the agent says so and runs
+/// without the attribution).
+fn cgroup_root(config: &Config) -> Option<std::path::PathBuf> {
+    if !config.cgroups.enabled() {
         return None;
     }
     match crate::cgroups::v2_root() {
         Ok(root) => {
-            info!(root = %root.display(), "attributing block IO to cgroups");
-            Some(Labeller::new(
-                root,
-                config.cgroups.patterns(),
-                config.cgroups.max_cgroups,
-            ))
+            info!(root = %root.display(), "attributing block IO and retransmits to cgroups");
+            Some(root)
         }
         Err(e) => {
             warn!(error = %format!("{e:#}"), "[cgroups] is set, but IO cannot be attributed to cgroups on this host; running without it");

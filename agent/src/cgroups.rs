@@ -288,13 +288,43 @@ fn walk(root: &Path, wanted: &[u64]) -> HashMap<u64, Vec<String>> {
     found
 }
 
+/// A directory tree stands in for the hierarchy in tests: ids are its directories' inodes.
+#[cfg(test)]
+pub(crate) struct Tree(pub PathBuf);
+
+#[cfg(test)]
+impl Tree {
+    pub fn new(name: &str) -> Tree {
+        let dir = std::env::temp_dir().join(format!("stornet-cg-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Tree(dir)
+    }
+    pub fn make(&self, rel: &str) -> u64 {
+        let d = self.0.join(rel);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::metadata(&d).unwrap().ino()
+    }
+    pub fn remove(&self, rel: &str) {
+        std::fs::remove_dir_all(self.0.join(rel)).unwrap();
+    }
+}
+
+#[cfg(test)]
+impl Drop for Tree {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+pub(crate) fn patterns(p: &[&str]) -> Vec<PathPattern> {
+    p.iter().map(|t| PathPattern::parse(t).unwrap()).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn patterns(p: &[&str]) -> Vec<PathPattern> {
-        p.iter().map(|t| PathPattern::parse(t).unwrap()).collect()
-    }
 
     #[test]
     fn bad_patterns_say_why() {
@@ -337,33 +367,6 @@ mod tests {
         assert_eq!(v2_mount(v1_only), None);
         let spaced = "36 35 0:31 / /mnt/cg\\0402 rw shared:9 - cgroup2 none rw\n";
         assert_eq!(v2_mount(spaced), Some(PathBuf::from("/mnt/cg 2")));
-    }
-
-    /// A directory tree stands in for the hierarchy: ids are its directories' inodes.
-    struct Tree(PathBuf);
-
-    impl Tree {
-        fn new(name: &str) -> Tree {
-            let dir =
-                std::env::temp_dir().join(format!("stornet-cg-{name}-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&dir).unwrap();
-            Tree(dir)
-        }
-        fn make(&self, rel: &str) -> u64 {
-            let d = self.0.join(rel);
-            std::fs::create_dir_all(&d).unwrap();
-            std::fs::metadata(&d).unwrap().ino()
-        }
-        fn remove(&self, rel: &str) {
-            std::fs::remove_dir_all(self.0.join(rel)).unwrap();
-        }
-    }
-
-    impl Drop for Tree {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
     }
 
     #[test]

@@ -80,9 +80,10 @@ pub fn run(config: &Config) -> ExitCode {
         let (status, detail) = hook_available(spec.hook, kernel_btf.aya.as_ref());
         rows.push(row(format!("hook of {}", spec.name), status, detail));
     }
-    // The issuer probe is loaded too, so that check tells whether `[cgroups]` can work here.
+    // The issuer probe and the retransmit probes' cgroup part are loaded too, so that check
+    // tells whether `[cgroups]` can work here.
     let wanted = crate::agent::wanted_probes(config, true);
-    let probes = Probes::load(&wanted, &kernel_btf);
+    let probes = Probes::load(&wanted, &kernel_btf, true);
     for s in &probes.status {
         rows.push(row(
             format!("probe {}", s.name),
@@ -185,13 +186,26 @@ fn layouts(kernel: &KernelBtf) -> Vec<Row> {
         }
         Err(e) => rows.push(row("block layout", Status::Fail, format!("{e:#}"))),
     }
-    let net = crate::probes::net_layout::NetGlobals::resolve(&kernel.btf);
+    let mut net = crate::probes::net_layout::NetGlobals::resolve(&kernel.btf, true);
+    if crate::kernel::lockdown() == crate::kernel::Lockdown::Confidentiality {
+        net.without_helper_reads();
+    }
     let reasons = if net.layout.drop_has_reason != 0 {
         "the kernel's drop reasons"
     } else {
         "none passed by this kernel: every drop counts as not_specified, by function"
     };
     rows.push(row("drop reasons", Status::Ok, reasons));
+    let sockets = match (&net.cgroups_missing, net.layout.sk_cgroup_tagged) {
+        (Some(e), _) => (Status::Warn, format!("not per cgroup: {e}")),
+        (None, 0) => (Status::Ok, "sk_cgrp_data.cgroup, typed reads".to_string()),
+        (None, _) => (
+            Status::Ok,
+            "the tagged sk_cgrp_data.val of kernels before 5.15, read with bpf_probe_read_kernel"
+                .to_string(),
+        ),
+    };
+    rows.push(row("socket cgroups", sockets.0, sockets.1));
     rows
 }
 

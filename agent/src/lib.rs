@@ -3,6 +3,7 @@
 pub mod agent;
 pub mod block;
 pub mod btf;
+pub mod cgroup_counts;
 pub mod cgroups;
 pub mod check;
 pub mod cli;

@@ -43,6 +43,23 @@ impl Cgroup {
         enter_on_spawn(&self.path.join(name), cmd)
     }
 
+    /// Moves this whole process into the child group `name` of this v2 group until the
+    /// guard drops; sockets opened meanwhile keep that group for their lifetime. Every thread
+    /// moves, and children spawned meanwhile start there: for a process that runs one test
+    /// at a time (a guest's).
+    pub fn enter_self(&self, name: &str) -> Result<InGroup> {
+        let own = std::fs::read_to_string("/proc/self/cgroup")?;
+        let home = own
+            .lines()
+            .find_map(|l| l.strip_prefix("0::"))
+            .context("this process is in no cgroup v2 group")?;
+        let root = self.path.parent().context("a group below the root")?;
+        let back = root.join(home.trim_start_matches('/'));
+        std::fs::write(self.path.join(name).join("cgroup.procs"), "0")
+            .with_context(|| format!("entering {}/{name}", self.path.display()))?;
+        Ok(InGroup { back })
+    }
+
     /// Writes `value` to the group's `file`.
     pub fn write(&self, file: &str, value: &str) -> Result<()> {
         let file = self.path.join(file);
@@ -53,6 +70,19 @@ impl Cgroup {
     /// Makes `cmd` join this cgroup in the child, before it execs.
     pub fn enter_on_spawn(&self, cmd: &mut Command) -> Result<()> {
         enter_on_spawn(&self.path, cmd)
+    }
+}
+
+/// This process's stay in a v2 group: it returns to where it was on drop.
+pub struct InGroup {
+    back: PathBuf,
+}
+
+impl Drop for InGroup {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::write(self.back.join("cgroup.procs"), "0") {
+            eprintln!("warning: could not return to {}: {e}", self.back.display());
+        }
     }
 }
 

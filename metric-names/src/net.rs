@@ -10,6 +10,11 @@ pub const TCP_RETRANSMITS_TOTAL: Metric = counter(
     "TCP segments retransmitted to a peer, in any network namespace \
      (tcp_retransmit_skb, tcp_retransmit_synack; as RetransSegs in /proc/net/snmp).",
 );
+pub const TCP_CGROUP_RETRANSMITS_TOTAL: Metric = counter(
+    "stornet_tcp_cgroup_retransmits_total",
+    "TCP segments retransmitted to a peer, by the cgroup of the socket (SYN-ACKs under \
+     other; only with [cgroups] paths): per peer, they sum to stornet_tcp_retransmits_total.",
+);
 pub const TCP_RETRANSMITS_UNATTRIBUTED_TOTAL: Metric = counter(
     "stornet_tcp_retransmits_unattributed_total",
     "TCP segments the namespace's RetransSegs counted and no retransmit probe run saw \
@@ -137,6 +142,7 @@ pub const TCP_MSS_BYTES: Metric = gauge(
 
 pub const ALL: &[Metric] = &[
     TCP_RETRANSMITS_TOTAL,
+    TCP_CGROUP_RETRANSMITS_TOTAL,
     TCP_RETRANSMITS_UNATTRIBUTED_TOTAL,
     SKB_DROPS_TOTAL,
     SKB_DROPS_UNSPECIFIED_TOTAL,

@@ -29,6 +29,7 @@ mod loadgen_rate;
 mod loadgen_safety;
 mod loadgen_verify;
 mod net_buffers;
+mod net_cgroups;
 mod net_mtu;
 mod net_sockets;
 mod net_support;

@@ -3,7 +3,7 @@
 //! are gone leave the kernel's map, and what they counted stays in their label's series
 //! while that label lives (`other` never goes down).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::BTreeMap;
 use std::os::fd::{AsFd, OwnedFd};
 
 use agent_common::block::{CgroupKey, CgroupStats, MAX_CGROUP_KEYS};
@@ -12,6 +12,7 @@ use anyhow::{Context, Result};
 use aya::maps::{MapData, PerCpuHashMap};
 
 use super::maps::{fd_of, per_cpu, read};
+use crate::cgroup_counts::CgroupCounts;
 use crate::cgroups::Labeller;
 use crate::map_batch::{lookup_all, value_bytes};
 use crate::probes::Probes;
@@ -22,9 +23,8 @@ pub type ByCgroup = BTreeMap<(u32, u32, String), CgroupStats>;
 pub struct CgroupCounters {
     map: PerCpuHashMap<MapData, CgroupKey, CgroupStats>,
     fd: OwnedFd,
-    labeller: Labeller,
-    /// What cgroups that are gone counted, under the label they counted for.
-    retired: ByCgroup,
+    /// By (device, op).
+    counts: CgroupCounts<(u32, u32), CgroupStats>,
 }
 
 impl CgroupCounters {
@@ -37,14 +37,13 @@ impl CgroupCounters {
         Ok(CgroupCounters {
             map,
             fd,
-            labeller,
-            retired: BTreeMap::new(),
+            counts: CgroupCounts::new(labeller),
         })
     }
 
     /// Labels in use now, besides `other`.
     pub fn labels_held(&self) -> usize {
-        self.labeller.held()
+        self.counts.labels_held()
     }
 
     /// This scrape's counters by label, CPUs summed; drops the kernel's entries of cgroups
@@ -59,40 +58,25 @@ impl CgroupCounters {
             256,
         )
         .with_context(|| format!("reading {}", maps::BLOCK_CGROUPS))?;
-        let mut entries: Vec<(CgroupKey, CgroupStats)> = Vec::with_capacity(batch.len);
+        let mut entries = Vec::with_capacity(batch.len);
         for i in 0..batch.len {
             let key: CgroupKey = read(batch.key(i));
             let mut sum = CgroupStats::default();
             for v in per_cpu::<CgroupStats>(batch.value(i)) {
                 sum.add(&v);
             }
-            entries.push((key, sum));
+            entries.push(((key.dev, key.op), key.cgroup, sum));
         }
-        let ids: BTreeSet<u64> = entries.iter().map(|(k, _)| k.cgroup).collect();
-        let r = self.labeller.resolve(&ids);
-        self.retired
-            .retain(|(_, _, label), _| !r.released.contains(label));
-        let gone: HashMap<u64, String> = r.gone.into_iter().collect();
-        let mut out = ByCgroup::new();
-        for (key, stats) in entries {
-            if let Some(label) = gone.get(&key.cgroup) {
-                if !r.released.contains(label) {
-                    self.retired
-                        .entry((key.dev, key.op, label.clone()))
-                        .or_default()
-                        .add(&stats);
-                }
-                let _ = self.map.remove(&key);
-            } else if let Some(label) = r.labels.get(&key.cgroup) {
-                out.entry((key.dev, key.op, label.clone()))
-                    .or_default()
-                    .add(&stats);
-            }
+        let scrape = self.counts.scrape(&entries);
+        for i in scrape.gone {
+            let ((dev, op), cgroup, _) = entries[i];
+            let _ = self.map.remove(&CgroupKey { dev, op, cgroup });
         }
-        for (k, v) in &self.retired {
-            out.entry(k.clone()).or_default().add(v);
-        }
-        Ok(out)
+        Ok(scrape
+            .counts
+            .into_iter()
+            .map(|(((dev, op), label), v)| ((dev, op, label), v))
+            .collect())
     }
 
     /// Drops what was counted for devices that no longer exist.
@@ -106,6 +90,6 @@ impl CgroupCounters {
         for k in keys {
             let _ = self.map.remove(&k);
         }
-        self.retired.retain(|(dev, _, _), _| !gone.contains(dev));
+        self.counts.retain(|(dev, _)| !gone.contains(dev));
     }
 }

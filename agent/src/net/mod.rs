@@ -13,6 +13,7 @@ use std::sync::Arc;
 use tracing::warn;
 
 use crate::btf::Btf;
+use crate::cgroups::Labeller;
 use crate::config::NetConfig;
 use crate::model::Collector;
 use crate::netns::Namespace;
@@ -20,12 +21,13 @@ use crate::probes::Probes;
 use peers::PeerLabels;
 
 /// The network collectors: the snapshots enabled in `parts`, map readers for the probes that
-/// are up.
+/// are up (and with `cgroups`, retransmits per cgroup).
 pub fn collectors(
     probes: &mut Probes,
     btf: &anyhow::Result<Btf>,
     config: &NetConfig,
     parts: snapshots::Parts,
+    cgroups: Option<Labeller>,
 ) -> Vec<Box<dyn Collector>> {
     let peers = Arc::new(PeerLabels::new(config.max_peers));
     let namespaces = config
@@ -47,7 +49,7 @@ pub fn collectors(
             parts,
         )));
     }
-    if let Err(e) = probed::collectors(probes, btf, peers, unattributed, &mut out) {
+    if let Err(e) = probed::collectors(probes, btf, peers, unattributed, cgroups, &mut out) {
         warn!(error = %format!("{e:#}"), "network probe collectors unavailable");
     }
     out

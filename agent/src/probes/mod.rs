@@ -45,7 +45,8 @@ pub struct Globals {
 }
 
 impl Globals {
-    pub fn resolve(btf: &Result<Btf>) -> Globals {
+    /// With `cgroups`, the network layout also says where a socket's cgroup lies.
+    pub fn resolve(btf: &Result<Btf>, cgroups: bool) -> Globals {
         let (mut block, issuer) = match btf {
             Ok(btf) => (
                 block_layout::layout(btf, crate::kernel::version()),
@@ -65,7 +66,7 @@ impl Globals {
         Globals {
             block,
             issuer_missing,
-            net: net_layout::NetGlobals::resolve(btf),
+            net: net_layout::NetGlobals::resolve(btf, cgroups),
         }
     }
 
@@ -104,15 +105,21 @@ impl Globals {
 
 impl Probes {
     /// Loads the object and attaches every probe in `wanted` (by name), with the kernel's
-    /// BTF read once by the caller.
-    pub fn load(wanted: &[&str], kernel: &KernelBtf) -> Probes {
+    /// BTF read once by the caller; with `cgroups`, retransmits are also counted per cgroup.
+    pub fn load(wanted: &[&str], kernel: &KernelBtf, cgroups: bool) -> Probes {
         let lockdown = crate::kernel::lockdown();
         info!(
             kernel = %crate::kernel::release(),
             lockdown = lockdown.as_str(),
             "loading probes"
         );
-        let globals = Globals::resolve(&kernel.btf);
+        let mut globals = Globals::resolve(&kernel.btf, cgroups);
+        if lockdown == crate::kernel::Lockdown::Confidentiality {
+            globals.net.without_helper_reads();
+        }
+        if let Some(reason) = &globals.net.cgroups_missing {
+            warn!(%reason, "retransmits cannot be counted per cgroup on this kernel");
+        }
         let specs: Vec<&ProbeSpec> = PROBES.iter().filter(|p| wanted.contains(&p.name)).collect();
         let ebpf = match load_object(&globals) {
             Ok(e) => e,
@@ -209,6 +216,11 @@ impl Probes {
     /// Whether the retransmit probes tell sockets' network namespaces apart.
     pub fn net_layout_has_namespaces(&self) -> bool {
         self.net_layout.sk_net != agent_common::net::OFFSET_NONE
+    }
+
+    /// Whether the retransmit probes count per cgroup too.
+    pub fn net_layout_has_cgroups(&self) -> bool {
+        self.net_layout.sk_cgroup != agent_common::net::OFFSET_NONE
     }
 
     pub fn is_up(&self, probe: &str) -> bool {

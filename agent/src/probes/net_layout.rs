@@ -5,7 +5,7 @@
 
 use agent_common::net::{
     DROP_LOCATION_ARG, DROP_REASON_ARG, EXCEED_KIND_ARG, NetLayout, OFFSET_NONE, REASON_NONE_SLOT,
-    RT_ERR_ARG, RT_SK_ARG, RT_SKB_ARG, SYNACK_REQ_ARG,
+    RT_ERR_ARG, RT_SK_ARG, RT_SKB_ARG, SK_CGROUP_TAGGED, SYNACK_REQ_ARG,
 };
 use agent_common::ready::{
     SKB_DROP, SOCK_EXCEED_BUF_LIMIT, SOCK_RCVQUEUE_FULL, TCP_RETRANSMIT, TCP_RETRANSMIT_SYNACK,
@@ -22,14 +22,18 @@ pub struct NetGlobals {
     /// The probes whose layout resolved.
     pub ready: u32,
     errors: Vec<(u32, String)>,
+    /// Why retransmits cannot be counted per cgroup here, when that was asked for.
+    pub cgroups_missing: Option<String>,
 }
 
 impl NetGlobals {
-    pub fn resolve(btf: &Result<Btf>) -> NetGlobals {
+    /// The layout of this kernel; with `cgroups`, also where a socket's cgroup lies.
+    pub fn resolve(btf: &Result<Btf>, cgroups: bool) -> NetGlobals {
         let mut g = NetGlobals {
             layout: NetLayout::EMPTY,
             ready: 0,
             errors: Vec::new(),
+            cgroups_missing: None,
         };
         let btf = match btf {
             Ok(b) => b,
@@ -40,6 +44,7 @@ impl NetGlobals {
                 for p in net {
                     g.errors.push((p.ready, format!("{e:#}")));
                 }
+                g.cgroups_missing = cgroups.then(|| format!("{e:#}"));
                 return g;
             }
         };
@@ -68,7 +73,29 @@ impl NetGlobals {
                 Err(e) => g.errors.push((probe, format!("kernel layout: {e:#}"))),
             }
         }
+        if cgroups {
+            // Without it retransmits are still counted per peer.
+            let mut with = g.layout;
+            match sock_cgroup(btf, &mut with) {
+                Ok(()) => g.layout = with,
+                Err(e) => g.cgroups_missing = Some(format!("kernel layout: {e:#}")),
+            }
+        }
         g
+    }
+
+    /// Under `lockdown=confidentiality`, which forbids `bpf_probe_read_kernel`: sockets'
+    /// cgroups are read only where typed reads reach them (5.15 and later).
+    pub fn without_helper_reads(&mut self) {
+        if self.layout.sk_cgroup != OFFSET_NONE && self.layout.sk_cgroup_tagged != 0 {
+            self.layout.sk_cgroup = OFFSET_NONE;
+            self.layout.sk_cgroup_tagged = 0;
+            self.cgroups_missing = Some(
+                "before 5.15 a socket's cgroup is read with bpf_probe_read_kernel, which \
+                 lockdown=confidentiality forbids"
+                    .into(),
+            );
+        }
     }
 
     /// Why the probe of ready bit `probe` cannot run here, if it is a network probe whose
@@ -110,6 +137,22 @@ fn sock_common(btf: &Btf, l: &mut NetLayout) -> Result<()> {
         l.sk_net = net;
         l.net_inum = inum;
     }
+    Ok(())
+}
+
+/// Where a socket's cgroup v2 lies, and how its id is read from there.
+fn sock_cgroup(btf: &Btf, l: &mut NetLayout) -> Result<()> {
+    let data = btf.offset_of("sock", "sk_cgrp_data")?;
+    // 5.15 and later: a pointer; before, a u64 tagged in its low bits.
+    (l.sk_cgroup, l.sk_cgroup_tagged) = match btf.offset_of_sized("sock_cgroup_data", "cgroup", 8) {
+        Ok(off) => (data + off, 0),
+        Err(_) => (
+            data + btf.offset_of_sized("sock_cgroup_data", "val", 8)?,
+            SK_CGROUP_TAGGED,
+        ),
+    };
+    l.cgroup_kn = btf.offset_of_sized("cgroup", "kn", 8)?;
+    l.kn_id = btf.offset_of_sized("kernfs_node", "id", 8)?;
     Ok(())
 }
 
@@ -176,7 +219,8 @@ mod tests {
     use crate::btf::testing::Builder;
     use agent_common::ready::BLOCK_COMPLETION;
 
-    /// A kernel like this one: 6.18 tracepoint signatures and struct layouts.
+    /// A kernel like this one: 6.18 tracepoint signatures and struct layouts; without the
+    /// error argument, like 5.10 (and its tagged `sock_cgroup_data`).
     fn kernel(with_err: bool, with_reason: bool) -> Btf {
         let mut b = Builder::new();
         let u8_t = b.int("unsigned char", 1);
@@ -202,7 +246,44 @@ mod tests {
                 ("skc_v6_daddr", in6, 56 * 8),
             ],
         );
-        let sock = b.composite(false, "sock", 800, &[("__sk_common", common, 0)]);
+        let u64_t = b.int("long long unsigned int", 8);
+        let cgroup_data = if with_err {
+            let kn = b.composite(false, "kernfs_node", 128, &[("id", u64_t, 64 * 8)]);
+            let kn_ptr = b.ptr(kn);
+            let cgroup = b.composite(false, "cgroup", 2000, &[("kn", kn_ptr, 232 * 8)]);
+            let cgroup_ptr = b.ptr(cgroup);
+            b.composite(
+                false,
+                "sock_cgroup_data",
+                16,
+                &[("cgroup", cgroup_ptr, 0), ("classid", u32_t, 64)],
+            )
+        } else {
+            let kn = b.composite(false, "kernfs_node", 128, &[("id", u64_t, 72 * 8)]);
+            let kn_ptr = b.ptr(kn);
+            b.composite(false, "cgroup", 2000, &[("kn", kn_ptr, 264 * 8)]);
+            let tags = b.composite(
+                false,
+                "",
+                8,
+                &[
+                    ("padding", u8_t, 8),
+                    ("prioidx", u16_t, 16),
+                    ("classid", u32_t, 32),
+                ],
+            );
+            let union = b.composite(true, "", 8, &[("", tags, 0), ("val", u64_t, 0)]);
+            b.composite(false, "sock_cgroup_data", 8, &[("", union, 0)])
+        };
+        let sock = b.composite(
+            false,
+            "sock",
+            800,
+            &[
+                ("__sk_common", common, 0),
+                ("sk_cgrp_data", cgroup_data, 664 * 8),
+            ],
+        );
         let req = b.composite(false, "request_sock", 300, &[("__req_common", common, 0)]);
         let cb_t = b.int("char48", 48);
         let skb = b.composite(false, "sk_buff", 232, &[("cb", cb_t, 40 * 8)]);
@@ -262,7 +343,7 @@ mod tests {
 
     #[test]
     fn resolves_offsets_and_argument_positions() {
-        let g = NetGlobals::resolve(&Ok(kernel(true, true)));
+        let g = NetGlobals::resolve(&Ok(kernel(true, true)), false);
         let l = g.layout;
         assert_eq!((l.sock_common, l.sk_daddr, l.sk_family), (0, 0, 16));
         assert_eq!(l.sk_v6_daddr, 56);
@@ -281,7 +362,7 @@ mod tests {
 
     #[test]
     fn older_kernels_without_error_or_reason_arguments() {
-        let g = NetGlobals::resolve(&Ok(kernel(false, false)));
+        let g = NetGlobals::resolve(&Ok(kernel(false, false)), false);
         assert_eq!(g.layout.rt_has_err, 0);
         assert!(g.ready & TCP_RETRANSMIT != 0);
         // 5.10: drops carry no reason; they are all counted as not specified, by location.
@@ -291,8 +372,59 @@ mod tests {
     }
 
     #[test]
+    fn sockets_cgroups_are_read_only_when_asked() {
+        let off = NetGlobals::resolve(&Ok(kernel(true, true)), false);
+        assert_eq!(off.layout.sk_cgroup, OFFSET_NONE);
+        assert!(off.cgroups_missing.is_none());
+        // 5.15 and later: a typed pointer, also under lockdown.
+        let mut new = NetGlobals::resolve(&Ok(kernel(true, true)), true);
+        let l = new.layout;
+        assert_eq!((l.sk_cgroup, l.sk_cgroup_tagged), (664, 0));
+        assert_eq!((l.cgroup_kn, l.kn_id), (232, 64));
+        new.without_helper_reads();
+        assert_eq!(new.layout.sk_cgroup, 664);
+        // Before: the tagged u64, read with the helper, which lockdown takes away.
+        let mut old = NetGlobals::resolve(&Ok(kernel(false, false)), true);
+        let l = old.layout;
+        assert_eq!((l.sk_cgroup, l.sk_cgroup_tagged), (664, SK_CGROUP_TAGGED));
+        assert_eq!((l.cgroup_kn, l.kn_id), (264, 72));
+        assert!(old.ready & TCP_RETRANSMIT != 0);
+        old.without_helper_reads();
+        assert_eq!(old.layout.sk_cgroup, OFFSET_NONE);
+        assert!(old.cgroups_missing.unwrap().contains("lockdown"));
+        // Without the field, retransmits are still counted per peer.
+        let g = NetGlobals::resolve(&Ok(kernel_without_cgroups()), true);
+        assert!(g.ready & TCP_RETRANSMIT != 0);
+        assert_eq!(g.layout.sk_cgroup, OFFSET_NONE);
+        assert!(g.cgroups_missing.unwrap().contains("sk_cgrp_data"));
+    }
+
+    /// A kernel built without `CONFIG_SOCK_CGROUP_DATA`.
+    fn kernel_without_cgroups() -> Btf {
+        let mut b = Builder::new();
+        let u16_t = b.int("short unsigned int", 2);
+        let u32_t = b.int("unsigned int", 4);
+        let common = b.composite(
+            false,
+            "sock_common",
+            136,
+            &[("skc_daddr", u32_t, 0), ("skc_family", u16_t, 16 * 8)],
+        );
+        let sock = b.composite(false, "sock", 800, &[("__sk_common", common, 0)]);
+        let cb_t = b.int("char48", 48);
+        let skb = b.composite(false, "sk_buff", 232, &[("cb", cb_t, 40 * 8)]);
+        b.composite(false, "tcp_skb_cb", 48, &[("tcp_gso_segs", u16_t, 64)]);
+        let void_ptr = b.ptr(0);
+        let (sock_ptr, skb_ptr) = (b.ptr(sock), b.ptr(skb));
+        let fp = b.func_proto(&[void_ptr, sock_ptr, skb_ptr]);
+        let p = b.ptr(fp);
+        b.typedef("btf_trace_tcp_retransmit_skb", p);
+        Btf::parse(&b.build()).unwrap()
+    }
+
+    #[test]
     fn no_btf_takes_every_network_probe_down() {
-        let g = NetGlobals::resolve(&Err(anyhow::anyhow!("no BTF here")));
+        let g = NetGlobals::resolve(&Err(anyhow::anyhow!("no BTF here")), true);
         assert_eq!(g.ready, 0);
         assert!(g.missing_for(TCP_RETRANSMIT).unwrap().contains("no BTF"));
     }

@@ -97,14 +97,25 @@ pub const BLOCK_ISSUER: ProbeSpec = ProbeSpec {
     metrics: block::CGROUP,
 };
 
+/// Both retransmit probes count into the same maps and metrics.
+const RETRANSMIT_MAPS: &[&str] = &[
+    maps::NET_RETRANSMITS,
+    maps::NET_CGROUP_RETRANSMITS,
+    maps::NET_COUNTERS,
+];
+const RETRANSMIT_METRICS: &[Metric] = &[
+    net::TCP_RETRANSMITS_TOTAL,
+    net::TCP_CGROUP_RETRANSMITS_TOTAL,
+];
+
 pub const TCP_RETRANSMIT: ProbeSpec = ProbeSpec {
     name: "tcp_retransmit",
     program: "stornet_tcp_retransmit_skb",
     hook: Hook::BtfTracePoint("tcp_retransmit_skb"),
     ready: ready::TCP_RETRANSMIT,
     collector: ProbeCollector::Retransmits,
-    maps: &[maps::NET_RETRANSMITS, maps::NET_COUNTERS],
-    metrics: &[net::TCP_RETRANSMITS_TOTAL],
+    maps: RETRANSMIT_MAPS,
+    metrics: RETRANSMIT_METRICS,
 };
 
 pub const TCP_RETRANSMIT_SYNACK: ProbeSpec = ProbeSpec {
@@ -113,8 +124,8 @@ pub const TCP_RETRANSMIT_SYNACK: ProbeSpec = ProbeSpec {
     hook: Hook::BtfTracePoint("tcp_retransmit_synack"),
     ready: ready::TCP_RETRANSMIT_SYNACK,
     collector: ProbeCollector::Retransmits,
-    maps: &[maps::NET_RETRANSMITS, maps::NET_COUNTERS],
-    metrics: &[net::TCP_RETRANSMITS_TOTAL],
+    maps: RETRANSMIT_MAPS,
+    metrics: RETRANSMIT_METRICS,
 };
 
 pub const SKB_DROP: ProbeSpec = ProbeSpec {

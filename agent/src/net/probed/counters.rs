@@ -4,8 +4,9 @@ use std::sync::{Arc, Mutex};
 
 use agent_common::maps;
 use agent_common::net::{
-    COUNTER_EXCEED_OTHER, COUNTER_EXCEED_RECV, COUNTER_EXCEED_SEND, COUNTER_RCVQUEUE_FULL,
-    COUNTER_RETRANS_OVERFLOW, COUNTER_UNSPECIFIED_OVERFLOW,
+    COUNTER_CGROUP_RETRANS_OVERFLOW, COUNTER_EXCEED_OTHER, COUNTER_EXCEED_RECV,
+    COUNTER_EXCEED_SEND, COUNTER_RCVQUEUE_FULL, COUNTER_RETRANS_OVERFLOW,
+    COUNTER_UNSPECIFIED_OVERFLOW,
 };
 use anyhow::{Context, Result};
 use aya::maps::{MapData, PerCpuArray};
@@ -58,6 +59,10 @@ impl Collector for PressureCollector {
         full.scalar(
             &[("map", "tcp_retransmits")],
             c.get(COUNTER_RETRANS_OVERFLOW)? as f64,
+        );
+        full.scalar(
+            &[("map", "tcp_cgroup_retransmits")],
+            c.get(COUNTER_CGROUP_RETRANS_OVERFLOW)? as f64,
         );
         full.scalar(
             &[("map", "skb_drops_unspecified")],

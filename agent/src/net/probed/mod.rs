@@ -1,6 +1,7 @@
 //! Collectors that read the network probes' maps: retransmits per peer, drops per kernel
 //! reason, socket pressure and overflow counters.
 
+pub mod cgroups;
 pub mod counters;
 pub mod drops;
 pub mod kallsyms;
@@ -13,6 +14,7 @@ use anyhow::{Context, Result};
 use agent_common::maps;
 
 use crate::btf::Btf;
+use crate::cgroups::Labeller;
 use crate::model::Collector;
 use crate::net::peers::PeerLabels;
 use crate::net::unattributed::Unattributed;
@@ -21,12 +23,13 @@ use crate::probes::spec::{ProbeCollector, SOCK_EXCEED_BUF_LIMIT, SOCK_RCVQUEUE_F
 use counters::{Counters, PressureCollector};
 
 /// Map readers for the network probes that are up. `btf` is the kernel's (the drop reasons'
-/// names).
+/// names); with `cgroups`, retransmits per cgroup where this kernel's layout allows.
 pub fn collectors(
     probes: &mut Probes,
     btf: &Result<Btf>,
     peers: Arc<PeerLabels>,
     unattributed: Arc<Unattributed>,
+    cgroups: Option<Labeller>,
     out: &mut Vec<Box<dyn Collector>>,
 ) -> Result<()> {
     let any_up = |c: ProbeCollector| c.probes().any(|p| probes.is_up(p.name));
@@ -45,6 +48,7 @@ pub fn collectors(
         .probes()
         .all(|p| probes.is_up(p.name))
         && probes.net_layout_has_namespaces();
+    let by_cgroup = cgroups.filter(|_| retransmit && probes.net_layout_has_cgroups());
     let mut map = |name: &str| {
         probes
             .take_map(name)
@@ -55,8 +59,16 @@ pub fn collectors(
         out.push(Box::new(retransmits::RetransmitCollector::new(
             map(maps::NET_RETRANSMITS)?,
             counters.clone(),
-            peers,
+            peers.clone(),
             by_namespace.then_some(unattributed),
+        )?));
+    }
+    if let Some(labeller) = by_cgroup {
+        out.push(Box::new(cgroups::CgroupRetransmits::new(
+            map(maps::NET_CGROUP_RETRANSMITS)?,
+            counters.clone(),
+            peers,
+            labeller,
         )?));
     }
     if drop {
