@@ -67,8 +67,21 @@ pub struct BlockLayout {
     /// Which argument of `block_getrq` is the bio: 0 (`(struct bio *)`, 5.11 and later) or 1
     /// (`(struct request_queue *, struct bio *, int)`); user space loads the program for it.
     pub getrq_bio_arg: u32,
+    /// Hidden disks (NVMe multipath paths), which newer kernels register without a `dev_t`
+    /// in sysfs: `gendisk.part0` → `block_device.bd_device.devt` (the number sysfs shows, 0
+    /// for such a disk) and `gendisk.diskseq`, which names it instead (see
+    /// [`HIDDEN_MAJOR`]); OFFSET_NONE before 5.15.
+    pub disk_part0: u32,
+    pub bdev_devt: u32,
+    pub disk_seq: u32,
 }
-assert_size!(BlockLayout, 108);
+assert_size!(BlockLayout, 120);
+
+/// The major number stornet gives a disk without a `dev_t` of its own (a hidden NVMe
+/// multipath path): its minor is the low 20 bits of the disk's `diskseq`, which sysfs shows.
+/// No driver uses major 4095.
+pub const HIDDEN_MAJOR: u32 = 0xfff;
+pub const MINOR_MASK: u32 = (1 << 20) - 1;
 
 /// An offset that did not resolve.
 pub const OFFSET_NONE: u32 = u32::MAX;

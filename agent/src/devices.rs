@@ -1,4 +1,5 @@
-//! Block devices: kernel names from device numbers (`/sys/dev/block/MAJ:MIN`), which devices
+//! Block devices: kernel names from device numbers (`/sys/dev/block/MAJ:MIN`, or for a
+//! hidden disk without a number, its `diskseq` in `/sys/class/block`), which devices
 //! to report (include/exclude globs), the cap on reported devices (the rest fold into
 //! `device="other"`), and queue limits from sysfs.
 
@@ -6,7 +7,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
 
-use agent_common::block::dev_major_minor;
+use agent_common::block::{HIDDEN_MAJOR, MINOR_MASK, dev_major_minor};
 
 /// The `device` label of devices beyond the cap.
 pub const OTHER: &str = "other";
@@ -22,7 +23,11 @@ impl DeviceNames {
     /// The device's name, or None if it no longer exists.
     pub fn lookup(&self, dev: u32) -> Option<String> {
         let (major, minor) = dev_major_minor(dev);
-        let name = resolve(Path::new("/sys/dev/block"), major, minor);
+        let name = if major == HIDDEN_MAJOR {
+            hidden(Path::new("/sys/class/block"), minor)
+        } else {
+            resolve(Path::new("/sys/dev/block"), major, minor)
+        };
         let mut cache = self.cache.lock().expect("device cache");
         match &name {
             Some(n) => cache.insert(dev, n.clone()),
@@ -35,6 +40,11 @@ impl DeviceNames {
     /// sysfs with a size of 0, and is as gone as an unplugged disk.
     pub fn present(&self, dev: u32) -> bool {
         let (major, minor) = dev_major_minor(dev);
+        if major == HIDDEN_MAJOR {
+            let name = self.lookup(dev);
+            return name
+                .is_some_and(|n| sectors(&Path::new("/sys/class/block").join(n).join("size")) > 0);
+        }
         self.lookup(dev).is_some() && has_sectors(Path::new("/sys/dev/block"), major, minor)
     }
 
@@ -56,10 +66,39 @@ pub fn resolve(sys_dev_block: &Path, major: u32, minor: u32) -> Option<String> {
 
 /// Whether `major:minor` under a `/sys/dev/block`-like directory has a non-zero `size`.
 pub fn has_sectors(sys_dev_block: &Path, major: u32, minor: u32) -> bool {
-    std::fs::read_to_string(sys_dev_block.join(format!("{major}:{minor}/size")))
+    sectors(&sys_dev_block.join(format!("{major}:{minor}/size"))) > 0
+}
+
+fn sectors(size: &Path) -> u64 {
+    std::fs::read_to_string(size)
         .ok()
         .and_then(|s| s.trim().parse::<u64>().ok())
-        .is_some_and(|n| n > 0)
+        .unwrap_or(0)
+}
+
+/// The `dev_t` stornet gives a disk that has none of its own (see [`HIDDEN_MAJOR`]).
+pub fn hidden_dev(diskseq: u64) -> u32 {
+    (HIDDEN_MAJOR << 20) | (diskseq as u32 & MINOR_MASK)
+}
+
+/// The name of the disk without a `dev_t` (no `dev` in sysfs) whose `diskseq` gives `minor`,
+/// under a `/sys/class/block`-like directory.
+pub fn hidden(class_block: &Path, minor: u32) -> Option<String> {
+    std::fs::read_dir(class_block)
+        .ok()?
+        .flatten()
+        .find_map(|e| {
+            let dir = e.path();
+            if dir.join("dev").exists() {
+                return None;
+            }
+            let seq: u64 = std::fs::read_to_string(dir.join("diskseq"))
+                .ok()?
+                .trim()
+                .parse()
+                .ok()?;
+            (hidden_dev(seq) & MINOR_MASK == minor).then(|| e.file_name().to_string_lossy().into())
+        })
 }
 
 /// Shell-style glob match of a device name: `*` any run, `?` one character.
@@ -190,6 +229,30 @@ mod tests {
         assert!(has_sectors(&dir, 7, 1));
         assert!(!has_sectors(&dir, 7, 2), "a detached loop device");
         assert!(!has_sectors(&dir, 7, 3), "no such device");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn hidden_disks_are_found_by_their_sequence_number() {
+        let dir = temp_dir("hidden");
+        for (name, dev, seq) in [
+            ("nvme1n1", Some("259:3"), "17"),
+            ("nvme1c1n1", None, "16"),
+            ("nvme2c2n1", None, "1048594"),
+        ] {
+            std::fs::create_dir_all(dir.join(name)).unwrap();
+            std::fs::write(dir.join(name).join("diskseq"), format!("{seq}\n")).unwrap();
+            if let Some(d) = dev {
+                std::fs::write(dir.join(name).join("dev"), d).unwrap();
+            }
+        }
+        let minor = |seq: u64| hidden_dev(seq) & MINOR_MASK;
+        assert_eq!(hidden_dev(16) >> 20, HIDDEN_MAJOR);
+        assert_eq!(hidden(&dir, minor(16)).as_deref(), Some("nvme1c1n1"));
+        // Only the low 20 bits of the sequence number are kept.
+        assert_eq!(hidden(&dir, minor(1_048_594)).as_deref(), Some("nvme2c2n1"));
+        // A disk with a number of its own is never taken for a hidden one.
+        assert_eq!(hidden(&dir, minor(17)), None);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

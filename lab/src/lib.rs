@@ -24,6 +24,7 @@ pub mod loadgen;
 pub mod metric_docs;
 pub mod metrics;
 pub mod netns;
+pub mod nvmf;
 pub mod privilege;
 pub mod prom_rules;
 pub mod promql;

@@ -21,10 +21,10 @@ pub mod issuer;
 pub mod requeue;
 
 use agent_common::block::{
-    BlockControl, BlockLayout, COUNTERS, DevOp, ErrorKey, FAST_SLOTS, FastSlot, MARK_HCTX,
-    MARK_QUEUES, MARK_TAGS, MAX_DEV_OPS, MAX_ERROR_KEYS, MAX_PROBE_STAMPS, MAX_QUEUES, MarkWords,
-    OP_DISCARD, OP_FLUSH, OP_OTHER, OP_READ, OP_WRITE, OpStats, QueueSlot, UNREC_STATS_FULL,
-    UNREC_UNSEEN_END, fast_index,
+    BlockControl, BlockLayout, COUNTERS, DevOp, ErrorKey, FAST_SLOTS, FastSlot, HIDDEN_MAJOR,
+    MARK_HCTX, MARK_QUEUES, MARK_TAGS, MAX_DEV_OPS, MAX_ERROR_KEYS, MAX_PROBE_STAMPS, MAX_QUEUES,
+    MINOR_MASK, MarkWords, OFFSET_NONE, OP_DISCARD, OP_FLUSH, OP_OTHER, OP_READ, OP_WRITE, OpStats,
+    QueueSlot, UNREC_STATS_FULL, UNREC_UNSEEN_END, fast_index,
 };
 use core::intrinsics::AtomicOrdering;
 
@@ -146,8 +146,9 @@ impl Request {
         state != lay!(mq_rq_idle)
     }
 
-    /// `dev_t` of the whole disk (partitions count towards their disk), from the disk's own
-    /// major and first minor, which every kernel keeps in the same form.
+    /// `dev_t` of the whole disk (partitions count towards their disk): its `part0`'s
+    /// number, or before 5.15 its major and first minor, which every kernel keeps in the
+    /// same form.
     #[inline(always)]
     pub fn dev(&self) -> u32 {
         // The verifier sees `disk_in_rq` as a constant and drops the other branch.
@@ -156,9 +157,20 @@ impl Request {
         } else {
             load(self.q, lay!(disk))
         };
+        if lay!(disk_seq) != OFFSET_NONE {
+            // 5.15 and later: the number sysfs shows for the disk, or for a hidden disk, which
+            // shows none (its `bd_dev` is set, but nothing names it), its sequence number.
+            let part0: *const u8 = load(disk, lay!(disk_part0));
+            let dev: u32 = load(part0, lay!(bdev_devt));
+            if dev >> 20 != 0 {
+                return dev;
+            }
+            let seq: u64 = load(disk, lay!(disk_seq));
+            return (HIDDEN_MAJOR << 20) | (seq as u32 & MINOR_MASK);
+        }
         let major: i32 = load(disk, lay!(disk_major));
         let minor: i32 = load(disk, lay!(disk_first_minor));
-        ((major as u32) << 20) | (minor as u32 & ((1 << 20) - 1))
+        ((major as u32) << 20) | (minor as u32 & MINOR_MASK)
     }
 
     #[inline(always)]

@@ -86,6 +86,25 @@ pub fn nvme_peer(address: &str) -> String {
     }
 }
 
+/// The path devices of NVMe multipath head `nvmeXnY` by their names, `nvmeXcZnY`.
+fn paths_by_name(root: &Path, head: &str) -> Vec<String> {
+    let Some((subsystem, ns)) = head.strip_prefix("nvme").and_then(|r| r.split_once('n')) else {
+        return Vec::new();
+    };
+    let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+    if !digits(subsystem) || !digits(ns) {
+        return Vec::new();
+    }
+    names_in(&root.join("class/block"))
+        .into_iter()
+        .filter(|n| {
+            n.strip_prefix(&format!("nvme{subsystem}c"))
+                .and_then(|r| r.split_once('n'))
+                .is_some_and(|(c, rest)| digits(c) && rest == ns)
+        })
+        .collect()
+}
+
 /// An NVMe namespace's controller transport and peer (`<dir>/device` is the controller).
 fn nvme_transport(dir: &Path) -> (String, String) {
     match read_trim(&dir.join("device/transport")) {
@@ -152,7 +171,11 @@ fn read_one(root: &Path, name: &str) -> Option<DeviceInfo> {
     if size == 0 {
         return None;
     }
-    let dev = parse_dev(&read_trim(&dir.join("dev"))?)?;
+    let dev = match read_trim(&dir.join("dev")) {
+        Some(d) => parse_dev(&d)?,
+        // A hidden disk (an NVMe multipath path) has no number of its own.
+        None => crate::devices::hidden_dev(read_trim(&dir.join("diskseq"))?.parse().ok()?),
+    };
     let mut info = DeviceInfo {
         name: name.to_string(),
         dev,
@@ -188,7 +211,11 @@ fn read_one(root: &Path, name: &str) -> Option<DeviceInfo> {
         info.transport = "nbd".to_string();
     } else if name.starts_with("nvme") {
         info.kind = "nvme";
-        let paths = names_in(&dir.join("multipath"));
+        let mut paths = names_in(&dir.join("multipath"));
+        if paths.is_empty() {
+            // Some kernels list no links in `multipath/`; a head's paths carry its name.
+            paths = paths_by_name(root, name);
+        }
         if paths.is_empty() {
             (info.transport, info.peer) = nvme_transport(&dir);
         } else {
@@ -417,11 +444,27 @@ mod tests {
                 d,
             );
             s.link(&format!("{path}/device"), "..");
+            if c == "nvme3" {
+                // Hidden, as newer kernels register a path: no number, a sequence number.
+                std::fs::remove_file(s.0.join(format!("{path}/dev"))).unwrap();
+                s.file(&format!("{path}/diskseq"), "31\n");
+            }
             s.link(
                 &format!("{head}/multipath/{c}c{}n1", &c[4..]),
                 &format!("../../../../nvme-fabrics/ctl/{c}/{c}c{}n1", &c[4..]),
             );
         }
+        // A head that lists no paths in multipath/ (as 6.1 and 6.12 show one over TCP).
+        let head4 = s.device("virtual/nvme-subsystem/nvme-subsys4/nvme4n1", "259:5");
+        s.link(&format!("{head4}/device"), "..");
+        let ctl7 = "devices/virtual/nvme-fabrics/ctl/nvme7";
+        s.file(&format!("{ctl7}/transport"), "tcp\n");
+        s.file(
+            &format!("{ctl7}/address"),
+            "traddr=198.18.0.4,trsvcid=4420\n",
+        );
+        let p7 = s.device("virtual/nvme-fabrics/ctl/nvme7/nvme4c7n1", "259:6");
+        s.link(&format!("{p7}/device"), "..");
         let pcie = s.device("pci0000:00/nvme/nvme0/nvme0n1", "259:0");
         s.file("devices/pci0000:00/nvme/nvme0/transport", "pcie\n");
         s.file("devices/pci0000:00/nvme/nvme0/address", "0000:01:00.0\n");
@@ -484,12 +527,21 @@ mod tests {
             info("nvme3c3n1"),
             ("nvme", "".into(), "tcp", "198.18.0.3:4420")
         );
+        assert_eq!(info("nvme4n1"), ("nvme", "nvme4c7n1".into(), "tcp", ""));
+        assert_eq!(
+            info("nvme4c7n1"),
+            ("nvme", "".into(), "tcp", "198.18.0.4:4420")
+        );
         assert_eq!(info("nvme0n1"), ("nvme", "".into(), "pcie", ""));
         assert_eq!(info("nvme9n1"), ("nvme", "".into(), "unknown", ""));
         assert_eq!(info("nbd0"), ("nbd", "".into(), "nbd", ""));
         assert_eq!(info("sdd"), ("disk", "".into(), "iscsi", "198.18.0.9:3260"));
         assert_eq!(info("sde"), ("disk", "".into(), "unknown", ""));
         assert_eq!(by_name(&all, "loop1").dev, (7 << 20) | 1);
+        assert_eq!(
+            by_name(&all, "nvme3c3n1").dev,
+            crate::devices::hidden_dev(31)
+        );
     }
 
     #[test]

@@ -144,7 +144,28 @@ pub fn layout(btf: &Btf, version: Option<(u32, u32)>) -> Result<BlockLayout> {
         // Only the issuer probe reads these; where they do not resolve it alone stays down.
         rq_bio: OFFSET_NONE,
         getrq_bio_arg: OFFSET_NONE,
+        ..hidden_disks(btf)
     })
+}
+
+/// Where a disk's `dev_t` and sequence number lie (5.15 and later); OFFSET_NONE before, or
+/// where one of them is missing: disks are then named by major and first minor.
+fn hidden_disks(btf: &Btf) -> BlockLayout {
+    let none = BlockLayout {
+        disk_part0: OFFSET_NONE,
+        bdev_devt: OFFSET_NONE,
+        disk_seq: OFFSET_NONE,
+        ..BlockLayout::default()
+    };
+    let resolve = || -> Result<BlockLayout> {
+        Ok(BlockLayout {
+            disk_part0: btf.offset_of_sized("gendisk", "part0", 8)?,
+            bdev_devt: btf.offset_of_nested("block_device", "bd_device", "devt")?,
+            disk_seq: btf.offset_of_sized("gendisk", "diskseq", 8)?,
+            ..none
+        })
+    };
+    resolve().unwrap_or(none)
 }
 
 #[cfg(test)]
@@ -212,12 +233,19 @@ mod tests {
             queue.push(("disk", ptr, 64));
         }
         b.composite(false, "request_queue", 32, &queue);
-        b.composite(
-            false,
-            "gendisk",
-            16,
-            &[("major", int_t, 0), ("first_minor", int_t, 32)],
-        );
+        let mut disk = vec![("major", int_t, 0), ("first_minor", int_t, 32)];
+        if k.queue_disk {
+            // 5.15 and later: part0 is a pointer, and disks have a sequence number.
+            disk.extend([("part0", ptr, 64), ("diskseq", u64_t, 128)]);
+            let device = b.composite(false, "device", 32, &[("devt", u32_t, 96)]);
+            b.composite(
+                false,
+                "block_device",
+                64,
+                &[("bd_dev", u32_t, 32), ("bd_device", device, 128)],
+            );
+        }
+        b.composite(false, "gendisk", 24, &disk);
         b.enumeration(
             if k.req_op { "req_op" } else { "req_opf" },
             &[
@@ -300,6 +328,20 @@ mod tests {
         assert_eq!(
             (l.queue_flag_stats, l.disk_in_rq, l.error_is_errno),
             (20, 0, 0)
+        );
+    }
+
+    #[test]
+    fn disks_are_named_by_their_part0_where_hidden_ones_have_a_sequence() {
+        let btf = Btf::parse(&kernel_like(NEW)).unwrap();
+        let l = layout(&btf, Some((6, 12))).unwrap();
+        assert_eq!((l.disk_part0, l.bdev_devt, l.disk_seq), (8, 16 + 12, 16));
+        // Before 5.15: major and first minor only.
+        let btf = Btf::parse(&kernel_like(OLD)).unwrap();
+        let l = layout(&btf, Some((5, 10))).unwrap();
+        assert_eq!(
+            (l.disk_part0, l.bdev_devt, l.disk_seq),
+            (OFFSET_NONE, OFFSET_NONE, OFFSET_NONE)
         );
     }
 

@@ -96,6 +96,9 @@ const NULL_BLK_PARAMS: &str =
     "nr_devices=1 submit_queues=1 hw_queue_depth=31 irqmode=2 completion_nsec=20000000";
 const NVME_DEPTH: &str = "nvme.io_queue_depth=64";
 
+/// The modules of an NVMe/TCP target and of its initiator.
+const NVME_TCP: &[&str] = &["nvmet", "nvmet_tcp", "nvme_tcp"];
+
 /// Host programs the tests run in the guest: (name, why).
 const TOOLS: &[(&str, &str)] = &[
     ("ip", "namespaces and veth pairs"),
@@ -184,6 +187,14 @@ pub fn plan(kernel: &Kernel, boot: &Boot, bins: &Binaries, work: &Path) -> Resul
     if boot.sock_diag {
         modules.extend(["inet_diag", "tcp_diag"]);
     }
+    // NVMe over TCP, target and initiator, in every full boot of a kernel that has them and
+    // names its hidden multipath path devices (`diskseq`, 5.15 and later; before, a path
+    // has no name the agent can find, see docs/metrics.md).
+    let fabrics =
+        boot.full && kernel.series.version() >= (5, 15) && NVME_TCP.iter().all(|m| tree.has(m));
+    if fabrics {
+        modules.extend(NVME_TCP);
+    }
     for d in &drivers {
         modules.extend(d.modules);
     }
@@ -236,6 +247,9 @@ pub fn plan(kernel: &Kernel, boot: &Boot, bins: &Binaries, work: &Path) -> Resul
         if boot.full {
             kernels.push(format!("drivers::{}::inflight_within_tags", d.name));
         }
+    }
+    if fabrics {
+        kernels.push("fabrics::nvme_tcp_device_names_its_target_and_its_retransmits".into());
     }
     if !boot.sock_diag {
         kernels.push("snapshots::without_sock_diag_only_that_snapshot_is_lost".into());
