@@ -47,7 +47,8 @@ impl<K: Ord + Clone, V: Tally> CgroupCounts<K, V> {
     }
 
     /// Labels in use now, besides `other`.
-    pub fn labels_held(&self) -> usize {
+    #[cfg(test)]
+    fn labels_held(&self) -> usize {
         self.labeller.held()
     }
 

@@ -186,10 +186,7 @@ fn layouts(kernel: &KernelBtf) -> Vec<Row> {
         }
         Err(e) => rows.push(row("block layout", Status::Fail, format!("{e:#}"))),
     }
-    let mut net = crate::probes::net_layout::NetGlobals::resolve(&kernel.btf, true);
-    if crate::kernel::lockdown() == crate::kernel::Lockdown::Confidentiality {
-        net.without_helper_reads();
-    }
+    let net = crate::probes::net_layout::NetGlobals::for_running_kernel(&kernel.btf, true);
     let reasons = if net.layout.drop_has_reason != 0 {
         "the kernel's drop reasons"
     } else {

@@ -23,12 +23,14 @@ impl DeviceNames {
     /// The device's name, or None if it no longer exists.
     pub fn lookup(&self, dev: u32) -> Option<String> {
         let (major, minor) = dev_major_minor(dev);
+        let mut cache = self.cache.lock().expect("device cache");
         let name = if major == HIDDEN_MAJOR {
-            hidden(Path::new("/sys/class/block"), minor)
+            // Found again without a walk of the devices while the name still holds.
+            let known = cache.get(&dev).map(String::as_str);
+            hidden(Path::new("/sys/class/block"), minor, known)
         } else {
             resolve(Path::new("/sys/dev/block"), major, minor)
         };
-        let mut cache = self.cache.lock().expect("device cache");
         match &name {
             Some(n) => cache.insert(dev, n.clone()),
             None => cache.remove(&dev),
@@ -81,24 +83,28 @@ pub fn hidden_dev(diskseq: u64) -> u32 {
     (HIDDEN_MAJOR << 20) | (diskseq as u32 & MINOR_MASK)
 }
 
-/// The name of the disk without a `dev_t` (no `dev` in sysfs) whose `diskseq` gives `minor`,
-/// under a `/sys/class/block`-like directory.
-pub fn hidden(class_block: &Path, minor: u32) -> Option<String> {
+/// Whether `dir` (under /sys/class/block) is the disk without a `dev_t` (no `dev` in sysfs)
+/// whose `diskseq` gives `minor`.
+fn is_hidden(dir: &Path, minor: u32) -> bool {
+    !dir.join("dev").exists()
+        && std::fs::read_to_string(dir.join("diskseq"))
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .is_some_and(|seq| hidden_dev(seq) & MINOR_MASK == minor)
+}
+
+/// The name of the hidden disk whose `diskseq` gives `minor`, under a
+/// `/sys/class/block`-like directory: `known` (the last name found) if it still is, else
+/// whichever is.
+pub fn hidden(class_block: &Path, minor: u32, known: Option<&str>) -> Option<String> {
+    if let Some(n) = known.filter(|n| is_hidden(&class_block.join(n), minor)) {
+        return Some(n.to_string());
+    }
     std::fs::read_dir(class_block)
         .ok()?
         .flatten()
-        .find_map(|e| {
-            let dir = e.path();
-            if dir.join("dev").exists() {
-                return None;
-            }
-            let seq: u64 = std::fs::read_to_string(dir.join("diskseq"))
-                .ok()?
-                .trim()
-                .parse()
-                .ok()?;
-            (hidden_dev(seq) & MINOR_MASK == minor).then(|| e.file_name().to_string_lossy().into())
-        })
+        .find(|e| is_hidden(&e.path(), minor))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
 }
 
 /// Shell-style glob match of a device name: `*` any run, `?` one character.
@@ -248,11 +254,23 @@ mod tests {
         }
         let minor = |seq: u64| hidden_dev(seq) & MINOR_MASK;
         assert_eq!(hidden_dev(16) >> 20, HIDDEN_MAJOR);
-        assert_eq!(hidden(&dir, minor(16)).as_deref(), Some("nvme1c1n1"));
+        assert_eq!(hidden(&dir, minor(16), None).as_deref(), Some("nvme1c1n1"));
         // Only the low 20 bits of the sequence number are kept.
-        assert_eq!(hidden(&dir, minor(1_048_594)).as_deref(), Some("nvme2c2n1"));
+        assert_eq!(
+            hidden(&dir, minor(1_048_594), None).as_deref(),
+            Some("nvme2c2n1")
+        );
         // A disk with a number of its own is never taken for a hidden one.
-        assert_eq!(hidden(&dir, minor(17)), None);
+        assert_eq!(hidden(&dir, minor(17), None), None);
+        // A name known from before is checked, not trusted: a stale one is looked up again.
+        assert_eq!(
+            hidden(&dir, minor(16), Some("nvme2c2n1")).as_deref(),
+            Some("nvme1c1n1")
+        );
+        assert_eq!(
+            hidden(&dir, minor(16), Some("nvme1c1n1")).as_deref(),
+            Some("nvme1c1n1")
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

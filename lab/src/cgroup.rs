@@ -43,6 +43,15 @@ impl Cgroup {
         enter_on_spawn(&self.path.join(name), cmd)
     }
 
+    /// The group's directory name: its path below the root for a group made by [`Cgroup::new`],
+    /// as a `[cgroups] paths` pattern names it.
+    pub fn name(&self) -> String {
+        self.path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
     /// Moves this whole process into the child group `name` of this v2 group until the
     /// guard drops; sockets opened meanwhile keep that group for their lifetime. Every thread
     /// moves, and children spawned meanwhile start there: for a process that runs one test

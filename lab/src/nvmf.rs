@@ -173,15 +173,14 @@ fn namespaces(dir: &Path) -> Vec<String> {
         .flatten()
         .flatten()
         .filter_map(|e| e.file_name().to_str().map(str::to_string))
-        .filter(|n| n.starts_with("nvme") && n.contains('n') && n[4..].contains('n'))
+        .filter(|n| n.strip_prefix("nvme").is_some_and(|r| r.contains('n')))
         .collect();
     out.sort();
     out
 }
 
-/// `nvme1c1n1` → `nvme1n1` (a path's head carries the subsystem's instance, which the
-/// kernel reports as the head's name in `/sys/block/<path>/../..`); a name without a
-/// controller part is its own head.
+/// `nvme1c1n1` → `nvme1n1`: a path is named `nvme<subsystem>c<controller>n<namespace>`, its
+/// head `nvme<subsystem>n<namespace>`; a name without a controller part is its own head.
 fn head_of(path_device: &str) -> Result<String> {
     let rest = &path_device[4..];
     let Some((subsystem, after)) = rest.split_once('c') else {

@@ -41,21 +41,10 @@ fn nvme_tcp_device_names_its_target_and_its_retransmits() {
     let peer = format!("{}:{PORT}", p.b_addr());
     let name = ctrl.path_device.as_str();
     let series = info(&after, name);
-    let devices = |metric: &str| {
-        after
-            .iter()
-            .filter(|x| x.name == metric)
-            .filter_map(|x| x.label("device"))
-            .collect::<std::collections::BTreeSet<_>>()
-    };
     eprintln!(
-        "{} over {name}: device info {:?}; devices with info {:?}, with IO {:?}; sysfs of {name}: {:?}",
+        "{} over {name}: device info {:?}",
         ctrl.dev.display(),
-        series.iter().map(|s| &s.labels).collect::<Vec<_>>(),
-        devices(INFO),
-        devices("stornet_block_io_size_bytes_count"),
-        std::fs::read_dir(format!("/sys/class/block/{name}"))
-            .map(|d| d.flatten().map(|e| e.file_name()).collect::<Vec<_>>())
+        series.iter().map(|s| &s.labels).collect::<Vec<_>>()
     );
     assert!(
         series
@@ -64,10 +53,6 @@ fn nvme_tcp_device_names_its_target_and_its_retransmits() {
         "{name} must name transport tcp and peer {peer}"
     );
     let head = ctrl.dev.file_name().unwrap().to_str().unwrap();
-    let links = std::fs::read_dir(format!("/sys/block/{head}/multipath"))
-        .map(|d| d.count())
-        .unwrap_or(0);
-    eprintln!("head {head}: {links} links in multipath/");
     if head != name {
         // A multipath head: its IO goes down the path, which it names as its parent (from
         // `multipath/`, or on kernels that list nothing there, by the path's name).

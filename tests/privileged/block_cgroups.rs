@@ -24,17 +24,8 @@ const SERVICE: &str = "stornet_block_cgroup_service_seconds_total";
 fn config(parent: &Cgroup, max: usize) -> String {
     format!(
         "[cgroups]\npaths = [\"{}/*\"]\nmax_cgroups = {max}\n",
-        parent_name(parent)
+        parent.name()
     )
-}
-
-fn parent_name(parent: &Cgroup) -> String {
-    parent
-        .path
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned()
 }
 
 /// `n` direct 4 KiB writes to `dev` from block `seek` on, by a `dd` in the child group
@@ -135,7 +126,7 @@ fn block_io_of_two_cgroups_counts_for_each_and_adds_up_to_sysfs() {
     );
     assert_eq!(up, 1.0, "the issuer probe must be up with [cgroups]");
     let disk = LoopDevice::new(test, 64 << 20).expect("loop device");
-    let name = parent_name(&parent);
+    let name = parent.name();
     let (a, b) = (format!("{name}/a"), format!("{name}/b"));
     let scrape = || agent.scrape();
     up_to_three_times(test, || {

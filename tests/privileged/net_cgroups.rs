@@ -69,12 +69,7 @@ fn retransmits_count_for_the_cgroup_of_the_socket() {
     let parent = Cgroup::new(UNIFIED_ROOT, "cgroup.procs", "cgnet").expect("a v2 cgroup");
     parent.child("x").unwrap();
     parent.child("y").unwrap();
-    let name = parent
-        .path
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
+    let name = parent.name();
     let p = HostPair::new("cgrt").expect("host pair");
     // A shallow buffer: hundreds of retransmits per second.
     tbf(&p.a, p.a_dev, "200mbit", "32kb", "64kb").expect("tbf");

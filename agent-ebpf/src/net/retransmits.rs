@@ -3,18 +3,16 @@
 
 use agent_common::net::{
     AF_INET, AF_INET6, COUNTER_CGROUP_RETRANS_OVERFLOW, COUNTER_RETRANS_OVERFLOW, CgroupPeerKey,
-    MAX_CGROUP_PEER_KEYS, MAX_PEER_ENTRIES, OFFSET_NONE, PeerKey, RT_ERR_ARG, RT_SK_ARG,
-    RT_SKB_ARG, SYNACK_REQ_ARG,
+    MAX_CGROUP_PEER_KEYS, MAX_PEER_ENTRIES, OFFSET_NONE, PeerKey, ROOT_CGROUP_ID, RT_ERR_ARG,
+    RT_SK_ARG, RT_SKB_ARG, SK_CGROUP_DATA_BITS, SYNACK_REQ_ARG,
 };
+use aya_ebpf::helpers::bpf_probe_read_kernel;
 use aya_ebpf::{
     bindings::{BPF_F_NO_PREALLOC, BPF_NOEXIST},
     macros::map,
     maps::PerCpuHashMap,
     programs::BtfTracePointContext,
 };
-
-use agent_common::net::{ROOT_CGROUP_ID, SK_CGROUP_DATA_BITS};
-use aya_ebpf::helpers::bpf_probe_read_kernel;
 
 use super::{count, layout};
 use crate::read::field;
@@ -121,8 +119,8 @@ fn cgroup_of(sk: *const u8) -> u64 {
         let kn: *const u8 = field(cgroup, kn_off);
         return field(kn, id_off);
     }
-    // Before 5.15 the cgroup is an untyped address: read with the helper (those kernels
-    // forbid it only under lockdown=confidentiality, where this probe then fails to load).
+    // Before 5.15 the cgroup is an untyped address: read with the helper (which
+    // lockdown=confidentiality forbids: user space leaves this part off there).
     let v: u64 = field(sk, layout!(sk_cgroup));
     if v == 0 || v & SK_CGROUP_DATA_BITS != 0 {
         return ROOT_CGROUP_ID;

@@ -41,11 +41,6 @@ impl CgroupCounters {
         })
     }
 
-    /// Labels in use now, besides `other`.
-    pub fn labels_held(&self) -> usize {
-        self.counts.labels_held()
-    }
-
     /// This scrape's counters by label, CPUs summed; drops the kernel's entries of cgroups
     /// that are gone.
     pub fn snapshot(&mut self) -> Result<ByCgroup> {

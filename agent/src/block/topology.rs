@@ -86,8 +86,9 @@ pub fn nvme_peer(address: &str) -> String {
     }
 }
 
-/// The path devices of NVMe multipath head `nvmeXnY` by their names, `nvmeXcZnY`.
-fn paths_by_name(root: &Path, head: &str) -> Vec<String> {
+/// The path devices of NVMe multipath head `nvmeXnY` among the block devices `names`: those
+/// named `nvmeXcZnY`.
+fn paths_by_name(names: &[String], head: &str) -> Vec<String> {
     let Some((subsystem, ns)) = head.strip_prefix("nvme").and_then(|r| r.split_once('n')) else {
         return Vec::new();
     };
@@ -95,13 +96,14 @@ fn paths_by_name(root: &Path, head: &str) -> Vec<String> {
     if !digits(subsystem) || !digits(ns) {
         return Vec::new();
     }
-    names_in(&root.join("class/block"))
-        .into_iter()
+    names
+        .iter()
         .filter(|n| {
             n.strip_prefix(&format!("nvme{subsystem}c"))
                 .and_then(|r| r.split_once('n'))
                 .is_some_and(|(c, rest)| digits(c) && rest == ns)
         })
+        .cloned()
         .collect()
 }
 
@@ -165,7 +167,7 @@ fn loop_parent(root: &Path, dir: &Path) -> Option<String> {
 
 /// The device `name` under `<root>/class/block`, or None if it is gone or holds no sectors
 /// (a detached loop device).
-fn read_one(root: &Path, name: &str) -> Option<DeviceInfo> {
+fn read_one(root: &Path, names: &[String], name: &str) -> Option<DeviceInfo> {
     let dir = root.join("class/block").join(name);
     let size: u64 = read_trim(&dir.join("size"))?.parse().ok()?;
     if size == 0 {
@@ -190,7 +192,7 @@ fn read_one(root: &Path, name: &str) -> Option<DeviceInfo> {
             .file_name()?
             .to_str()?
             .to_string();
-        let of_disk = read_one(root, &disk);
+        let of_disk = read_one(root, names, &disk);
         info.kind = "partition";
         if let Some(d) = of_disk {
             (info.transport, info.peer) = (d.transport, d.peer);
@@ -214,7 +216,7 @@ fn read_one(root: &Path, name: &str) -> Option<DeviceInfo> {
         let mut paths = names_in(&dir.join("multipath"));
         if paths.is_empty() {
             // Some kernels list no links in `multipath/`; a head's paths carry its name.
-            paths = paths_by_name(root, name);
+            paths = paths_by_name(names, name);
         }
         if paths.is_empty() {
             (info.transport, info.peer) = nvme_transport(&dir);
@@ -241,9 +243,10 @@ fn read_one(root: &Path, name: &str) -> Option<DeviceInfo> {
 
 /// Every block device under `<root>/class/block` (disks and partitions) with sectors, by name.
 pub fn read(root: &Path) -> Vec<DeviceInfo> {
-    names_in(&root.join("class/block"))
+    let names = names_in(&root.join("class/block"));
+    names
         .iter()
-        .filter_map(|n| read_one(root, n))
+        .filter_map(|n| read_one(root, &names, n))
         .collect()
 }
 

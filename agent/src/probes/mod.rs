@@ -66,7 +66,7 @@ impl Globals {
         Globals {
             block,
             issuer_missing,
-            net: net_layout::NetGlobals::resolve(btf, cgroups),
+            net: net_layout::NetGlobals::for_running_kernel(btf, cgroups),
         }
     }
 
@@ -113,10 +113,7 @@ impl Probes {
             lockdown = lockdown.as_str(),
             "loading probes"
         );
-        let mut globals = Globals::resolve(&kernel.btf, cgroups);
-        if lockdown == crate::kernel::Lockdown::Confidentiality {
-            globals.net.without_helper_reads();
-        }
+        let globals = Globals::resolve(&kernel.btf, cgroups);
         if let Some(reason) = &globals.net.cgroups_missing {
             warn!(%reason, "retransmits cannot be counted per cgroup on this kernel");
         }

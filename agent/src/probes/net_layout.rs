@@ -84,6 +84,15 @@ impl NetGlobals {
         g
     }
 
+    /// [`NetGlobals::resolve`] for the running kernel, under its lockdown mode.
+    pub fn for_running_kernel(btf: &Result<Btf>, cgroups: bool) -> NetGlobals {
+        let mut g = NetGlobals::resolve(btf, cgroups);
+        if crate::kernel::lockdown() == crate::kernel::Lockdown::Confidentiality {
+            g.without_helper_reads();
+        }
+        g
+    }
+
     /// Under `lockdown=confidentiality`, which forbids `bpf_probe_read_kernel`: sockets'
     /// cgroups are read only where typed reads reach them (5.15 and later).
     pub fn without_helper_reads(&mut self) {
