@@ -74,8 +74,22 @@ pub struct BlockLayout {
     pub disk_part0: u32,
     pub bdev_devt: u32,
     pub disk_seq: u32,
+    /// Bio-based devices (dm, md, NVMe multipath heads), timed per bio: the bio's device,
+    /// `bio.bi_bdev` → `block_device.bd_disk` (5.12 and later), or `bio.bi_disk` itself
+    /// (`bdev_disk` OFFSET_NONE); `gendisk.queue` → `request_queue.mq_ops` (none: the
+    /// device makes no requests); `bio.bi_opf`, `bio.bi_iter.bi_size`, `bio.bi_status`.
+    pub bio_bdev: u32,
+    pub bdev_disk: u32,
+    pub disk_queue: u32,
+    pub q_mq_ops: u32,
+    pub bio_opf: u32,
+    pub bio_size: u32,
+    pub bio_status: u32,
+    /// Which argument of `block_bio_queue` is the bio: 0 (5.11 and later) or 1 (after the
+    /// request queue); user space loads the program for it.
+    pub bio_queue_arg: u32,
 }
-assert_size!(BlockLayout, 120);
+assert_size!(BlockLayout, 152);
 
 /// The major number stornet gives a disk without a `dev_t` of its own (a hidden NVMe
 /// multipath path): its minor is the low 20 bits of the disk's `diskseq`, which sysfs shows.
@@ -85,6 +99,20 @@ pub const MINOR_MASK: u32 = (1 << 20) - 1;
 
 /// An offset that did not resolve.
 pub const OFFSET_NONE: u32 = u32::MAX;
+
+/// A bio entering a bio-based device, kept until it completes (keyed by its address).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BioStart {
+    pub start_ns: u64,
+    pub dev: u32,
+    pub op: u32,
+    /// The device's request queue id (its direct-mapped stats slot).
+    pub qid: u32,
+    /// `bi_size` when the bio entered: completion consumes it.
+    pub bytes: u32,
+}
+assert_size!(BioStart, 24);
 
 /// Map key: a device (kernel `dev_t` of the whole disk, `MAJOR << 20 | MINOR`) and an op.
 #[repr(C)]
@@ -312,7 +340,8 @@ user_pod!(
     BlockControl,
     ErrorKey,
     CgroupKey,
-    CgroupStats
+    CgroupStats,
+    BioStart
 );
 
 /// Most (device, op) pairs the kernel keeps; entries are allocated on first use.
@@ -328,6 +357,8 @@ pub const MAX_CGROUP_KEYS: u32 = 8192;
 /// Most requests whose issuer is kept between their creation and their completion (LRU: a
 /// request whose completion is not seen cannot hold an entry for long).
 pub const MAX_ISSUERS: u32 = 16384;
+/// Most bios of bio-based devices in flight (LRU, as above).
+pub const MAX_BIOS: u32 = 16384;
 
 /// Per-CPU event counters (indexes into `BLOCK_COUNTERS`): first what the probes could not
 /// record, per reason, then where the dispatch stamps of timed requests came from.
@@ -344,7 +375,9 @@ pub const UNREC_COUNT: usize = 8;
 /// it from the timed requests and the probe-stamped ones.
 pub const STAMP_KERNEL: u32 = 8;
 pub const STAMP_PROBE: u32 = 9;
-pub const COUNTERS: usize = 10;
+/// IOs of bio-based devices, timed per bio from entering the device to completing.
+pub const STAMP_BIO: u32 = 10;
+pub const COUNTERS: usize = 11;
 /// `reason` label of each `UNREC_*` counter.
 pub const UNREC_NAMES: [&str; UNREC_COUNT] = [
     "stats_map_full",

@@ -12,6 +12,7 @@ pub const BLOCK_ERRORS: &str = "BLOCK_ERRORS";
 pub const BLOCK_COUNTERS: &str = "BLOCK_COUNTERS";
 pub const BLOCK_ISSUERS: &str = "BLOCK_ISSUERS";
 pub const BLOCK_CGROUPS: &str = "BLOCK_CGROUPS";
+pub const BLOCK_BIOS: &str = "BLOCK_BIOS";
 
 pub const NET_COUNTERS: &str = "NET_COUNTERS";
 pub const NET_RETRANSMITS: &str = "NET_RETRANSMITS";
@@ -32,6 +33,7 @@ pub const BLOCK: &[&str] = &[
     BLOCK_COUNTERS,
     BLOCK_ISSUERS,
     BLOCK_CGROUPS,
+    BLOCK_BIOS,
 ];
 
 /// String equality in a constant, for the kernel side's compile-time check of its names.

@@ -14,3 +14,5 @@ pub const SKB_DROP: u32 = 1 << 5;
 pub const SOCK_EXCEED_BUF_LIMIT: u32 = 1 << 6;
 pub const SOCK_RCVQUEUE_FULL: u32 = 1 << 7;
 pub const BLOCK_ISSUER: u32 = 1 << 8;
+pub const BLOCK_BIO_QUEUE: u32 = 1 << 9;
+pub const BLOCK_BIO_COMPLETION: u32 = 1 << 10;

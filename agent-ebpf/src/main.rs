@@ -45,6 +45,25 @@ pub fn stornet_block_getrq_q(ctx: BtfTracePointContext) -> i32 {
     0
 }
 
+#[btf_tracepoint(function = "block_bio_queue")]
+pub fn stornet_block_bio_queue(ctx: BtfTracePointContext) -> i32 {
+    let _ = block::bio::try_queue::<0>(&ctx);
+    0
+}
+
+/// `block_bio_queue(q, bio)` before 5.11: the agent loads this one there instead.
+#[btf_tracepoint(function = "block_bio_queue")]
+pub fn stornet_block_bio_queue_q(ctx: BtfTracePointContext) -> i32 {
+    let _ = block::bio::try_queue::<1>(&ctx);
+    0
+}
+
+#[btf_tracepoint(function = "block_bio_complete")]
+pub fn stornet_block_bio_complete(ctx: BtfTracePointContext) -> i32 {
+    let _ = block::bio::try_complete(&ctx);
+    0
+}
+
 /// Empty programs on the hooks the block probes use: what any BPF program on these hooks
 /// costs, the floor against which `cargo xtask bench block-overhead` measures the probes'
 /// own work. The agent never loads them.

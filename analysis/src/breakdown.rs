@@ -95,8 +95,11 @@ impl Parts {
         let queue = weighted(|o| &o.queue_seconds);
         let service = weighted(|o| &o.service_seconds);
         let local = measured(&lat.local_device_seconds).then(|| lat.local_device_seconds.clone());
+        // A bio-based device (dm, md) has no queue time of its own: its service time is all
+        // of its block-layer time.
         let block = match (&queue, &service) {
             (Some(q), Some(s)) => Some(zip(q, s, n, |q, s| Some(q + s))),
+            (None, Some(s)) => Some(s.clone()),
             _ => None,
         };
         let key = devices.join(",");

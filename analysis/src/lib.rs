@@ -15,6 +15,7 @@ pub mod causes;
 pub mod context;
 pub mod correlation;
 pub mod histogram;
+pub mod layers;
 pub mod model;
 pub mod mtu;
 pub mod prose;

@@ -106,6 +106,10 @@ pub struct Device {
     /// The device's request queue limit (gauge).
     #[serde(default)]
     pub queue_limit: Series,
+    /// The devices this one sends its IO to (a dm or md device's, a partition's disk), by
+    /// kernel name, from `stornet_block_device_info`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parents: Vec<String>,
 }
 
 /// Block-layer series of one device and op.

@@ -162,11 +162,17 @@ pub fn cpu_location(host: &str, replica: Option<&str>) -> String {
 }
 
 /// Where a device candidate acts: "device loop3 on h1", "device sdb on h2 (replica …)".
-pub fn device_location(devices: &[String], host: &str, replica: Option<&str>) -> String {
-    let devs = if devices.is_empty() {
-        "local device".to_string()
-    } else {
-        format!("device {}", devices.join(", "))
+/// `above`: the stacked devices the IO was sent to, when its time went to `devices` below.
+pub fn device_location(
+    devices: &[String],
+    above: &[String],
+    host: &str,
+    replica: Option<&str>,
+) -> String {
+    let devs = match (devices.is_empty(), above.is_empty()) {
+        (true, _) => "local device".to_string(),
+        (false, true) => format!("device {}", devices.join(", ")),
+        (false, false) => format!("device {} (below {})", devices.join(", "), above.join(", ")),
     };
     match replica {
         Some(p) => format!("{devs} on {host} (replica {p})"),

@@ -102,6 +102,67 @@ fn a_slow_device_is_named_over_a_noisy_network() {
     );
 }
 
+/// The run of `fault` with its writes sent to `dm-0`, a bio-based device stacked on loop3
+/// (as the agent counts one: no queue time, its service time holding the time below). With
+/// `adds`, dm-0 adds the device time itself and loop3 stays at its baseline; without, the
+/// time is loop3's and dm-0 passes it through.
+fn stacked(fault: Fault, adds: bool) -> Report {
+    let mut run = Lab::new(fault).noisy().build();
+    let h1 = &mut run.hosts[0];
+    let loop3 = h1.devices["loop3"].clone();
+    let mut dm = analysis::Device {
+        parents: vec!["loop3".into()],
+        ..analysis::Device::default()
+    };
+    for (name, op) in &loop3.ops {
+        let mut top = op.clone();
+        top.service_seconds = op
+            .service_seconds
+            .iter()
+            .zip(&op.queue_seconds)
+            .map(|(s, q)| Some(s.unwrap_or(0.0) + q.unwrap_or(0.0) + 0.00002))
+            .collect();
+        top.queue_seconds = Vec::new();
+        dm.ops.insert(name.clone(), top);
+    }
+    if adds {
+        // loop3 keeps its first interval's times throughout.
+        for op in h1.devices.get_mut("loop3").unwrap().ops.values_mut() {
+            for s in [&mut op.service_seconds, &mut op.queue_seconds] {
+                let first = s[0];
+                s.iter_mut().for_each(|x| *x = first);
+            }
+        }
+    }
+    h1.devices.insert("dm-0".into(), dm);
+    h1.local_devices = vec!["dm-0".into()];
+    analyze(&run).expect("lines up")
+}
+
+#[test]
+fn a_slow_device_below_a_stacked_one_is_named_with_it() {
+    let r = stacked(Fault::SlowDevice, false);
+    assert_cause(&r, Cause::SlowDevice, State::Raised);
+    assert_eq!(
+        r.verdict.location.as_deref(),
+        Some("device loop3 (below dm-0) on h1"),
+        "{}",
+        r.to_text()
+    );
+}
+
+#[test]
+fn a_stacked_layer_that_adds_the_time_is_named_itself() {
+    let r = stacked(Fault::SlowDevice, true);
+    assert_cause(&r, Cause::SlowDevice, State::Raised);
+    assert_eq!(
+        r.verdict.location.as_deref(),
+        Some("device dm-0 on h1"),
+        "{}",
+        r.to_text()
+    );
+}
+
 #[test]
 fn throttling_above_the_block_layer_is_a_slow_device_not_the_network() {
     let r = report(&Lab::new(Fault::Throttle).noisy());

@@ -14,6 +14,7 @@ pub mod bpf;
 pub mod cgroup;
 pub mod chromium;
 pub mod churn;
+pub mod dm;
 pub mod fs;
 pub mod grafana;
 pub mod guest;

@@ -40,8 +40,9 @@ pub const UNRECORDED_TOTAL: Metric = counter(
 );
 pub const DISPATCH_STAMPS_TOTAL: Metric = counter(
     "stornet_block_dispatch_stamps_total",
-    "Timed requests by where their dispatch stamp came from: the kernel's own, or the issue \
-     probe's (where the queue keeps no statistics, or when configured).",
+    "Timed requests by where their dispatch stamp came from: the kernel's own, the issue \
+     probe's (where the queue keeps no statistics, or when configured), or a bio of a \
+     bio-based device (dm, md), timed from entering the device.",
 );
 pub const DEVICE_INFO: Metric = gauge(
     "stornet_block_device_info",

@@ -63,6 +63,11 @@ fn nvme_tcp_device_names_its_target_and_its_retransmits() {
             "head {head}: {:?}",
             h.iter().map(|s| &s.labels).collect::<Vec<_>>()
         );
+        // The head is bio-based: the bio probes count each write for it too.
+        let labels = [("device", head), ("op", "write")];
+        let on_head = count(&after, "stornet_block_io_size_bytes", &labels)
+            - count(&before, "stornet_block_io_size_bytes", &labels);
+        assert_eq!(on_head, WRITES as f64, "writes counted on the head {head}");
     }
     let labels = [("device", name), ("op", "write")];
     let counted = count(&after, "stornet_block_io_size_bytes", &labels)

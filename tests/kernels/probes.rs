@@ -9,10 +9,12 @@ use stornet_lab::metrics::sum;
 use stornet_lab::guest;
 
 /// The probes of the agent, as `stornet_probe_up` names them.
-const PROBES: [&str; 8] = [
+const PROBES: [&str; 10] = [
     "block_issue",
     "block_completion",
     "block_requeue",
+    "block_bio_queue",
+    "block_bio_completion",
     "tcp_retransmit",
     "tcp_retransmit_synack",
     "skb_drop",

@@ -31,6 +31,10 @@ const PACKAGES: &[(&str, &str)] = &[
         "qemu-system-x86",
         "the vm tier boots Debian's kernels in qemu",
     ),
+    (
+        "dmsetup",
+        "the vm tier's guests: stacked device-mapper devices",
+    ),
     ("busybox-static", "the vm tier's guests: shell and tools"),
     ("xz-utils", "the vm tier: compressed kernel modules"),
     ("bpftool", "inspecting probes and maps"),

@@ -15,6 +15,7 @@
 //! request already in flight when the agent starts, or a probe run the kernel skipped,
 //! cannot make it drift.
 
+pub mod bio;
 pub mod complete;
 pub mod issue;
 pub mod issuer;
@@ -116,19 +117,7 @@ pub struct Request {
 impl Request {
     #[inline(always)]
     pub fn read(rq: *const u8) -> Request {
-        let cmd_flags: u32 = load(rq, lay!(rq_cmd_flags));
-        let req_op = cmd_flags & lay!(op_mask);
-        let op = if req_op == lay!(req_op_read) {
-            OP_READ
-        } else if req_op == lay!(req_op_write) {
-            OP_WRITE
-        } else if req_op == lay!(req_op_flush) {
-            OP_FLUSH
-        } else if req_op == lay!(req_op_discard) {
-            OP_DISCARD
-        } else {
-            OP_OTHER
-        };
+        let op = op_of(load(rq, lay!(rq_cmd_flags)));
         let q = load(rq, lay!(rq_q));
         Request {
             rq,
@@ -146,9 +135,7 @@ impl Request {
         state != lay!(mq_rq_idle)
     }
 
-    /// `dev_t` of the whole disk (partitions count towards their disk): its `part0`'s
-    /// number, or before 5.15 its major and first minor, which every kernel keeps in the
-    /// same form.
+    /// `dev_t` of the request's whole disk (partitions count towards their disk).
     #[inline(always)]
     pub fn dev(&self) -> u32 {
         // The verifier sees `disk_in_rq` as a constant and drops the other branch.
@@ -157,20 +144,7 @@ impl Request {
         } else {
             load(self.q, lay!(disk))
         };
-        if lay!(disk_seq) != OFFSET_NONE {
-            // 5.15 and later: the number sysfs shows for the disk, or for a hidden disk, which
-            // shows none (its `bd_dev` is set, but nothing names it), its sequence number.
-            let part0: *const u8 = load(disk, lay!(disk_part0));
-            let dev: u32 = load(part0, lay!(bdev_devt));
-            if dev >> 20 != 0 {
-                return dev;
-            }
-            let seq: u64 = load(disk, lay!(disk_seq));
-            return (HIDDEN_MAJOR << 20) | (seq as u32 & MINOR_MASK);
-        }
-        let major: i32 = load(disk, lay!(disk_major));
-        let minor: i32 = load(disk, lay!(disk_first_minor));
-        ((major as u32) << 20) | (minor as u32 & MINOR_MASK)
+        disk_dev(disk)
     }
 
     #[inline(always)]
@@ -211,6 +185,43 @@ impl Request {
     #[inline(always)]
     pub fn key(&self) -> u64 {
         self.rq as u64
+    }
+}
+
+/// `dev_t` of a whole disk: its `part0`'s number, or before 5.15 its major and first minor,
+/// which every kernel keeps in the same form.
+#[inline(always)]
+pub fn disk_dev(disk: *const u8) -> u32 {
+    if lay!(disk_seq) != OFFSET_NONE {
+        // 5.15 and later: the number sysfs shows for the disk, or for a hidden disk, which
+        // shows none (its `bd_dev` is set, but nothing names it), its sequence number.
+        let part0: *const u8 = load(disk, lay!(disk_part0));
+        let dev: u32 = load(part0, lay!(bdev_devt));
+        if dev >> 20 != 0 {
+            return dev;
+        }
+        let seq: u64 = load(disk, lay!(disk_seq));
+        return (HIDDEN_MAJOR << 20) | (seq as u32 & MINOR_MASK);
+    }
+    let major: i32 = load(disk, lay!(disk_major));
+    let minor: i32 = load(disk, lay!(disk_first_minor));
+    ((major as u32) << 20) | (minor as u32 & MINOR_MASK)
+}
+
+/// The op class of `cmd_flags` (a request's) or `bi_opf` (a bio's): the same encoding.
+#[inline(always)]
+pub fn op_of(flags: u32) -> u32 {
+    let req_op = flags & lay!(op_mask);
+    if req_op == lay!(req_op_read) {
+        OP_READ
+    } else if req_op == lay!(req_op_write) {
+        OP_WRITE
+    } else if req_op == lay!(req_op_flush) {
+        OP_FLUSH
+    } else if req_op == lay!(req_op_discard) {
+        OP_DISCARD
+    } else {
+        OP_OTHER
     }
 }
 

@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use agent_common::block::{
-    CgroupStats, DevOp, ERRNO_STATUS, OP_NAMES, OpStats, STAMP_KERNEL, STAMP_PROBE, UNREC_NAMES,
+    CgroupStats, DevOp, ERRNO_STATUS, OP_NAMES, OpStats, STAMP_BIO, STAMP_KERNEL, STAMP_PROBE,
+    UNREC_NAMES,
 };
 use agent_common::hist::{
     DEPTH_FINITE, LAT_FINITE, SIZE_FINITE, depth_bound, latency_bound_ns, size_bound,
@@ -312,7 +313,11 @@ pub fn families(snap: &BlockSnapshot, view: &View) -> Vec<MetricFamily> {
         unrecorded.scalar(&[("reason", reason)], n as f64);
     }
     let mut stamps = MetricFamily::of(&block::DISPATCH_STAMPS_TOTAL);
-    for (source, i) in [("kernel", STAMP_KERNEL), ("probe", STAMP_PROBE)] {
+    for (source, i) in [
+        ("kernel", STAMP_KERNEL),
+        ("probe", STAMP_PROBE),
+        ("bio", STAMP_BIO),
+    ] {
         stamps.scalar(&[("source", source)], snap.counters[i as usize] as f64);
     }
     let mut all: Vec<MetricFamily> = per_op_hist.into_iter().chain(per_op_count).collect();

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use agent_common::block::{STAMP_KERNEL, STAMP_PROBE};
+use agent_common::block::{STAMP_BIO, STAMP_KERNEL, STAMP_PROBE};
 
 use anyhow::Result;
 use tracing::warn;
@@ -111,11 +111,13 @@ impl Collector for BlockCollector {
         }
         drop(maps);
         // Requests timed with the kernel's dispatch stamp: every timed one the probe did not
-        // stamp (`maps::BlockSnapshot::counters`).
+        // stamp, and that was not a bio timed by the bio probes
+        // (`maps::BlockSnapshot::counters`).
         let timed: u64 =
             self.retired_timed.load(Ordering::Relaxed) + snap.ops.values().map(timed).sum::<u64>();
-        snap.counters[STAMP_KERNEL as usize] =
-            timed.saturating_sub(snap.counters[STAMP_PROBE as usize]);
+        snap.counters[STAMP_KERNEL as usize] = timed
+            .saturating_sub(snap.counters[STAMP_PROBE as usize])
+            .saturating_sub(snap.counters[STAMP_BIO as usize]);
         if !self.track_inflight {
             for dev in snap.ops.keys().map(|k| k.dev).collect::<Vec<_>>() {
                 if let Some(n) = self

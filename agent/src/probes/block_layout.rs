@@ -95,6 +95,45 @@ pub fn issuer(btf: &Btf) -> Result<(u32, u32)> {
     Ok((rq_bio, index as u32))
 }
 
+/// What the bio probes read (bio-based devices), into `layout`: the bio's disk and queue, its
+/// op, size and status, and where `block_bio_queue` passes the bio (after 5.10's request
+/// queue, or first). `block_bio_complete` passes (queue, bio) on every kernel.
+pub fn bio_layers(btf: &Btf, layout: &mut BlockLayout) -> Result<()> {
+    let bio = ArgType::Ptr("bio".into());
+    let queue = btf.tracepoint_args("block_bio_queue")?;
+    let arg = queue
+        .iter()
+        .position(|a| *a == bio)
+        .with_context(|| format!("tracepoint block_bio_queue passes no bio: {queue:?}"))?;
+    ensure!(
+        arg <= 1,
+        "tracepoint block_bio_queue: the bio is argument {arg}"
+    );
+    let complete = btf.tracepoint_args("block_bio_complete")?;
+    ensure!(
+        complete.get(1) == Some(&bio),
+        "tracepoint block_bio_complete: the second argument is {:?}, not the bio",
+        complete.get(1)
+    );
+    // 5.12 moved the bio's disk behind its block device.
+    let (bio_bdev, bdev_disk) = match btf.offset_of_sized("bio", "bi_bdev", 8) {
+        Ok(off) => (off, btf.offset_of_sized("block_device", "bd_disk", 8)?),
+        Err(_) => (btf.offset_of_sized("bio", "bi_disk", 8)?, OFFSET_NONE),
+    };
+    *layout = BlockLayout {
+        bio_bdev,
+        bdev_disk,
+        disk_queue: btf.offset_of_sized("gendisk", "queue", 8)?,
+        q_mq_ops: btf.offset_of_sized("request_queue", "mq_ops", 8)?,
+        bio_opf: btf.offset_of_sized("bio", "bi_opf", 4)?,
+        bio_size: btf.offset_of_nested("bio", "bi_iter", "bi_size")?,
+        bio_status: btf.offset_of_sized("bio", "bi_status", 1)?,
+        bio_queue_arg: arg as u32,
+        ..*layout
+    };
+    Ok(())
+}
+
 /// Resolves the offsets and enum values the block probes read. Each field is checked for the
 /// size the probes load, so a kernel that changed a type fails here, not in the probe.
 pub fn layout(btf: &Btf, version: Option<(u32, u32)>) -> Result<BlockLayout> {
@@ -144,6 +183,15 @@ pub fn layout(btf: &Btf, version: Option<(u32, u32)>) -> Result<BlockLayout> {
         // Only the issuer probe reads these; where they do not resolve it alone stays down.
         rq_bio: OFFSET_NONE,
         getrq_bio_arg: OFFSET_NONE,
+        // Only the bio probes read these: see `bio_layers`.
+        bio_bdev: OFFSET_NONE,
+        bdev_disk: OFFSET_NONE,
+        disk_queue: OFFSET_NONE,
+        q_mq_ops: OFFSET_NONE,
+        bio_opf: OFFSET_NONE,
+        bio_size: OFFSET_NONE,
+        bio_status: OFFSET_NONE,
+        bio_queue_arg: OFFSET_NONE,
         ..hidden_disks(btf)
     })
 }
@@ -228,12 +276,20 @@ mod tests {
         request.push(("bio", ptr, 448));
         let rq = b.composite(false, "request", 64, &request);
         b.composite(false, "blk_mq_hw_ctx", 16, &[("queue_num", u32_t, 64)]);
-        let mut queue = vec![("queue_flags", u64_t, 0), ("id", int_t, 128)];
+        let mut queue = vec![
+            ("queue_flags", u64_t, 0),
+            ("id", int_t, 128),
+            ("mq_ops", ptr, 192),
+        ];
         if k.queue_disk {
             queue.push(("disk", ptr, 64));
         }
         b.composite(false, "request_queue", 32, &queue);
-        let mut disk = vec![("major", int_t, 0), ("first_minor", int_t, 32)];
+        let mut disk = vec![
+            ("major", int_t, 0),
+            ("first_minor", int_t, 32),
+            ("queue", ptr, 192),
+        ];
         if k.queue_disk {
             // 5.15 and later: part0 is a pointer, and disks have a sequence number.
             disk.extend([("part0", ptr, 64), ("diskseq", u64_t, 128)]);
@@ -242,10 +298,14 @@ mod tests {
                 false,
                 "block_device",
                 64,
-                &[("bd_dev", u32_t, 32), ("bd_device", device, 128)],
+                &[
+                    ("bd_dev", u32_t, 32),
+                    ("bd_device", device, 128),
+                    ("bd_disk", ptr, 384),
+                ],
             );
         }
-        b.composite(false, "gendisk", 24, &disk);
+        b.composite(false, "gendisk", 32, &disk);
         b.enumeration(
             if k.req_op { "req_op" } else { "req_opf" },
             &[
@@ -265,19 +325,40 @@ mod tests {
         let rq_ptr = b.ptr(rq);
         let status = b.typedef("blk_status_t", u8_t);
         let error = if k.status_arg { status } else { int_t };
-        let bio = b.composite(false, "bio", 8, &[("bi_next", ptr, 0)]);
+        let iter = b.composite(
+            false,
+            "bvec_iter",
+            16,
+            &[("bi_sector", u64_t, 0), ("bi_size", u32_t, 64)],
+        );
+        // 5.12 and later: the bio's block device; before, its disk.
+        let dev = if k.queue_disk { "bi_bdev" } else { "bi_disk" };
+        let bio = b.composite(
+            false,
+            "bio",
+            40,
+            &[
+                ("bi_next", ptr, 0),
+                (dev, ptr, 64),
+                ("bi_opf", u32_t, 128),
+                ("bi_status", status, 160),
+                ("bi_iter", iter, 192),
+            ],
+        );
         let bio_ptr = b.ptr(bio);
         // 5.10: (struct request_queue *, struct bio *, int); later (struct bio *).
-        let getrq = if k.status_arg {
-            vec![bio_ptr]
+        let (getrq, bio_queue) = if k.status_arg {
+            (vec![bio_ptr], vec![bio_ptr])
         } else {
-            vec![ptr, bio_ptr, int_t]
+            (vec![ptr, bio_ptr, int_t], vec![ptr, bio_ptr])
         };
         for (event, args) in [
             ("block_rq_issue", vec![rq_ptr]),
             ("block_rq_requeue", vec![rq_ptr]),
             ("block_rq_complete", vec![rq_ptr, error, u32_t]),
             ("block_getrq", getrq),
+            ("block_bio_queue", bio_queue),
+            ("block_bio_complete", vec![ptr, bio_ptr]),
         ] {
             let mut params = vec![void_ptr];
             params.extend(args);
@@ -353,6 +434,27 @@ mod tests {
         assert_eq!(issuer(&btf).unwrap(), (56, 1));
         // The other probes do not need it.
         assert_eq!(layout(&btf, Some((5, 10))).unwrap().rq_bio, OFFSET_NONE);
+    }
+
+    #[test]
+    fn the_bio_probes_find_the_disk_behind_the_bio_or_in_it() {
+        let btf = Btf::parse(&kernel_like(NEW)).unwrap();
+        let mut l = layout(&btf, Some((6, 12))).unwrap();
+        assert_eq!(l.bio_bdev, OFFSET_NONE, "resolved only for the bio probes");
+        bio_layers(&btf, &mut l).unwrap();
+        assert_eq!((l.bio_bdev, l.bdev_disk, l.bio_queue_arg), (8, 48, 0));
+        assert_eq!((l.disk_queue, l.q_mq_ops), (24, 24));
+        assert_eq!((l.bio_opf, l.bio_status, l.bio_size), (16, 20, 24 + 8));
+        // Before 5.12: the disk is in the bio, and the bio follows the queue.
+        let btf = Btf::parse(&kernel_like(OLD)).unwrap();
+        let mut l = layout(&btf, Some((5, 10))).unwrap();
+        bio_layers(&btf, &mut l).unwrap();
+        assert_eq!(
+            (l.bio_bdev, l.bdev_disk, l.bio_queue_arg),
+            (8, OFFSET_NONE, 1)
+        );
+        // The request probes' part is left as it was.
+        assert_eq!((l.disk, l.disk_in_rq), (48, 1));
     }
 
     /// Outside the range the macro's value is known for, the probes stay down with a reason.

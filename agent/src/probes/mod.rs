@@ -41,6 +41,8 @@ pub struct Globals {
     pub block: Result<agent_common::block::BlockLayout>,
     /// Why the issuer probe's part of the block layout did not resolve, if it did not.
     pub issuer_missing: Option<String>,
+    /// Why the bio probes' part of the block layout did not resolve, if it did not.
+    pub bio_missing: Option<String>,
     pub net: net_layout::NetGlobals,
 }
 
@@ -63,9 +65,16 @@ impl Globals {
             (_, Err(e)) => Some(format!("kernel layout: {e:#}")),
             (Err(_), Ok(_)) => None,
         };
+        let bio_missing = match (&mut block, btf) {
+            (Ok(layout), Ok(btf)) => block_layout::bio_layers(btf, layout)
+                .err()
+                .map(|e| format!("kernel layout: {e:#}")),
+            _ => None,
+        };
         Globals {
             block,
             issuer_missing,
+            bio_missing,
             net: net_layout::NetGlobals::for_running_kernel(btf, cgroups),
         }
     }
@@ -77,19 +86,28 @@ impl Globals {
             (ProbeCollector::Block, Ok(_)) if probe.ready == spec::BLOCK_ISSUER.ready => {
                 self.issuer_missing.clone()
             }
+            (ProbeCollector::Block, Ok(_)) if probe.ready & spec::BIO_READY != 0 => {
+                self.bio_missing.clone()
+            }
             (ProbeCollector::Block, Ok(_)) => None,
             _ => self.net.missing_for(probe.ready),
         }
     }
 
-    /// The spec as this kernel loads it: the issuer probe has a program per position of the
-    /// bio among `block_getrq`'s arguments.
+    /// The spec as this kernel loads it: the issuer and bio queue probes have a program per
+    /// position of the bio among their tracepoint's arguments.
     fn program_for(&self, spec: &ProbeSpec) -> ProbeSpec {
         match &self.block {
             Ok(l) if spec.ready == spec::BLOCK_ISSUER.ready && l.getrq_bio_arg == 1 => ProbeSpec {
                 program: spec::BLOCK_ISSUER_AFTER_QUEUE,
                 ..*spec
             },
+            Ok(l) if spec.ready == spec::BLOCK_BIO_QUEUE.ready && l.bio_queue_arg == 1 => {
+                ProbeSpec {
+                    program: spec::BLOCK_BIO_QUEUE_AFTER_QUEUE,
+                    ..*spec
+                }
+            }
             _ => *spec,
         }
     }
@@ -312,6 +330,7 @@ mod tests {
         for p in PROBES {
             assert!(obj.programs.contains_key(p.program), "{}", p.program);
             assert!(obj.programs.contains_key(spec::BLOCK_ISSUER_AFTER_QUEUE));
+            assert!(obj.programs.contains_key(spec::BLOCK_BIO_QUEUE_AFTER_QUEUE));
             for m in p.maps {
                 assert!(obj.maps.contains_key(*m), "{m}");
             }

@@ -97,6 +97,34 @@ pub const BLOCK_ISSUER: ProbeSpec = ProbeSpec {
     metrics: block::CGROUP,
 };
 
+/// The bio probes' program on kernels whose `block_bio_queue` passes the queue first (5.10).
+pub const BLOCK_BIO_QUEUE_AFTER_QUEUE: &str = "stornet_block_bio_queue_q";
+
+/// Bio-based devices (dm, md, NVMe multipath heads), timed per bio from entering the device
+/// to completing; request-based devices stay with the request probes.
+pub const BLOCK_BIO_QUEUE: ProbeSpec = ProbeSpec {
+    name: "block_bio_queue",
+    program: "stornet_block_bio_queue",
+    hook: Hook::BtfTracePoint("block_bio_queue"),
+    ready: ready::BLOCK_BIO_QUEUE,
+    collector: ProbeCollector::Block,
+    maps: maps::BLOCK,
+    metrics: block::ALL,
+};
+
+pub const BLOCK_BIO_COMPLETION: ProbeSpec = ProbeSpec {
+    name: "block_bio_completion",
+    program: "stornet_block_bio_complete",
+    hook: Hook::BtfTracePoint("block_bio_complete"),
+    ready: ready::BLOCK_BIO_COMPLETION,
+    collector: ProbeCollector::Block,
+    maps: maps::BLOCK,
+    metrics: block::ALL,
+};
+
+/// The ready bits of the bio probes, which share their part of the layout.
+pub const BIO_READY: u32 = ready::BLOCK_BIO_QUEUE | ready::BLOCK_BIO_COMPLETION;
+
 /// Both retransmit probes count into the same maps and metrics.
 const RETRANSMIT_MAPS: &[&str] = &[
     maps::NET_RETRANSMITS,
@@ -168,6 +196,8 @@ pub const PROBES: &[ProbeSpec] = &[
     BLOCK_COMPLETION,
     BLOCK_REQUEUE,
     BLOCK_ISSUER,
+    BLOCK_BIO_QUEUE,
+    BLOCK_BIO_COMPLETION,
     TCP_RETRANSMIT,
     TCP_RETRANSMIT_SYNACK,
     SKB_DROP,

@@ -4,6 +4,7 @@
 use super::score::SPECIFIC;
 use crate::breakdown::{PartKind, local_devices};
 use crate::context::{Context, Mode};
+use crate::layers::delayed_layer;
 use crate::model::{Device, Host};
 use crate::prose;
 use crate::series::at;
@@ -13,7 +14,11 @@ use crate::thresholds::Thresholds;
 /// A set of devices on one host: the analysed host's local devices, or a replica's.
 pub(super) struct Target<'a> {
     pub(super) host: &'a Host,
+    /// The layers the IO's time goes to ([`delayed_layer`]): the devices the IO was sent
+    /// to, or devices below them.
     pub(super) devices: Vec<String>,
+    /// The devices the IO was sent to, where the time went to a layer below them.
+    pub(super) above: Vec<String>,
     /// The replica this host serves, for devices behind a replica's round trip.
     pub(super) replica: Option<String>,
 }
@@ -21,11 +26,7 @@ pub(super) struct Target<'a> {
 pub(super) fn device_targets<'a>(cx: &Context<'a>) -> Vec<Target<'a>> {
     let mut out = Vec::new();
     if cx.parts.get(PartKind::LocalDevice).is_some() || !cx.parts.devices.is_empty() {
-        out.push(Target {
-            host: cx.subject,
-            devices: cx.parts.devices.clone(),
-            replica: None,
-        });
+        out.push(Target::layered(cx, cx.subject, &cx.parts.devices, None));
     }
     for p in cx.parts.replicas() {
         if let Some(h) = cx.run.host_with_address(&p.key)
@@ -33,20 +34,48 @@ pub(super) fn device_targets<'a>(cx: &Context<'a>) -> Vec<Target<'a>> {
         {
             let devices = local_devices(h, cx.direction);
             if !devices.is_empty() {
-                out.push(Target {
-                    host: h,
-                    devices,
-                    replica: Some(p.key.clone()),
-                });
+                out.push(Target::layered(cx, h, &devices, Some(p.key.clone())));
             }
         }
     }
     out
 }
 
-impl Target<'_> {
+impl<'a> Target<'a> {
+    /// The target of IO sent to `sent_to` on `host`: the layers its time goes to.
+    fn layered(
+        cx: &Context,
+        host: &'a Host,
+        sent_to: &[String],
+        replica: Option<String>,
+    ) -> Target<'a> {
+        let mut devices: Vec<String> = Vec::new();
+        for d in sent_to {
+            let layer = delayed_layer(host, d, cx.direction.op(), &cx.intervals());
+            if !devices.contains(&layer) {
+                devices.push(layer);
+            }
+        }
+        let above = if devices.as_slice() == sent_to {
+            Vec::new()
+        } else {
+            sent_to.to_vec()
+        };
+        Target {
+            host,
+            devices,
+            above,
+            replica,
+        }
+    }
+
     pub(super) fn location(&self) -> String {
-        prose::device_location(&self.devices, &self.host.name, self.replica.as_deref())
+        prose::device_location(
+            &self.devices,
+            &self.above,
+            &self.host.name,
+            self.replica.as_deref(),
+        )
     }
 
     /// This target's signals of `kinds`, in that order, each weighted as specific to the cause.

@@ -25,6 +25,8 @@ pub enum Field {
     BlockErrors,
     BlockInflight,
     BlockQueueLimit,
+    /// A device and one device it sends its IO to (`stornet_block_device_info`).
+    BlockParent,
     TcpRetransmits,
     TcpSrtt,
     TcpPathMtu,
@@ -186,6 +188,14 @@ pub const FAMILIES: &[SignalFamily] = &[
         &["device"],
         MetricType::Gauge,
         Fold::Min,
+    ),
+    family(
+        Field::BlockParent,
+        block::DEVICE_INFO,
+        Part::Value,
+        &["device", "parent"],
+        MetricType::Gauge,
+        Fold::Max,
     ),
     family(
         Field::TcpRetransmits,
@@ -509,6 +519,14 @@ pub fn host(name: &str, addresses: Vec<String>, v: &Values, n: usize) -> Host {
             .queue_limit = v[k].clone();
     }
     h.devices.retain(|name, _| !name.is_empty());
+    // What each device with IO sits on, as the last interval that read it says.
+    for k in keys(Field::BlockParent) {
+        let (device, parent) = (&k.labels[0], &k.labels[1]);
+        let listed = v[k].iter().rev().find_map(|x| *x).is_some_and(|x| x > 0.0);
+        if let (Some(d), true, false) = (h.devices.get_mut(device), listed, parent.is_empty()) {
+            d.parents.push(parent.clone());
+        }
+    }
 
     // TCP peers.
     let peer_fields = [

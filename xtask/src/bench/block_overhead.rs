@@ -1,11 +1,12 @@
 //! `cargo xtask bench block-overhead`: what block tracing costs the IO it watches.
 //!
 //! fio (io_uring, 4 KiB random reads, iodepth 32, 2 jobs, time based) on a loop device over a
-//! file in /dev/shm, under six modes alternated in rotated order each round: no tracing;
+//! file in /dev/shm, under seven modes alternated in rotated order each round: no tracing;
 //! the floor (empty programs on the agent's block hooks, from the agent's own object, so the
 //! hook and program type are the agent's); the agent in its default configuration; the agent
 //! with every block option on; the agent counting per cgroup (`[cgroups]`, its issuer probe
-//! on one hook more); bpftrace's biolatency (two classic tracepoints and a start
+//! on one hook more); the agent without its bio probes (which look at every bio, and count
+//! only those of bio-based devices); bpftrace's biolatency (two classic tracepoints and a start
 //! map keyed by device and sector, as most tracers do). Three passes:
 //!
 //! 1. BPF time per IO: the kernel's run-time statistics, turned on by the bench only for
@@ -51,6 +52,10 @@ const ALL_OPTIONS: &str =
 /// followed): the issuer probe and the per-cgroup counters.
 const CGROUPS: &str = "[cgroups]\npaths = [\"*\"]\n";
 
+/// The default configuration without the bio probes: what they cost IO to a request-based
+/// device, whose bios they look at and leave.
+const NO_BIO: &str = "[probes]\ndisable = [\"block_bio_queue\", \"block_bio_completion\"]\n";
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Mode {
     None,
@@ -58,13 +63,15 @@ enum Mode {
     Agent,
     AgentAll,
     AgentCgroups,
+    AgentNoBio,
     Bpftrace,
 }
 
-const MODES: [Mode; 6] = [
+const MODES: [Mode; 7] = [
     Mode::None,
     Mode::Floor,
     Mode::Agent,
+    Mode::AgentNoBio,
     Mode::AgentAll,
     Mode::AgentCgroups,
     Mode::Bpftrace,
@@ -78,6 +85,7 @@ impl Mode {
             Mode::Agent => "stornet-agent default",
             Mode::AgentAll => "agent, all block options",
             Mode::AgentCgroups => "agent, per-cgroup counts",
+            Mode::AgentNoBio => "agent, no bio probes",
             Mode::Bpftrace => "bpftrace biolatency",
         }
     }
@@ -355,6 +363,7 @@ impl Tracer {
             Mode::Agent => Tracer::Agent(Agent::start("")?),
             Mode::AgentAll => Tracer::Agent(Agent::start(ALL_OPTIONS)?),
             Mode::AgentCgroups => Tracer::Agent(Agent::start(CGROUPS)?),
+            Mode::AgentNoBio => Tracer::Agent(Agent::start(NO_BIO)?),
             Mode::Bpftrace => Tracer::Bpftrace(bpftrace()?),
         })
     }

@@ -96,6 +96,9 @@ const NULL_BLK_PARAMS: &str =
     "nr_devices=1 submit_queues=1 hw_queue_depth=31 irqmode=2 completion_nsec=20000000";
 const NVME_DEPTH: &str = "nvme.io_queue_depth=64";
 
+/// Device-mapper (dm-linear is in dm_mod) and its delay target, for the stacked devices.
+const DM: &[&str] = &["dm_mod", "dm_delay"];
+
 /// The modules of an NVMe/TCP target and of its initiator.
 const NVME_TCP: &[&str] = &["nvmet", "nvmet_tcp", "nvme_tcp"];
 
@@ -108,6 +111,7 @@ const TOOLS: &[(&str, &str)] = &[
     ("mkfs.ext4", "the flush test's file system"),
     ("setpriv", "the agent without privileges"),
     ("dd", "writes from a cgroup of their own"),
+    ("dmsetup", "stacked device-mapper devices"),
 ];
 
 /// Privileged tests that run in every full boot (module path and name). Left out: tests of
@@ -195,6 +199,12 @@ pub fn plan(kernel: &Kernel, boot: &Boot, bins: &Binaries, work: &Path) -> Resul
     if fabrics {
         modules.extend(NVME_TCP);
     }
+    // dm stacks over a loop device and null_blk, in every full boot that has them.
+    let stacked =
+        boot.full && DM.iter().all(|m| tree.has(m)) && drivers.iter().any(|d| d.name == "null_blk");
+    if stacked {
+        modules.extend(DM);
+    }
     for d in &drivers {
         modules.extend(d.modules);
     }
@@ -250,6 +260,9 @@ pub fn plan(kernel: &Kernel, boot: &Boot, bins: &Binaries, work: &Path) -> Resul
     }
     if fabrics {
         kernels.push("fabrics::nvme_tcp_device_names_its_target_and_its_retransmits".into());
+    }
+    if stacked {
+        kernels.push("stacked::dm_layers_are_counted_each_for_its_own_device".into());
     }
     if !boot.sock_diag {
         kernels.push("snapshots::without_sock_diag_only_that_snapshot_is_lost".into());

@@ -1,0 +1,100 @@
+//! Device-mapper devices made with `dmsetup` (linear, delay, …), for stacked-device tests in
+//! the vm tier's guests, whose kernels have the dm modules. Removed on drop.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, ensure};
+
+use crate::blockdev::Counted;
+
+/// A dm device: its dm name, its kernel name (`dm-N`) and node.
+pub struct DmDevice {
+    pub dm_name: String,
+    pub name: String,
+    pub dev: PathBuf,
+}
+
+/// `dmsetup`, creating its own device nodes: the guests run no udev.
+fn dmsetup(args: &[&str]) -> Result<String> {
+    let out = Command::new("dmsetup")
+        .args(args)
+        .env("DM_DISABLE_UDEV", "1")
+        .output()
+        .context("running dmsetup (is it installed?)")?;
+    ensure!(
+        out.status.success(),
+        "dmsetup {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Sectors (512 bytes) of a block device.
+pub fn sectors(dev: &Path) -> Result<u64> {
+    let name = dev
+        .file_name()
+        .and_then(|n| n.to_str())
+        .context("a device path")?;
+    let p = format!("/sys/class/block/{name}/size");
+    std::fs::read_to_string(&p)
+        .with_context(|| format!("reading {p}"))?
+        .trim()
+        .parse()
+        .with_context(|| format!("parsing {p}"))
+}
+
+impl DmDevice {
+    /// Creates `dm_name` (made unique to this process) with a one-line `table`
+    /// (`<start> <sectors> <target> <args>`).
+    pub fn create(dm_name: &str, table: &str) -> Result<DmDevice> {
+        let dm_name = format!("stornet-{dm_name}-{}", std::process::id());
+        dmsetup(&["create", &dm_name, "--table", table])?;
+        let minor = dmsetup(&["info", "-c", "--noheadings", "-o", "minor", &dm_name])?;
+        let name = format!("dm-{}", minor.trim());
+        let d = DmDevice {
+            dm_name,
+            dev: PathBuf::from("/dev").join(&name),
+            name,
+        };
+        ensure!(
+            Path::new("/sys/block").join(&d.name).is_dir(),
+            "{} ({}) is not in /sys/block",
+            d.name,
+            d.dm_name
+        );
+        Ok(d)
+    }
+
+    /// A linear device over all of `below`.
+    pub fn linear(tag: &str, below: &Path) -> Result<DmDevice> {
+        let n = sectors(below)?;
+        DmDevice::create(tag, &format!("0 {n} linear {} 0", below.display()))
+    }
+
+    /// A device over all of `below` that delays every read and write by `ms` milliseconds.
+    pub fn delay(tag: &str, below: &Path, ms: u32) -> Result<DmDevice> {
+        let n = sectors(below)?;
+        DmDevice::create(tag, &format!("0 {n} delay {} 0 {ms}", below.display()))
+    }
+}
+
+impl Counted for DmDevice {
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Drop for DmDevice {
+    fn drop(&mut self) {
+        // A device still open for a moment after its user closed it is busy: retry.
+        for _ in 0..20 {
+            if dmsetup(&["remove", &self.dm_name]).is_ok() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        eprintln!("could not remove dm device {}", self.dm_name);
+    }
+}
