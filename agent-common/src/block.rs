@@ -88,8 +88,51 @@ pub struct BlockLayout {
     /// Which argument of `block_bio_queue` is the bio: 0 (5.11 and later) or 1 (after the
     /// request queue); user space loads the program for it.
     pub bio_queue_arg: u32,
+    /// Hidden disks before 5.15 (no `diskseq`): `gendisk.flags`, the `GENHD_FL_HIDDEN` bit
+    /// (0: not known, such disks keep their major and minor) and `gendisk.disk_name`, whose
+    /// words name the disk instead (see [`hidden_name_minor`]).
+    pub disk_flags: u32,
+    pub hidden_flag: u32,
+    pub disk_name: u32,
 }
-assert_size!(BlockLayout, 152);
+assert_size!(BlockLayout, 164);
+
+/// The minor stornet gives a hidden disk on kernels without `diskseq` (before 5.15): its
+/// `disk_name` (32 bytes) read as four little-endian words, every byte from the first NUL on
+/// taken as zero (drivers copy the name from an uninitialised buffer), folded (FNV-1a over
+/// words, then mixed), low 20 bits. User space folds the names in /sys/class/block the same
+/// way. Branch-free, so that the verifier walks it once (with a branch per byte, 5.10's
+/// verifier did not finish under emulation).
+pub const fn hidden_name_minor(words: [u64; 4]) -> u32 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    // All ones until a word with a NUL has been seen, then zero.
+    let mut alive = u64::MAX;
+    let mut i = 0;
+    while i < 4 {
+        let w = words[i];
+        // The high bit of each zero byte (exact for the lowest one, which is all that is used).
+        let zeros = w.wrapping_sub(ONES) & !w & HIGHS;
+        let first = zeros & zeros.wrapping_neg();
+        // The bytes before the first NUL (all of them where there is none).
+        let keep = (first >> 7).wrapping_sub(1);
+        h = (h ^ (w & keep & alive)).wrapping_mul(0x0000_0100_0000_01b3);
+        alive &= ((zeros | zeros.wrapping_neg()) >> 63).wrapping_sub(1);
+        i += 1;
+    }
+    // Multiplication carries a difference only upward: mix the high bits down (the
+    // finalizer of MurmurHash3) before the low 20 are kept.
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^= h >> 33;
+    (h as u32) & MINOR_MASK
+}
+
+/// The bytes of `disk_name` that [`hidden_name_minor`] folds.
+pub const DISK_NAME_LEN: usize = 32;
 
 /// The major number stornet gives a disk without a `dev_t` of its own (a hidden NVMe
 /// multipath path): its minor is the low 20 bits of the disk's `diskseq`, which sysfs shows.
@@ -398,6 +441,34 @@ pub const fn dev_major_minor(dev: u32) -> (u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hidden_names_fold_up_to_their_nul() {
+        let words = |b: &[u8; 32]| -> [u64; 4] {
+            core::array::from_fn(|i| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap()))
+        };
+        let mut seen = [0u32; 6];
+        for (k, len) in [1usize, 7, 8, 9, 16, 31].into_iter().enumerate() {
+            let (mut clean, mut dirty) = ([0u8; 32], [0xa5u8; 32]);
+            for i in 0..len {
+                clean[i] = b'a' + (i % 26) as u8;
+                dirty[i] = clean[i];
+            }
+            dirty[len] = 0;
+            let minor = hidden_name_minor(words(&clean));
+            assert_eq!(
+                minor,
+                hidden_name_minor(words(&dirty)),
+                "a name of {len} bytes"
+            );
+            assert!(minor <= MINOR_MASK);
+            assert!(
+                !seen[..k].contains(&minor),
+                "names of {len} bytes and less collide"
+            );
+            seen[k] = minor;
+        }
+    }
 
     #[test]
     fn fast_indexes_of_small_queue_ids_are_distinct() {

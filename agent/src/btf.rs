@@ -535,6 +535,14 @@ pub mod testing {
             self.head(name, KIND_TYPEDEF, false, 0, target);
             self.id()
         }
+        /// `elem[len]` (the index type is not read).
+        pub fn array(&mut self, elem: u32, len: u32) -> u32 {
+            self.head("", KIND_ARRAY, false, 0, 0);
+            for w in [elem, elem, len] {
+                self.word(w);
+            }
+            self.id()
+        }
         /// Members as (name, type id, bit offset).
         pub fn composite(
             &mut self,

@@ -1,5 +1,6 @@
 //! Block devices: kernel names from device numbers (`/sys/dev/block/MAJ:MIN`, or for a
-//! hidden disk without a number, its `diskseq` in `/sys/class/block`), which devices
+//! hidden disk without a number, its `diskseq` in `/sys/class/block`, or before 5.15 its
+//! name), which devices
 //! to report (include/exclude globs), the cap on reported devices (the rest fold into
 //! `device="other"`), and queue limits from sysfs.
 
@@ -7,7 +8,9 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
 
-use agent_common::block::{HIDDEN_MAJOR, MINOR_MASK, dev_major_minor};
+use agent_common::block::{
+    DISK_NAME_LEN, HIDDEN_MAJOR, MINOR_MASK, dev_major_minor, hidden_name_minor,
+};
 
 /// The `device` label of devices beyond the cap.
 pub const OTHER: &str = "other";
@@ -83,14 +86,32 @@ pub fn hidden_dev(diskseq: u64) -> u32 {
     (HIDDEN_MAJOR << 20) | (diskseq as u32 & MINOR_MASK)
 }
 
-/// Whether `dir` (under /sys/class/block) is the disk without a `dev_t` (no `dev` in sysfs)
-/// whose `diskseq` gives `minor`.
+/// The minor the probes give a hidden disk named `name` on kernels without `diskseq`
+/// (before 5.15): its name as the kernel's 32-byte, NUL-padded `disk_name`, folded.
+pub fn name_minor(name: &str) -> u32 {
+    let mut bytes = [0u8; DISK_NAME_LEN];
+    let n = name.len().min(DISK_NAME_LEN - 1);
+    bytes[..n].copy_from_slice(&name.as_bytes()[..n]);
+    let word = |i: usize| u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+    hidden_name_minor([word(0), word(1), word(2), word(3)])
+}
+
+/// The `dev_t` the probes give the disk in `dir` (under /sys/class/block) when sysfs shows
+/// none (no `dev`): by its `diskseq`, or on a kernel without one (before 5.15), by its name.
+/// None for a disk with a number of its own.
+pub fn hidden_number(dir: &Path) -> Option<u32> {
+    if dir.join("dev").exists() {
+        return None;
+    }
+    match std::fs::read_to_string(dir.join("diskseq")) {
+        Ok(s) => s.trim().parse::<u64>().ok().map(hidden_dev),
+        Err(_) => Some((HIDDEN_MAJOR << 20) | name_minor(dir.file_name()?.to_str()?)),
+    }
+}
+
+/// Whether `dir` (under /sys/class/block) is the hidden disk the probes give `minor`.
 fn is_hidden(dir: &Path, minor: u32) -> bool {
-    !dir.join("dev").exists()
-        && std::fs::read_to_string(dir.join("diskseq"))
-            .ok()
-            .and_then(|s| s.trim().parse::<u64>().ok())
-            .is_some_and(|seq| hidden_dev(seq) & MINOR_MASK == minor)
+    hidden_number(dir) == Some((HIDDEN_MAJOR << 20) | minor)
 }
 
 /// The name of the hidden disk whose `diskseq` gives `minor`, under a
@@ -271,6 +292,43 @@ mod tests {
             hidden(&dir, minor(16), Some("nvme1c1n1")).as_deref(),
             Some("nvme1c1n1")
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Before 5.15 (no `diskseq`), the probes name a hidden disk by its name's words.
+    #[test]
+    fn hidden_disks_without_a_sequence_number_are_found_by_name() {
+        let dir = temp_dir("hidden-names");
+        for (name, dev) in [
+            ("nvme1n1", Some("259:3")),
+            ("nvme1c1n1", None),
+            ("nvme1c2n1", None),
+        ] {
+            std::fs::create_dir_all(dir.join(name)).unwrap();
+            if let Some(d) = dev {
+                std::fs::write(dir.join(name).join("dev"), d).unwrap();
+            }
+        }
+        // The words the probe reads from `disk_name`: "nvme1c1n1", a NUL, and whatever the
+        // driver's buffer held after it (5.10's NVMe copies all 32 bytes of a stack buffer).
+        let mut bytes = [0xa5u8; 32];
+        bytes[..9].copy_from_slice(b"nvme1c1n1");
+        bytes[9] = 0;
+        bytes[20] = 0;
+        let words: Vec<u64> = bytes
+            .chunks(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        let minor = hidden_name_minor([words[0], words[1], words[2], words[3]]);
+        assert_eq!(minor, name_minor("nvme1c1n1"));
+        assert_ne!(minor, name_minor("nvme1c2n1"));
+        assert_eq!(hidden(&dir, minor, None).as_deref(), Some("nvme1c1n1"));
+        assert_eq!(
+            hidden(&dir, name_minor("nvme1c2n1"), None).as_deref(),
+            Some("nvme1c2n1")
+        );
+        // A disk with a number of its own is never taken for a hidden one.
+        assert_eq!(hidden(&dir, name_minor("nvme1n1"), None), None);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -110,6 +110,11 @@ pub struct Device {
     /// kernel name, from `stornet_block_device_info`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parents: Vec<String>,
+    /// The IP address of the remote that serves this device over the network (NVMe over
+    /// TCP, iSCSI), from `stornet_block_device_info`'s `peer`: its time is then partly the
+    /// path to that peer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<String>,
 }
 
 /// Block-layer series of one device and op.

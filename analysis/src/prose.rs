@@ -145,12 +145,24 @@ pub fn part_label(kind: PartKind) -> &'static str {
 // ---- where candidates act, and their findings ----
 
 /// Where a network candidate acts: "path to replica 198.18.0.2".
-pub fn net_location(peer: Option<&str>, replica: bool, subject: &str) -> String {
-    match peer {
-        Some(p) if replica => format!("path to replica {p}"),
-        Some(p) => format!("path to peer {p}"),
-        None => format!("network of {subject}"),
+/// `serves`: the local device the peer serves over the network, if it does.
+pub fn net_location(
+    peer: Option<&str>,
+    replica: bool,
+    serves: Option<&str>,
+    subject: &str,
+) -> String {
+    match (peer, serves) {
+        (Some(p), _) if replica => format!("path to replica {p}"),
+        (Some(p), Some(d)) => format!("path to peer {p}, which serves device {d}"),
+        (Some(p), None) => format!("path to peer {p}"),
+        (None, _) => format!("network of {subject}"),
     }
+}
+
+/// A device served over the network whose path a network cause explains.
+pub fn served_over(device: &str, peer: &str) -> String {
+    format!("{device} is served by {peer} over the network, and the path to it is the cause")
 }
 
 /// Where a CPU candidate acts: "CPU of h1", "CPU of h2 (replica …)".

@@ -163,6 +163,75 @@ fn a_stacked_layer_that_adds_the_time_is_named_itself() {
     );
 }
 
+/// The run of `fault` with the replica's round trip turned into a remote device's time: h1
+/// writes to nvme1c1n1, which h2 (198.18.0.2) serves over NVMe/TCP through the switch, and
+/// replicates nothing. Whatever held up the replica's round trip now holds up the device.
+fn remote_device(fault: Fault) -> Report {
+    let mut run = Lab::new(fault).noisy().build();
+    let h1 = &mut run.hosts[0];
+    let lat = h1.write.as_mut().expect("writes");
+    let round_trip = lat
+        .replicas
+        .remove("198.18.0.2")
+        .expect("the replica's round trip");
+    lat.local_device_seconds = round_trip.clone();
+    let mut dev = h1.devices.remove("loop3").expect("loop3");
+    for op in dev.ops.values_mut() {
+        op.service_seconds = round_trip.clone();
+    }
+    dev.peer = Some("198.18.0.2".into());
+    h1.devices.insert("nvme1c1n1".into(), dev);
+    h1.local_devices = vec!["nvme1c1n1".into()];
+    analyze(&run).expect("lines up")
+}
+
+#[test]
+fn congestion_toward_the_server_of_a_remote_device_names_device_and_peer() {
+    let r = remote_device(Fault::Congestion);
+    assert_cause(&r, Cause::NetworkCongestion, State::Raised);
+    assert_eq!(
+        r.verdict.location.as_deref(),
+        Some("path to peer 198.18.0.2, which serves device nvme1c1n1"),
+        "{}",
+        r.to_text()
+    );
+    assert!(
+        evidence(&r).contains("retransmits to 198.18.0.2"),
+        "{}",
+        r.to_text()
+    );
+    // The device holds the rise, but its time is the path's: not a slow device.
+    let slow = write_result(&r)
+        .candidates
+        .iter()
+        .find(|c| c.cause == Cause::SlowDevice)
+        .expect("a slow_device candidate");
+    assert!(!slow.requirement_met, "{}", r.to_text());
+    assert!(
+        slow.findings
+            .iter()
+            .any(|f| f.contains("nvme1c1n1 is served by 198.18.0.2")),
+        "{}",
+        r.to_text()
+    );
+}
+
+#[test]
+fn a_remote_device_slow_on_its_own_is_a_slow_device_and_a_healthy_one_nothing() {
+    // The server's disk is slow and the path is clean: the device is slow, not the path.
+    let r = remote_device(Fault::SlowReplicaDevice);
+    assert_eq!(r.verdict.cause, Cause::SlowDevice, "{}", r.to_text());
+    assert_eq!(
+        r.verdict.location.as_deref(),
+        Some("device nvme1c1n1 on h1"),
+        "{}",
+        r.to_text()
+    );
+    assert!(best_of(&r, NETWORK) < 0.2, "{}", r.to_text());
+    let r = remote_device(Fault::None);
+    assert_eq!(r.verdict.cause, Cause::None, "{}", r.to_text());
+}
+
 #[test]
 fn throttling_above_the_block_layer_is_a_slow_device_not_the_network() {
     let r = report(&Lab::new(Fault::Throttle).noisy());

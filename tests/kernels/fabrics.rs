@@ -5,6 +5,9 @@
 //! the retransmits the lossy link causes count toward that same peer: a remote device's
 //! latency and its network, joined at the kernel's storage layer.
 
+use analysis::layers::delayed_layer;
+use loadgen::sampling::agent_signals::{host, reading};
+use loadgen::sampling::deltas::Deltas;
 use stornet_lab::blockdev::{Disk, LoopDevice, direct_writes, settled};
 use stornet_lab::metrics::{Sample, count, sum};
 use stornet_lab::netns::HostPair;
@@ -80,7 +83,34 @@ fn nvme_tcp_device_names_its_target_and_its_retransmits() {
         "{WRITES} writes: the agent counted {counted} on {name} (sysfs {sys}); retransmits \
          toward {ip}: {retransmits} (RetransSegs {snmp})"
     );
-    assert_eq!(counted, WRITES as f64, "writes counted on {name}");
+    let mut counted_on: Vec<&str> = after
+        .iter()
+        .filter(|s| s.name == "stornet_block_io_size_bytes_count")
+        .filter_map(|s| s.label("device"))
+        .collect();
+    counted_on.dedup();
+    assert_eq!(
+        counted, WRITES as f64,
+        "writes counted on {name} (devices with counts: {counted_on:?})"
+    );
+    // The analysis's model of this host, as loadgen fills it from the two scrapes: the path
+    // device is served by the target, and the head's time goes to it.
+    let mut d = Deltas::new();
+    d.push(Some(reading(&before)));
+    d.push(Some(reading(&after)));
+    let h = host("guest", Vec::new(), &d.finish(1), 1);
+    assert_eq!(
+        h.devices.get(name).and_then(|d| d.peer.as_deref()),
+        Some(ip.as_str()),
+        "{name} is served by {ip} in the analysis's model"
+    );
+    if head != name {
+        assert_eq!(
+            delayed_layer(&h, head, "write", &[0]),
+            name,
+            "the head's time"
+        );
+    }
     assert!(
         retransmits > 0.0 && retransmits <= snmp as f64,
         "retransmits toward the target {retransmits}, RetransSegs {snmp}"

@@ -38,6 +38,9 @@ pub fn try_queue<const BIO: usize>(ctx: &BtfTracePointContext) -> Result<(), i32
     } else {
         load(load::<*const u8>(bio, lay!(bio_bdev)), lay!(bdev_disk))
     };
+    if disk.is_null() {
+        return Ok(());
+    }
     let q: *const u8 = load(disk, lay!(disk_queue));
     let mq_ops: u64 = load(q, lay!(q_mq_ops));
     if mq_ops != 0 {

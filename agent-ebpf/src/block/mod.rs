@@ -25,7 +25,7 @@ use agent_common::block::{
     BlockControl, BlockLayout, COUNTERS, DevOp, ErrorKey, FAST_SLOTS, FastSlot, HIDDEN_MAJOR,
     MARK_HCTX, MARK_QUEUES, MARK_TAGS, MAX_DEV_OPS, MAX_ERROR_KEYS, MAX_PROBE_STAMPS, MAX_QUEUES,
     MINOR_MASK, MarkWords, OFFSET_NONE, OP_DISCARD, OP_FLUSH, OP_OTHER, OP_READ, OP_WRITE, OpStats,
-    QueueSlot, UNREC_STATS_FULL, UNREC_UNSEEN_END, fast_index,
+    QueueSlot, UNREC_STATS_FULL, UNREC_UNSEEN_END, fast_index, hidden_name_minor,
 };
 use core::intrinsics::AtomicOrdering;
 
@@ -63,7 +63,8 @@ static BLOCK_STATS: PerCpuHashMap<DevOp, OpStats> =
 #[map]
 static BLOCK_FAST: PerCpuArray<FastSlot> = PerCpuArray::with_max_entries(FAST_SLOTS, 0);
 
-/// A zeroed `OpStats` to insert from (too large for the BPF stack). Never written.
+/// A zeroed `OpStats` to insert from (too large for the BPF stack), and zeroed memory for
+/// smaller values (`zeroed`). Never written.
 #[map]
 static BLOCK_ZERO: Array<OpStats> = Array::with_max_entries(1, 0);
 
@@ -188,10 +189,26 @@ impl Request {
     }
 }
 
+/// A zeroed `T` to insert into a map from, for any `T` no larger than `OpStats`.
+#[inline(always)]
+pub fn zeroed<T>() -> Option<&'static T> {
+    const { assert!(core::mem::size_of::<T>() <= core::mem::size_of::<OpStats>()) };
+    let p = BLOCK_ZERO.get_ptr(0)?;
+    // SAFETY: a map value of all zero bytes, never written, at least as large as `T`; every
+    // caller's `T` is plain integers, for which zero is a valid value.
+    Some(unsafe { &*(p as *const T) })
+}
+
 /// `dev_t` of a whole disk: its `part0`'s number, or before 5.15 its major and first minor,
-/// which every kernel keeps in the same form.
+/// which every kernel keeps in the same form; 0 for no disk (a request without one, such as
+/// an NVMe admin or fabrics command). The pointer is checked rather than read through:
+/// a load that faults is caught by the JIT's exception table, but a 5.10 guest panicked
+/// in that table's search when a request without a disk completed over NVMe/TCP.
 #[inline(always)]
 pub fn disk_dev(disk: *const u8) -> u32 {
+    if disk.is_null() {
+        return 0;
+    }
     if lay!(disk_seq) != OFFSET_NONE {
         // 5.15 and later: the number sysfs shows for the disk, or for a hidden disk, which
         // shows none (its `bd_dev` is set, but nothing names it), its sequence number.
@@ -202,6 +219,21 @@ pub fn disk_dev(disk: *const u8) -> u32 {
         }
         let seq: u64 = load(disk, lay!(disk_seq));
         return (HIDDEN_MAJOR << 20) | (seq as u32 & MINOR_MASK);
+    }
+    // Before 5.15 a hidden disk keeps its major and minor inside, but sysfs shows neither:
+    // it is named by its name instead.
+    if lay!(hidden_flag) != 0 {
+        let flags: u32 = load(disk, lay!(disk_flags));
+        if flags & lay!(hidden_flag) != 0 {
+            let name = lay!(disk_name);
+            let words = [
+                load(disk, name),
+                load(disk, name + 8),
+                load(disk, name + 16),
+                load(disk, name + 24),
+            ];
+            return (HIDDEN_MAJOR << 20) | hidden_name_minor(words);
+        }
     }
     let major: i32 = load(disk, lay!(disk_major));
     let minor: i32 = load(disk, lay!(disk_first_minor));

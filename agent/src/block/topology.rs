@@ -176,7 +176,7 @@ fn read_one(root: &Path, names: &[String], name: &str) -> Option<DeviceInfo> {
     let dev = match read_trim(&dir.join("dev")) {
         Some(d) => parse_dev(&d)?,
         // A hidden disk (an NVMe multipath path) has no number of its own.
-        None => crate::devices::hidden_dev(read_trim(&dir.join("diskseq"))?.parse().ok()?),
+        None => crate::devices::hidden_number(&dir)?,
     };
     let mut info = DeviceInfo {
         name: name.to_string(),
@@ -544,6 +544,20 @@ mod tests {
         assert_eq!(
             by_name(&all, "nvme3c3n1").dev,
             crate::devices::hidden_dev(31)
+        );
+    }
+
+    /// Before 5.15 a hidden path has neither a number nor a sequence number: it is named
+    /// by its name, as the probes name it.
+    #[test]
+    fn a_hidden_path_without_a_sequence_number_is_read_by_name() {
+        let s = FakeSys::new("hidden-old");
+        let path = s.device("virtual/nvme-fabrics/ctl/nvme2/nvme2c2n1", "259:7");
+        std::fs::remove_file(s.0.join(format!("{path}/dev"))).unwrap();
+        let all = read(&s.0);
+        assert_eq!(
+            by_name(&all, "nvme2c2n1").dev,
+            (agent_common::block::HIDDEN_MAJOR << 20) | crate::devices::name_minor("nvme2c2n1")
         );
     }
 

@@ -3,7 +3,7 @@
 //! Everything comes from BTF except the one fact older kernels keep only in a preprocessor
 //! macro: the bit of `QUEUE_FLAG_STATS`. Its value is in [`MACROS`], by kernel version.
 
-use agent_common::block::{BlockLayout, OFFSET_NONE};
+use agent_common::block::{BlockLayout, DISK_NAME_LEN, OFFSET_NONE};
 use anyhow::{Context, Result, bail, ensure};
 
 use crate::btf::{ArgType, Btf};
@@ -21,12 +21,23 @@ pub struct MacroValue {
 /// queue flags became an enum in 6.11 (renumbered; 7 there). Checked on 5.10 and 6.1 by the
 /// `vm` test tier: with the bit right, every request the kernel stamps is timed from the
 /// kernel's stamp and no probe stamp is left behind.
-pub const MACROS: &[MacroValue] = &[MacroValue {
-    name: "QUEUE_FLAG_STATS",
-    first: (5, 4),
-    last: (6, 10),
-    value: 20,
-}];
+/// `GENHD_FL_HIDDEN` (include/linux/genhd.h) is `0x0400` on the kernels that name disks
+/// without `diskseq`; only those read it (5.15 and later name a hidden disk by its
+/// sequence number).
+pub const MACROS: &[MacroValue] = &[
+    MacroValue {
+        name: "QUEUE_FLAG_STATS",
+        first: (5, 4),
+        last: (6, 10),
+        value: 20,
+    },
+    MacroValue {
+        name: "GENHD_FL_HIDDEN",
+        first: (5, 4),
+        last: (5, 14),
+        value: 0x0400,
+    },
+];
 
 /// The value of `name`: the enumerator where BTF has it, else the macro's value for this
 /// kernel version.
@@ -78,37 +89,33 @@ fn tracepoints(btf: &Btf) -> Result<bool> {
     }
 }
 
-/// Where the issuer probe finds the bio: the request's `bio` offset and the index of the bio
-/// among `block_getrq`'s arguments (after 5.10's request queue, or first).
-pub fn issuer(btf: &Btf) -> Result<(u32, u32)> {
-    let rq_bio = btf.offset_of_sized("request", "bio", 8)?;
-    let args = btf.tracepoint_args("block_getrq")?;
-    let bio = ArgType::Ptr("bio".into());
+/// Which argument of tracepoint `event` is the bio: 1 after 5.10's request queue, else 0.
+fn bio_arg(btf: &Btf, event: &str) -> Result<u32> {
+    let args = btf.tracepoint_args(event)?;
     let index = args
         .iter()
-        .position(|a| *a == bio)
-        .with_context(|| format!("tracepoint block_getrq passes no bio: {args:?}"))?;
+        .position(|a| *a == ArgType::Ptr("bio".into()))
+        .with_context(|| format!("tracepoint {event} passes no bio: {args:?}"))?;
     ensure!(
         index <= 1,
-        "tracepoint block_getrq: the bio is argument {index}"
+        "tracepoint {event}: the bio is argument {index}"
     );
-    Ok((rq_bio, index as u32))
+    Ok(index as u32)
+}
+
+/// Where the issuer probe finds the bio: the request's `bio` offset and the index of the bio
+/// among `block_getrq`'s arguments.
+pub fn issuer(btf: &Btf) -> Result<(u32, u32)> {
+    let rq_bio = btf.offset_of_sized("request", "bio", 8)?;
+    Ok((rq_bio, bio_arg(btf, "block_getrq")?))
 }
 
 /// What the bio probes read (bio-based devices), into `layout`: the bio's disk and queue, its
-/// op, size and status, and where `block_bio_queue` passes the bio (after 5.10's request
-/// queue, or first). `block_bio_complete` passes (queue, bio) on every kernel.
+/// op, size and status, and where `block_bio_queue` passes the bio. `block_bio_complete`
+/// passes (queue, bio) on every kernel.
 pub fn bio_layers(btf: &Btf, layout: &mut BlockLayout) -> Result<()> {
     let bio = ArgType::Ptr("bio".into());
-    let queue = btf.tracepoint_args("block_bio_queue")?;
-    let arg = queue
-        .iter()
-        .position(|a| *a == bio)
-        .with_context(|| format!("tracepoint block_bio_queue passes no bio: {queue:?}"))?;
-    ensure!(
-        arg <= 1,
-        "tracepoint block_bio_queue: the bio is argument {arg}"
-    );
+    let arg = bio_arg(btf, "block_bio_queue")?;
     let complete = btf.tracepoint_args("block_bio_complete")?;
     ensure!(
         complete.get(1) == Some(&bio),
@@ -128,7 +135,7 @@ pub fn bio_layers(btf: &Btf, layout: &mut BlockLayout) -> Result<()> {
         bio_opf: btf.offset_of_sized("bio", "bi_opf", 4)?,
         bio_size: btf.offset_of_nested("bio", "bi_iter", "bi_size")?,
         bio_status: btf.offset_of_sized("bio", "bi_status", 1)?,
-        bio_queue_arg: arg as u32,
+        bio_queue_arg: arg,
         ..*layout
     };
     Ok(())
@@ -192,20 +199,24 @@ pub fn layout(btf: &Btf, version: Option<(u32, u32)>) -> Result<BlockLayout> {
         bio_size: OFFSET_NONE,
         bio_status: OFFSET_NONE,
         bio_queue_arg: OFFSET_NONE,
-        ..hidden_disks(btf)
+        ..hidden_disks(btf, version)
     })
 }
 
-/// Where a disk's `dev_t` and sequence number lie (5.15 and later); OFFSET_NONE before, or
-/// where one of them is missing: disks are then named by major and first minor.
-fn hidden_disks(btf: &Btf) -> BlockLayout {
+/// How disks are named where sysfs shows no number for some (hidden NVMe multipath paths):
+/// from 5.15, a disk's `dev_t` and sequence number; before, its flags and name, with the
+/// hidden bit. Where neither resolves, disks are named by major and first minor only.
+fn hidden_disks(btf: &Btf, version: Option<(u32, u32)>) -> BlockLayout {
     let none = BlockLayout {
         disk_part0: OFFSET_NONE,
         bdev_devt: OFFSET_NONE,
         disk_seq: OFFSET_NONE,
+        disk_flags: OFFSET_NONE,
+        hidden_flag: 0,
+        disk_name: OFFSET_NONE,
         ..BlockLayout::default()
     };
-    let resolve = || -> Result<BlockLayout> {
+    let by_seq = || -> Result<BlockLayout> {
         Ok(BlockLayout {
             disk_part0: btf.offset_of_sized("gendisk", "part0", 8)?,
             bdev_devt: btf.offset_of_nested("block_device", "bd_device", "devt")?,
@@ -213,7 +224,20 @@ fn hidden_disks(btf: &Btf) -> BlockLayout {
             ..none
         })
     };
-    resolve().unwrap_or(none)
+    let by_name = || -> Result<BlockLayout> {
+        let flag = enumerator_or_macro(btf, "GENHD_FL_HIDDEN", version)?;
+        ensure!(
+            flag > 0 && flag <= u32::MAX as i64,
+            "kernel BTF: unexpected GENHD_FL_HIDDEN {flag}"
+        );
+        Ok(BlockLayout {
+            disk_flags: btf.offset_of_sized("gendisk", "flags", 4)?,
+            hidden_flag: flag as u32,
+            disk_name: btf.offset_of_sized("gendisk", "disk_name", DISK_NAME_LEN as u32)?,
+            ..none
+        })
+    };
+    by_seq().or_else(|_| by_name()).unwrap_or(none)
 }
 
 #[cfg(test)]
@@ -285,10 +309,13 @@ mod tests {
             queue.push(("disk", ptr, 64));
         }
         b.composite(false, "request_queue", 32, &queue);
+        let name_t = b.array(u8_t, 32);
         let mut disk = vec![
             ("major", int_t, 0),
             ("first_minor", int_t, 32),
             ("queue", ptr, 192),
+            ("flags", int_t, 256),
+            ("disk_name", name_t, 288),
         ];
         if k.queue_disk {
             // 5.15 and later: part0 is a pointer, and disks have a sequence number.
@@ -305,7 +332,7 @@ mod tests {
                 ],
             );
         }
-        b.composite(false, "gendisk", 32, &disk);
+        b.composite(false, "gendisk", 68, &disk);
         b.enumeration(
             if k.req_op { "req_op" } else { "req_opf" },
             &[
@@ -417,13 +444,19 @@ mod tests {
         let btf = Btf::parse(&kernel_like(NEW)).unwrap();
         let l = layout(&btf, Some((6, 12))).unwrap();
         assert_eq!((l.disk_part0, l.bdev_devt, l.disk_seq), (8, 16 + 12, 16));
-        // Before 5.15: major and first minor only.
+        assert_eq!(l.hidden_flag, 0, "no need for the name");
+        // Before 5.15: no sequence number; a hidden disk is named by its name, with the
+        // flag's value from the macro table.
         let btf = Btf::parse(&kernel_like(OLD)).unwrap();
         let l = layout(&btf, Some((5, 10))).unwrap();
         assert_eq!(
             (l.disk_part0, l.bdev_devt, l.disk_seq),
             (OFFSET_NONE, OFFSET_NONE, OFFSET_NONE)
         );
+        assert_eq!((l.disk_flags, l.hidden_flag, l.disk_name), (32, 0x400, 36));
+        // Outside the macro's range: major and first minor only.
+        assert_eq!(hidden_disks(&btf, Some((5, 15))).hidden_flag, 0);
+        assert_eq!(hidden_disks(&btf, None).hidden_flag, 0);
     }
 
     #[test]

@@ -342,4 +342,22 @@ mod tests {
             );
         }
     }
+
+    /// Each program is one BPF function: no calls of other functions (`memset`, say). A
+    /// 5.10 kernel panicked when a load in a program of two functions faulted and the
+    /// exception table was searched (see `disk_dev` on the kernel side).
+    #[test]
+    fn every_program_is_one_function() {
+        let obj = aya_obj::Object::parse(OBJECT).unwrap();
+        const CALL: u8 = 0x85;
+        const PSEUDO_CALL: u8 = 1;
+        for f in obj.functions.values() {
+            let calls = f
+                .instructions
+                .iter()
+                .filter(|i| i.code == CALL && i.src_reg() == PSEUDO_CALL)
+                .count();
+            assert_eq!(calls, 0, "{} calls another BPF function", f.name);
+        }
+    }
 }

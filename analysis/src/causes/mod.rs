@@ -19,12 +19,13 @@ mod slow_device;
 mod spurious;
 
 use crate::context::Context;
+use crate::prose;
 use crate::report::Candidate;
 use cpu::{CpuWait, cpu, cpu_explains, cpu_targets};
 use device::device_targets;
 use device_saturation::device_saturation;
 use mtu_mismatch::mtu_mismatch;
-use network::peers;
+use network::{peers, served_device};
 use network_congestion::network_congestion;
 use packet_loss::packet_loss;
 use slow_device::{cpu_wait, slow_device};
@@ -33,6 +34,8 @@ use spurious::mostly_spurious;
 /// Every candidate, best first.
 pub fn rank(cx: &Context) -> Vec<Candidate> {
     let mut out = Vec::new();
+    // Devices served over a path that a network cause explains.
+    let mut served_over_bad_paths: Vec<(String, String)> = Vec::new();
     for peer in peers(cx) {
         let mtu = mtu_mismatch(cx, peer.as_deref());
         let loss = packet_loss(cx, peer.as_deref(), mtu.requirement_met);
@@ -42,7 +45,15 @@ pub fn rank(cx: &Context) -> Vec<Candidate> {
             || loss.requirement_met
             || cpu_explains(cx, peer.as_deref())
             || mostly_spurious(cx, peer.as_deref());
-        out.push(network_congestion(cx, peer.as_deref(), explained));
+        let congestion = network_congestion(cx, peer.as_deref(), explained);
+        if let (Some(p), Some(d), true) = (
+            &peer,
+            served_device(cx, peer.as_deref()),
+            congestion.requirement_met || mtu.requirement_met || loss.requirement_met,
+        ) {
+            served_over_bad_paths.push((d, p.clone()));
+        }
+        out.push(congestion);
         out.push(mtu);
         out.push(loss);
     }
@@ -64,8 +75,22 @@ pub fn rank(cx: &Context) -> Vec<Candidate> {
         out.push(cpu(cx, &target, &waits));
     }
     for (target, wait) in &devices {
-        out.push(device_saturation(cx, target));
-        out.push(slow_device(cx, target, wait.as_ref()));
+        let mut found = [
+            device_saturation(cx, target),
+            slow_device(cx, target, wait.as_ref()),
+        ];
+        // A remote device's time is its path's when a network cause explains that path:
+        // the device is not shown to be slow or saturated itself.
+        for (device, peer) in &served_over_bad_paths {
+            if target.replica.is_none() && target.devices.contains(device) {
+                for c in found.iter_mut().filter(|c| c.requirement_met) {
+                    c.requirement_met = false;
+                    c.findings.push(prose::served_over(device, peer));
+                    c.score = score::score(cx, c);
+                }
+            }
+        }
+        out.extend(found);
     }
     // Whatever rose there, a place that holds almost none of the rise is not where the
     // latency went.

@@ -4,6 +4,7 @@
 use super::score::candidate;
 use crate::breakdown::PartKind;
 use crate::context::Context;
+use crate::layers::delayed_layer;
 use crate::prose;
 use crate::report::{Candidate, Cause};
 use crate::signals::{SignalKind, path_hosts};
@@ -28,12 +29,34 @@ pub(super) fn peers(cx: &Context) -> Vec<Option<String>> {
     out
 }
 
-/// The replica's share; none at all when the application's breakdown has no part for
-/// this peer (local-only IO), unknown without a breakdown.
+/// The replica's share, or the local device's when `peer` serves it over the network; none
+/// at all when the application's breakdown has no part for this peer (local-only IO),
+/// unknown without a breakdown.
 pub(super) fn net_share(cx: &Context, peer: Option<&str>) -> Option<f64> {
     let replica = peer.and_then(|p| cx.share(PartKind::Replica, Some(p)));
+    let served = || {
+        served_device(cx, peer)?;
+        cx.share(PartKind::LocalDevice, None)
+    };
     let known = cx.parts.complete && !cx.shares.is_empty();
-    replica.or(known.then_some(0.0))
+    replica.or_else(served).or(known.then_some(0.0))
+}
+
+/// The local device that `peer` serves over the network (NVMe over TCP, iSCSI): the layer
+/// the local IO's time goes to ([`delayed_layer`]), when its `peer` is this one.
+pub(super) fn served_device(cx: &Context, peer: Option<&str>) -> Option<String> {
+    let peer = peer?;
+    cx.parts
+        .devices
+        .iter()
+        .map(|d| delayed_layer(cx.subject, d, cx.direction.op(), &cx.intervals()))
+        .find(|layer| {
+            cx.subject
+                .devices
+                .get(layer)
+                .and_then(|d| d.peer.as_deref())
+                == Some(peer)
+        })
 }
 
 /// A candidate of `cause` on the path to `peer`: its place, share and replica.
@@ -44,7 +67,12 @@ pub(super) fn net_candidate(cx: &Context, cause: Cause, peer: Option<&str>) -> C
 }
 
 pub(super) fn net_location(cx: &Context, peer: Option<&str>) -> String {
-    prose::net_location(peer, net_replica(cx, peer).is_some(), &cx.subject.name)
+    prose::net_location(
+        peer,
+        net_replica(cx, peer).is_some(),
+        served_device(cx, peer).as_deref(),
+        &cx.subject.name,
+    )
 }
 
 /// The peer, when it is one of the replicas of the breakdown.

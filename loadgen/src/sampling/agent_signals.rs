@@ -25,7 +25,8 @@ pub enum Field {
     BlockErrors,
     BlockInflight,
     BlockQueueLimit,
-    /// A device and one device it sends its IO to (`stornet_block_device_info`).
+    /// A device, one device it sends its IO to, and the remote that serves it
+    /// (`stornet_block_device_info`).
     BlockParent,
     TcpRetransmits,
     TcpSrtt,
@@ -193,7 +194,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         Field::BlockParent,
         block::DEVICE_INFO,
         Part::Value,
-        &["device", "parent"],
+        &["device", "parent", "peer"],
         MetricType::Gauge,
         Fold::Max,
     ),
@@ -519,12 +520,19 @@ pub fn host(name: &str, addresses: Vec<String>, v: &Values, n: usize) -> Host {
             .queue_limit = v[k].clone();
     }
     h.devices.retain(|name, _| !name.is_empty());
-    // What each device with IO sits on, as the last interval that read it says.
+    // What each device with IO sits on, and who serves it over the network, as the last
+    // interval that read it says.
     for k in keys(Field::BlockParent) {
-        let (device, parent) = (&k.labels[0], &k.labels[1]);
+        let (device, parent, peer) = (&k.labels[0], &k.labels[1], &k.labels[2]);
         let listed = v[k].iter().rev().find_map(|x| *x).is_some_and(|x| x > 0.0);
-        if let (Some(d), true, false) = (h.devices.get_mut(device), listed, parent.is_empty()) {
+        let Some(d) = h.devices.get_mut(device).filter(|_| listed) else {
+            continue;
+        };
+        if !parent.is_empty() && !d.parents.contains(parent) {
             d.parents.push(parent.clone());
+        }
+        if !peer.is_empty() {
+            d.peer = Some(replica_address(peer));
         }
     }
 

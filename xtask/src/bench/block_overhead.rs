@@ -53,8 +53,9 @@ const ALL_OPTIONS: &str =
 const CGROUPS: &str = "[cgroups]\npaths = [\"*\"]\n";
 
 /// The default configuration without the bio probes: what they cost IO to a request-based
-/// device, whose bios they look at and leave.
-const NO_BIO: &str = "[probes]\ndisable = [\"block_bio_queue\", \"block_bio_completion\"]\n";
+/// device, whose bios they look at and leave. (It continues the `[probes]` section that
+/// `Agent::start` opens.)
+const NO_BIO: &str = "disable = [\"block_bio_queue\", \"block_bio_completion\"]\n";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Mode {

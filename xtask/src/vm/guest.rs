@@ -191,11 +191,8 @@ pub fn plan(kernel: &Kernel, boot: &Boot, bins: &Binaries, work: &Path) -> Resul
     if boot.sock_diag {
         modules.extend(["inet_diag", "tcp_diag"]);
     }
-    // NVMe over TCP, target and initiator, in every full boot of a kernel that has them and
-    // names its hidden multipath path devices (`diskseq`, 5.15 and later; before, a path
-    // has no name the agent can find, see docs/metrics.md).
-    let fabrics =
-        boot.full && kernel.series.version() >= (5, 15) && NVME_TCP.iter().all(|m| tree.has(m));
+    // NVMe over TCP, target and initiator, in every full boot of a kernel that has them.
+    let fabrics = boot.full && NVME_TCP.iter().all(|m| tree.has(m));
     if fabrics {
         modules.extend(NVME_TCP);
     }

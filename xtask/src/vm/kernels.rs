@@ -20,14 +20,6 @@ pub struct Series {
     pub distro: &'static str,
 }
 
-impl Series {
-    /// (major, minor) of the series.
-    pub fn version(&self) -> (u32, u32) {
-        let (major, minor) = self.series.split_once('.').unwrap_or((self.series, "0"));
-        (major.parse().unwrap_or(0), minor.parse().unwrap_or(0))
-    }
-}
-
 /// The kernels storage hosts run, oldest first: Debian 11, 12, 13, and the newest series in
 /// Debian 13's backports.
 pub const MATRIX: &[Series] = &[
