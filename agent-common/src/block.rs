@@ -134,6 +134,15 @@ pub const fn hidden_name_minor(words: [u64; 4]) -> u32 {
 /// The bytes of `disk_name` that [`hidden_name_minor`] folds.
 pub const DISK_NAME_LEN: usize = 32;
 
+/// `disk_name`'s bytes as the four little-endian words the probes read.
+pub fn name_words(bytes: &[u8; DISK_NAME_LEN]) -> [u64; 4] {
+    core::array::from_fn(|i| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&bytes[i * 8..i * 8 + 8]);
+        u64::from_le_bytes(w)
+    })
+}
+
 /// The major number stornet gives a disk without a `dev_t` of its own (a hidden NVMe
 /// multipath path): its minor is the low 20 bits of the disk's `diskseq`, which sysfs shows.
 /// No driver uses major 4095.
@@ -444,9 +453,6 @@ mod tests {
 
     #[test]
     fn hidden_names_fold_up_to_their_nul() {
-        let words = |b: &[u8; 32]| -> [u64; 4] {
-            core::array::from_fn(|i| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap()))
-        };
         let mut seen = [0u32; 6];
         for (k, len) in [1usize, 7, 8, 9, 16, 31].into_iter().enumerate() {
             let (mut clean, mut dirty) = ([0u8; 32], [0xa5u8; 32]);
@@ -455,10 +461,10 @@ mod tests {
                 dirty[i] = clean[i];
             }
             dirty[len] = 0;
-            let minor = hidden_name_minor(words(&clean));
+            let minor = hidden_name_minor(name_words(&clean));
             assert_eq!(
                 minor,
-                hidden_name_minor(words(&dirty)),
+                hidden_name_minor(name_words(&dirty)),
                 "a name of {len} bytes"
             );
             assert!(minor <= MINOR_MASK);

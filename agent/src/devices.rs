@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use agent_common::block::{
-    DISK_NAME_LEN, HIDDEN_MAJOR, MINOR_MASK, dev_major_minor, hidden_name_minor,
+    DISK_NAME_LEN, HIDDEN_MAJOR, MINOR_MASK, dev_major_minor, hidden_name_minor, name_words,
 };
 
 /// The `device` label of devices beyond the cap.
@@ -92,8 +92,7 @@ pub fn name_minor(name: &str) -> u32 {
     let mut bytes = [0u8; DISK_NAME_LEN];
     let n = name.len().min(DISK_NAME_LEN - 1);
     bytes[..n].copy_from_slice(&name.as_bytes()[..n]);
-    let word = |i: usize| u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
-    hidden_name_minor([word(0), word(1), word(2), word(3)])
+    hidden_name_minor(name_words(&bytes))
 }
 
 /// The `dev_t` the probes give the disk in `dir` (under /sys/class/block) when sysfs shows
@@ -114,7 +113,7 @@ fn is_hidden(dir: &Path, minor: u32) -> bool {
     hidden_number(dir) == Some((HIDDEN_MAJOR << 20) | minor)
 }
 
-/// The name of the hidden disk whose `diskseq` gives `minor`, under a
+/// The name of the hidden disk the probes give `minor` ([`hidden_number`]), under a
 /// `/sys/class/block`-like directory: `known` (the last name found) if it still is, else
 /// whichever is.
 pub fn hidden(class_block: &Path, minor: u32, known: Option<&str>) -> Option<String> {
@@ -315,11 +314,7 @@ mod tests {
         bytes[..9].copy_from_slice(b"nvme1c1n1");
         bytes[9] = 0;
         bytes[20] = 0;
-        let words: Vec<u64> = bytes
-            .chunks(8)
-            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
-            .collect();
-        let minor = hidden_name_minor([words[0], words[1], words[2], words[3]]);
+        let minor = hidden_name_minor(name_words(&bytes));
         assert_eq!(minor, name_minor("nvme1c1n1"));
         assert_ne!(minor, name_minor("nvme1c2n1"));
         assert_eq!(hidden(&dir, minor, None).as_deref(), Some("nvme1c1n1"));

@@ -1,7 +1,10 @@
 //! What a direction is judged on: the run, the analysed host and direction, its latency
 //! breakdown and scored signals, and whether raised intervals or the whole run are judged.
 
+use std::cell::OnceCell;
+
 use crate::breakdown::{PartKind, PartShare, Parts};
+use crate::layers::layers_of;
 use crate::model::{Direction, Host, Run};
 use crate::series::{all, at};
 use crate::signals::{Signal, SignalScore};
@@ -27,9 +30,24 @@ pub struct Context<'a> {
     pub signals: &'a [Signal],
     pub scores: &'a [SignalScore],
     pub mode: Mode<'a>,
+    /// The layers the local IO's time goes to: found once, when first asked for.
+    pub(crate) local_layers: OnceCell<Vec<String>>,
 }
 
 impl Context<'_> {
+    /// The layers the local IO's time goes to ([`layers_of`] the local devices of the
+    /// breakdown, over the judged intervals).
+    pub fn local_layers(&self) -> &[String] {
+        self.local_layers.get_or_init(|| {
+            layers_of(
+                self.subject,
+                &self.parts.devices,
+                self.direction.op(),
+                &self.intervals(),
+            )
+        })
+    }
+
     /// The judged intervals: the raised ones, or all of the run.
     pub fn intervals(&self) -> Vec<usize> {
         match self.mode {

@@ -41,6 +41,18 @@ pub fn delayed_layer(host: &Host, device: &str, op: &str, intervals: &[usize]) -
     at_layer
 }
 
+/// The layers the time per IO of each of `devices` goes to ([`delayed_layer`]), each once.
+pub fn layers_of(host: &Host, devices: &[String], op: &str, intervals: &[usize]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for d in devices {
+        let layer = delayed_layer(host, d, op, intervals);
+        if !out.contains(&layer) {
+            out.push(layer);
+        }
+    }
+    out
+}
+
 /// Mean time per IO of a device and op (queue and service) over `intervals`, weighted by
 /// the IOs of each interval.
 pub fn time_per_io(host: &Host, device: &str, op: &str, intervals: &[usize]) -> Option<f64> {

@@ -194,6 +194,7 @@ fn direction(run: &Run, h: &Host, d: Direction, lat: &Latency, t: &Thresholds) -
         signals: &signals,
         scores: &scores,
         mode,
+        local_layers: Default::default(),
     };
     let candidates = rank(&cx);
     let p99_value = merged(&lat.histograms, &p99_over)

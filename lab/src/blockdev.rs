@@ -326,16 +326,32 @@ impl DiskStat {
 /// A scrape and the device's sysfs counters, taken while the device was quiet: retried until
 /// sysfs reads the same before and after the scrape.
 pub fn settled<T>(scrape: &dyn Fn() -> Result<T>, disk: &dyn Counted) -> (T, DiskStat) {
-    disk.settle();
+    let (samples, mut stats) = settled_all(scrape, &[disk]);
+    (samples, stats.remove(0))
+}
+
+/// [`settled`] for several devices at once (the layers of a stack): every one quiet.
+pub fn settled_all<T>(
+    scrape: &dyn Fn() -> Result<T>,
+    disks: &[&dyn Counted],
+) -> (T, Vec<DiskStat>) {
+    let stats = || -> Vec<DiskStat> {
+        disks
+            .iter()
+            .map(|d| d.stat().expect("sysfs stat"))
+            .collect()
+    };
+    disks.iter().for_each(|d| d.settle());
     for _ in 0..50 {
-        let before = disk.stat().expect("sysfs stat");
+        let before = stats();
         let samples = scrape().expect("scrape");
-        if disk.stat().expect("sysfs stat") == before && before.in_flight == 0 {
+        if stats() == before && before.iter().all(|s| s.in_flight == 0) {
             return (samples, before);
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
-    panic!("{} did not go quiet", disk.name());
+    let names: Vec<&str> = disks.iter().map(|d| d.name()).collect();
+    panic!("{} did not go quiet", names.join(", "));
 }
 
 /// A 4 KiB-aligned buffer for O_DIRECT.

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use loadgen::sampling::agent_signals::{host, reading};
 use loadgen::sampling::deltas::Deltas;
-use stornet_lab::blockdev::{Counted, Disk, DiskStat, LoopDevice, direct_writes};
+use stornet_lab::blockdev::{Counted, Disk, LoopDevice, direct_writes, settled_all};
 use stornet_lab::dm::DmDevice;
 use stornet_lab::metrics::{Sample, count};
 
@@ -40,21 +40,6 @@ fn parents<'a>(s: &'a [Sample], device: &str) -> Vec<&'a str> {
         .collect()
 }
 
-/// Scrapes once no layer moves: every device's sysfs counters read the same around it.
-fn quiet_scrape(layers: &[&dyn Counted]) -> (Vec<Sample>, Vec<DiskStat>) {
-    let agent = crate::shared::agent();
-    for _ in 0..50 {
-        layers.iter().for_each(|l| l.settle());
-        let stats = || -> Vec<DiskStat> { layers.iter().map(|l| l.stat().unwrap()).collect() };
-        let before = stats();
-        let samples = agent.scrape().expect("scrape");
-        if stats() == before && before.iter().all(|s| s.in_flight == 0) {
-            return (samples, before);
-        }
-    }
-    panic!("the stack did not go quiet");
-}
-
 #[test]
 fn dm_layers_are_counted_each_for_its_own_device() {
     let lo = LoopDevice::new("stacked", 32 << 20).expect("loop device");
@@ -64,10 +49,12 @@ fn dm_layers_are_counted_each_for_its_own_device() {
     let slow = DmDevice::linear("slow", Path::new("/dev/nullb0")).expect("dm-linear over null_blk");
     let layers: [&dyn Counted; 5] = [&top, &delay, &lo, &slow, &null];
 
-    let (before, s0) = quiet_scrape(&layers);
+    let agent = crate::shared::agent();
+    let scrape = || agent.scrape();
+    let (before, s0) = settled_all(&scrape, &layers);
     direct_writes(&top.dev, WRITES, 4096).expect("writes through the delayed stack");
     direct_writes(&slow.dev, WRITES, 4096).expect("writes through the slow stack");
-    let (after, s1) = quiet_scrape(&layers);
+    let (after, s1) = settled_all(&scrape, &layers);
 
     for (layer, (a, b)) in layers.iter().zip(s0.iter().zip(&s1)) {
         let name = layer.name();

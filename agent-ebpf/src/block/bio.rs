@@ -6,8 +6,9 @@
 //! Request-based devices return after four reads at `block_bio_queue`; their bios are never
 //! recorded, so their completions find nothing (one lookup) and are not counted twice.
 
-use agent_common::block::STAMP_BIO;
-use agent_common::block::{BioStart, DevOp, ErrorKey, MAX_BIOS, OFFSET_NONE, OP_FLUSH, OP_WRITE};
+use agent_common::block::{
+    BioStart, DevOp, ErrorKey, MAX_BIOS, OFFSET_NONE, OP_FLUSH, OP_WRITE, STAMP_BIO,
+};
 use agent_common::hist::{latency_slot, size_slot};
 use aya_ebpf::helpers::bpf_ktime_get_ns;
 use aya_ebpf::macros::map;
@@ -78,9 +79,9 @@ pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
     };
     // SAFETY: a map value, copied once.
     let start = unsafe { *p };
-    let _ = BLOCK_BIOS.remove(key);
     // SAFETY: bpf_ktime_get_ns has no preconditions.
     let now = unsafe { bpf_ktime_get_ns() };
+    let _ = BLOCK_BIOS.remove(key);
     if start.dev == 0 {
         return Ok(());
     }

@@ -4,7 +4,7 @@
 use super::score::SPECIFIC;
 use crate::breakdown::{PartKind, local_devices};
 use crate::context::{Context, Mode};
-use crate::layers::delayed_layer;
+use crate::layers::layers_of;
 use crate::model::{Device, Host};
 use crate::prose;
 use crate::series::at;
@@ -26,7 +26,8 @@ pub(super) struct Target<'a> {
 pub(super) fn device_targets<'a>(cx: &Context<'a>) -> Vec<Target<'a>> {
     let mut out = Vec::new();
     if cx.parts.get(PartKind::LocalDevice).is_some() || !cx.parts.devices.is_empty() {
-        out.push(Target::layered(cx, cx.subject, &cx.parts.devices, None));
+        let layers = cx.local_layers().to_vec();
+        out.push(Target::layered(cx.subject, &cx.parts.devices, layers, None));
     }
     for p in cx.parts.replicas() {
         if let Some(h) = cx.run.host_with_address(&p.key)
@@ -34,7 +35,8 @@ pub(super) fn device_targets<'a>(cx: &Context<'a>) -> Vec<Target<'a>> {
         {
             let devices = local_devices(h, cx.direction);
             if !devices.is_empty() {
-                out.push(Target::layered(cx, h, &devices, Some(p.key.clone())));
+                let layers = layers_of(h, &devices, cx.direction.op(), &cx.intervals());
+                out.push(Target::layered(h, &devices, layers, Some(p.key.clone())));
             }
         }
     }
@@ -42,20 +44,13 @@ pub(super) fn device_targets<'a>(cx: &Context<'a>) -> Vec<Target<'a>> {
 }
 
 impl<'a> Target<'a> {
-    /// The target of IO sent to `sent_to` on `host`: the layers its time goes to.
+    /// The target of IO sent to `sent_to` on `host`, whose time goes to `devices`.
     fn layered(
-        cx: &Context,
         host: &'a Host,
         sent_to: &[String],
+        devices: Vec<String>,
         replica: Option<String>,
     ) -> Target<'a> {
-        let mut devices: Vec<String> = Vec::new();
-        for d in sent_to {
-            let layer = delayed_layer(host, d, cx.direction.op(), &cx.intervals());
-            if !devices.contains(&layer) {
-                devices.push(layer);
-            }
-        }
         let above = if devices.as_slice() == sent_to {
             Vec::new()
         } else {

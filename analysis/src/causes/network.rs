@@ -4,7 +4,6 @@
 use super::score::candidate;
 use crate::breakdown::PartKind;
 use crate::context::Context;
-use crate::layers::delayed_layer;
 use crate::prose;
 use crate::report::{Candidate, Cause};
 use crate::signals::{SignalKind, path_hosts};
@@ -42,21 +41,20 @@ pub(super) fn net_share(cx: &Context, peer: Option<&str>) -> Option<f64> {
     replica.or_else(served).or(known.then_some(0.0))
 }
 
-/// The local device that `peer` serves over the network (NVMe over TCP, iSCSI): the layer
-/// the local IO's time goes to ([`delayed_layer`]), when its `peer` is this one.
+/// The local device that `peer` serves over the network (NVMe over TCP, iSCSI): a layer
+/// the local IO's time goes to ([`Context::local_layers`]), when its `peer` is this one.
 pub(super) fn served_device(cx: &Context, peer: Option<&str>) -> Option<String> {
     let peer = peer?;
-    cx.parts
-        .devices
+    cx.local_layers()
         .iter()
-        .map(|d| delayed_layer(cx.subject, d, cx.direction.op(), &cx.intervals()))
         .find(|layer| {
             cx.subject
                 .devices
-                .get(layer)
+                .get(*layer)
                 .and_then(|d| d.peer.as_deref())
                 == Some(peer)
         })
+        .cloned()
 }
 
 /// A candidate of `cause` on the path to `peer`: its place, share and replica.
