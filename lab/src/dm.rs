@@ -1,4 +1,4 @@
-//! Device-mapper devices made with `dmsetup` (linear, delay, …), for stacked-device tests in
+//! Device-mapper devices made with `dmsetup` (linear, delay, crypt), for stacked-device tests in
 //! the vm tier's guests, whose kernels have the dm modules. Removed on drop.
 
 use std::path::{Path, PathBuf};
@@ -78,7 +78,21 @@ impl DmDevice {
         let n = sectors(below)?;
         DmDevice::create(tag, &format!("0 {n} delay {} 0 {ms}", below.display()))
     }
+
+    /// A device over all of `below` that encrypts what it writes (AES-CBC, which every
+    /// kernel of the vm tier builds in, with dm-crypt's own `plain64` IV).
+    pub fn crypt(tag: &str, below: &Path) -> Result<DmDevice> {
+        let n = sectors(below)?;
+        let table = format!(
+            "0 {n} crypt aes-cbc-plain64 {TEST_KEY} 0 {} 0",
+            below.display()
+        );
+        DmDevice::create(tag, &table)
+    }
 }
+
+/// The key of [`DmDevice::crypt`]: fixed, since the device holds test data only.
+const TEST_KEY: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 
 impl Counted for DmDevice {
     fn name(&self) -> &str {

@@ -22,6 +22,7 @@ pub mod host_cpu;
 pub mod k8s;
 pub mod lab;
 pub mod loadgen;
+pub mod md;
 pub mod metric_docs;
 pub mod metrics;
 pub mod netns;

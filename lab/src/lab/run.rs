@@ -1,7 +1,8 @@
 //! A replicated-write run in the lab, end to end: stornet-agent on the client host (watching
 //! every lab namespace), `loadgen serve` on each replica host, `loadgen run --replica … --agent
 //! … --record` on the client host (inside its disk's cgroup), then `loadgen analyze` of the
-//! record. What the scenario tests and the demo run.
+//! record. What the scenario tests and the demo run; [`device_run`] runs the same on a device
+//! that no replica backs (one served over NVMe/TCP).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -249,76 +250,115 @@ impl<'a> ReplicatedRun<'a> {
         name: &str,
         html: Option<&Path>,
     ) -> Result<Outcome> {
-        let record = out_dir.join(format!("{name}.json"));
-        let mut args: Vec<String> = vec![
-            "run".into(),
-            format!("--name={name}"),
-            format!("--filename={}", disk.path().display()),
-        ];
+        let mut args: Vec<String> = vec![format!("--filename={}", disk.path().display())];
         args.extend(w.args());
         args.extend(
             self.replica_addrs()
                 .iter()
                 .map(|a| format!("--replica={a}")),
         );
-        args.extend([format!(
+        args.push(format!(
             "--agent={}=http://{}",
             self.client.name, self.agent.addr
-        )]);
+        ));
         args.extend(self.nodes.iter().map(Node::agent_flag));
-        args.extend([
-            format!("--record={}", record.display()),
-            "--output-format=json".into(),
-            "--eta=never".into(),
-        ]);
-        let bin = crate::bins::path("loadgen");
-        let mut cmd = self.client.ns.command(bin.to_str().context("binary path")?);
-        cmd.args(&args);
-        disk.enter_on_spawn(&mut cmd)?;
-
-        let _ = std::fs::remove_file(&record);
         for n in &self.nodes {
             n.clear_volumes()
                 .with_context(|| format!("clearing the volumes of node {}", n.name))?;
         }
-        let snmp0 = self.client.ns.snmp_tcp("RetransSegs")?;
-        let qdisc0 = self.lab.port_qdisc_drops()?;
-        let rx0 = self.lab.port_rx_drops()?;
-        let start = Instant::now();
-        let (code, stdout, stderr) = run_interruptible(cmd)?;
-        let seconds = start.elapsed().as_secs_f64();
-        let (report, failure) = match code {
-            Some(0) => (
-                serde_json::from_str(&stdout)
-                    .with_context(|| format!("loadgen's report is not JSON; stderr: {stderr}"))?,
-                None,
-            ),
-            Some(1) if record.exists() => (
-                Value::Null,
-                Some(stderr.trim().lines().last().unwrap_or_default().to_string()),
-            ),
-            _ => bail!(
-                "loadgen run in {} exited with {code:?}: {}",
-                self.client.ns.name,
-                stderr.trim()
-            ),
-        };
-        let retransmits = self.client.ns.snmp_tcp("RetransSegs")? - snmp0;
-        let qdisc_drops = self.lab.port_qdisc_drops()? - qdisc0;
-        let port_rx_drops = self.lab.port_rx_drops()? - rx0;
-        let analysis = analyze(&record, html)?;
-        Ok(Outcome {
-            report,
-            failure,
-            analysis,
-            record,
-            loadgen_stderr: stderr,
-            retransmits,
-            qdisc_drops,
-            port_rx_drops,
-            seconds,
-        })
+        let mut cmd = loadgen_run(self.client, &args, out_dir, name)?;
+        disk.enter_on_spawn(&mut cmd)?;
+        finish(self.lab, self.client, cmd, out_dir, name, html)
     }
+}
+
+/// Runs `w` from `client` on `device`, a block device of the host that no replica backs
+/// (one served over NVMe/TCP, say), sampling `agent`; records it to `out_dir/<name>.json`
+/// and analyses the record. A run that failed after writing its record is analysed too, with
+/// the failure in the outcome.
+pub fn device_run(
+    lab: &Lab,
+    client: &Host,
+    agent: &AgentProcess,
+    device: &Path,
+    w: &Workload,
+    out_dir: &Path,
+    name: &str,
+) -> Result<Outcome> {
+    let mut args = vec![format!("--filename={}", device.display())];
+    args.extend(w.args());
+    args.push(format!("--agent={}=http://{}", client.name, agent.addr));
+    let cmd = loadgen_run(client, &args, out_dir, name)?;
+    finish(lab, client, cmd, out_dir, name, None)
+}
+
+/// `loadgen run --name=NAME ARGS --record=out_dir/NAME.json …` in `client`'s namespace.
+fn loadgen_run(client: &Host, args: &[String], out_dir: &Path, name: &str) -> Result<Command> {
+    let bin = crate::bins::path("loadgen");
+    let mut cmd = client.ns.command(bin.to_str().context("binary path")?);
+    cmd.arg("run")
+        .arg(format!("--name={name}"))
+        .args(args)
+        .args([
+            format!(
+                "--record={}",
+                out_dir.join(format!("{name}.json")).display()
+            ),
+            "--output-format=json".into(),
+            "--eta=never".into(),
+        ]);
+    Ok(cmd)
+}
+
+/// Runs `cmd` (from [`loadgen_run`]) to its end, counts what the kernel saw meanwhile and
+/// analyses the record.
+fn finish(
+    lab: &Lab,
+    client: &Host,
+    cmd: Command,
+    out_dir: &Path,
+    name: &str,
+    html: Option<&Path>,
+) -> Result<Outcome> {
+    let record = out_dir.join(format!("{name}.json"));
+    let _ = std::fs::remove_file(&record);
+    let snmp0 = client.ns.snmp_tcp("RetransSegs")?;
+    let qdisc0 = lab.port_qdisc_drops()?;
+    let rx0 = lab.port_rx_drops()?;
+    let start = Instant::now();
+    let (code, stdout, stderr) = run_interruptible(cmd)?;
+    let seconds = start.elapsed().as_secs_f64();
+    let (report, failure) = match code {
+        Some(0) => (
+            serde_json::from_str(&stdout)
+                .with_context(|| format!("loadgen's report is not JSON; stderr: {stderr}"))?,
+            None,
+        ),
+        Some(1) if record.exists() => (
+            Value::Null,
+            Some(stderr.trim().lines().last().unwrap_or_default().to_string()),
+        ),
+        _ => bail!(
+            "loadgen run in {} exited with {code:?}: {}",
+            client.ns.name,
+            stderr.trim()
+        ),
+    };
+    let retransmits = client.ns.snmp_tcp("RetransSegs")? - snmp0;
+    let qdisc_drops = lab.port_qdisc_drops()? - qdisc0;
+    let port_rx_drops = lab.port_rx_drops()? - rx0;
+    let analysis = analyze(&record, html)?;
+    Ok(Outcome {
+        report,
+        failure,
+        analysis,
+        record,
+        loadgen_stderr: stderr,
+        retransmits,
+        qdisc_drops,
+        port_rx_drops,
+        seconds,
+    })
 }
 
 /// `loadgen analyze RECORD --format json [--html FILE]`.

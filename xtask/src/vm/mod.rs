@@ -306,11 +306,18 @@ fn build() -> Result<Binaries> {
             bail!("cargo did not report the {wanted} test binary");
         }
     }
-    let agent = cmd::workspace_root().join("target/release/stornet-agent");
-    // The guests have no nightly toolchain: check that the agent binary is there.
-    Command::new(&agent)
-        .arg("--version")
-        .output()
-        .with_context(|| format!("{} does not run", agent.display()))?;
-    Ok(Binaries { agent, tests })
+    let release = cmd::workspace_root().join("target/release");
+    let (agent, loadgen) = (release.join("stornet-agent"), release.join("loadgen"));
+    // The guests have no nightly toolchain: check that the binaries are there.
+    for bin in [&agent, &loadgen] {
+        Command::new(bin)
+            .arg("--version")
+            .output()
+            .with_context(|| format!("{} does not run", bin.display()))?;
+    }
+    Ok(Binaries {
+        agent,
+        loadgen,
+        tests,
+    })
 }
