@@ -61,8 +61,9 @@ pub struct BlockLayout {
     /// `enum mq_rq_state` value `MQ_RQ_IDLE`: a request in this state was never dispatched
     /// (or was requeued).
     pub mq_rq_idle: u32,
-    /// `struct request`: `bio`, the request's first bio (issuer attribution; `OFFSET_NONE`
-    /// when it did not resolve, and the issuer probe stays down).
+    /// `struct request`: `bio`, the request's first bio (issuer attribution, and the bio
+    /// probes' look at a completed request's bios; `OFFSET_NONE` when it did not resolve,
+    /// and those probes stay down).
     pub rq_bio: u32,
     /// Which argument of `block_getrq` is the bio: 0 (`(struct bio *)`, 5.11 and later) or 1
     /// (`(struct request_queue *, struct bio *, int)`); user space loads the program for it.
@@ -85,6 +86,8 @@ pub struct BlockLayout {
     pub bio_opf: u32,
     pub bio_size: u32,
     pub bio_status: u32,
+    /// `bio.bi_next`: the next bio of a request.
+    pub bio_next: u32,
     /// Which argument of `block_bio_queue` is the bio: 0 (5.11 and later) or 1 (after the
     /// request queue); user space loads the program for it.
     pub bio_queue_arg: u32,
@@ -95,7 +98,7 @@ pub struct BlockLayout {
     pub hidden_flag: u32,
     pub disk_name: u32,
 }
-assert_size!(BlockLayout, 164);
+assert_size!(BlockLayout, 168);
 
 /// The minor stornet gives a hidden disk on kernels without `diskseq` (before 5.15): its
 /// `disk_name` (32 bytes) read as four little-endian words, every byte from the first NUL on
@@ -318,8 +321,13 @@ pub struct BlockControl {
     /// Non-zero: account each completed request to the cgroup that issued it (the issuer
     /// probe, attached only then, records it per request).
     pub cgroups: u32,
+    /// Non-zero: look the bios of each completed request up among those timed through a
+    /// bio-based device. md hands its own bio to the device below on some kernels (5.10),
+    /// and the kernel traces no completion for a bio that completes as part of a request;
+    /// user space sets this while an md array exists.
+    pub bios_in_requests: u32,
 }
-assert_size!(BlockControl, 12);
+assert_size!(BlockControl, 16);
 
 /// Map key of the per-cgroup counters: a device, an op and the issuing task's cgroup v2 id
 /// (0: the issuer was not seen).

@@ -4,7 +4,10 @@
 //! that device: its service time is all the time the IO spent in that layer and below.
 //!
 //! Request-based devices return after four reads at `block_bio_queue`; their bios are never
-//! recorded, so their completions find nothing (one lookup) and are not counted twice.
+//! recorded, so their completions find nothing (one lookup) and are not counted twice. A bio
+//! that a bio-based device hands down as it is completes as part of a request, for which the
+//! kernel traces no bio completion unless the driver does (NVMe multipath does; md on 5.10
+//! does not): while user space says so, the request completion looks its bios up too.
 
 use agent_common::block::{
     BioStart, DevOp, ErrorKey, MAX_BIOS, OFFSET_NONE, OP_FLUSH, OP_WRITE, STAMP_BIO,
@@ -72,10 +75,40 @@ pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
     if !ready(probe::BLOCK_BIO_COMPLETION) {
         return Ok(());
     }
-    let bio: *const u8 = ctx.arg(1);
+    finish(ctx.arg(1), None);
+    Ok(())
+}
+
+/// Bios of one request looked up at its completion; merged bios beyond these are left to
+/// the map's LRU.
+const REQUEST_BIOS: usize = 4;
+
+/// A request completed with `status` (`block_rq_complete`, while user space sets
+/// `bios_in_requests`): the kernel traces no completion for the bios of a request, so a bio
+/// that a bio-based device handed down as it is (md on 5.10) completes here.
+#[inline(always)]
+pub fn complete_request_bios(rq: *const u8, status: u32) {
+    if !ready(probe::BLOCK_BIO_COMPLETION) {
+        return;
+    }
+    let mut bio: *const u8 = load(rq, lay!(rq_bio));
+    for _ in 0..REQUEST_BIOS {
+        if bio.is_null() {
+            return;
+        }
+        finish(bio, Some(status));
+        bio = load(bio, lay!(bio_next));
+    }
+}
+
+/// Counts `bio` for the bio-based device it entered, if it entered one, and consumes its
+/// entry. `request_status`: its request's, when it completes as part of one (its own
+/// `bi_status` is set only after).
+#[inline(always)]
+fn finish(bio: *const u8, request_status: Option<u32>) {
     let key = bio as u64;
     let Some(p) = BLOCK_BIOS.get_ptr(key) else {
-        return Ok(());
+        return;
     };
     // SAFETY: a map value, copied once.
     let start = unsafe { *p };
@@ -83,14 +116,14 @@ pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
     let now = unsafe { bpf_ktime_get_ns() };
     let _ = BLOCK_BIOS.remove(key);
     if start.dev == 0 {
-        return Ok(());
+        return;
     }
-    let status: u8 = load(bio, lay!(bio_status));
+    let status = request_status.unwrap_or_else(|| load::<u8>(bio, lay!(bio_status)) as u32);
     if status != 0 {
         count_error(&ErrorKey {
             dev: start.dev,
             op: start.op,
-            status: status as u32,
+            status,
             _pad: 0,
         });
     }
@@ -101,7 +134,7 @@ pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
             op: start.op,
         },
     ) else {
-        return Ok(());
+        return;
     };
     let service = now.saturating_sub(start.start_ns);
     s.size[size_slot(start.bytes as u64)] += 1;
@@ -109,5 +142,4 @@ pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
     s.service[latency_slot(service)] += 1;
     s.service_ns += service;
     count(STAMP_BIO);
-    Ok(())
 }

@@ -10,8 +10,8 @@ use aya_ebpf::helpers::bpf_ktime_get_ns;
 use aya_ebpf::programs::BtfTracePointContext;
 
 use super::{
-    Request, control, count, count_error, issuer, kernel_path, lay, leave_request, load, stamps,
-    stats,
+    Request, bio, control, count, count_error, issuer, kernel_path, lay, leave_request, load,
+    stamps, stats,
 };
 use crate::ready::ready;
 use agent_common::ready as probe;
@@ -46,6 +46,9 @@ pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
     // SAFETY: bpf_ktime_get_ns has no preconditions.
     let now = unsafe { bpf_ktime_get_ns() };
     let ctl = control().ok_or(-1)?;
+    if ctl.bios_in_requests != 0 {
+        bio::complete_request_bios(rq, status);
+    }
     let io_start = req.io_start_ns();
     let (dispatch, source) = if kernel_path(ctl, &req, io_start) {
         (io_start, STAMP_KERNEL)

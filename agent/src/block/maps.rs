@@ -43,6 +43,8 @@ pub struct BlockMaps {
     stats: PerCpuHashMap<MapData, DevOp, OpStats>,
     queues: Array<MapData, QueueSlot>,
     control: Array<MapData, BlockControl>,
+    /// What was last written to `control`.
+    settings: BlockControl,
     errors: HashMap<MapData, ErrorKey, u64>,
     /// Copies of the fds of the maps read at each scrape, for batch reads.
     read_fds: ReadFds,
@@ -123,6 +125,7 @@ impl BlockMaps {
             stats: PerCpuHashMap::try_from(stats)?,
             queues: Array::try_from(take(probes, maps::BLOCK_QUEUES)?)?,
             control: Array::try_from(take(probes, maps::BLOCK_CONTROL)?)?,
+            settings: BlockControl::default(),
             errors: HashMap::try_from(errors)?,
             read_fds,
         })
@@ -137,14 +140,32 @@ impl BlockMaps {
         track_inflight: bool,
         cgroups: bool,
     ) -> Result<()> {
-        let ctl = BlockControl {
+        self.write(BlockControl {
             probe_stamps: probe_stamps as u32,
             track_inflight: track_inflight as u32,
             cgroups: cgroups as u32,
-        };
+            ..self.settings
+        })
+    }
+
+    /// Whether the request completion looks a request's bios up among those timed through
+    /// a bio-based device (`BlockControl::bios_in_requests`); written only when it changes.
+    pub fn look_up_request_bios(&mut self, on: bool) -> Result<()> {
+        if (self.settings.bios_in_requests != 0) == on {
+            return Ok(());
+        }
+        self.write(BlockControl {
+            bios_in_requests: on as u32,
+            ..self.settings
+        })
+    }
+
+    fn write(&mut self, ctl: BlockControl) -> Result<()> {
         self.control
             .set(0, ctl, 0)
-            .with_context(|| format!("writing {}", maps::BLOCK_CONTROL))
+            .with_context(|| format!("writing {}", maps::BLOCK_CONTROL))?;
+        self.settings = ctl;
+        Ok(())
     }
 
     pub fn snapshot(&self) -> Result<BlockSnapshot> {

@@ -62,6 +62,7 @@ pub fn collector(
             config.inflight_at_issue,
             cgroups.is_some(),
         )?;
+        maps.look_up_request_bios(has_md_arrays(Path::new("/sys/block")))?;
         Ok(BlockCollector {
             maps: Mutex::new(maps),
             cgroups,
@@ -85,6 +86,7 @@ pub fn collector(
 impl Collector for BlockCollector {
     fn collect(&self, out: &mut Vec<MetricFamily>) -> Result<()> {
         let mut maps = self.maps.lock().expect("block maps");
+        maps.look_up_request_bios(has_md_arrays(Path::new("/sys/block")))?;
         let mut snap = maps.snapshot()?;
         let devs: std::collections::BTreeSet<u32> = snap.ops.keys().map(|k| k.dev).collect();
         let gone: Vec<u32> = devs
@@ -151,6 +153,17 @@ fn timed(s: &agent_common::block::OpStats) -> u64 {
     s.service.iter().sum()
 }
 
+/// Whether any md array exists (a device in `sys_block` with an `md/` directory). md hands
+/// its own bio to the devices below on some kernels (5.10), whose completion the kernel then
+/// does not trace: while an array exists, the request completion looks its bios up.
+fn has_md_arrays(sys_block: &Path) -> bool {
+    std::fs::read_dir(sys_block)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| e.path().join("md").is_dir())
+}
+
 /// The kernel's count of a disk's requests in flight (dispatched to the driver, not yet
 /// completed): `/sys/block/<name>/inflight`, reads plus writes.
 fn kernel_inflight(sys_block: &Path, name: &str) -> Option<i64> {
@@ -176,6 +189,17 @@ mod tests {
         assert_eq!(kernel_inflight(&dir, "sda"), Some(8));
         assert_eq!(kernel_inflight(&dir, "bad"), None);
         assert_eq!(kernel_inflight(&dir, "gone"), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn md_arrays_are_devices_with_an_md_directory() {
+        let dir = std::env::temp_dir().join(format!("stornet-md-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("sda")).unwrap();
+        assert!(!has_md_arrays(&dir));
+        std::fs::create_dir_all(dir.join("md_data/md")).unwrap();
+        assert!(has_md_arrays(&dir));
+        assert!(!has_md_arrays(&dir.join("missing")));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

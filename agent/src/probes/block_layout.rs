@@ -111,7 +111,7 @@ pub fn issuer(btf: &Btf) -> Result<(u32, u32)> {
 }
 
 /// What the bio probes read (bio-based devices), into `layout`: the bio's disk and queue, its
-/// op, size and status, and where `block_bio_queue` passes the bio. `block_bio_complete`
+/// op, size and status, where `block_bio_queue` passes the bio, and a request's bios. `block_bio_complete`
 /// passes (queue, bio) on every kernel.
 pub fn bio_layers(btf: &Btf, layout: &mut BlockLayout) -> Result<()> {
     let bio = ArgType::Ptr("bio".into());
@@ -135,6 +135,8 @@ pub fn bio_layers(btf: &Btf, layout: &mut BlockLayout) -> Result<()> {
         bio_opf: btf.offset_of_sized("bio", "bi_opf", 4)?,
         bio_size: btf.offset_of_nested("bio", "bi_iter", "bi_size")?,
         bio_status: btf.offset_of_sized("bio", "bi_status", 1)?,
+        bio_next: btf.offset_of_sized("bio", "bi_next", 8)?,
+        rq_bio: btf.offset_of_sized("request", "bio", 8)?,
         bio_queue_arg: arg,
         ..*layout
     };
@@ -198,6 +200,7 @@ pub fn layout(btf: &Btf, version: Option<(u32, u32)>) -> Result<BlockLayout> {
         bio_opf: OFFSET_NONE,
         bio_size: OFFSET_NONE,
         bio_status: OFFSET_NONE,
+        bio_next: OFFSET_NONE,
         bio_queue_arg: OFFSET_NONE,
         ..hidden_disks(btf, version)
     })
@@ -478,6 +481,7 @@ mod tests {
         assert_eq!((l.bio_bdev, l.bdev_disk, l.bio_queue_arg), (8, 48, 0));
         assert_eq!((l.disk_queue, l.q_mq_ops), (24, 24));
         assert_eq!((l.bio_opf, l.bio_status, l.bio_size), (16, 20, 24 + 8));
+        assert_eq!((l.rq_bio, l.bio_next), (56, 0));
         // Before 5.12: the disk is in the bio, and the bio follows the queue.
         let btf = Btf::parse(&kernel_like(OLD)).unwrap();
         let mut l = layout(&btf, Some((5, 10))).unwrap();

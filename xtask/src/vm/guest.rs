@@ -268,11 +268,7 @@ pub fn plan(kernel: &Kernel, boot: &Boot, bins: &Binaries, work: &Path) -> Resul
     }
     if stacked {
         kernels.push("stacked::dm_layers_are_counted_each_for_its_own_device".into());
-        // On 5.10 the bio probes do not count an md array's IO (0 of 64 writes, sysfs 64:
-        // docs/metrics.md).
-        if kernel.series.series != "5.10" {
-            kernels.push("stacked::md_raid0_is_counted_for_itself_and_for_each_member".into());
-        }
+        kernels.push("stacked::md_raid0_is_counted_for_itself_and_for_each_member".into());
     }
     if !boot.sock_diag {
         kernels.push("snapshots::without_sock_diag_only_that_snapshot_is_lost".into());
