@@ -36,6 +36,11 @@ pub struct Options {
     pub bless: bool,
 }
 
+/// How long a tier guest may stay silent after qemu starts: its `/init` prints `STORNET
+/// boot` within seconds (a whole lockdown boot takes 14-17 s under TCG). A guest silent for
+/// longer hung in its kernel before `/init` (seen on 7.3 under TCG), and is booted again.
+const FIRST_LINE: Duration = Duration::from_secs(90);
+
 /// One boot's result.
 pub struct Run {
     pub kernel: Kernel,
@@ -85,10 +90,11 @@ pub fn run(opts: &Options) -> Result<()> {
         for b in &boots {
             let name = format!("vm: {} ({}) {}", k.series.series, k.release, b.name);
             let mut r = cmd::step(&name, || boot(k, b, &bins, &work, accel))?;
-            // A guest whose kernel died before /init said anything ran none of stornet:
-            // under TCG a boot now and then oopses while the kernel patches its own code
-            // (int3 in sched_clock_cpu, seen on 7.3). Such a boot is tried once more; a
-            // second one, or any failure after /init started, fails the tier.
+            // A guest whose kernel died or hung before /init said anything ran none of
+            // stornet: under TCG a boot now and then oopses while the kernel patches its own
+            // code (int3 in sched_clock_cpu, seen on 7.3), or prints nothing at all
+            // ([`FIRST_LINE`]). Such a boot is tried once more; a second one, or any failure
+            // after /init started, fails the tier.
             if r.outcome.release.is_none() && !r.outcome.passed() {
                 println!("vm: the guest's kernel stopped before /init ran; booting it once more");
                 r = cmd::step(&name, || boot(k, b, &bins, &work, accel))?;
@@ -153,6 +159,7 @@ fn boot(
             disks: plan.disks.clone(),
             accel,
             timeout: Duration::from_secs(b.timeout_s),
+            first_line_within: Some(FIRST_LINE),
             log: log.clone(),
         },
         |line| {
@@ -217,7 +224,12 @@ impl Finished<'_> {
             );
         }
         if !console.done {
-            let how = if console.timed_out {
+            let how = if console.silent {
+                format!(
+                    "printed nothing within {} s and was killed",
+                    FIRST_LINE.as_secs()
+                )
+            } else if console.timed_out {
                 format!("did not finish within {} s and was killed", self.timeout_s)
             } else {
                 "stopped before its tests ended (panic or crash)".to_string()
@@ -274,6 +286,7 @@ fn choose_accel(k: &Kernel, work: &std::path::Path) -> Result<Accel> {
             disks: Vec::new(),
             accel: Accel::Kvm,
             timeout: Duration::from_secs(30),
+            first_line_within: None,
             log: work.join("kvm-probe.log"),
         },
         |_| {},

@@ -70,6 +70,9 @@ pub struct Guest<'a> {
     pub disks: Vec<(Disk, PathBuf)>,
     pub accel: Accel,
     pub timeout: Duration,
+    /// A guest that prints nothing for this long after it starts is killed then: its kernel
+    /// stopped before `/init` ran (its first line comes within seconds, even emulated).
+    pub first_line_within: Option<Duration>,
     /// The console is copied here, line by line.
     pub log: PathBuf,
 }
@@ -80,6 +83,8 @@ pub struct Console {
     /// `/init` printed [`DONE`].
     pub done: bool,
     pub timed_out: bool,
+    /// Killed for printing nothing within [`Guest::first_line_within`].
+    pub silent: bool,
 }
 
 impl Console {
@@ -175,14 +180,19 @@ pub fn run(g: &Guest, mut on_line: impl FnMut(&str)) -> Result<Console> {
         });
     }
     drop(tx);
-    let deadline = Instant::now() + g.timeout;
+    let started = Instant::now();
     let mut console = Console {
         lines: Vec::new(),
         done: false,
         timed_out: false,
+        silent: false,
     };
     loop {
-        let left = deadline.saturating_duration_since(Instant::now());
+        let limit = match g.first_line_within {
+            Some(silent) if console.lines.is_empty() => silent.min(g.timeout),
+            _ => g.timeout,
+        };
+        let left = (started + limit).saturating_duration_since(Instant::now());
         match rx.recv_timeout(left.max(Duration::from_millis(1))) {
             Ok(line) => {
                 let _ = writeln!(log, "{line}");
@@ -196,7 +206,8 @@ pub fn run(g: &Guest, mut on_line: impl FnMut(&str)) -> Result<Console> {
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 console.timed_out = true;
-                let _ = writeln!(log, "[killed after {:?}]", g.timeout);
+                console.silent = console.lines.is_empty() && limit < g.timeout;
+                let _ = writeln!(log, "[killed after {limit:?}]");
                 break;
             }
         }

@@ -148,6 +148,7 @@ pub fn boot(k: &Kernel, root: &Path, debs: &[PathBuf], work: &Path, accel: Accel
             disks: Vec::new(),
             accel,
             timeout: TIMEOUT,
+            first_line_within: None,
             log: log.clone(),
         },
         |line| {
