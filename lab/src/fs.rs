@@ -7,6 +7,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use anyhow::{Context, Result, bail};
 
+/// Writes `value` to a sysfs or configfs attribute, naming both in the error.
+pub fn write_attr(path: &Path, value: &str) -> Result<()> {
+    std::fs::write(path, value).with_context(|| format!("writing {value:?} to {}", path.display()))
+}
+
 /// A fresh directory under the system temp dir, removed (with its contents) on drop.
 pub struct TempDir {
     pub path: PathBuf,

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, ensure};
 
 use crate::blockdev::Counted;
+use crate::fs::write_attr;
 
 /// An md array: its kernel name (`md_stornet…`), node and members.
 pub struct MdArray {
@@ -16,25 +17,21 @@ pub struct MdArray {
     dir: PathBuf,
 }
 
-fn write(path: &Path, value: &str) -> Result<()> {
-    std::fs::write(path, value).with_context(|| format!("writing {value:?} to {}", path.display()))
-}
-
 impl MdArray {
     /// A RAID0 over `members` (whole devices) in `chunk_kib` chunks.
     pub fn raid0(tag: &str, members: &[&Path], chunk_kib: u32) -> Result<MdArray> {
         let name = format!("md_{tag}{}", std::process::id());
-        write(Path::new("/sys/module/md_mod/parameters/new_array"), &name)?;
+        write_attr(Path::new("/sys/module/md_mod/parameters/new_array"), &name)?;
         let dir = Path::new("/sys/block").join(&name).join("md");
         let a = MdArray {
             dev: PathBuf::from("/dev").join(&name),
             name,
             dir,
         };
-        write(&a.dir.join("metadata_version"), "none")?;
-        write(&a.dir.join("level"), "raid0")?;
-        write(&a.dir.join("chunk_size"), &(chunk_kib * 1024).to_string())?;
-        write(&a.dir.join("raid_disks"), &members.len().to_string())?;
+        write_attr(&a.dir.join("metadata_version"), "none")?;
+        write_attr(&a.dir.join("level"), "raid0")?;
+        write_attr(&a.dir.join("chunk_size"), &(chunk_kib * 1024).to_string())?;
+        write_attr(&a.dir.join("raid_disks"), &members.len().to_string())?;
         for (slot, m) in members.iter().enumerate() {
             let member = m
                 .file_name()
@@ -43,12 +40,12 @@ impl MdArray {
             let sys = Path::new("/sys/class/block").join(member);
             let devnum = std::fs::read_to_string(sys.join("dev"))?;
             let sectors: u64 = std::fs::read_to_string(sys.join("size"))?.trim().parse()?;
-            write(&a.dir.join("new_dev"), devnum.trim())?;
+            write_attr(&a.dir.join("new_dev"), devnum.trim())?;
             let d = a.dir.join(format!("dev-{member}"));
-            write(&d.join("slot"), &slot.to_string())?;
-            write(&d.join("size"), &(sectors / 2).to_string())?;
+            write_attr(&d.join("slot"), &slot.to_string())?;
+            write_attr(&d.join("size"), &(sectors / 2).to_string())?;
         }
-        write(&a.dir.join("array_state"), "active")?;
+        write_attr(&a.dir.join("array_state"), "active")?;
         ensure!(a.dev.exists(), "{} did not appear", a.dev.display());
         Ok(a)
     }
@@ -64,7 +61,7 @@ impl Drop for MdArray {
     fn drop(&mut self) {
         // `clear` stops the array and releases its members.
         for _ in 0..20 {
-            if write(&self.dir.join("array_state"), "clear").is_ok() {
+            if write_attr(&self.dir.join("array_state"), "clear").is_ok() {
                 return;
             }
             std::thread::sleep(std::time::Duration::from_millis(100));

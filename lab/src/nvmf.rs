@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail, ensure};
 
+use crate::fs::write_attr;
 use crate::netns::{Netns, is_lab_addr};
 
 const NVMET: &str = "/sys/kernel/config/nvmet";
@@ -32,10 +33,6 @@ fn configfs() -> Result<()> {
         "{NVMET} missing: the nvmet module is not loaded"
     );
     Ok(())
-}
-
-fn write(path: &Path, value: &str) -> Result<()> {
-    std::fs::write(path, value).with_context(|| format!("writing {value:?} to {}", path.display()))
 }
 
 /// An NVMe/TCP target: subsystem `nqn` with one namespace on `device`, listening on
@@ -63,17 +60,17 @@ impl Target {
         };
         std::fs::create_dir(&subsystem)?;
         t.subsystem = subsystem.clone();
-        write(&subsystem.join("attr_allow_any_host"), "1")?;
+        write_attr(&subsystem.join("attr_allow_any_host"), "1")?;
         let namespace = subsystem.join("namespaces/1");
         std::fs::create_dir(&namespace)?;
-        write(&namespace.join("device_path"), &device.to_string_lossy())?;
-        write(&namespace.join("enable"), "1")?;
+        write_attr(&namespace.join("device_path"), &device.to_string_lossy())?;
+        write_attr(&namespace.join("enable"), "1")?;
         std::fs::create_dir(&port)?;
         t.port = port.clone();
-        write(&port.join("addr_trtype"), "tcp")?;
-        write(&port.join("addr_adrfam"), "ipv4")?;
-        write(&port.join("addr_traddr"), &addr.to_string())?;
-        write(&port.join("addr_trsvcid"), &PORT.to_string())?;
+        write_attr(&port.join("addr_trtype"), "tcp")?;
+        write_attr(&port.join("addr_adrfam"), "ipv4")?;
+        write_attr(&port.join("addr_traddr"), &addr.to_string())?;
+        write_attr(&port.join("addr_trsvcid"), &PORT.to_string())?;
         // Linking the subsystem to the port opens the listening socket, in the namespace of
         // the task that links it.
         let link = port.join("subsystems").join(&t.nqn);

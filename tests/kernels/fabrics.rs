@@ -9,9 +9,9 @@
 use analysis::layers::delayed_layer;
 use loadgen::sampling::agent_signals::{host, reading};
 use loadgen::sampling::deltas::Deltas;
-use stornet_lab::agent::AgentProcess;
 use stornet_lab::blockdev::{Disk, LoopDevice, direct_writes, settled};
-use stornet_lab::lab::run::device_run;
+use stornet_lab::fs::TempDir;
+use stornet_lab::lab::run::{client_agent, device_run};
 use stornet_lab::lab::{Host, HostSpec, Lab, Shaping, Workload};
 use stornet_lab::metrics::{Sample, count, sum};
 use stornet_lab::netns::HostPair;
@@ -163,25 +163,24 @@ fn nvme_tcp_through_a_shallow_buffer_is_congestion_toward_its_target() {
     let backing = LoopDevice::new("nvbuf", 64 << 20).expect("backing device");
     let target = Target::new(&b.ns, b.addr, &backing.dev, "buf").expect("nvmet-tcp target");
     let ctrl = Controller::connect(&a.ns, &target).expect("nvme connect over TCP");
-    let watched: Vec<String> = [&lab.switch, &b.ns]
-        .iter()
-        .map(|ns| format!("{:?}", ns.name))
-        .collect();
-    let config = format!(
-        "[net]\nmax_peers = 4096\nnamespaces = [{}]\n",
-        watched.join(", ")
-    );
-    let agent = AgentProcess::in_netns(&a.ns, &config).expect("agent on the initiator");
-    let dir = std::env::temp_dir().join(format!("stornet-nvbuf-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let agent = client_agent(&lab, a).expect("agent on the initiator");
+    let dir = TempDir::new("nvbuf").expect("a directory for the records");
     let peer = b.addr.to_string();
     let mut runs = Vec::new();
     for (name, shaping) in [("deep", Shaping::deep()), ("shallow", Shaping::shallow())] {
         for h in [a, b] {
             lab.reshape(h, &shaping).expect("shaping the switch ports");
         }
-        let o = device_run(&lab, a, &agent, &ctrl.dev, &buffer_workload(), &dir, name)
-            .unwrap_or_else(|e| panic!("{name}: {e:#}\nagent log:\n{}", agent.log()));
+        let o = device_run(
+            &lab,
+            a,
+            &agent,
+            &ctrl.dev,
+            &buffer_workload(),
+            &dir.path,
+            name,
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e:#}\nagent log:\n{}", agent.log()));
         let w = o.latency(0, "write");
         // (+ 0.0: a sum of no deltas is -0.)
         let agent_retransmits = o
@@ -251,7 +250,6 @@ fn nvme_tcp_through_a_shallow_buffer_is_congestion_toward_its_target() {
     drop(agent);
     drop(ctrl);
     drop(target);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Each host's delay toward the switch: a 4 ms round trip.

@@ -169,19 +169,7 @@ impl<'a> ReplicatedRun<'a> {
         nodes: bool,
     ) -> Result<ReplicatedRun<'a>> {
         let client = lab.host(client);
-        let watched: Vec<String> = lab
-            .namespaces()
-            .into_iter()
-            .filter(|ns| ns.name != client.ns.name)
-            .map(|ns| format!("{:?}", ns.name))
-            .collect();
-        // A high peer cap: other tests on the machine create peers too, and ours must keep
-        // their own label.
-        let config = format!(
-            "[net]\nmax_peers = 4096\nnamespaces = [{}]\n",
-            watched.join(", ")
-        );
-        let agent = AgentProcess::in_netns(&client.ns, &config)?;
+        let agent = client_agent(lab, client)?;
         let (mut hosts, mut serves, mut dirs, mut made) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for name in replicas {
@@ -270,6 +258,23 @@ impl<'a> ReplicatedRun<'a> {
         disk.enter_on_spawn(&mut cmd)?;
         finish(self.lab, self.client, cmd, out_dir, name, html)
     }
+}
+
+/// stornet-agent on `client`, watching every other namespace of the lab (hosts and switch).
+pub fn client_agent(lab: &Lab, client: &Host) -> Result<AgentProcess> {
+    let watched: Vec<String> = lab
+        .namespaces()
+        .into_iter()
+        .filter(|ns| ns.name != client.ns.name)
+        .map(|ns| format!("{:?}", ns.name))
+        .collect();
+    // A high peer cap: other tests on the machine create peers too, and ours must keep
+    // their own label.
+    let config = format!(
+        "[net]\nmax_peers = 4096\nnamespaces = [{}]\n",
+        watched.join(", ")
+    );
+    AgentProcess::in_netns(&client.ns, &config)
 }
 
 /// Runs `w` from `client` on `device`, a block device of the host that no replica backs
