@@ -54,6 +54,7 @@ impl Agent {
         if config.collector_enabled(crate::collectors::BLOCK_TOPOLOGY) {
             collectors.push(Box::new(block::topology::Topology::new(
                 std::path::Path::new("/sys"),
+                std::path::Path::new("/proc"),
                 config.block.device_filter(),
                 config.block.max_devices,
             )));

@@ -179,6 +179,13 @@ impl LoopDevice {
         Ok(ld)
     }
 
+    /// Another loop device over this one's file: a second path to the same storage, as a
+    /// multipath LUN has.
+    pub fn another_path(&self) -> Result<LoopDevice> {
+        let file = self.backing.as_ref().context("a loop device over a file")?;
+        LoopDevice::attach(file, None)
+    }
+
     /// A loop device with direct IO over another block device (e.g. a loop device whose IO
     /// is throttled: requests then wait in this device's queue).
     pub fn over(device: &Path) -> Result<LoopDevice> {

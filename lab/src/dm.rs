@@ -1,4 +1,4 @@
-//! Device-mapper devices made with `dmsetup` (linear, delay, crypt), for stacked-device tests in
+//! Device-mapper devices made with `dmsetup` (linear, delay, crypt, multipath), for stacked-device tests in
 //! the vm tier's guests, whose kernels have the dm modules. Removed on drop.
 
 use std::path::{Path, PathBuf};
@@ -49,8 +49,19 @@ impl DmDevice {
     /// Creates `dm_name` (made unique to this process) with a one-line `table`
     /// (`<start> <sectors> <target> <args>`).
     pub fn create(dm_name: &str, table: &str) -> Result<DmDevice> {
+        DmDevice::create_with_uuid(dm_name, table, None)
+    }
+
+    /// As [`DmDevice::create`], with a dm uuid made of `uuid_prefix` and the unique name, as
+    /// the tools that make dm devices (cryptsetup, LVM, multipathd) mark theirs.
+    fn create_with_uuid(dm_name: &str, table: &str, uuid_prefix: Option<&str>) -> Result<DmDevice> {
         let dm_name = format!("stornet-{dm_name}-{}", std::process::id());
-        dmsetup(&["create", &dm_name, "--table", table])?;
+        let mut args = vec!["create", &dm_name, "--table", table];
+        let uuid = uuid_prefix.map(|p| format!("{p}{dm_name}"));
+        if let Some(u) = &uuid {
+            args.extend(["--uuid", u.as_str()]);
+        }
+        dmsetup(&args)?;
         let minor = dmsetup(&["info", "-c", "--noheadings", "-o", "minor", &dm_name])?;
         let name = format!("dm-{}", minor.trim());
         let d = DmDevice {
@@ -88,6 +99,19 @@ impl DmDevice {
             below.display()
         );
         DmDevice::create(tag, &table)
+    }
+
+    /// A multipath device (request-based) over `paths`, which must be the same storage,
+    /// taken in turn for each request (round-robin), marked as multipathd marks its own.
+    pub fn multipath(tag: &str, paths: &[&Path]) -> Result<DmDevice> {
+        let n = sectors(paths.first().context("a multipath device needs a path")?)?;
+        let list: Vec<String> = paths.iter().map(|p| format!("{} 1", p.display())).collect();
+        let table = format!(
+            "0 {n} multipath 0 0 1 1 round-robin 0 {} 1 {}",
+            paths.len(),
+            list.join(" ")
+        );
+        DmDevice::create_with_uuid(tag, &table, Some("mpath-"))
     }
 }
 

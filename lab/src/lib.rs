@@ -25,6 +25,7 @@ pub mod loadgen;
 pub mod md;
 pub mod metric_docs;
 pub mod metrics;
+pub mod nbd;
 pub mod netns;
 pub mod nvmf;
 pub mod privilege;

@@ -1,7 +1,8 @@
 //! Stacked device-mapper devices on the guest's kernel: dm-linear over dm-delay (40 ms) over
 //! a loop device, dm-linear over null_blk (20 ms per request), and dm-crypt over a second
 //! loop device (its writes are encrypted by the kernel's workers); and an md RAID0 over two
-//! loop devices, which splits its writes between them. Every layer's writes are
+//! loop devices, which splits its writes between them; and a dm-multipath device (request-based)
+//! over two loop devices on one file, two paths to the same storage. Every layer's writes are
 //! counted for its own device, equal to that device's sysfs counters; each device names the
 //! one below as its parent; and the analysis, given the agent's series, places the time of
 //! each stack in the layer that adds it: the delay target in the first, null_blk in the
@@ -9,8 +10,7 @@
 
 use std::path::Path;
 
-use loadgen::sampling::agent_signals::{host, reading};
-use loadgen::sampling::deltas::Deltas;
+use crate::shared::{device_info, layer_writes, model, parents, writes};
 use stornet_lab::blockdev::{Counted, Disk, LoopDevice, direct_writes, settled_all};
 use stornet_lab::dm::DmDevice;
 use stornet_lab::md::MdArray;
@@ -19,14 +19,6 @@ use stornet_lab::metrics::{Sample, count};
 const WRITES: u64 = 64;
 const DELAY_MS: u32 = 40;
 
-fn writes(s: &[Sample], device: &str) -> f64 {
-    count(
-        s,
-        "stornet_block_io_size_bytes",
-        &[("device", device), ("op", "write")],
-    )
-}
-
 /// Mean write service time of a device between two scrapes.
 fn mean_service(before: &[Sample], after: &[Sample], device: &str) -> f64 {
     let labels = [("device", device), ("op", "write")];
@@ -34,13 +26,6 @@ fn mean_service(before: &[Sample], after: &[Sample], device: &str) -> f64 {
         |s: &[Sample]| stornet_lab::metrics::sum(s, "stornet_block_service_seconds_sum", &labels);
     let n = |s: &[Sample]| count(s, "stornet_block_service_seconds", &labels);
     (sum(after) - sum(before)) / (n(after) - n(before))
-}
-
-fn parents<'a>(s: &'a [Sample], device: &str) -> Vec<&'a str> {
-    s.iter()
-        .filter(|x| x.name == "stornet_block_device_info" && x.label("device") == Some(device))
-        .filter_map(|x| x.label("parent"))
-        .collect()
 }
 
 #[test]
@@ -95,10 +80,7 @@ fn dm_layers_are_counted_each_for_its_own_device() {
     );
 
     // The analysis's model of this host, as loadgen fills it from two scrapes.
-    let mut d = Deltas::new();
-    d.push(Some(reading(&before)));
-    d.push(Some(reading(&after)));
-    let h = host("guest", Vec::new(), &d.finish(1), 1);
+    let h = model(&before, &after);
     let layer = |dev: &str| analysis::layers::delayed_layer(&h, dev, "write", &[0]);
     assert_eq!(
         layer(&top.name),
@@ -149,14 +131,7 @@ fn md_raid0_is_counted_for_itself_and_for_each_member() {
         bio(&after) - bio(&before)
     );
     let mut on_members = 0.0;
-    for (layer, (a, b)) in layers.iter().zip(s0.iter().zip(&s1)) {
-        let name = layer.name();
-        let counted = writes(&after, name) - writes(&before, name);
-        let sys = b.write_ios - a.write_ios;
-        eprintln!(
-            "{name}: {counted} writes counted, sysfs {sys}; parents {:?}",
-            parents(&after, name)
-        );
+    for (name, counted, sys) in layer_writes(&layers, (&before, &s0), (&after, &s1)) {
         if name == md.name {
             assert_eq!(counted, WRITES as f64, "every write counted once on {name}");
         } else {
@@ -175,4 +150,50 @@ fn md_raid0_is_counted_for_itself_and_for_each_member() {
     want.sort();
     assert_eq!(p, want, "the array's parents");
     drop(md);
+}
+
+/// dm-multipath over two paths to one file (two loop devices), taken in turn: the multipath
+/// device is request-based (its requests are cloned onto a path), so every write is counted
+/// for it as a request and again for the path that carried it, each equal to its sysfs
+/// counters; the paths add up to the multipath device, which is `dm-mpath` (from the uuid
+/// multipathd gives it) with both paths as parents.
+#[test]
+fn dm_multipath_is_counted_for_itself_and_for_each_path() {
+    let first = LoopDevice::new("mpath", 16 << 20).expect("loop device");
+    let second = first
+        .another_path()
+        .expect("a second loop device on the same file");
+    let mpath = DmDevice::multipath("mpath", &[&first.dev, &second.dev]).expect("dm-multipath");
+    let layers: [&dyn Counted; 3] = [&mpath, &first, &second];
+    let agent = crate::shared::agent();
+    let scrape = || agent.scrape();
+    let (before, s0) = settled_all(&scrape, &layers);
+    direct_writes(&mpath.dev, WRITES, 16384).expect("writes through the multipath device");
+    let (after, s1) = settled_all(&scrape, &layers);
+    let mut on_paths = 0.0;
+    for (name, counted, sys) in layer_writes(&layers, (&before, &s0), (&after, &s1)) {
+        assert_eq!(counted, sys as f64, "writes counted on {name}");
+        if name == mpath.name {
+            assert_eq!(counted, WRITES as f64, "every write counted once on {name}");
+        } else {
+            assert!(counted > 0.0, "path {name} carried none of the writes");
+            on_paths += counted;
+        }
+    }
+    assert_eq!(on_paths, WRITES as f64, "the paths' writes add up");
+    let kinds: Vec<&str> = device_info(&after, &mpath.name)
+        .into_iter()
+        .filter_map(|x| x.label("kind"))
+        .collect();
+    assert!(
+        !kinds.is_empty() && kinds.iter().all(|k| *k == "dm-mpath"),
+        "{}: kinds {kinds:?}",
+        mpath.name
+    );
+    let mut p = parents(&after, &mpath.name);
+    let mut want = [first.name.as_str(), second.name.as_str()];
+    p.sort();
+    want.sort();
+    assert_eq!(p, want, "the paths are the parents of {}", mpath.name);
+    drop(mpath);
 }

@@ -4,6 +4,7 @@
 pub mod cgroups;
 pub mod export;
 pub mod maps;
+mod nbd;
 pub mod topology;
 
 use std::path::Path;

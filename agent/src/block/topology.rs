@@ -29,7 +29,8 @@ pub struct DeviceInfo {
     /// `pcie`, `tcp`, `rdma`, `fc`, `loop` (NVMe), `iscsi`, `nbd`, `unknown`, or empty for a
     /// local device.
     pub transport: String,
-    /// The remote end (`198.18.0.2:4420`) where sysfs gives it, else empty.
+    /// The remote end (`198.18.0.2:4420`) where sysfs gives it (for NBD, the client process's
+    /// socket), else empty.
     pub peer: String,
 }
 
@@ -167,7 +168,7 @@ fn loop_parent(root: &Path, dir: &Path) -> Option<String> {
 
 /// The device `name` under `<root>/class/block`, or None if it is gone or holds no sectors
 /// (a detached loop device).
-fn read_one(root: &Path, names: &[String], name: &str) -> Option<DeviceInfo> {
+fn read_one(root: &Path, proc: &Path, names: &[String], name: &str) -> Option<DeviceInfo> {
     let dir = root.join("class/block").join(name);
     let size: u64 = read_trim(&dir.join("size"))?.parse().ok()?;
     if size == 0 {
@@ -192,7 +193,7 @@ fn read_one(root: &Path, names: &[String], name: &str) -> Option<DeviceInfo> {
             .file_name()?
             .to_str()?
             .to_string();
-        let of_disk = read_one(root, names, &disk);
+        let of_disk = read_one(root, proc, names, &disk);
         info.kind = "partition";
         if let Some(d) = of_disk {
             (info.transport, info.peer) = (d.transport, d.peer);
@@ -211,6 +212,7 @@ fn read_one(root: &Path, names: &[String], name: &str) -> Option<DeviceInfo> {
     } else if name.starts_with("nbd") {
         info.kind = "nbd";
         info.transport = "nbd".to_string();
+        info.peer = super::nbd::peer(&dir, proc);
     } else if name.starts_with("nvme") {
         info.kind = "nvme";
         let mut paths = names_in(&dir.join("multipath"));
@@ -241,12 +243,13 @@ fn read_one(root: &Path, names: &[String], name: &str) -> Option<DeviceInfo> {
     Some(info)
 }
 
-/// Every block device under `<root>/class/block` (disks and partitions) with sectors, by name.
-pub fn read(root: &Path) -> Vec<DeviceInfo> {
+/// Every block device under `<root>/class/block` (disks and partitions) with sectors, by name;
+/// `proc` is procfs, where an NBD device's server is found.
+pub fn read(root: &Path, proc: &Path) -> Vec<DeviceInfo> {
     let names = names_in(&root.join("class/block"));
     names
         .iter()
-        .filter_map(|n| read_one(root, &names, n))
+        .filter_map(|n| read_one(root, proc, &names, n))
         .collect()
 }
 
@@ -300,14 +303,16 @@ pub fn family(
 /// Reads the topology at each scrape.
 pub struct Topology {
     root: PathBuf,
+    proc: PathBuf,
     filter: DeviceFilter,
     labels: DeviceLabels,
 }
 
 impl Topology {
-    pub fn new(root: &Path, filter: DeviceFilter, max_devices: usize) -> Topology {
+    pub fn new(root: &Path, proc: &Path, filter: DeviceFilter, max_devices: usize) -> Topology {
         Topology {
             root: root.to_path_buf(),
+            proc: proc.to_path_buf(),
             filter,
             labels: DeviceLabels::new(max_devices),
         }
@@ -316,7 +321,7 @@ impl Topology {
 
 impl Collector for Topology {
     fn collect(&self, out: &mut Vec<MetricFamily>) -> anyhow::Result<()> {
-        let devices = read(&self.root);
+        let devices = read(&self.root, &self.proc);
         self.labels
             .retain(|dev| devices.iter().any(|d| d.dev == dev));
         out.push(family(&devices, &self.filter, &self.labels));
@@ -365,6 +370,11 @@ mod tests {
                 &format!("../../devices/{path}"),
             );
             format!("devices/{path}")
+        }
+
+        /// The devices, with procfs at `proc/`.
+        fn read(&self) -> Vec<DeviceInfo> {
+            read(&self.0, &self.0.join("proc"))
         }
     }
 
@@ -475,6 +485,19 @@ mod tests {
         s.device("virtual/block/nvme9n1", "259:9");
         // NBD, and an iSCSI disk with its connection.
         s.device("virtual/block/nbd0", "43:0");
+        // A connected one, whose client process (pid 42) holds its socket.
+        s.device("virtual/block/nbd1", "43:32");
+        s.file("devices/virtual/block/nbd1/pid", "42\n");
+        s.link("proc/42/fd/5", "socket:[7001]");
+        s.file(
+            "proc/42/net/tcp",
+            &format!(
+                "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
+                 0: {:08X}:C350 {:08X}:2A39 01 00000000:00000000 00:00000000 00000000     0        0 7001 1\n",
+                u32::from_ne_bytes([198, 18, 0, 1]),
+                u32::from_ne_bytes([198, 18, 0, 5])
+            ),
+        );
         let lun = "platform/host5/session3/target5:0:0/5:0:0:0";
         s.device(&format!("{lun}/block/sdd"), "8:48");
         s.link(&format!("devices/{lun}/block/sdd/device"), "../..");
@@ -494,7 +517,7 @@ mod tests {
     #[test]
     fn reads_kinds_parents_and_transports() {
         let s = fake("kinds");
-        let all = read(&s.0);
+        let all = s.read();
         let info = |n: &str| {
             let d = by_name(&all, n);
             (
@@ -538,6 +561,7 @@ mod tests {
         assert_eq!(info("nvme0n1"), ("nvme", "".into(), "pcie", ""));
         assert_eq!(info("nvme9n1"), ("nvme", "".into(), "unknown", ""));
         assert_eq!(info("nbd0"), ("nbd", "".into(), "nbd", ""));
+        assert_eq!(info("nbd1"), ("nbd", "".into(), "nbd", "198.18.0.5:10809"));
         assert_eq!(info("sdd"), ("disk", "".into(), "iscsi", "198.18.0.9:3260"));
         assert_eq!(info("sde"), ("disk", "".into(), "unknown", ""));
         assert_eq!(by_name(&all, "loop1").dev, (7 << 20) | 1);
@@ -554,7 +578,7 @@ mod tests {
         let s = FakeSys::new("hidden-old");
         let path = s.device("virtual/nvme-fabrics/ctl/nvme2/nvme2c2n1", "259:7");
         std::fs::remove_file(s.0.join(format!("{path}/dev"))).unwrap();
-        let all = read(&s.0);
+        let all = s.read();
         assert_eq!(
             by_name(&all, "nvme2c2n1").dev,
             (agent_common::block::HIDDEN_MAJOR << 20) | crate::devices::name_minor("nvme2c2n1")
@@ -566,7 +590,7 @@ mod tests {
         let s = fake("part");
         let p = s.device("virtual/nvme-fabrics/ctl/nvme1/nvme1n1/nvme1n1p1", "259:10");
         s.file(&format!("{p}/partition"), "1\n");
-        let all = read(&s.0);
+        let all = s.read();
         let d = by_name(&all, "nvme1n1p1");
         assert_eq!(
             (d.kind, d.parents.as_slice()),
@@ -595,13 +619,19 @@ mod tests {
 
     #[test]
     fn an_unreadable_tree_is_empty_not_an_error() {
-        assert!(read(Path::new("/nonexistent/sys")).is_empty());
+        assert!(
+            read(
+                Path::new("/nonexistent/sys"),
+                Path::new("/nonexistent/proc")
+            )
+            .is_empty()
+        );
         let s = FakeSys::new("broken");
         // Neither size nor dev readable; a dangling link.
         s.link("class/block/sdz", "../../devices/gone/sdz");
         let bad = s.device("virtual/block/loop5", "7:5");
         s.file(&format!("{bad}/dev"), "garbage\n");
-        assert!(read(&s.0).is_empty());
+        assert!(s.read().is_empty());
     }
 
     fn series(f: &MetricFamily) -> Vec<String> {
@@ -617,7 +647,7 @@ mod tests {
     #[test]
     fn one_series_per_parent_filtered_and_capped() {
         let s = fake("series");
-        let all = read(&s.0);
+        let all = s.read();
         let filter = DeviceFilter {
             include: vec!["vda*".into(), "dm-*".into()],
             exclude: vec!["vda2".into()],

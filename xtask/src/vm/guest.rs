@@ -96,12 +96,23 @@ const NULL_BLK_PARAMS: &str =
     "nr_devices=1 submit_queues=1 hw_queue_depth=31 irqmode=2 completion_nsec=20000000";
 const NVME_DEPTH: &str = "nvme.io_queue_depth=64";
 
-/// Device-mapper (dm-linear is in dm_mod) with its delay and crypt targets, and md with
-/// RAID0: the stacked devices.
-const STACKED: &[&str] = &["dm_mod", "dm_delay", "dm_crypt", "md_mod", "raid0"];
+/// Device-mapper (dm-linear is in dm_mod) with its delay, crypt and multipath targets
+/// (round-robin path selection), and md with RAID0: the stacked devices.
+const STACKED: &[&str] = &[
+    "dm_mod",
+    "dm_delay",
+    "dm_crypt",
+    "dm_multipath",
+    "dm_round_robin",
+    "md_mod",
+    "raid0",
+];
 
 /// The modules of an NVMe/TCP target and of its initiator.
 const NVME_TCP: &[&str] = &["nvmet", "nvmet_tcp", "nvme_tcp"];
+
+/// The network block device driver, whose server the tests run themselves.
+const NBD: &str = "nbd";
 
 /// Host programs the tests run in the guest: (name, why).
 const TOOLS: &[(&str, &str)] = &[
@@ -199,6 +210,10 @@ pub fn plan(kernel: &Kernel, boot: &Boot, bins: &Binaries, work: &Path) -> Resul
     if fabrics {
         modules.extend(NVME_TCP);
     }
+    let nbd = boot.full && tree.has(NBD);
+    if nbd {
+        modules.push(NBD);
+    }
     // dm and md stacks over loop devices and null_blk, in every full boot that has them.
     let stacked = boot.full
         && STACKED.iter().all(|m| tree.has(m))
@@ -231,10 +246,11 @@ pub fn plan(kernel: &Kernel, boot: &Boot, bins: &Binaries, work: &Path) -> Resul
     }
     let mut list = String::new();
     for (name, bytes) in loaded {
-        let params = if name == "null_blk" {
-            NULL_BLK_PARAMS
-        } else {
-            ""
+        let params = match name.as_str() {
+            "null_blk" => NULL_BLK_PARAMS,
+            // Two devices, not sixteen idle ones.
+            NBD => "nbds_max=2",
+            _ => "",
         };
         list.push_str(&format!("{name} {params}\n"));
         root.bytes(&format!("/lib/modules/stornet/{name}.ko"), bytes, 0o644);
@@ -266,9 +282,13 @@ pub fn plan(kernel: &Kernel, boot: &Boot, bins: &Binaries, work: &Path) -> Resul
             "fabrics::nvme_tcp_through_a_shallow_buffer_is_congestion_toward_its_target".into(),
         );
     }
+    if nbd {
+        kernels.push("nbd::nbd_device_names_its_server_and_its_retransmits".into());
+    }
     if stacked {
         kernels.push("stacked::dm_layers_are_counted_each_for_its_own_device".into());
         kernels.push("stacked::md_raid0_is_counted_for_itself_and_for_each_member".into());
+        kernels.push("stacked::dm_multipath_is_counted_for_itself_and_for_each_path".into());
     }
     if !boot.sock_diag {
         kernels.push("snapshots::without_sock_diag_only_that_snapshot_is_lost".into());
