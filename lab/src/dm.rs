@@ -1,11 +1,13 @@
-//! Device-mapper devices made with `dmsetup` (linear, delay, crypt, multipath), for stacked-device tests in
-//! the vm tier's guests, whose kernels have the dm modules. Removed on drop.
+//! Device-mapper devices made with `dmsetup` (linear, delay, crypt, multipath), for
+//! stacked-device tests in the vm tier's guests, whose kernels have the dm modules. Removed on
+//! drop.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, ensure};
 
+use crate::attempts::tear_down;
 use crate::blockdev::Counted;
 
 /// A dm device: its dm name, its kernel name (`dm-N`) and node.
@@ -126,13 +128,8 @@ impl Counted for DmDevice {
 
 impl Drop for DmDevice {
     fn drop(&mut self) {
-        // A device still open for a moment after its user closed it is busy: retry.
-        for _ in 0..20 {
-            if dmsetup(&["remove", &self.dm_name]).is_ok() {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        eprintln!("could not remove dm device {}", self.dm_name);
+        tear_down(&format!("remove dm device {}", self.dm_name), || {
+            dmsetup(&["remove", &self.dm_name]).map(drop)
+        });
     }
 }

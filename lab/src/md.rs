@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, ensure};
 
+use crate::attempts::tear_down;
 use crate::blockdev::Counted;
 use crate::fs::write_attr;
 
@@ -60,12 +61,8 @@ impl Counted for MdArray {
 impl Drop for MdArray {
     fn drop(&mut self) {
         // `clear` stops the array and releases its members.
-        for _ in 0..20 {
-            if write_attr(&self.dir.join("array_state"), "clear").is_ok() {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        eprintln!("could not stop md array {}", self.name);
+        tear_down(&format!("stop md array {}", self.name), || {
+            write_attr(&self.dir.join("array_state"), "clear")
+        });
     }
 }

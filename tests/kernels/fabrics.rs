@@ -1,9 +1,10 @@
 //! NVMe over TCP on the guest's kernel: a target (nvmet-tcp, configured through configfs) in
-//! one network namespace, the initiator in another, joined by a lossy link. The device the kernel makes names its target in
-//! `stornet_block_device_info`, its writes are counted on the device that carries them, and
-//! the retransmits the lossy link causes count toward that same peer: a remote device's
-//! latency and its network, joined at the kernel's storage layer. Then the join end to end:
-//! loadgen's verdict on runs against such a device through a deep and a shallow switch buffer.
+//! one network namespace, the initiator in another, joined by a lossy link. The device the
+//! kernel makes names its target in `stornet_block_device_info`, its writes are counted on the
+//! device that carries them, and the retransmits the lossy link causes count toward that same
+//! peer: a remote device's latency and its network, joined at the kernel's storage layer. Then
+//! the join end to end: loadgen's verdict on runs against such a device through a deep and a
+//! shallow switch buffer.
 
 use std::net::SocketAddrV4;
 

@@ -100,44 +100,61 @@ mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
 
-    const TCP: &str = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
-   0: 0100007F:0277 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4001 1 0 100 0 0 10 0\n\
-   1: 011212C6:A1B2 021212C6:2A39 06 00000000:00000000 00:00000000 00000000     0        0 4002 1 0 20 4 30 10 -1\n\
-   2: 011212C6:A1B4 021212C6:2A39 01 00000000:00000000 00:00000000 00000000     0        0 4003 1 0 20 4 30 10 -1\n";
+    /// Four address bytes as the kernel prints their word (host byte order).
+    fn word(b: [u8; 4]) -> String {
+        format!("{:08X}", u32::from_ne_bytes(b))
+    }
+
+    /// A socket table: a listening socket (inode 4001), a closing one (4002) and an
+    /// established one (4003), the last two from 198.18.18.1 to 198.18.18.2:10809.
+    fn table() -> String {
+        let (local, server) = (word([198, 18, 18, 1]), word([198, 18, 18, 2]));
+        let lo = word([127, 0, 0, 1]);
+        format!(
+            "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
+   0: {lo}:0277 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4001 1 0 100 0 0 10 0\n\
+   1: {local}:A1B2 {server}:2A39 06 00000000:00000000 00:00000000 00000000     0        0 4002 1 0 20 4 30 10 -1\n\
+   2: {local}:A1B4 {server}:2A39 01 00000000:00000000 00:00000000 00000000     0        0 4003 1 0 20 4 30 10 -1\n"
+        )
+    }
 
     #[test]
     fn addresses_are_read_as_the_kernel_prints_them() {
-        if cfg!(target_endian = "little") {
-            assert_eq!(
-                address("021212C6:2A39").as_deref(),
-                Some("198.18.18.2:10809")
-            );
-            assert_eq!(
-                address("000080FD000000000000000002000000:2A39").as_deref(),
-                Some("[fd80::2]:10809")
-            );
-            assert_eq!(
-                address("0000000000000000FFFF0000021212C6:2A39").as_deref(),
-                Some("198.18.18.2:10809"),
-                "an IPv4-mapped address is the IPv4 one"
-            );
-        }
+        let server = word([198, 18, 18, 2]);
+        assert_eq!(
+            address(&format!("{server}:2A39")).as_deref(),
+            Some("198.18.18.2:10809")
+        );
+        let v6 = [[0xfd, 0x80, 0, 0], [0; 4], [0; 4], [0, 0, 0, 2]]
+            .map(word)
+            .concat();
+        assert_eq!(
+            address(&format!("{v6}:2A39")).as_deref(),
+            Some("[fd80::2]:10809")
+        );
+        let mapped = [[0; 4], [0; 4], [0, 0, 0xff, 0xff], [198, 18, 18, 2]]
+            .map(word)
+            .concat();
+        assert_eq!(
+            address(&format!("{mapped}:2A39")).as_deref(),
+            Some("198.18.18.2:10809"),
+            "an IPv4-mapped address is the IPv4 one"
+        );
         assert_eq!(address("0212C6:2A39"), None);
-        assert_eq!(address("021212C6"), None);
+        assert_eq!(address(&server), None, "no port");
         assert_eq!(address("ZZ1212C6:2A39"), None);
     }
 
     #[test]
     fn only_an_established_socket_of_the_process_is_the_peer() {
-        assert_eq!(remote_of(TCP, &[4001]), None, "listening");
-        assert_eq!(remote_of(TCP, &[4002]), None, "closing");
-        assert_eq!(remote_of(TCP, &[9999]), None, "not in this namespace");
-        if cfg!(target_endian = "little") {
-            assert_eq!(
-                remote_of(TCP, &[7, 4003]).as_deref(),
-                Some("198.18.18.2:10809")
-            );
-        }
+        let t = table();
+        assert_eq!(remote_of(&t, &[4001]), None, "listening");
+        assert_eq!(remote_of(&t, &[4002]), None, "closing");
+        assert_eq!(remote_of(&t, &[9999]), None, "not in this namespace");
+        assert_eq!(
+            remote_of(&t, &[7, 4003]).as_deref(),
+            Some("198.18.18.2:10809")
+        );
     }
 
     #[test]
@@ -154,10 +171,8 @@ mod tests {
         symlink("/dev/nbd0", proc.join("42/fd/3")).unwrap();
         symlink("socket:[4003]", proc.join("42/fd/4")).unwrap();
         assert_eq!(peer(&dev, &proc), "", "no socket table");
-        std::fs::write(proc.join("42/net/tcp"), TCP).unwrap();
-        if cfg!(target_endian = "little") {
-            assert_eq!(peer(&dev, &proc), "198.18.18.2:10809");
-        }
+        std::fs::write(proc.join("42/net/tcp"), table()).unwrap();
+        assert_eq!(peer(&dev, &proc), "198.18.18.2:10809");
         std::fs::write(dev.join("pid"), "43\n").unwrap();
         assert_eq!(peer(&dev, &proc), "", "the process is gone");
         std::fs::remove_dir_all(&root).unwrap();

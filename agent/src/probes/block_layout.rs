@@ -111,8 +111,8 @@ pub fn issuer(btf: &Btf) -> Result<(u32, u32)> {
 }
 
 /// What the bio probes read (bio-based devices), into `layout`: the bio's disk and queue, its
-/// op, size and status, where `block_bio_queue` passes the bio, and a request's bios. `block_bio_complete`
-/// passes (queue, bio) on every kernel.
+/// op, size and status, where `block_bio_queue` passes the bio, and a request's bios.
+/// `block_bio_complete` passes (queue, bio) on every kernel.
 pub fn bio_layers(btf: &Btf, layout: &mut BlockLayout) -> Result<()> {
     let bio = ArgType::Ptr("bio".into());
     let arg = bio_arg(btf, "block_bio_queue")?;

@@ -224,7 +224,7 @@ impl Finished<'_> {
             );
         }
         if !console.done {
-            let how = if console.silent {
+            let how = if console.silent() {
                 format!(
                     "printed nothing within {} s and was killed",
                     FIRST_LINE.as_secs()

@@ -83,11 +83,15 @@ pub struct Console {
     /// `/init` printed [`DONE`].
     pub done: bool,
     pub timed_out: bool,
-    /// Killed for printing nothing within [`Guest::first_line_within`].
-    pub silent: bool,
 }
 
 impl Console {
+    /// Killed before it printed anything: for a guest with [`Guest::first_line_within`],
+    /// when that ran out.
+    pub fn silent(&self) -> bool {
+        self.timed_out && self.lines.is_empty()
+    }
+
     /// The last `n` lines, for a report of a guest that failed.
     pub fn tail(&self, n: usize) -> String {
         let start = self.lines.len().saturating_sub(n);
@@ -185,7 +189,6 @@ pub fn run(g: &Guest, mut on_line: impl FnMut(&str)) -> Result<Console> {
         lines: Vec::new(),
         done: false,
         timed_out: false,
-        silent: false,
     };
     loop {
         let limit = match g.first_line_within {
@@ -206,7 +209,6 @@ pub fn run(g: &Guest, mut on_line: impl FnMut(&str)) -> Result<Console> {
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 console.timed_out = true;
-                console.silent = console.lines.is_empty() && limit < g.timeout;
                 let _ = writeln!(log, "[killed after {limit:?}]");
                 break;
             }
