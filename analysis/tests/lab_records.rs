@@ -388,6 +388,15 @@ fn a_replica_starved_under_its_cpu_limit_is_its_cpu() {
 fn retransmits_the_receiver_found_needless_are_not_congestion() {
     let r = run(include_str!("lab/needless-retransmits.json"));
     judged(&r, Cause::None);
+    // Newer kernels give a segment wholly before what the receiver last acknowledged a
+    // reason of its own: the same evidence.
+    let mut older = r.clone();
+    for h in &mut older.hosts {
+        if let Some(s) = h.skb_drops.remove("tcp_old_data") {
+            h.skb_drops.insert("tcp_old_sequence".into(), s);
+        }
+    }
+    judged(&older, Cause::None);
     let mut blind = r.clone();
     for h in &mut blind.hosts {
         h.skb_drops.remove("tcp_old_data");

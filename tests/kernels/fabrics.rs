@@ -122,7 +122,8 @@ fn nvme_tcp_through_a_shallow_buffer_is_congestion_toward_its_target() {
         eprintln!(
             "{name} buffer: {} writes, mean {:.1} ms, p99 {:.1} ms; verdict {} at {} \
              (confidence {}): {:?}; switch drops {}, RetransSegs {}, retransmits to {peer} \
-             (agent) {agent_retransmits}; {:.0} s",
+             (agent) {agent_retransmits}; the record's drops by reason {:?}, CPU stalled {:.2} s; \
+             {:.0} s",
             w.ios,
             w.mean_s * 1e3,
             w.p99_s * 1e3,
@@ -132,6 +133,9 @@ fn nvme_tcp_through_a_shallow_buffer_is_congestion_toward_its_target() {
             o.evidence(),
             o.qdisc_drops,
             o.retransmits,
+            drops_by_reason(&o),
+            o.record_sum(0, "a", &["cpu_stalled_seconds"])
+                .unwrap_or(f64::NAN),
             o.seconds
         );
         assert!(
@@ -189,6 +193,33 @@ fn nvme_tcp_through_a_shallow_buffer_is_congestion_toward_its_target() {
     drop(agent);
     drop(ctrl);
     drop(target);
+}
+
+/// The skb drops of host `a` in a run's record, by reason (those with any).
+fn drops_by_reason(o: &stornet_lab::lab::run::Outcome) -> Vec<(String, f64)> {
+    let rec: serde_json::Value = std::fs::read_to_string(&o.record)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    let hosts = rec["points"][0]["run"]["hosts"].as_array().cloned();
+    let Some(a) = hosts.into_iter().flatten().find(|h| h["name"] == "a") else {
+        return Vec::new();
+    };
+    a["skb_drops"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(reason, s)| {
+            let n: f64 = s
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|v| v.as_f64())
+                .sum();
+            (reason.clone(), n)
+        })
+        .filter(|(_, n)| *n > 0.0)
+        .collect()
 }
 
 /// Each host's delay toward the switch: a 4 ms round trip.
