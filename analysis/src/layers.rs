@@ -53,6 +53,32 @@ pub fn layers_of(host: &Host, devices: &[String], op: &str, intervals: &[usize])
     out
 }
 
+/// `devices` and every device below them (their parents, and theirs), each once: the
+/// layers [`delayed_layer`] may place their time on.
+pub fn with_layers_below(host: &Host, devices: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for d in devices {
+        if !out.contains(d) {
+            out.push(d.clone());
+        }
+    }
+    let mut i = 0;
+    while i < out.len() {
+        for p in host
+            .devices
+            .get(&out[i])
+            .into_iter()
+            .flat_map(|d| &d.parents)
+        {
+            if !out.contains(p) {
+                out.push(p.clone());
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
 /// Mean time per IO of a device and op (queue and service) over `intervals`, weighted by
 /// the IOs of each interval.
 pub fn time_per_io(host: &Host, device: &str, op: &str, intervals: &[usize]) -> Option<f64> {
@@ -141,5 +167,22 @@ mod tests {
         device(&mut h, "a", 0.0, 0.02, &["b"]);
         device(&mut h, "b", 0.0, 0.02, &["a"]);
         assert_eq!(delayed_layer(&h, "a", "write", ALL), "b");
+    }
+
+    #[test]
+    fn a_stack_lists_every_device_below_once() {
+        let mut h = Host::default();
+        // dm-3 on md0 on two members, and a cycle back to the top.
+        device(&mut h, "dm-3", 0.0, 0.02, &["md0"]);
+        device(&mut h, "md0", 0.0, 0.02, &["sda", "sdb"]);
+        device(&mut h, "sda", 0.0, 0.02, &["dm-3"]);
+        device(&mut h, "sdb", 0.0, 0.02, &[]);
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            with_layers_below(&h, &names(&["dm-3", "sdb"])),
+            names(&["dm-3", "sdb", "md0", "sda"])
+        );
+        // A device the host does not report is listed, with nothing below it.
+        assert_eq!(with_layers_below(&h, &names(&["nope"])), names(&["nope"]));
     }
 }

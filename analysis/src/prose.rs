@@ -464,7 +464,7 @@ pub fn named_confidence(
         "of the latency"
     };
     let signal = if state == State::Raised {
-        "signal correlation"
+        "signal evidence"
     } else {
         "anomaly strength"
     };

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::breakdown::{PartKind, Parts, local_devices};
 use crate::correlation::best_lag;
+use crate::layers::with_layers_below;
 use crate::model::{Direction, Host, Peer, Run, Series};
 use crate::series::{all, at, mean_over, measured, sum_over};
 use crate::thresholds::Thresholds;
@@ -208,15 +209,21 @@ pub fn collect(run: &Run, subject: &Host, d: Direction, parts: &Parts) -> Vec<Si
         }
         out.extend(network(host));
     }
-    // Block devices: the analysed host's local ones, and each replica host's busiest; the
-    // CPU of each of these hosts.
-    out.extend(devices(run.len(), subject, &parts.devices, d));
+    // Block devices: the analysed host's local ones, and each replica host's busiest, with
+    // the devices stacked below them (where their time may go); the CPU of each host.
+    out.extend(devices(
+        run.len(),
+        subject,
+        &with_layers_below(subject, &parts.devices),
+        d,
+    ));
     out.extend(cpu(subject, run.interval_seconds));
     for part in parts.replicas() {
         if let Some(h) = run.host_with_address(&part.key)
             && h.name != subject.name
         {
-            out.extend(devices(run.len(), h, &local_devices(h, d), d));
+            let below = with_layers_below(h, &local_devices(h, d));
+            out.extend(devices(run.len(), h, &below, d));
             out.extend(cpu(h, run.interval_seconds));
         }
     }

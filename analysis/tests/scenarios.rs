@@ -149,6 +149,12 @@ fn a_slow_device_below_a_stacked_one_is_named_with_it() {
         "{}",
         r.to_text()
     );
+    // On the lower device's own service time, not on its share alone.
+    assert!(
+        evidence(&r).contains("device service time on h1 loop3"),
+        "{}",
+        r.to_text()
+    );
 }
 
 #[test]
@@ -211,6 +217,83 @@ fn congestion_toward_the_server_of_a_remote_device_names_device_and_peer() {
         slow.findings
             .iter()
             .any(|f| f.contains("nvme1c1n1 is served by 198.18.0.2")),
+        "{}",
+        r.to_text()
+    );
+}
+
+/// An NVMe/TCP write path through a shallow buffer that drops all run long, on a busy
+/// emulated host: h1 writes to the multipath head nvme1n1, whose time goes down to its path
+/// nvme1c1n1, served by 198.18.0.2. In six intervals a few retransmits time out (the head's
+/// and the path's service time and the p99 jump) while some task waits for h1's CPU three
+/// times as often as in the others.
+fn congested_head_on_a_busy_host() -> Report {
+    let mut run = Lab::new(Fault::Congestion).throughout().noisy().build();
+    let h1 = &mut run.hosts[0];
+    let lat = h1.write.as_mut().expect("writes");
+    let mut round_trip = lat
+        .replicas
+        .remove("198.18.0.2")
+        .expect("the replica's round trip");
+    let timed_out = |i: usize| (20..26).contains(&i);
+    for (i, v) in round_trip.iter_mut().enumerate() {
+        if let (Some(v), true) = (v.as_mut(), timed_out(i)) {
+            *v += 0.030;
+        }
+    }
+    for (i, p) in lat.p99_seconds.iter_mut().enumerate() {
+        if let (Some(p), true) = (p.as_mut(), timed_out(i)) {
+            *p *= 5.0;
+        }
+    }
+    lat.local_device_seconds = round_trip.clone();
+    let mut path = h1.devices.remove("loop3").expect("loop3");
+    for op in path.ops.values_mut() {
+        op.service_seconds = round_trip.clone();
+    }
+    path.peer = Some("198.18.0.2".into());
+    let mut head = path.clone();
+    head.peer = None;
+    head.parents = vec!["nvme1c1n1".into()];
+    for op in head.ops.values_mut() {
+        op.queue_seconds = Vec::new();
+    }
+    h1.devices.insert("nvme1c1n1".into(), path);
+    h1.devices.insert("nvme1n1".into(), head);
+    h1.local_devices = vec!["nvme1n1".into()];
+    h1.cpu_stalled_seconds = (0..run.starts.len())
+        .map(|i| Some(if timed_out(i) { 0.24 } else { 0.08 }))
+        .collect();
+    analyze(&run).expect("lines up")
+}
+
+#[test]
+fn congestion_all_run_long_is_named_when_its_timeouts_raise_a_few_intervals() {
+    let r = congested_head_on_a_busy_host();
+    assert_cause(&r, Cause::NetworkCongestion, State::Raised);
+    assert_eq!(
+        r.verdict.location.as_deref(),
+        Some("path to peer 198.18.0.2, which serves device nvme1c1n1"),
+        "{}",
+        r.to_text()
+    );
+    // The drops did not rise with the timeouts: the run-long counts are the evidence.
+    assert!(
+        evidence(&r).contains("drops at the tbf qdisc"),
+        "{}",
+        r.to_text()
+    );
+    // The path's service time rose by 30 ms: no CPU that some task waited for 24% of the
+    // time accounts for that, so the CPU is not placed on the device.
+    let cpu = write_result(&r)
+        .candidates
+        .iter()
+        .find(|c| c.cause == Cause::Cpu)
+        .expect("a cpu candidate");
+    assert!(
+        !cpu.findings
+            .iter()
+            .any(|f| f.contains("can be waiting for a CPU")),
         "{}",
         r.to_text()
     );

@@ -60,11 +60,12 @@ fn nvme_tcp_device_names_its_target_and_its_retransmits() {
 /// record. A write leaves as one 64 KiB burst whatever the guest's speed: the deep port holds
 /// it, the shallow one drops most of it and TCP recovers by retransmitting, which costs round
 /// trips (4 ms each, from netem on the hosts' links, so that they outweigh the emulated
-/// guest's own delays). Through the deep
-/// buffer the verdict is none; through the shallow one it is network congestion on the path
-/// to the target, named with the device it serves, and the switch (`tc -s`) and the
-/// initiator (/proc/net/snmp) count the drops and retransmits behind it. The write p99 of
-/// both runs is printed.
+/// guest's own delays). Through the deep buffer no network cause is named: the verdict is
+/// none, or, when a busy machine slows the emulated guest until each write takes tens of
+/// milliseconds, what the guest's own measurements show (a slow device, a starved CPU);
+/// through the shallow one it is network congestion on the path to the target, named with
+/// the device it serves, and the switch (`tc -s`) and the initiator (/proc/net/snmp) count
+/// the drops and retransmits behind it. The write p99 of both runs is printed.
 #[test]
 fn nvme_tcp_through_a_shallow_buffer_is_congestion_toward_its_target() {
     let lab = Lab::new(
@@ -146,7 +147,12 @@ fn nvme_tcp_through_a_shallow_buffer_is_congestion_toward_its_target() {
         runs.push((o, w, agent_retransmits));
     }
     let (deep, deep_w, _) = &runs[0];
-    assert_eq!(deep.cause(), "none", "{:#}", deep.analysis["verdict"]);
+    assert!(
+        !NETWORK_CAUSES.contains(&deep.cause()),
+        "deep buffer: {:#}\ncandidates: {:#?}",
+        deep.analysis["verdict"],
+        candidates(deep)
+    );
     assert_eq!(deep.qdisc_drops, 0, "drops at the deep-buffer ports");
     assert!(deep_w.ios > 0.0, "no writes through the deep buffer");
     let (shallow, _, agent_retransmits) = &runs[1];
@@ -157,8 +163,9 @@ fn nvme_tcp_through_a_shallow_buffer_is_congestion_toward_its_target() {
     assert_eq!(
         shallow.cause(),
         "network_congestion",
-        "{:#}",
-        shallow.analysis["verdict"]
+        "{:#}\ncandidates: {:#?}",
+        shallow.analysis["verdict"],
+        candidates(shallow)
     );
     let location = shallow.analysis["verdict"]["location"]
         .as_str()
@@ -193,6 +200,33 @@ fn nvme_tcp_through_a_shallow_buffer_is_congestion_toward_its_target() {
     drop(agent);
     drop(ctrl);
     drop(target);
+}
+
+/// The causes that place latency on the network.
+const NETWORK_CAUSES: &[&str] = &["network_congestion", "packet_loss", "mtu_mismatch"];
+
+/// The write direction's candidates of host `a`: cause, place, score and whether its
+/// defining condition held.
+fn candidates(o: &stornet_lab::lab::run::Outcome) -> Vec<String> {
+    let hosts = o.analysis["hosts"].as_array().cloned().unwrap_or_default();
+    hosts
+        .iter()
+        .filter(|h| h["host"] == "a")
+        .flat_map(|h| h["directions"].as_array().cloned().unwrap_or_default())
+        .filter(|d| d["direction"] == "write")
+        .flat_map(|d| d["candidates"].as_array().cloned().unwrap_or_default())
+        .map(|c| {
+            format!(
+                "{} at {}: {:.2} (met {}, share {}, association {})",
+                c["cause"].as_str().unwrap_or("?"),
+                c["location"].as_str().unwrap_or("?"),
+                c["score"].as_f64().unwrap_or(f64::NAN),
+                c["requirement_met"],
+                c["share"],
+                c["association"]
+            )
+        })
+        .collect()
 }
 
 /// The skb drops of host `a` in a run's record, by reason (those with any).

@@ -108,6 +108,9 @@ enum Task {
         /// Only these boots (`drivers`, `lockdown`, `systemd`); repeatable.
         #[arg(long = "boot")]
         boots: Vec<String>,
+        /// Only the tests whose names contain this (`fabrics::`, …); repeatable.
+        #[arg(long = "test")]
+        tests: Vec<String>,
         /// Write the kernel support table of docs/agent.md from this run.
         #[arg(long)]
         bless: bool,
@@ -192,10 +195,12 @@ fn main() -> ExitCode {
         Task::Vm {
             kernels,
             boots,
+            tests,
             bless,
         } => vm::run(&vm::Options {
             kernels,
             boots,
+            tests,
             bless,
         }),
     };

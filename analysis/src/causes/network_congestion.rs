@@ -3,7 +3,7 @@
 
 use super::network::{net_candidate, net_signals};
 use super::score::{
-    association, counter_anomaly, findings, judge_signals, magnitude, score, weigh,
+    association, counter_anomaly, findings, judge_signals, magnitude, run_findings, score, weigh,
 };
 use crate::context::Context;
 use crate::report::{Candidate, Cause};
@@ -36,8 +36,17 @@ pub(super) fn network_congestion(cx: &Context, peer: Option<&str>, explained: bo
             )
         });
         c.requirement_met = overflowed(cx, &sigs) || (!explained && resent);
-        c.association = assoc;
         c.findings = findings(cx, &risen, 4);
+        // A queue that overflowed all run long does not rise with the intervals it raises:
+        // it is weighed as over a whole run, its run-long counts the evidence.
+        let mut steady: Vec<(usize, f64)> = overflowing(cx, &sigs)
+            .filter(|i| !risen.contains(i))
+            .filter_map(|i| Some((i, congestion_anomaly(cx, i).filter(|&a| a > 0.0)?)))
+            .collect();
+        steady.sort_by(|a, b| b.1.total_cmp(&a.1));
+        c.association = steady.iter().map(|s| s.1).chain(assoc).reduce(f64::max);
+        let order: Vec<usize> = steady.iter().map(|s| s.0).collect();
+        c.findings.extend(run_findings(cx, &order, 2));
     } else {
         let anomalies: Vec<(usize, f64)> = picks
             .iter()
@@ -62,22 +71,32 @@ fn congestion_anomaly(cx: &Context, i: usize) -> Option<f64> {
 }
 
 /// Whether the path's signals `sigs` show a queue that overflowed or stood: drops for a full
-/// queue, or a backlog of at least `backlog_bytes` (raised: among the signals that rose,
-/// at their level in the raised intervals; whole run: as anomalies). A short queue that
-/// forms behind a burst of retransmits is not one, nor are a shaper's overlimits.
+/// queue, or a backlog of at least `backlog_bytes`, as anomalies over the whole run or (raised)
+/// among the signals that rose, at their level in the raised intervals. A queue that
+/// overflows all run long explains raised intervals too: its drops need not rise for the
+/// retransmits they cause to time out now and then. A short queue that forms behind a burst
+/// of retransmits is not one, nor are a shaper's overlimits.
 pub(super) fn overflowed(cx: &Context, sigs: &[usize]) -> bool {
-    sigs.iter().any(|&i| {
+    overflowing(cx, sigs).next().is_some()
+}
+
+/// The signals among `sigs` that show a queue that overflowed or stood ([`overflowed`]).
+fn overflowing<'a>(cx: &'a Context, sigs: &'a [usize]) -> impl Iterator<Item = usize> + 'a {
+    sigs.iter().copied().filter(|&i| {
         let s = &cx.signals[i];
         let sc = &cx.scores[i];
         if !is_congestion(s) || s.kind == SignalKind::QdiscOverlimits {
             return false;
         }
-        if cx.raised() {
-            sc.rose
-                && (s.kind != SignalKind::QdiscBacklog
-                    || sc.raised.is_some_and(|b| b >= cx.t.backlog_bytes))
-        } else {
-            congestion_anomaly(cx, i).is_some_and(|a| a > 0.0)
-        }
+        let rose = cx.raised()
+            && sc.rose
+            && (s.kind != SignalKind::QdiscBacklog
+                || sc.raised.is_some_and(|b| b >= cx.t.backlog_bytes));
+        rose || steady(cx, i)
     })
+}
+
+/// Anomalous over the whole run.
+fn steady(cx: &Context, i: usize) -> bool {
+    congestion_anomaly(cx, i).is_some_and(|a| a > 0.0)
 }

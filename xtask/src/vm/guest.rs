@@ -194,7 +194,14 @@ fn host_tool(name: &str) -> Result<PathBuf> {
 }
 
 /// Builds the guest of one boot: its initramfs in `work`, its disks, its command line.
-pub fn plan(kernel: &Kernel, boot: &Boot, bins: &Binaries, work: &Path) -> Result<Plan> {
+/// `only`: run just the tests whose names contain one of these (all when empty).
+pub fn plan(
+    kernel: &Kernel,
+    boot: &Boot,
+    bins: &Binaries,
+    work: &Path,
+    only: &[String],
+) -> Result<Plan> {
     let tree = ModuleTree::open(&kernel.modules)?;
     let drivers: Vec<&Driver> = DRIVERS
         .iter()
@@ -299,13 +306,15 @@ pub fn plan(kernel: &Kernel, boot: &Boot, bins: &Binaries, work: &Path) -> Resul
     } else {
         PRIVILEGED_LOCKDOWN
     };
-    // (A test binary given no names would run all of its tests.)
-    if !privileged.is_empty() {
-        tests.push((
-            "privileged".to_string(),
-            privileged.iter().map(|s| s.to_string()).collect(),
-        ));
+    tests.push((
+        "privileged".to_string(),
+        privileged.iter().map(|s| s.to_string()).collect(),
+    ));
+    for (_, names) in &mut tests {
+        names.retain(|n| only.is_empty() || only.iter().any(|o| n.contains(o.as_str())));
     }
+    // (A test binary given no names would run all of its tests.)
+    tests.retain(|(_, names)| !names.is_empty());
     root.bytes(
         "/etc/stornet/env",
         format!(

@@ -32,6 +32,8 @@ pub struct Options {
     pub kernels: Vec<String>,
     /// Boots (`drivers`, `lockdown`); all when empty.
     pub boots: Vec<String>,
+    /// Only the tests whose names contain one of these; all when empty.
+    pub tests: Vec<String>,
     /// Write the kernel support table into docs/agent.md instead of checking it.
     pub bless: bool,
 }
@@ -89,7 +91,7 @@ pub fn run(opts: &Options) -> Result<()> {
     for k in &kernels {
         for b in &boots {
             let name = format!("vm: {} ({}) {}", k.series.series, k.release, b.name);
-            let mut r = cmd::step(&name, || boot(k, b, &bins, &work, accel))?;
+            let mut r = cmd::step(&name, || boot(k, b, &bins, &work, accel, &opts.tests))?;
             // A guest whose kernel died or hung before /init said anything ran none of
             // stornet: under TCG a boot now and then oopses while the kernel patches its own
             // code (int3 in sched_clock_cpu, seen on 7.3), or prints nothing at all
@@ -97,7 +99,7 @@ pub fn run(opts: &Options) -> Result<()> {
             // after /init started, fails the tier.
             if r.outcome.release.is_none() && !r.outcome.passed() {
                 println!("vm: the guest's kernel stopped before /init ran; booting it once more");
-                r = cmd::step(&name, || boot(k, b, &bins, &work, accel))?;
+                r = cmd::step(&name, || boot(k, b, &bins, &work, accel, &opts.tests))?;
             }
             runs.push(r);
         }
@@ -130,7 +132,7 @@ pub fn run(opts: &Options) -> Result<()> {
         bail!("vm tier failed on: {}", failed.join(", "));
     }
     // The support table is checked on the whole matrix only.
-    if opts.kernels.is_empty() && opts.boots.is_empty() {
+    if opts.kernels.is_empty() && opts.boots.is_empty() && opts.tests.is_empty() {
         support::check_docs(&runs, opts.bless)?;
     }
     Ok(())
@@ -143,11 +145,12 @@ fn boot(
     bins: &Binaries,
     work: &std::path::Path,
     accel: Accel,
+    only: &[String],
 ) -> Result<Run> {
     let dir = work.join(format!("{}-{}", k.series.series, b.name));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
-    let plan = guest::plan(k, b, bins, &dir)?;
+    let plan = guest::plan(k, b, bins, &dir, only)?;
     let expected = plan.expected();
     let log = dir.join("console.log");
     let start = Instant::now();
