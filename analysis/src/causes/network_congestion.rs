@@ -39,13 +39,13 @@ pub(super) fn network_congestion(cx: &Context, peer: Option<&str>, explained: bo
         c.findings = findings(cx, &risen, 4);
         // A queue that overflowed all run long does not rise with the intervals it raises:
         // it is weighed as over a whole run, its run-long counts the evidence.
-        let mut steady: Vec<(usize, f64)> = overflowing(cx, &sigs)
+        let mut run_long: Vec<(usize, f64)> = overflowing(cx, &sigs)
             .filter(|i| !risen.contains(i))
             .filter_map(|i| Some((i, congestion_anomaly(cx, i).filter(|&a| a > 0.0)?)))
             .collect();
-        steady.sort_by(|a, b| b.1.total_cmp(&a.1));
-        c.association = steady.iter().map(|s| s.1).chain(assoc).reduce(f64::max);
-        let order: Vec<usize> = steady.iter().map(|s| s.0).collect();
+        run_long.sort_by(|a, b| b.1.total_cmp(&a.1));
+        c.association = run_long.iter().map(|s| s.1).chain(assoc).reduce(f64::max);
+        let order: Vec<usize> = run_long.iter().map(|s| s.0).collect();
         c.findings.extend(run_findings(cx, &order, 2));
     } else {
         let anomalies: Vec<(usize, f64)> = picks
