@@ -3,7 +3,7 @@
 
 mod synth;
 
-use analysis::{Cause, Direction, Report, Run, State, analyze};
+use analysis::{Cause, Direction, Report, Run, Series, State, analyze};
 use synth::{Fault, Lab, Rng};
 
 fn report(lab: &Lab) -> Report {
@@ -169,11 +169,11 @@ fn a_stacked_layer_that_adds_the_time_is_named_itself() {
     );
 }
 
-/// The run of `fault` with the replica's round trip turned into a remote device's time: h1
-/// writes to nvme1c1n1, which h2 (198.18.0.2) serves over NVMe/TCP through the switch, and
+/// `lab`'s run with the replica's round trip turned into a remote device's time: h1 writes
+/// to nvme1c1n1, which h2 (198.18.0.2) serves over NVMe/TCP through the switch, and
 /// replicates nothing. Whatever held up the replica's round trip now holds up the device.
-fn remote_device(fault: Fault) -> Report {
-    let mut run = Lab::new(fault).noisy().build();
+fn remote_run(lab: Lab) -> Run {
+    let mut run = lab.build();
     let h1 = &mut run.hosts[0];
     let lat = h1.write.as_mut().expect("writes");
     let round_trip = lat
@@ -188,30 +188,41 @@ fn remote_device(fault: Fault) -> Report {
     dev.peer = Some("198.18.0.2".into());
     h1.devices.insert("nvme1c1n1".into(), dev);
     h1.local_devices = vec!["nvme1c1n1".into()];
-    analyze(&run).expect("lines up")
+    run
 }
 
-#[test]
-fn congestion_toward_the_server_of_a_remote_device_names_device_and_peer() {
-    let r = remote_device(Fault::Congestion);
-    assert_cause(&r, Cause::NetworkCongestion, State::Raised);
+fn remote_device(fault: Fault) -> Report {
+    analyze(&remote_run(Lab::new(fault).noisy())).expect("lines up")
+}
+
+/// The candidate of `cause` for writes.
+fn candidate(r: &Report, cause: Cause) -> &analysis::Candidate {
+    write_result(r)
+        .candidates
+        .iter()
+        .find(|c| c.cause == cause)
+        .unwrap_or_else(|| panic!("no {cause} candidate: {}", r.to_text()))
+}
+
+/// Congestion in raised intervals on the path to the remote device's server, named with
+/// the device, with `evidence_part` among its evidence.
+fn assert_congestion_toward_the_target(r: &Report, evidence_part: &str) {
+    assert_cause(r, Cause::NetworkCongestion, State::Raised);
     assert_eq!(
         r.verdict.location.as_deref(),
         Some("path to peer 198.18.0.2, which serves device nvme1c1n1"),
         "{}",
         r.to_text()
     );
-    assert!(
-        evidence(&r).contains("retransmits to 198.18.0.2"),
-        "{}",
-        r.to_text()
-    );
+    assert!(evidence(r).contains(evidence_part), "{}", r.to_text());
+}
+
+#[test]
+fn congestion_toward_the_server_of_a_remote_device_names_device_and_peer() {
+    let r = remote_device(Fault::Congestion);
+    assert_congestion_toward_the_target(&r, "retransmits to 198.18.0.2");
     // The device holds the rise, but its time is the path's: not a slow device.
-    let slow = write_result(&r)
-        .candidates
-        .iter()
-        .find(|c| c.cause == Cause::SlowDevice)
-        .expect("a slow_device candidate");
+    let slow = candidate(&r, Cause::SlowDevice);
     assert!(!slow.requirement_met, "{}", r.to_text());
     assert!(
         slow.findings
@@ -225,33 +236,27 @@ fn congestion_toward_the_server_of_a_remote_device_names_device_and_peer() {
 /// An NVMe/TCP write path through a shallow buffer that drops all run long, on a busy
 /// emulated host: h1 writes to the multipath head nvme1n1, whose time goes down to its path
 /// nvme1c1n1, served by 198.18.0.2. In six intervals a few retransmits time out (the head's
-/// and the path's service time and the p99 jump) while some task waits for h1's CPU three
-/// times as often as in the others.
+/// and the path's service time rise 30 ms, the p99 five-fold) while some task waits for
+/// h1's CPU three times as often as in the others.
 fn congested_head_on_a_busy_host() -> Report {
-    let mut run = Lab::new(Fault::Congestion).throughout().noisy().build();
+    let mut run = remote_run(Lab::new(Fault::Congestion).throughout().noisy());
+    let timed_out = |i: usize| (20..26).contains(&i);
+    let raise = |s: &mut Series, by: fn(f64) -> f64| {
+        for (i, v) in s.iter_mut().enumerate() {
+            if let (Some(v), true) = (v.as_mut(), timed_out(i)) {
+                *v = by(*v);
+            }
+        }
+    };
+    let n = run.starts.len();
     let h1 = &mut run.hosts[0];
     let lat = h1.write.as_mut().expect("writes");
-    let mut round_trip = lat
-        .replicas
-        .remove("198.18.0.2")
-        .expect("the replica's round trip");
-    let timed_out = |i: usize| (20..26).contains(&i);
-    for (i, v) in round_trip.iter_mut().enumerate() {
-        if let (Some(v), true) = (v.as_mut(), timed_out(i)) {
-            *v += 0.030;
-        }
-    }
-    for (i, p) in lat.p99_seconds.iter_mut().enumerate() {
-        if let (Some(p), true) = (p.as_mut(), timed_out(i)) {
-            *p *= 5.0;
-        }
-    }
-    lat.local_device_seconds = round_trip.clone();
-    let mut path = h1.devices.remove("loop3").expect("loop3");
+    raise(&mut lat.local_device_seconds, |v| v + 0.030);
+    raise(&mut lat.p99_seconds, |v| v * 5.0);
+    let mut path = h1.devices.remove("nvme1c1n1").expect("the path device");
     for op in path.ops.values_mut() {
-        op.service_seconds = round_trip.clone();
+        raise(&mut op.service_seconds, |v| v + 0.030);
     }
-    path.peer = Some("198.18.0.2".into());
     let mut head = path.clone();
     head.peer = None;
     head.parents = vec!["nvme1c1n1".into()];
@@ -261,7 +266,7 @@ fn congested_head_on_a_busy_host() -> Report {
     h1.devices.insert("nvme1c1n1".into(), path);
     h1.devices.insert("nvme1n1".into(), head);
     h1.local_devices = vec!["nvme1n1".into()];
-    h1.cpu_stalled_seconds = (0..run.starts.len())
+    h1.cpu_stalled_seconds = (0..n)
         .map(|i| Some(if timed_out(i) { 0.24 } else { 0.08 }))
         .collect();
     analyze(&run).expect("lines up")
@@ -270,28 +275,13 @@ fn congested_head_on_a_busy_host() -> Report {
 #[test]
 fn congestion_all_run_long_is_named_when_its_timeouts_raise_a_few_intervals() {
     let r = congested_head_on_a_busy_host();
-    assert_cause(&r, Cause::NetworkCongestion, State::Raised);
-    assert_eq!(
-        r.verdict.location.as_deref(),
-        Some("path to peer 198.18.0.2, which serves device nvme1c1n1"),
-        "{}",
-        r.to_text()
-    );
     // The drops did not rise with the timeouts: the run-long counts are the evidence.
-    assert!(
-        evidence(&r).contains("drops at the tbf qdisc"),
-        "{}",
-        r.to_text()
-    );
+    assert_congestion_toward_the_target(&r, "drops at the tbf qdisc");
     // The path's service time rose by 30 ms: no CPU that some task waited for 24% of the
     // time accounts for that, so the CPU is not placed on the device.
-    let cpu = write_result(&r)
-        .candidates
-        .iter()
-        .find(|c| c.cause == Cause::Cpu)
-        .expect("a cpu candidate");
     assert!(
-        !cpu.findings
+        !candidate(&r, Cause::Cpu)
+            .findings
             .iter()
             .any(|f| f.contains("can be waiting for a CPU")),
         "{}",
