@@ -11,7 +11,7 @@ use std::net::SocketAddrV4;
 use analysis::layers::delayed_layer;
 use stornet_lab::blockdev::{Disk, LoopDevice};
 use stornet_lab::fs::TempDir;
-use stornet_lab::lab::run::{client_agent, device_run};
+use stornet_lab::lab::run::{Outcome, client_agent, device_run, series_sum};
 use stornet_lab::lab::{Host, HostSpec, Lab, Shaping, Workload};
 use stornet_lab::nvmf::{Controller, PORT, Target};
 
@@ -205,16 +205,10 @@ fn nvme_tcp_through_a_shallow_buffer_is_congestion_toward_its_target() {
 /// The causes that place latency on the network.
 const NETWORK_CAUSES: &[&str] = &["network_congestion", "packet_loss", "mtu_mismatch"];
 
-/// The write direction's candidates of host `a`: cause, place, score and whether its
-/// defining condition held.
-fn candidates(o: &stornet_lab::lab::run::Outcome) -> Vec<String> {
-    let hosts = o.analysis["hosts"].as_array().cloned().unwrap_or_default();
-    hosts
-        .iter()
-        .filter(|h| h["host"] == "a")
-        .flat_map(|h| h["directions"].as_array().cloned().unwrap_or_default())
-        .filter(|d| d["direction"] == "write")
-        .flat_map(|d| d["candidates"].as_array().cloned().unwrap_or_default())
+/// Every candidate the analysis weighed: cause, place, score and whether its defining
+/// condition held.
+fn candidates(o: &Outcome) -> Vec<String> {
+    o.candidates()
         .map(|c| {
             format!(
                 "{} at {}: {:.2} (met {}, share {}, association {})",
@@ -230,28 +224,15 @@ fn candidates(o: &stornet_lab::lab::run::Outcome) -> Vec<String> {
 }
 
 /// The skb drops of host `a` in a run's record, by reason (those with any).
-fn drops_by_reason(o: &stornet_lab::lab::run::Outcome) -> Vec<(String, f64)> {
-    let rec: serde_json::Value = std::fs::read_to_string(&o.record)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_default();
-    let hosts = rec["points"][0]["run"]["hosts"].as_array().cloned();
-    let Some(a) = hosts.into_iter().flatten().find(|h| h["name"] == "a") else {
+fn drops_by_reason(o: &Outcome) -> Vec<(String, f64)> {
+    let Ok(a) = o.record_host(0, "a") else {
         return Vec::new();
     };
     a["skb_drops"]
         .as_object()
         .into_iter()
         .flatten()
-        .map(|(reason, s)| {
-            let n: f64 = s
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|v| v.as_f64())
-                .sum();
-            (reason.clone(), n)
-        })
+        .map(|(reason, s)| (reason.clone(), series_sum(s)))
         .filter(|(_, n)| *n > 0.0)
         .collect()
 }

@@ -185,12 +185,7 @@ pub fn recorded(o: &Outcome, path: &[&str]) -> f64 {
 
 /// Names of the candidates whose requirement is met, for messages.
 pub fn confirmed(o: &Outcome) -> Vec<String> {
-    o.analysis["hosts"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|h| h["directions"].as_array().into_iter().flatten())
-        .flat_map(|d| d["candidates"].as_array().into_iter().flatten())
+    o.candidates()
         .filter(|c| c["requirement_met"] == true)
         .map(|c| format!("{} at {}", c["cause"], c["location"]))
         .collect()

@@ -35,13 +35,15 @@ pub(super) fn network_congestion(cx: &Context, peer: Option<&str>, explained: bo
                 SignalKind::Retransmits | SignalKind::Srtt
             )
         });
-        c.requirement_met = overflowed(cx, &sigs) || (!explained && resent);
+        let queues: Vec<usize> = overflowing(cx, &sigs).collect();
+        c.requirement_met = !queues.is_empty() || (!explained && resent);
         c.findings = findings(cx, &risen, 4);
         // A queue that overflowed all run long does not rise with the intervals it raises:
         // it is weighed as over a whole run, its run-long counts the evidence.
-        let mut run_long: Vec<(usize, f64)> = overflowing(cx, &sigs)
+        let mut run_long: Vec<(usize, f64)> = queues
+            .into_iter()
             .filter(|i| !risen.contains(i))
-            .filter_map(|i| Some((i, congestion_anomaly(cx, i).filter(|&a| a > 0.0)?)))
+            .filter_map(|i| Some((i, run_long_anomaly(cx, i)?)))
             .collect();
         run_long.sort_by(|a, b| b.1.total_cmp(&a.1));
         c.association = run_long.iter().map(|s| s.1).chain(assoc).reduce(f64::max);
@@ -92,11 +94,11 @@ fn overflowing<'a>(cx: &'a Context, sigs: &'a [usize]) -> impl Iterator<Item = u
             && sc.rose
             && (s.kind != SignalKind::QdiscBacklog
                 || sc.raised.is_some_and(|b| b >= cx.t.backlog_bytes));
-        rose || steady(cx, i)
+        rose || run_long_anomaly(cx, i).is_some()
     })
 }
 
-/// Anomalous over the whole run.
-fn steady(cx: &Context, i: usize) -> bool {
-    congestion_anomaly(cx, i).is_some_and(|a| a > 0.0)
+/// The strength of signal `i` as an anomaly over the whole run, when it is one.
+fn run_long_anomaly(cx: &Context, i: usize) -> Option<f64> {
+    congestion_anomaly(cx, i).filter(|&a| a > 0.0)
 }

@@ -493,19 +493,40 @@ impl Outcome {
     /// Sum over point `i` of a series of a host in the record, such as
     /// `["peers", "198.18.0.2", "retransmits"]`, as the agent measured it.
     pub fn record_sum(&self, i: usize, host: &str, path: &[&str]) -> Result<f64> {
-        let rec: Value = serde_json::from_str(&std::fs::read_to_string(&self.record)?)?;
-        let hosts = rec["points"][i]["run"]["hosts"]
-            .as_array()
-            .context("no hosts in the record")?;
-        let h = hosts
-            .iter()
-            .find(|h| h["name"] == host)
-            .with_context(|| format!("no host {host} in the record"))?;
-        let mut v = h;
+        let h = self.record_host(i, host)?;
+        let mut v = &h;
         for seg in path {
             v = &v[*seg];
         }
-        Ok(v.as_array()
-            .map_or(0.0, |a| a.iter().filter_map(Value::as_f64).sum()))
+        Ok(series_sum(v))
     }
+
+    /// Host `host` of point `i` in the record, as the agent measured it.
+    pub fn record_host(&self, i: usize, host: &str) -> Result<Value> {
+        let mut rec: Value = serde_json::from_str(&std::fs::read_to_string(&self.record)?)?;
+        let hosts = rec["points"][i]["run"]["hosts"]
+            .as_array_mut()
+            .context("no hosts in the record")?;
+        let at = hosts
+            .iter()
+            .position(|h| h["name"] == host)
+            .with_context(|| format!("no host {host} in the record"))?;
+        Ok(hosts.swap_remove(at))
+    }
+
+    /// Every candidate the analysis weighed, of every host and direction.
+    pub fn candidates(&self) -> impl Iterator<Item = &Value> {
+        self.analysis["hosts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|h| h["directions"].as_array().into_iter().flatten())
+            .flat_map(|d| d["candidates"].as_array().into_iter().flatten())
+    }
+}
+
+/// The sum of a recorded series (0 for none).
+pub fn series_sum(v: &Value) -> f64 {
+    v.as_array()
+        .map_or(0.0, |a| a.iter().filter_map(Value::as_f64).sum())
 }
