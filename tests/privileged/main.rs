@@ -10,6 +10,7 @@ mod block_flush;
 mod block_probes;
 mod block_topology;
 mod block_util;
+mod ceph_lab;
 mod churn;
 mod correlate_fleet;
 mod correlate_html;
