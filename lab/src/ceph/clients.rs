@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use serde_json::Value;
 
 use super::{CephLab, IMAGE, POOL};
@@ -16,6 +16,9 @@ pub struct RadosBench {
     pub block: u32,
     /// Writes in flight.
     pub threads: u32,
+    /// How long the command may take in all (a bench whose writes hang never ends by
+    /// itself): by default its seconds and 60 more.
+    pub limit: Duration,
 }
 
 impl RadosBench {
@@ -25,7 +28,18 @@ impl RadosBench {
             seconds,
             block: 64 << 10,
             threads: 16,
+            limit: Duration::from_secs(u64::from(seconds) + 60),
         }
+    }
+
+    pub fn block(mut self, bytes: u32) -> RadosBench {
+        self.block = bytes;
+        self
+    }
+
+    pub fn limit(mut self, limit: Duration) -> RadosBench {
+        self.limit = limit;
+        self
     }
 }
 
@@ -109,17 +123,17 @@ pub fn parse_fio(json: &str, dir: &str) -> Result<FioResult> {
 }
 
 impl CephLab {
-    /// Runs `rados bench` writes from the client host, then removes what it wrote (a pool
-    /// that fills up turns the cluster HEALTH_ERR).
+    /// Runs `rados bench` writes from the client host. Its objects stay: remove them with
+    /// [`CephLab::cleanup_bench`] once any fault is lifted (a pool that fills up turns the
+    /// cluster HEALTH_ERR; a cleanup through a fault is as slow as the bench was).
     pub fn rados_bench(&self, b: &RadosBench) -> Result<BenchResult> {
         let (secs, bs, t) = (
             b.seconds.to_string(),
             b.block.to_string(),
             b.threads.to_string(),
         );
-        let limit = Duration::from_secs(u64::from(b.seconds) + 90);
-        let run = self.cli.run(
-            limit,
+        let out = self.cli.run(
+            b.limit,
             "rados",
             &[
                 "-p",
@@ -133,11 +147,8 @@ impl CephLab {
                 &t,
                 "--no-cleanup",
             ],
-        );
-        let cleaned = self.cleanup_bench();
-        let result = parse_rados_bench(&run?)?;
-        cleaned?;
-        Ok(result)
+        )?;
+        parse_rados_bench(&out)
     }
 
     /// Removes the objects of earlier `rados bench` runs.

@@ -98,7 +98,8 @@ const PSEUDO_FILESYSTEMS: &[(i64, &str)] = &[
     (0x6165_676c, "pstore"),
     (0xde5e_81e4, "efivarfs"),
     (0x1cd1, "devpts"),
-    (0x6573_5546, "fusectl"),
+    // FUSE_CTL_SUPER_MAGIC; FUSE file systems themselves (0x6573_5546) are storage.
+    (0x6573_5543, "fusectl"),
     (0xf97c_ff8c, "selinuxfs"),
     (0x4249_4e4d, "binfmt_misc"),
     (0x6e73_6673, "nsfs"),
