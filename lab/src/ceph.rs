@@ -15,6 +15,7 @@
 //! its pid).
 
 pub mod bringup;
+pub mod cephfs;
 pub mod cli;
 pub mod clients;
 pub mod config;
@@ -28,6 +29,7 @@ use std::time::Duration;
 
 use crate::lab::{Host, Lab};
 use crate::promserver::PromServer;
+pub use cephfs::FuseMount;
 pub use cli::Clients;
 pub use clients::{FioRbd, RadosBench};
 pub use config::StateDir;

@@ -85,7 +85,11 @@ impl PromServer {
     /// Starts Prometheus in network namespace `ns`, listening on `addr` (an address of the
     /// namespace), to scrape targets at lab addresses; its API is then reached from inside
     /// `ns` too. It enters only the network namespace, as a host's agent does.
-    pub fn start_in(cfg: &PromConfig, ns: &crate::netns::Netns, addr: SocketAddr) -> Result<PromServer> {
+    pub fn start_in(
+        cfg: &PromConfig,
+        ns: &crate::netns::Netns,
+        addr: SocketAddr,
+    ) -> Result<PromServer> {
         PromServer::launch(cfg, addr, Some(ns.path()))
     }
 

@@ -304,7 +304,11 @@ mod tests {
         for (i, a) in ALL.iter().enumerate() {
             assert!(a.name.starts_with("ceph_"), "{}", a.name);
             assert!(a.what.ends_with('.'), "{}", a.name);
-            assert!(!ALL[..i].iter().any(|b| b.name == a.name), "{} twice", a.name);
+            assert!(
+                !ALL[..i].iter().any(|b| b.name == a.name),
+                "{} twice",
+                a.name
+            );
             let per_daemon = a.name.starts_with("ceph_osd_")
                 || a.name.starts_with("ceph_bluestore_")
                 || a.name.starts_with("ceph_disk_");

@@ -9,13 +9,15 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use metric_names::ceph::{self as names, CephKind};
 use stornet_lab::blockdev::DiskStat;
 use stornet_lab::ceph::clients::{BenchResult, parse_fio};
+use stornet_lab::ceph::mgr::perf_mean_between;
 use stornet_lab::ceph::{CephLab, CephSpec, FioRbd, RadosBench};
+use stornet_lab::lab::Shaping;
 use stornet_lab::metrics::{Sample, sum};
 use stornet_lab::netns::ip;
 use stornet_lab::privilege::{require_root, require_tool};
-use metric_names::ceph::{self as names, CephKind};
 
 /// Fails under CI, skips otherwise, when the machine cannot run the lab.
 fn can_run(test: &str) -> bool {
@@ -133,7 +135,7 @@ fn ceph_lab_runs_clients_its_agents_count_and_prometheus_scrapes() {
         return;
     }
     let c = up("cephrun");
-    let made = made(&c);
+    let mut made = made(&c);
     assert_eq!(c.health().unwrap(), "HEALTH_OK");
 
     // The join Ceph offers: each OSD's hostname, addresses and device, as the lab made them.
@@ -215,18 +217,35 @@ fn ceph_lab_runs_clients_its_agents_count_and_prometheus_scrapes() {
     let mut sent = 0.0;
     for i in 0..n {
         let disk = c.osds[i].disk.name();
-        let labels = [("device", disk), ("op", "write")];
-        let count = |s: &[Sample]| sum(s, "stornet_block_io_size_bytes_count", &labels);
-        let counted = count(&second[i].4) - count(&first[i].4);
-        // The kernel's count between the two scrapes lies between these.
+        let op = |op| [("device", disk), ("op", op)];
+        let delta = |f: &dyn Fn(&[Sample]) -> f64| f(&second[i].4) - f(&first[i].4);
+        // Each flush reaches the device behind an empty write, which /sys/block counts as a
+        // write and the agent does not (docs/metrics.md): the agent's writes and flushes
+        // together are sysfs's writes.
+        let counted = delta(&|s| {
+            sum(s, "stornet_block_io_size_bytes_count", &op("write"))
+                + sum(s, "stornet_block_io_size_bytes_count", &op("flush"))
+        });
+        let bytes = delta(&|s| sum(s, "stornet_block_io_size_bytes_sum", &op("write")));
+        // The kernel's counts between the two scrapes lie between these.
+        let (a0, a1, b0, b1) = (&first[i].0, &first[i].1, &second[i].0, &second[i].1);
         let (low, high) = (
-            second[i].0.write_ios.saturating_sub(first[i].1.write_ios),
-            second[i].1.write_ios - first[i].0.write_ios,
+            b0.write_ios.saturating_sub(a1.write_ios),
+            b1.write_ios - a0.write_ios,
+        );
+        let (blow, bhigh) = (
+            (b0.write_sectors.saturating_sub(a1.write_sectors)) * 512,
+            (b1.write_sectors - a0.write_sectors) * 512,
         );
         assert!(low > r.writes / 2, "{disk}: only {low} writes for {r:?}");
         assert!(
             counted <= high as f64 && counted >= low as f64 * 0.995,
-            "agent on {}: {counted} writes to {disk}, sysfs {low}..={high}",
+            "agent on {}: {counted} writes and flushes to {disk}, sysfs {low}..={high} writes",
+            c.osds[i].host
+        );
+        assert!(
+            bytes <= bhigh as f64 && bytes >= blow as f64 * 0.995,
+            "agent on {}: {bytes} bytes written to {disk}, sysfs {blow}..={bhigh}",
             c.osds[i].host
         );
         let tx_labels = [("netns", "host"), ("interface", "eth0")];
@@ -244,13 +263,20 @@ fn ceph_lab_runs_clients_its_agents_count_and_prometheus_scrapes() {
             let peer = c.osd_host(c.osds[j].id).addr;
             let ns = &c.osd_host(c.osds[i].id).ns;
             let ss = || {
-                ns.run("ss", &["-Htn", "state", "established", "dst", &peer.to_string()])
-                    .unwrap()
-                    .lines()
-                    .count() as f64
+                ns.run(
+                    "ss",
+                    &["-Htn", "state", "established", "dst", &peer.to_string()],
+                )
+                .unwrap()
+                .lines()
+                .count() as f64
             };
             let before = ss();
-            let agent = sum(&scrape(&c, i), "stornet_tcp_sockets", &[("peer", &peer.to_string())]);
+            let agent = sum(
+                &scrape(&c, i),
+                "stornet_tcp_sockets",
+                &[("peer", &peer.to_string())],
+            );
             let after = ss();
             assert!(
                 agent >= 1.0 && agent >= before.min(after) && agent <= before.max(after),
@@ -291,6 +317,56 @@ fn ceph_lab_runs_clients_its_agents_count_and_prometheus_scrapes() {
         w.ios
     );
 
+    // CephFS through ceph-fuse: loadgen, which knows nothing of Ceph, writes to a file there
+    // and the OSDs serve its writes.
+    let mut c = c;
+    c.start_cephfs().unwrap_or_else(|e| panic!("{e:#}"));
+    made.pids.extend(c.mds.as_ref().map(|d| d.pid()));
+    let mount = c.mount_cephfs().unwrap_or_else(|e| panic!("{e:#}"));
+    assert_eq!(mount.fs_type().unwrap(), 0x6573_5546, "a FUSE mount");
+    let perf0: Vec<_> = c.osds.iter().map(|o| c.osd_perf(o.id).unwrap()).collect();
+    let out = std::process::Command::new(stornet_lab::bins::path("loadgen"))
+        .args([
+            "run",
+            "--name=cephfs",
+            &format!("--filename={}", mount.dir.join("lg").display()),
+            "--size=32m",
+            "--rw=randwrite",
+            "--bs=4k",
+            "--iodepth=8",
+            "--runtime=5",
+            "--time_based",
+            "--eta=never",
+            "--output-format=json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "loadgen on CephFS: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let lw = &report["loadgen"]["points"][0]["write"];
+    let ios = lw["ios"].as_f64().unwrap();
+    let perf1: Vec<_> = c.osds.iter().map(|o| c.osd_perf(o.id).unwrap()).collect();
+    let op_w: f64 = (0..n)
+        .map(|i| {
+            perf1[i]["osd"]["op_w"].as_f64().unwrap() - perf0[i]["osd"]["op_w"].as_f64().unwrap()
+        })
+        .sum();
+    eprintln!(
+        "loadgen on CephFS (ceph-fuse) 4k randwrite: {ios} writes, {:.0} IOPS, mean {:.1} ms; OSD write ops {op_w}",
+        lw["iops"].as_f64().unwrap_or(0.0),
+        lw["intended_lat_ns"]["mean"].as_f64().unwrap_or(0.0) / 1e6
+    );
+    assert!(ios > 0.0, "{report}");
+    assert!(
+        op_w >= ios,
+        "loadgen wrote {ios} times, the OSDs served {op_w} writes"
+    );
+    drop(mount);
+
     // Prometheus has every agent and the mgr, with the labels that join them.
     let p = c.prometheus.as_ref().unwrap();
     let meta = p.query("ceph_osd_metadata", None).unwrap();
@@ -307,7 +383,177 @@ fn ceph_lab_runs_clients_its_agents_count_and_prometheus_scrapes() {
         .unwrap();
     }
     let ups = p.query("up", None).unwrap();
-    assert!(ups.len() == n + 1 && ups.iter().all(|s| s.value() == 1.0), "{ups:?}");
+    assert!(
+        ups.len() == n + 1 && ups.iter().all(|s| s.value() == 1.0),
+        "{ups:?}"
+    );
+
+    let t = Instant::now();
+    drop(c);
+    eprintln!("down in {:.1} s", t.elapsed().as_secs_f64());
+    assert_removed(&made);
+}
+
+/// The sum over `hosts` of `RetransSegs` between two readings.
+fn retransmitted(before: &[(String, u64)], after: &[(String, u64)], hosts: &[&str]) -> u64 {
+    let get = |v: &[(String, u64)], h: &str| v.iter().find(|(n, _)| n == h).map_or(0, |x| x.1);
+    hosts.iter().map(|h| get(after, h) - get(before, h)).sum()
+}
+
+/// Each fault through the lab's mechanisms moves the count that proves it acts, and `rados
+/// bench` feels it: a shallow buffer at the switch port toward h1 drops (`tc -s`) and makes
+/// the other hosts retransmit toward it, which their agents count too; a deep one holds the
+/// same load without those drops; osd.0's throttled disk caps its writes (/sys/block) and
+/// raises bluestore's commit latency on osd.0 alone (its own `perf dump`); osd.1 under a CPU
+/// quota is throttled (`cpu.stat`); jumbo frames with h1's port left at 1500 make that port
+/// refuse frames (its rx drops) and stall a new client. Ceph's health is printed for each.
+#[test]
+fn ceph_lab_faults_move_their_independent_counts() {
+    if !can_run("ceph_lab_faults_move_their_independent_counts") {
+        return;
+    }
+    let c = up("cephflt");
+    let made = made(&c);
+    let b = RadosBench::writes(10);
+    let h1 = c.osd_host(0).addr.to_string();
+    let others = ["h2", "h3", "client"];
+    let agent_retrans = |c: &CephLab| -> f64 {
+        (1..c.osds.len())
+            .map(|i| {
+                sum(
+                    &scrape(c, i),
+                    "stornet_tcp_retransmits_total",
+                    &[("peer", &h1)],
+                )
+            })
+            .sum::<f64>()
+    };
+
+    let healthy = bench(&c, "healthy", &b);
+    c.cleanup_bench().unwrap();
+
+    // A shallow buffer toward h1.
+    c.shape_port("h1", Some(&Shaping::shallow())).unwrap();
+    let (d0, r0, a0) = (
+        c.port_drops("h1").unwrap(),
+        c.retransmits().unwrap(),
+        agent_retrans(&c),
+    );
+    let shallow = bench(&c, "shallow buffer toward h1", &b);
+    let (d1, r1, a1) = (
+        c.port_drops("h1").unwrap(),
+        c.retransmits().unwrap(),
+        agent_retrans(&c),
+    );
+    let (drops, retrans, seen) = (d1 - d0, retransmitted(&r0, &r1, &others), a1 - a0);
+    eprintln!(
+        "  {drops} drops at h1's port; {retrans} retransmits from h2, h3, client; agents on h2, h3: {seen} toward h1"
+    );
+    assert!(drops > 0, "no tc drops at the shallow port");
+    assert!(retrans > 0, "nobody retransmitted toward h1");
+    assert!(seen > 0.0, "the agents counted no retransmits toward h1");
+    assert!(
+        shallow.iops < healthy.iops / 2.0,
+        "{shallow:?} against healthy {healthy:?}"
+    );
+
+    // The same rate with a deep buffer: the load fits, nothing is dropped.
+    c.shape_port("h1", Some(&Shaping::deep())).unwrap();
+    let d0 = c.port_drops("h1").unwrap();
+    let deep = bench(&c, "deep buffer toward h1", &b);
+    let deep_drops = c.port_drops("h1").unwrap() - d0;
+    eprintln!("  {deep_drops} drops at h1's port");
+    assert!(
+        deep_drops * 10 < drops.max(10),
+        "{deep_drops} drops with a deep buffer, {drops} with a shallow one"
+    );
+    assert!(deep.iops > shallow.iops, "{deep:?} against {shallow:?}");
+    c.shape_port("h1", None).unwrap();
+    c.cleanup_bench().unwrap();
+
+    // osd.0's disk at 50 writes per second.
+    c.slow_osd_disk(0, Some(50)).unwrap();
+    let perf0: Vec<_> = c.osds.iter().map(|o| c.osd_perf(o.id).unwrap()).collect();
+    let (s0, t0) = (stats(&c), Instant::now());
+    let slow = bench(&c, "osd.0's disk at 50 writes/s", &b);
+    let (s1, secs) = (stats(&c), t0.elapsed().as_secs_f64());
+    let perf1: Vec<_> = c.osds.iter().map(|o| c.osd_perf(o.id).unwrap()).collect();
+    c.slow_osd_disk(0, None).unwrap();
+    let commit: Vec<f64> = (0..c.osds.len())
+        .map(|i| {
+            perf_mean_between(&perf0[i], &perf1[i], ["bluestore", "commit_lat"]).unwrap_or(0.0)
+        })
+        .collect();
+    // Writes with data: /sys/block also counts the empty write that carries each flush.
+    let data = |i: usize| {
+        ((s1[i].write_ios - s1[i].flush_ios) - (s0[i].write_ios - s0[i].flush_ios)) as f64 / secs
+    };
+    let rate = data(0);
+    eprintln!(
+        "  osd.0's disk {rate:.0} writes/s (others {:.0}, {:.0}); bluestore commit {:.1} ms on osd.0, {:.1} and {:.1} ms on the others",
+        data(1),
+        data(2),
+        commit[0] * 1e3,
+        commit[1] * 1e3,
+        commit[2] * 1e3
+    );
+    assert!(
+        rate <= 60.0,
+        "osd.0's disk did {rate:.0} writes/s under a 50/s throttle"
+    );
+    assert!(
+        commit[0] > 5.0 * commit[1].max(commit[2]),
+        "bluestore commit latency {commit:?}: not osd.0's alone"
+    );
+    assert!(slow.iops < healthy.iops / 2.0, "{slow:?}");
+    c.cleanup_bench().unwrap();
+
+    // osd.1 at 5% of a CPU.
+    c.starve_osd_cpu(1, Some(50)).unwrap();
+    let (n0, _) = c.osd(1).cpu_throttled().unwrap();
+    let w0 = c.osd(1).cpu_waited_seconds().unwrap();
+    let starved = bench(&c, "osd.1 at 5% of a CPU", &b);
+    let (n1, throttled_s) = c.osd(1).cpu_throttled().unwrap();
+    let waited = c.osd(1).cpu_waited_seconds().unwrap() - w0;
+    c.starve_osd_cpu(1, None).unwrap();
+    eprintln!(
+        "  osd.1 throttled in {} periods ({throttled_s:.1} s in all), its tasks waited {waited:.1} s for a CPU",
+        n1 - n0
+    );
+    assert!(n1 > n0, "osd.1's cgroup was never throttled");
+    assert!(waited > 1.0, "osd.1 waited {waited:.2} s for a CPU");
+    assert!(starved.iops < healthy.iops / 2.0, "{starved:?}");
+    c.cleanup_bench().unwrap();
+
+    // Jumbo frames with h1's port left at 1500: frames h1 sends above 1500 are refused at
+    // its port; a new client's connections stall. Last: the cluster does not recover fast.
+    c.mtu_mismatch(Some("h1")).unwrap();
+    let rx0 = c.port_rx_drops().unwrap();
+    let r0 = c.retransmits().unwrap();
+    let stalled = c.rados_bench(&RadosBench::writes(5).limit(Duration::from_secs(25)));
+    let refused = retransmitted(&rx0, &c.port_rx_drops().unwrap(), &["h1"]);
+    let retrans = retransmitted(
+        &r0,
+        &c.retransmits().unwrap(),
+        &["h1", "h2", "h3", "client"],
+    );
+    eprintln!(
+        "jumbo frames, h1's port at 1500: rados bench {}; h1's port refused {refused} frames; {retrans} retransmits; {}",
+        match &stalled {
+            Ok(r) => format!("{:.0} IOPS, max {:.0} ms", r.iops, r.max_latency_s * 1e3),
+            Err(e) => format!("{e:#}")
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_string(),
+        },
+        c.health().unwrap_or_default()
+    );
+    assert!(refused > 0, "h1's port refused no frame");
+    if let Ok(r) = &stalled {
+        assert!(r.iops < healthy.iops / 2.0, "{r:?}");
+    }
+    c.mtu_mismatch(None).unwrap();
 
     let t = Instant::now();
     drop(c);

@@ -83,7 +83,9 @@ fn describe(c: &CephLab) -> String {
     }
     s.push_str("\nScrape targets (reachable from the lab's namespaces only):\n");
     for (host, addr) in c.agent_targets() {
-        s.push_str(&format!("  stornet-agent on {host}: http://{addr}/metrics\n"));
+        s.push_str(&format!(
+            "  stornet-agent on {host}: http://{addr}/metrics\n"
+        ));
     }
     s.push_str(&format!(
         "  the mgr's exporter: http://{}/metrics\n",

@@ -171,7 +171,12 @@ impl CephLab {
             );
         }
         std::fs::copy(&mon_keyring, data.join("keyring"))?;
-        let cmd = in_host(&host.ns, MON_HOST, "ceph-mon", &["-f", "-c", &conf, "-i", "a"]);
+        let cmd = in_host(
+            &host.ns,
+            MON_HOST,
+            "ceph-mon",
+            &["-f", "-c", &conf, "-i", "a"],
+        );
         self.mon = Some(Daemon::spawn(
             "mon.a",
             cmd,
@@ -280,13 +285,25 @@ impl CephLab {
         let (size, min) = (size.to_string(), min.to_string());
         let c = &self.cli;
         c.ceph(&["osd", "pool", "create", POOL, &pgs, &pgs, "replicated"])?;
-        c.ceph(&["osd", "pool", "set", POOL, "size", &size, "--yes-i-really-mean-it"])?;
+        c.ceph(&[
+            "osd",
+            "pool",
+            "set",
+            POOL,
+            "size",
+            &size,
+            "--yes-i-really-mean-it",
+        ])?;
         c.ceph(&["osd", "pool", "set", POOL, "min_size", &min])?;
         c.ceph(&["osd", "pool", "application", "enable", POOL, "rbd"])?;
         let limit = Duration::from_secs(60);
         c.run(limit, "rbd", &["pool", "init", POOL])?;
         let mib = format!("{}M", self.spec.image_size >> 20);
-        c.run(limit, "rbd", &["create", "--size", &mib, &format!("{POOL}/{IMAGE}")])?;
+        c.run(
+            limit,
+            "rbd",
+            &["create", "--size", &mib, &format!("{POOL}/{IMAGE}")],
+        )?;
         Ok(())
     }
 

@@ -110,7 +110,10 @@ pub struct FioResult {
 pub fn parse_fio(json: &str, dir: &str) -> Result<FioResult> {
     let v: Value = serde_json::from_str(json).context("fio printed no JSON")?;
     let d = &v["jobs"][0][dir];
-    let num = |x: &Value| x.as_f64().with_context(|| format!("no {dir} figures in fio's JSON"));
+    let num = |x: &Value| {
+        x.as_f64()
+            .with_context(|| format!("no {dir} figures in fio's JSON"))
+    };
     Ok(FioResult {
         ios: num(&d["total_ios"])? as u64,
         iops: num(&d["iops"])?,

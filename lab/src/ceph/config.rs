@@ -78,8 +78,25 @@ pub struct Settings<'a> {
 
 /// The subsystems whose logging is turned off.
 const DEBUG_SUBSYSTEMS: [&str; 19] = [
-    "ms", "mon", "paxos", "osd", "bluestore", "bluefs", "bdev", "rocksdb", "mgr", "mgrc", "monc",
-    "auth", "objecter", "rados", "rbd", "filestore", "journal", "mds", "client",
+    "ms",
+    "mon",
+    "paxos",
+    "osd",
+    "bluestore",
+    "bluefs",
+    "bdev",
+    "rocksdb",
+    "mgr",
+    "mgrc",
+    "monc",
+    "auth",
+    "objecter",
+    "rados",
+    "rbd",
+    "filestore",
+    "journal",
+    "mds",
+    "client",
 ];
 
 /// The monitor's address vector (msgr2 and msgr1 ports).

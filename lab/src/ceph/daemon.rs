@@ -25,8 +25,15 @@ pub struct Daemon {
 /// place, so the command's pid is the program's.
 pub fn in_host(ns: &Netns, host: &str, program: &str, args: &[&str]) -> Command {
     let mut c = ns.command("unshare");
-    c.args(["--uts", "sh", "-c", "hostname \"$0\" && exec \"$@\"", host, program])
-        .args(args);
+    c.args([
+        "--uts",
+        "sh",
+        "-c",
+        "hostname \"$0\" && exec \"$@\"",
+        host,
+        program,
+    ])
+    .args(args);
     c
 }
 

@@ -67,7 +67,12 @@ impl CephLab {
         self.lab
             .hosts
             .iter()
-            .map(|h| Ok((h.name.clone(), self.lab.switch.link_stat(&h.port, "rx_dropped")?)))
+            .map(|h| {
+                Ok((
+                    h.name.clone(),
+                    self.lab.switch.link_stat(&h.port, "rx_dropped")?,
+                ))
+            })
             .collect()
     }
 }

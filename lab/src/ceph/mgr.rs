@@ -47,12 +47,7 @@ pub fn daemon_value(samples: &[Sample], name: &str, daemon: &str) -> Option<f64>
 
 /// The mean of a `_sum`/`_count` pair of daemon `daemon` between two scrapes (seconds for
 /// Ceph's latencies); None when nothing was counted in between.
-pub fn mean_between(
-    before: &[Sample],
-    after: &[Sample],
-    base: &str,
-    daemon: &str,
-) -> Option<f64> {
+pub fn mean_between(before: &[Sample], after: &[Sample], base: &str, daemon: &str) -> Option<f64> {
     let get = |s: &[Sample], suffix: &str| daemon_value(s, &format!("{base}{suffix}"), daemon);
     let n = get(after, "_count")? - get(before, "_count")?;
     let sum = get(after, "_sum")? - get(before, "_sum")?;

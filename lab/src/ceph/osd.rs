@@ -66,7 +66,9 @@ impl Osd {
         let uuid = std::fs::read_to_string("/proc/sys/kernel/random/uuid")?
             .trim()
             .to_string();
-        let key = tool("ceph-authtool", &["--gen-print-key"])?.trim().to_string();
+        let key = tool("ceph-authtool", &["--gen-print-key"])?
+            .trim()
+            .to_string();
         self.data = dir.data("osd", &self.id.to_string());
         std::fs::create_dir_all(&self.data)?;
         std::os::unix::fs::symlink(self.disk.path(), self.data.join("block"))?;
