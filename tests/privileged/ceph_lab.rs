@@ -525,20 +525,32 @@ fn ceph_lab_faults_move_their_independent_counts() {
     assert!(starved.iops < healthy.iops / 2.0, "{starved:?}");
     c.cleanup_bench().unwrap();
 
-    // Jumbo frames with h1's port left at 1500: frames h1 sends above 1500 are refused at
-    // its port; a new client's connections stall. Last: the cluster does not recover fast.
+    // Jumbo frames with h1's port left at 1500: a new client's connections to h1 agree on
+    // 9000-byte segments, the bridge drops each one at that port without counting it
+    // anywhere but the kernel's drop tracepoint, and the client retransmits into the void.
+    // Last: the cluster does not recover fast.
+    let bridge_drops = |c: &CephLab| {
+        scrape(c, 1)
+            .iter()
+            .filter(|s| {
+                s.name == "stornet_skb_drops_unspecified_total"
+                    && s.label("function").is_some_and(|f| f.starts_with("br_"))
+            })
+            .map(|s| s.value)
+            .sum::<f64>()
+    };
     c.mtu_mismatch(Some("h1")).unwrap();
-    let rx0 = c.port_rx_drops().unwrap();
-    let r0 = c.retransmits().unwrap();
+    let (rx0, r0, k0) = (
+        c.port_rx_drops().unwrap(),
+        c.retransmits().unwrap(),
+        bridge_drops(&c),
+    );
     let stalled = c.rados_bench(&RadosBench::writes(5).limit(Duration::from_secs(25)));
     let refused = retransmitted(&rx0, &c.port_rx_drops().unwrap(), &["h1"]);
-    let retrans = retransmitted(
-        &r0,
-        &c.retransmits().unwrap(),
-        &["h1", "h2", "h3", "client"],
-    );
+    let retrans = retransmitted(&r0, &c.retransmits().unwrap(), &["client"]);
+    let dropped = bridge_drops(&c) - k0;
     eprintln!(
-        "jumbo frames, h1's port at 1500: rados bench {}; h1's port refused {refused} frames; {retrans} retransmits; {}",
+        "jumbo frames, h1's port at 1500: rados bench {}; {retrans} retransmits from the client; h1's port refused {refused} frames; the agents saw the bridge drop {dropped}; {}",
         match &stalled {
             Ok(r) => format!("{:.0} IOPS, max {:.0} ms", r.iops, r.max_latency_s * 1e3),
             Err(e) => format!("{e:#}")
@@ -549,10 +561,10 @@ fn ceph_lab_faults_move_their_independent_counts() {
         },
         c.health().unwrap_or_default()
     );
-    assert!(refused > 0, "h1's port refused no frame");
     if let Ok(r) = &stalled {
-        assert!(r.iops < healthy.iops / 2.0, "{r:?}");
+        assert!(r.iops < healthy.iops / 10.0, "{r:?}");
     }
+    assert!(retrans > 0, "the client retransmitted nothing");
     c.mtu_mismatch(None).unwrap();
 
     let t = Instant::now();
