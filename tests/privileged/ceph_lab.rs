@@ -382,6 +382,23 @@ fn ceph_lab_runs_clients_its_agents_count_and_prometheus_scrapes() {
         })
         .unwrap();
     }
+    // The join of docs/operations.md: each OSD's write latency with its host and address.
+    let joined = p
+        .wait_for(
+            "rate(ceph_osd_op_w_latency_sum[1m]) / rate(ceph_osd_op_w_latency_count[1m]) \
+             * on (ceph_daemon) group_left (hostname, cluster_addr) ceph_osd_metadata",
+            Duration::from_secs(30),
+            |r| r.len() == n,
+        )
+        .unwrap();
+    for s in &joined {
+        let host = s.label("hostname").unwrap();
+        assert_eq!(
+            s.label("cluster_addr"),
+            Some(c.lab.host(host).addr.to_string().as_str()),
+            "{s:?}"
+        );
+    }
     let ups = p.query("up", None).unwrap();
     assert!(
         ups.len() == n + 1 && ups.iter().all(|s| s.value() == 1.0),

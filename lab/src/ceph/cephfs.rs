@@ -4,6 +4,7 @@
 //! fio) runs against Ceph. The kernel's own CephFS and RBD clients are not built into this
 //! lab's host kernel; FUSE is.
 
+use std::marker::PhantomData;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -74,7 +75,7 @@ impl CephLab {
 
     /// Mounts the file system with `ceph-fuse` from the client host's network namespace
     /// (only that namespace: the mount is the machine's).
-    pub fn mount_cephfs(&self) -> Result<FuseMount> {
+    pub fn mount_cephfs(&self) -> Result<FuseMount<'_>> {
         let dir = std::env::temp_dir().join(format!("stornet-mnt-cephfs-{}", std::process::id()));
         std::fs::create_dir_all(&dir)?;
         let mut cmd = Command::new("nsenter");
@@ -89,7 +90,11 @@ impl CephLab {
             self.dir.path.join("log/ceph-fuse.log"),
             self.dir.stderr("ceph-fuse"),
         )?;
-        let mut m = FuseMount { daemon, dir };
+        let mut m = FuseMount {
+            daemon,
+            dir,
+            _lab: PhantomData,
+        };
         let deadline = Instant::now() + Duration::from_secs(30);
         while !m.mounted() {
             if !m.daemon.running() || Instant::now() > deadline {
@@ -101,13 +106,14 @@ impl CephLab {
     }
 }
 
-/// A CephFS mount; unmounted (and its directory removed) on drop.
-pub struct FuseMount {
+/// A CephFS mount; unmounted (and its directory removed) on drop, before its cluster.
+pub struct FuseMount<'a> {
     daemon: Daemon,
     pub dir: PathBuf,
+    _lab: PhantomData<&'a CephLab>,
 }
 
-impl FuseMount {
+impl FuseMount<'_> {
     fn mounted(&self) -> bool {
         let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
         let dir = self.dir.to_string_lossy();
@@ -129,7 +135,7 @@ impl FuseMount {
     }
 }
 
-impl Drop for FuseMount {
+impl Drop for FuseMount<'_> {
     fn drop(&mut self) {
         if self.mounted() {
             let ok = Command::new("umount")
