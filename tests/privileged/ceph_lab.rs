@@ -589,3 +589,50 @@ fn ceph_lab_faults_move_their_independent_counts() {
     eprintln!("down in {:.1} s", t.elapsed().as_secs_f64());
     assert_removed(&made);
 }
+
+/// A cluster that misses its deadline is an error, never a hang: it names the wait and
+/// carries the daemons' last log lines, and the half-built lab is removed.
+#[test]
+fn ceph_lab_that_misses_its_deadline_fails_with_the_daemons_logs_and_leaves_nothing() {
+    let test = "ceph_lab_that_misses_its_deadline_fails_with_the_daemons_logs_and_leaves_nothing";
+    if !can_run(test) {
+        return;
+    }
+    let spec = CephSpec {
+        // Enough for the mon to answer, not for three OSDs to boot.
+        health_timeout: Duration::from_secs(4),
+        agents: false,
+        prometheus: false,
+        ..CephSpec::default()
+    };
+    let t = Instant::now();
+    let err = match CephLab::new("cephlate", spec) {
+        Ok(_) => panic!("a cluster came up within 4 s"),
+        Err(e) => format!("{e:#}"),
+    };
+    eprintln!("failed after {:.1} s", t.elapsed().as_secs_f64());
+    assert!(err.contains("not within"), "{err}");
+    assert!(err.contains("--- mon.a"), "the mon's log is missing: {err}");
+    if err.contains("OSDs up") {
+        assert!(
+            err.contains("--- osd.0"),
+            "the OSDs' logs are missing: {err}"
+        );
+    }
+    let me = std::process::id().to_string();
+    let list = ip(&["netns", "list"]).unwrap();
+    assert!(
+        !list
+            .lines()
+            .any(|l| l.contains("stn-cephlate-") && l.contains(&me)),
+        "{list}"
+    );
+    assert!(!Path::new(&format!("/dev/shm/stornet-ceph-cephlate-{me}")).exists());
+    let procs = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("cmdline")).ok())
+        .filter(|c| c.contains(&format!("stornet-ceph-cephlate-{me}")))
+        .count();
+    assert_eq!(procs, 0, "Ceph daemons of the failed lab still run");
+}

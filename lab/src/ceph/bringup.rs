@@ -346,7 +346,7 @@ impl CephLab {
         ));
         let mon = self.mon_host();
         let addr = SocketAddr::from((mon.addr, mon.free_port()?));
-        let mut cfg = PromConfig::scrape(&format!("ceph-{}", self.lab.switch.name), &jobs);
+        let mut cfg = PromConfig::scrape(&format!("ceph-{}", self.lab.subnet.index), &jobs);
         cfg.interval_s = 2;
         let prom = PromServer::start_in(&cfg, &mon.ns, addr)?;
         let want = self.agent_targets().len() + 1;
