@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use metric_names::ceph::{self as names, CephKind};
 use stornet_lab::blockdev::DiskStat;
 use stornet_lab::ceph::clients::{BenchResult, parse_fio};
-use stornet_lab::ceph::mgr::perf_mean_between;
+use stornet_lab::ceph::mgr::{mean_between, perf_mean_between};
 use stornet_lab::ceph::{CephLab, CephSpec, FioRbd, RadosBench};
 use stornet_lab::lab::Shaping;
 use stornet_lab::metrics::{Sample, sum};
@@ -102,17 +102,32 @@ fn stats(c: &CephLab) -> Vec<DiskStat> {
         .collect()
 }
 
+/// Runs `rados bench` and prints its result with what Ceph said meanwhile: each OSD's write
+/// op latency (its own `perf dump`) and the cluster's health.
 fn bench(c: &CephLab, what: &str, b: &RadosBench) -> BenchResult {
+    let perf =
+        || -> Vec<serde_json::Value> { c.osds.iter().map(|o| c.osd_perf(o.id).unwrap()).collect() };
+    let p0 = perf();
     let r = c
         .rados_bench(b)
         .unwrap_or_else(|e| panic!("rados bench ({what}): {e:#}"));
+    let p1 = perf();
+    let op_w: Vec<String> = (0..p0.len())
+        .map(
+            |i| match perf_mean_between(&p0[i], &p1[i], ["osd", "op_w_latency"]) {
+                Some(s) => format!("{:.0} ms", s * 1e3),
+                None => "-".into(),
+            },
+        )
+        .collect();
     eprintln!(
-        "{what}: {:.0} IOPS, mean {:.1} ms, max {:.0} ms ({} writes of {} KiB), {}",
+        "{what}: {:.0} IOPS, mean {:.1} ms, max {:.0} ms ({} writes of {} KiB); op_w latency by OSD {}; {}",
         r.iops,
         r.mean_latency_s * 1e3,
         r.max_latency_s * 1e3,
         r.writes,
         b.block >> 10,
+        op_w.join(", "),
         c.health().unwrap_or_default()
     );
     r
@@ -490,6 +505,7 @@ fn ceph_lab_faults_move_their_independent_counts() {
 
     // osd.0's disk at 50 writes per second.
     c.slow_osd_disk(0, Some(50)).unwrap();
+    let mgr0 = c.mgr_scrape().unwrap();
     let perf0: Vec<_> = c.osds.iter().map(|o| c.osd_perf(o.id).unwrap()).collect();
     let (s0, t0) = (stats(&c), Instant::now());
     let slow = bench(&c, "osd.0's disk at 50 writes/s", &b);
@@ -523,6 +539,19 @@ fn ceph_lab_faults_move_their_independent_counts() {
         "bluestore commit latency {commit:?}: not osd.0's alone"
     );
     assert!(slow.iops < healthy.iops / 2.0, "{slow:?}");
+    // The mgr, which stornet reads, says the same once its module has refreshed (5 s).
+    std::thread::sleep(Duration::from_secs(6));
+    let mgr1 = c.mgr_scrape().unwrap();
+    let via_mgr: Vec<f64> = c
+        .osds
+        .iter()
+        .map(|o| mean_between(&mgr0, &mgr1, "ceph_bluestore_commit_lat", &o.name()).unwrap_or(0.0))
+        .collect();
+    eprintln!("  the mgr's ceph_bluestore_commit_lat by OSD: {via_mgr:?}");
+    assert!(
+        via_mgr[0] > 5.0 * via_mgr[1].max(via_mgr[2]),
+        "the mgr's bluestore commit latency {via_mgr:?}: not osd.0's alone"
+    );
     c.cleanup_bench().unwrap();
 
     // osd.1 at 5% of a CPU.
