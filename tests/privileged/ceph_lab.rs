@@ -242,7 +242,10 @@ fn ceph_lab_runs_clients_its_agents_count_and_prometheus_scrapes() {
                 + sum(s, "stornet_block_io_size_bytes_count", &op("flush"))
         });
         let bytes = delta(&|s| sum(s, "stornet_block_io_size_bytes_sum", &op("write")));
-        // The kernel's counts between the two scrapes lie between these.
+        // The kernel's counts between the two scrapes lie between these. On a busy machine
+        // the kernel skips a BPF program run now and then without counting it (up to about
+        // 1 %, docs/metrics.md): a miscount is far more (a flush's empty write counted or
+        // not is a quarter of these writes).
         let (a0, a1, b0, b1) = (&first[i].0, &first[i].1, &second[i].0, &second[i].1);
         let (low, high) = (
             b0.write_ios.saturating_sub(a1.write_ios),
@@ -254,12 +257,12 @@ fn ceph_lab_runs_clients_its_agents_count_and_prometheus_scrapes() {
         );
         assert!(low > r.writes / 2, "{disk}: only {low} writes for {r:?}");
         assert!(
-            counted <= high as f64 && counted >= low as f64 * 0.995,
+            counted <= high as f64 && counted >= low as f64 * 0.98,
             "agent on {}: {counted} writes and flushes to {disk}, sysfs {low}..={high} writes",
             c.osds[i].host
         );
         assert!(
-            bytes <= bhigh as f64 && bytes >= blow as f64 * 0.995,
+            bytes <= bhigh as f64 && bytes >= blow as f64 * 0.98,
             "agent on {}: {bytes} bytes written to {disk}, sysfs {blow}..={bhigh}",
             c.osds[i].host
         );
