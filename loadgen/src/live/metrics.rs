@@ -3,9 +3,9 @@
 //! each IO's intended start) with fixed buckets, so that Prometheus can merge hosts with
 //! `histogram_quantile`; the last interval's quantiles are a summary.
 
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -23,10 +23,59 @@ const BUCKETS_S: [f64; 16] = [
     5.0, 10.0,
 ];
 
-/// Scrapers served at once; more connections are closed unanswered.
+/// Scrapers served at once; at the cap a new connection closes the oldest one that has not
+/// sent its request yet (so idle connections cannot lock a scraper out).
 const MAX_CLIENTS: usize = 32;
 /// Time a client has to send its request, and to take each part of the answer.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The connections being served, oldest first, and whether each has sent its request.
+#[derive(Default)]
+struct Clients {
+    next: u64,
+    open: BTreeMap<u64, (TcpStream, bool)>,
+}
+
+impl Clients {
+    /// A place for `s`; at the cap the oldest connection still waiting for its request is
+    /// closed to make room (none: every one is being answered, and `s` is dropped).
+    fn admit(me: &Mutex<Clients>, s: &TcpStream) -> Option<u64> {
+        let mut c = me.lock().unwrap_or_else(|e| e.into_inner());
+        if c.open.len() >= MAX_CLIENTS {
+            let idle = c
+                .open
+                .iter()
+                .find(|(_, (_, asked))| !asked)
+                .map(|(id, _)| *id)?;
+            if let Some((victim, _)) = c.open.remove(&idle) {
+                let _ = victim.shutdown(Shutdown::Both);
+            }
+        }
+        let handle = s.try_clone().ok()?;
+        let id = c.next;
+        c.next += 1;
+        c.open.insert(id, (handle, false));
+        Some(id)
+    }
+
+    fn answering(me: &Mutex<Clients>, id: u64) {
+        if let Some(e) = me
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .open
+            .get_mut(&id)
+        {
+            e.1 = true;
+        }
+    }
+
+    fn leave(me: &Mutex<Clients>, id: u64) {
+        me.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .open
+            .remove(&id);
+    }
+}
 
 #[derive(Default)]
 struct State {
@@ -60,30 +109,31 @@ impl LiveMetrics {
         std::thread::Builder::new()
             .name("lg-metrics".into())
             .spawn(move || {
-                let clients = Arc::new(AtomicUsize::new(0));
+                let clients = Arc::new(Mutex::new(Clients::default()));
                 for stream in listener.incoming().flatten() {
-                    if clients.fetch_add(1, Ordering::AcqRel) >= MAX_CLIENTS {
-                        clients.fetch_sub(1, Ordering::AcqRel);
+                    let Some(id) = Clients::admit(&clients, &stream) else {
                         continue;
-                    }
-                    let (m, count) = (Arc::clone(&served), Arc::clone(&clients));
+                    };
+                    let (m, clients) = (Arc::clone(&served), Arc::clone(&clients));
+                    let gone = Arc::clone(&clients);
                     let spawned = std::thread::Builder::new()
                         .name("lg-metrics-conn".into())
                         .stack_size(128 << 10)
                         .spawn(move || {
-                            let _ = m.answer(stream);
-                            count.fetch_sub(1, Ordering::AcqRel);
+                            let _ = m.answer(stream, || Clients::answering(&clients, id));
+                            Clients::leave(&clients, id);
                         });
                     if spawned.is_err() {
-                        clients.fetch_sub(1, Ordering::AcqRel);
+                        Clients::leave(&gone, id);
                     }
                 }
             })?;
         Ok(m)
     }
 
-    /// Reads one request (all of its headers within [`CLIENT_TIMEOUT`]) and answers it.
-    fn answer(&self, mut s: TcpStream) -> std::io::Result<()> {
+    /// Reads one request (all of its headers within [`CLIENT_TIMEOUT`]) and answers it;
+    /// `read` is called once the request is in.
+    fn answer(&self, mut s: TcpStream, read: impl FnOnce()) -> std::io::Result<()> {
         let deadline = Instant::now() + CLIENT_TIMEOUT;
         s.set_write_timeout(Some(CLIENT_TIMEOUT))?;
         let mut req = Vec::new();
@@ -100,6 +150,7 @@ impl LiveMetrics {
             }
             req.extend_from_slice(&buf[..n]);
         }
+        read();
         let line = String::from_utf8_lossy(&req);
         let path = line.split_whitespace().nth(1).unwrap_or("");
         let (status, ctype, body) = if path == "/metrics" {
