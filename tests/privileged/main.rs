@@ -18,6 +18,7 @@ mod correlate_replicated;
 mod correlate_tls;
 mod dashboards_live;
 mod host_pressure;
+mod job_service_attacks;
 mod lab_harness;
 mod lab_netns;
 mod loadgen_counts;
