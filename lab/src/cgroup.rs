@@ -265,6 +265,11 @@ impl MemoryCgroup {
         Ok(self.read(file)?.trim().parse()?)
     }
 
+    /// Starts the peak again from the current use (v1 only: v2 resets a peak per reader).
+    pub fn reset_peak(&self) -> bool {
+        !self.v2 && self.group.write("memory.max_usage_in_bytes", "0").is_ok()
+    }
+
     /// The memory the group holds now.
     pub fn current(&self) -> Result<u64> {
         let file = if self.v2 {

@@ -44,3 +44,4 @@ mod service_metric_names;
 mod service_prometheus;
 mod service_self_metrics;
 mod service_systemd;
+mod web_attacks;
