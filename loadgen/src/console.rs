@@ -35,6 +35,19 @@ pub fn plain(s: &str, max: usize) -> String {
     out
 }
 
+/// A report for the terminal: as [`plain`], but line breaks and tabs kept and no length cap.
+pub fn terminal(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() && c != '\n' && c != '\t' {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -44,5 +57,6 @@ mod tests {
         assert_eq!(plain("ok: résumé", 80), "ok: résumé");
         assert_eq!(plain("\u{1b}[2Jx\u{7}\n", 80), "\\u{1b}[2Jx\\u{7}\\n");
         assert_eq!(plain(&"a".repeat(10), 4), "aaaa…");
+        assert_eq!(terminal("a\tb\n\u{1b}[31mc\n"), "a\tb\n\\u{1b}[31mc\n");
     }
 }

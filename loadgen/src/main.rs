@@ -42,7 +42,10 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
-            loadgen::note!("loadgen: error: {}", f.message());
+            loadgen::note!(
+                "loadgen: error: {}",
+                loadgen::console::plain(&f.message(), 4000)
+            );
             ExitCode::from(f.exit_code())
         }
     }
