@@ -278,67 +278,23 @@ impl JobService {
         job.supervise(conn, targets)
     }
 
-    /// The job order checked: its name, its files, its options; its targets opened; the
-    /// host's own settings put in. Also the pipe the run record will come back through.
+    /// The job order checked (see [`check_order`]) and the host's own settings put in; also
+    /// the pipe the run record will come back through.
     fn prepare(
         &self,
         name: &str,
         args: Vec<String>,
         files: &[JobFile],
     ) -> Result<(Plan, Targets, (OwnedFd, OwnedFd)), String> {
-        check_name(name)?;
-        for f in files {
-            if f.text.len() as u64 > crate::files::MAX_JOB_FILE {
-                return Err(format!(
-                    "refused: job file {} is {} bytes, more than the {} a job file may hold",
-                    plain(&f.arg, 80),
-                    f.text.len(),
-                    protocol::size_name(crate::files::MAX_JOB_FILE)
-                ));
+        let (mut plan, targets) =
+            check_order(&self.confinement, self.replica_listen, name, &args, files)?;
+        let record = match pipe() {
+            Ok(p) => p,
+            Err(e) => {
+                targets.remove_created();
+                return Err(format!("a pipe for the run record: {e}"));
             }
-        }
-        let mut out = Vec::with_capacity(args.len());
-        let mut skip_next = false;
-        for (i, a) in args.iter().enumerate() {
-            if std::mem::take(&mut skip_next) {
-                continue;
-            }
-            // This host's own replication service is not a replica of its writes.
-            let replica = match a.strip_prefix("--replica") {
-                Some(rest) if rest.starts_with('=') => Some(rest[1..].to_string()),
-                Some("") => {
-                    skip_next = true;
-                    args.get(i + 1).cloned()
-                }
-                _ => None,
-            };
-            if let Some(addr) = replica {
-                match crate::options::values::parse_addr(&addr) {
-                    Ok(a) if own_address(self.replica_listen, a, &local_addresses()) => {}
-                    _ => out.push(format!("--replica={addr}")),
-                }
-                continue;
-            }
-            out.push(a.clone());
-        }
-        let given: Vec<(String, String)> = files
-            .iter()
-            .map(|f| (f.arg.clone(), f.text.clone()))
-            .collect();
-        let mut plan = match parse_args_from(&out, JobFiles::Given(&given))? {
-            Parsed::Plan(p) => *p,
-            Parsed::Help => return Err("--help is not a job".into()),
         };
-        crate::options::validate::validate(&plan)?;
-        let c = &self.confinement;
-        c.check_options(&plan)?;
-        c.anchor(&mut plan);
-        let targets = c.targets(&plan)?;
-        if let Err(e) = crate::target::check_space(&targets.layout) {
-            targets.remove_created();
-            return Err(e);
-        }
-        let record = pipe().map_err(|e| format!("a pipe for the run record: {e}"))?;
         let s = &mut plan.settings;
         s.start_gate = true;
         s.eta = crate::options::Eta::Never;
@@ -356,6 +312,71 @@ impl JobService {
         }
         Ok((plan, targets, record))
     }
+}
+
+/// A job order checked as the host runs it: its name plain, its job files within their cap
+/// and taken from the order alone, its options a job order may have, and every target
+/// opened beneath the served directories (see `policy`). `replica_listen`: this host's
+/// replication service, left out of the order's `--replica`s.
+pub fn check_order(
+    confinement: &Confinement,
+    replica_listen: SocketAddr,
+    name: &str,
+    args: &[String],
+    files: &[JobFile],
+) -> Result<(Plan, Targets), String> {
+    check_name(name)?;
+    for f in files {
+        if f.text.len() as u64 > crate::files::MAX_JOB_FILE {
+            return Err(format!(
+                "refused: job file {} is {} bytes, more than the {} a job file may hold",
+                plain(&f.arg, 80),
+                f.text.len(),
+                protocol::size_name(crate::files::MAX_JOB_FILE)
+            ));
+        }
+    }
+    let mut out = Vec::with_capacity(args.len());
+    let mut skip_next = false;
+    for (i, a) in args.iter().enumerate() {
+        if std::mem::take(&mut skip_next) {
+            continue;
+        }
+        // This host's own replication service is not a replica of its writes.
+        let replica = match a.strip_prefix("--replica") {
+            Some(rest) if rest.starts_with('=') => Some(rest[1..].to_string()),
+            Some("") => {
+                skip_next = true;
+                args.get(i + 1).cloned()
+            }
+            _ => None,
+        };
+        if let Some(addr) = replica {
+            match crate::options::values::parse_addr(&addr) {
+                Ok(a) if own_address(replica_listen, a, &local_addresses()) => {}
+                _ => out.push(format!("--replica={addr}")),
+            }
+            continue;
+        }
+        out.push(a.clone());
+    }
+    let given: Vec<(String, String)> = files
+        .iter()
+        .map(|f| (f.arg.clone(), f.text.clone()))
+        .collect();
+    let mut plan = match parse_args_from(&out, JobFiles::Given(&given))? {
+        Parsed::Plan(p) => *p,
+        Parsed::Help => return Err("--help is not a job".into()),
+    };
+    crate::options::validate::validate(&plan)?;
+    confinement.check_options(&plan)?;
+    confinement.anchor(&mut plan);
+    let targets = confinement.targets(&plan)?;
+    if let Err(e) = crate::target::check_space(&targets.layout) {
+        targets.remove_created();
+        return Err(e);
+    }
+    Ok((plan, targets))
 }
 
 /// A job's name is a plain name: it becomes the agent's name in the record and a prefix of
