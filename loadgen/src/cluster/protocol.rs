@@ -16,9 +16,9 @@ use serde::{Deserialize, Serialize};
 pub const MAX_HELLO: u64 = 4 << 10;
 /// Longest line a host reads after the hello: a job order with its job files.
 pub const MAX_ORDER: u64 = 4 << 20;
-/// Longest message a controller takes from a host: its result, with the run record (a
-/// day-long run sampling one agent every second fits).
-pub const MAX_RESULT: u64 = 64 << 20;
+/// Longest message a controller takes from a host: its result, with the run record (one
+/// agent sampled every second takes about 7 KB a second: two and a half hours fit).
+pub const MAX_RESULT: u64 = 128 << 20;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
