@@ -465,7 +465,8 @@ fn job_service_without_the_token_cannot_run_the_service_out_of_memory() {
 }
 
 /// A controller that vanishes (its link goes down, no FIN ever arrives) frees the host
-/// within seconds, whether it left the job waiting for `start` or running.
+/// within seconds (10 s while quiet, 20 s while a job's traffic may congest the network),
+/// whether it left the job waiting for `start` or running.
 #[test]
 fn job_service_host_is_freed_when_its_controller_vanishes() {
     if !require_root("job_service_host_is_freed_when_its_controller_vanishes") {
@@ -523,7 +524,7 @@ fn job_service_host_is_freed_when_its_controller_vanishes() {
     drop(conns);
     // A controller on the host's own namespace asks every second until each host takes it.
     let mut freed: Vec<Option<Duration>> = vec![None; hosts.len()];
-    while gone.elapsed() < Duration::from_secs(40) && freed.iter().any(Option::is_none) {
+    while gone.elapsed() < Duration::from_secs(45) && freed.iter().any(Option::is_none) {
         for (i, (_, addr)) in hosts.iter().enumerate() {
             if freed[i].is_some() {
                 continue;
@@ -540,9 +541,15 @@ fn job_service_host_is_freed_when_its_controller_vanishes() {
         std::thread::sleep(Duration::from_secs(1));
     }
     eprintln!("freed after {freed:?}");
-    for (what, f) in ["waiting for start", "running"].iter().zip(&freed) {
+    for ((what, within), f) in [("waiting for start", 20), ("running", 30)]
+        .iter()
+        .zip(&freed)
+    {
         let f = f.unwrap_or_else(|| panic!("the host whose job was {what} is still busy"));
-        assert!(f < Duration::from_secs(20), "{what}: freed after {f:?}");
+        assert!(
+            f < Duration::from_secs(*within),
+            "{what}: freed after {f:?}"
+        );
     }
 }
 

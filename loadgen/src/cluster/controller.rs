@@ -83,7 +83,7 @@ fn reach(h: &HostJob, token: &[u8], timeout: Duration) -> Result<(Conn, String, 
         }
     }
     let s = Arc::new(stream.ok_or(last)?);
-    protocol::tune(&s);
+    protocol::tune(&s, protocol::GONE_WHILE_RUNNING);
     let mut r = BufReader::new(Deadline::new(Arc::clone(&s)));
     r.get_mut().per_mib(PER_MIB);
     let mut c = Conn {

@@ -198,10 +198,6 @@ impl Deadline {
     pub fn per_mib(&mut self, d: Duration) {
         self.per_mib = d;
     }
-
-    pub fn get_ref(&self) -> &TcpStream {
-        &self.stream
-    }
 }
 
 impl Read for Deadline {
@@ -224,10 +220,17 @@ impl Read for Deadline {
     }
 }
 
+/// How long a peer may leave data unacknowledged, or an idle connection unanswered, before
+/// it is taken for gone: before a job starts, when little crosses the connection.
+pub const GONE_WHILE_QUIET: Duration = Duration::from_secs(10);
+/// While a job runs: its own traffic may congest the network the connection crosses (a
+/// shallow switch buffer drops segments through several retransmission timeouts).
+pub const GONE_WHILE_RUNNING: Duration = Duration::from_secs(20);
+
 /// Settings of a job-service connection on either side: no delay for the small messages,
 /// writes that give up, and a peer that vanishes without a word (a link down, a host off)
-/// noticed within about ten seconds, whether the connection is idle or data waits.
-pub fn tune(s: &TcpStream) {
+/// noticed after `gone` (keepalive while idle, `TCP_USER_TIMEOUT` while data waits).
+pub fn tune(s: &TcpStream, gone: Duration) {
     let _ = s.set_nodelay(true);
     let _ = s.set_write_timeout(Some(Duration::from_secs(10)));
     use std::os::fd::AsRawFd;
@@ -244,11 +247,12 @@ pub fn tune(s: &TcpStream) {
             )
         };
     };
+    let secs = gone.as_secs().max(2) as i32;
     set(libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1);
     set(libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, 2);
     set(libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, 1);
-    set(libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 8);
-    set(libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT, 10_000);
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPCNT, secs);
+    set(libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT, secs * 1000);
 }
 
 /// One line as a message, or what is wrong with it.

@@ -140,7 +140,7 @@ impl JobService {
                             continue;
                         }
                     };
-                    protocol::tune(&conn);
+                    protocol::tune(&conn, protocol::GONE_WHILE_QUIET);
                     let Some(id) = self.admit(&conn) else {
                         let _ = protocol::send(
                             &mut &*conn,
@@ -155,7 +155,6 @@ impl JobService {
                     let peer = conn.peer_addr().map(|a| a.to_string()).unwrap_or_default();
                     let spawned = std::thread::Builder::new()
                         .name("job".into())
-                        .stack_size(256 << 10)
                         .spawn(move || {
                             let _slot = Slot { svc: &svc, id };
                             if let Err(e) = svc.handle(&conn, id) {
@@ -710,6 +709,7 @@ impl Job {
         if let Some(mut stdin) = self.stdin.take() {
             let _ = stdin.write_all(format!("start {unix_ns}\n").as_bytes());
         }
+        protocol::tune(conn, protocol::GONE_WHILE_RUNNING);
         let (exit, stopped) = self.run(&mut w)?;
         let log = self.tail().text();
         let record = match self.record.join() {
