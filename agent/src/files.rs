@@ -56,8 +56,20 @@ pub fn read_regular(path: &Path, max: u64) -> Result<Vec<u8>, String> {
         .open(path)
         .map_err(|e| e.to_string())?;
     let meta = f.metadata().map_err(|e| e.to_string())?;
-    if !meta.is_file() {
-        return Err("is not a regular file".into());
+    let t = meta.file_type();
+    let what = if t.is_dir() {
+        "is a directory, not a file"
+    } else if t.is_char_device() {
+        "is a character device, not a file"
+    } else if t.is_block_device() {
+        "is a block device, not a file"
+    } else if t.is_socket() {
+        "is a socket, not a file"
+    } else {
+        "is a FIFO, not a regular file"
+    };
+    if !t.is_file() {
+        return Err(what.into());
     }
     if meta.len() > max {
         return Err(format!(
@@ -105,7 +117,7 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         assert_eq!(
             read_regular(&fifo, 10).unwrap_err(),
-            "is not a regular file",
+            "is a FIFO, not a regular file",
             "refused at once, not waited on"
         );
         assert!(read_regular(Path::new("/dev/zero"), 10).is_err());
