@@ -37,7 +37,7 @@ fn main() -> ExitCode {
         Command::Analyze(args) => loadgen::analyze::run(&args),
         Command::Serve(args) => return replication::cli::serve(args),
         Command::ReplicaClient(args) => return replication::cli::replica_client(args),
-        Command::JobOrder => loadgen::cluster::order::run(),
+        Command::JobOrder => loadgen::run::job_order(),
     };
     match result {
         Ok(code) => ExitCode::from(code),

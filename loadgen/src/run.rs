@@ -215,6 +215,14 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
     run_plan(plan, legs, None)
 }
 
+/// `loadgen job-order`: the job order `loadgen serve` checked and hands over on stdin, run
+/// with the targets it opened (see `cluster::order`).
+pub fn job_order() -> Result<u8, Failure> {
+    let order = crate::cluster::order::read()?;
+    let preopened = order.preopened();
+    run_plan(order.plan, None, Some(&preopened))
+}
+
 /// Runs a checked plan. `preopened`: the targets the job service opened for a job order,
 /// which the job uses as they are, resolving no name.
 pub fn run_plan(

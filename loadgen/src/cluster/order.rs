@@ -43,20 +43,18 @@ impl ChildOrder {
     }
 }
 
-/// `loadgen job-order`: reads the order and runs it.
-pub fn run() -> Result<u8, Failure> {
+/// The order, from the first line of stdin (`loadgen job-order`; `run::job_order` runs it).
+pub fn read() -> Result<ChildOrder, Failure> {
     let mut line = String::new();
     std::io::stdin()
         .lock()
         .read_line(&mut line)
         .map_err(|e| Failure::Runtime(e.into()))?;
-    let order: ChildOrder = serde_json::from_str(&line).map_err(|e| {
+    serde_json::from_str(&line).map_err(|e| {
         Failure::Usage(format!(
             "not a job order from `loadgen serve` ({e}); this command is its own"
         ))
-    })?;
-    let preopened = order.preopened();
-    crate::run::run_plan(order.plan, None, Some(&preopened))
+    })
 }
 
 #[cfg(test)]
