@@ -23,9 +23,12 @@ const BUCKETS_S: [f64; 16] = [
     5.0, 10.0,
 ];
 
-/// Scrapers served at once; at the cap a new connection closes the oldest one that has not
-/// sent its request yet (so idle connections cannot lock a scraper out).
-const MAX_CLIENTS: usize = 32;
+/// Scrapers answered at once; more requests are closed unanswered.
+const MAX_ANSWERING: usize = 32;
+/// Connections that have not sent their request yet (a thread each, blocked on a read):
+/// idle connections take these, never a scraper's place; at the cap a new connection closes
+/// the oldest of them.
+const MAX_WAITING: usize = 256;
 /// Time a client has to send its request, and to take each part of the answer.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -37,11 +40,11 @@ struct Clients {
 }
 
 impl Clients {
-    /// A place for `s`; at the cap the oldest connection still waiting for its request is
-    /// closed to make room (none: every one is being answered, and `s` is dropped).
+    /// A place for `s` among the connections waiting for their request; at the cap the
+    /// oldest of them is closed to make room.
     fn admit(me: &Mutex<Clients>, s: &TcpStream) -> Option<u64> {
         let mut c = me.lock().unwrap_or_else(|e| e.into_inner());
-        if c.open.len() >= MAX_CLIENTS {
+        if c.open.values().filter(|(_, asked)| !asked).count() >= MAX_WAITING {
             let idle = c
                 .open
                 .iter()
@@ -58,14 +61,19 @@ impl Clients {
         Some(id)
     }
 
-    fn answering(me: &Mutex<Clients>, id: u64) {
-        if let Some(e) = me
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .open
-            .get_mut(&id)
-        {
-            e.1 = true;
+    /// Whether connection `id`, its request read, may be answered now (at most
+    /// [`MAX_ANSWERING`] at once).
+    fn answering(me: &Mutex<Clients>, id: u64) -> bool {
+        let mut c = me.lock().unwrap_or_else(|e| e.into_inner());
+        if c.open.values().filter(|(_, asked)| *asked).count() >= MAX_ANSWERING {
+            return false;
+        }
+        match c.open.get_mut(&id) {
+            Some(e) => {
+                e.1 = true;
+                true
+            }
+            None => false,
         }
     }
 
@@ -98,8 +106,8 @@ pub struct LiveMetrics {
 
 impl LiveMetrics {
     /// Binds `addr` and serves `/metrics` from background threads for the rest of the run:
-    /// one per connection, at most [`MAX_CLIENTS`] at once, so a slow client delays only
-    /// itself.
+    /// one per connection (see [`MAX_WAITING`] and [`MAX_ANSWERING`]), so a slow client
+    /// delays only itself.
     pub fn serve(addr: SocketAddr) -> std::io::Result<Arc<LiveMetrics>> {
         let listener = TcpListener::bind(addr)?;
         let m = Arc::new(LiveMetrics {
@@ -131,9 +139,9 @@ impl LiveMetrics {
         Ok(m)
     }
 
-    /// Reads one request (all of its headers within [`CLIENT_TIMEOUT`]) and answers it;
-    /// `read` is called once the request is in.
-    fn answer(&self, mut s: TcpStream, read: impl FnOnce()) -> std::io::Result<()> {
+    /// Reads one request (all of its headers within [`CLIENT_TIMEOUT`]) and answers it if
+    /// `read`, called once the request is in, allows.
+    fn answer(&self, mut s: TcpStream, read: impl FnOnce() -> bool) -> std::io::Result<()> {
         let deadline = Instant::now() + CLIENT_TIMEOUT;
         s.set_write_timeout(Some(CLIENT_TIMEOUT))?;
         let mut req = Vec::new();
@@ -150,7 +158,9 @@ impl LiveMetrics {
             }
             req.extend_from_slice(&buf[..n]);
         }
-        read();
+        if !read() {
+            return Ok(());
+        }
         let line = String::from_utf8_lossy(&req);
         let path = line.split_whitespace().nth(1).unwrap_or("");
         let (status, ctype, body) = if path == "/metrics" {
