@@ -5,7 +5,7 @@
 //! `run` reads top to bottom: `options` (command line, job files, profiles → a validated
 //! plan) → `target` (what each job opens, and the safety checks) → `engine` (io_uring jobs,
 //! with `replication` legs) → `results` (histograms, timeline, reports); `live` shows the
-//! run while it runs, `sampling` reads the agents and the devices, `record` keeps it all,
+//! run while it runs, `sampling` reads the agents and the devices, `recording` keeps it all
 //! and `analyze` names the cause.
 
 pub mod analyze;
@@ -19,7 +19,7 @@ pub mod files;
 pub mod live;
 pub mod logging;
 pub mod options;
-pub mod record;
+pub mod recording;
 pub mod replication;
 pub mod results;
 pub mod run;

@@ -8,12 +8,12 @@ use crate::live::metrics::LiveMetrics;
 use crate::live::progress::Progress;
 use crate::options::parse::{Parsed, parse_args};
 use crate::options::sweep::{self, Point};
-use crate::options::{IoEngine, Plan, RateProcess, table, validate::validate};
-use crate::record::Recorder;
+use crate::options::{IoEngine, Plan, RateProcess, RunSettings, table, validate::validate};
+use crate::recording::Recorder;
 use crate::results::latency_search::Target as LatencyTarget;
-use crate::results::report;
 use crate::results::stats::{PointResult, RunResult};
 use crate::results::timeline::{DirInterval, TimelineRow};
+use crate::results::{given, report};
 use crate::sampling::diskstats::DiskWatch;
 use crate::target::safety::{self, DeviceGuard};
 use crate::target::{self, Layout, Placement, TargetKind};
@@ -24,8 +24,8 @@ struct Monitor {
     progress: Progress,
     metrics: Option<Arc<LiveMetrics>>,
     recorder: Option<Recorder>,
-    /// `--status-interval`: what an interim report needs, and the points already done.
-    status: Option<(RunResult, u64)>,
+    /// `--status-interval`: what an interim report needs, and how often.
+    status: Option<(RunResult, RunSettings, u64)>,
     out: report::Output,
 }
 
@@ -52,15 +52,15 @@ impl Watcher for Monitor {
         }
     }
     fn status_interval_ns(&self) -> Option<u64> {
-        self.status.as_ref().map(|s| s.1)
+        self.status.as_ref().map(|s| s.2)
     }
     /// An interim report, in the run's formats: the results so far of the running point.
     fn status(&mut self, partial: &PointResult) {
-        let Some((run, _)) = &mut self.status else {
+        let Some((run, settings, _)) = &mut self.status else {
             return;
         };
         run.points = vec![partial.clone()];
-        let text = report::render(run, &run.plan.settings);
+        let text = report::render(run, settings);
         if let Err(e) = self.out.write(&text) {
             crate::note!("loadgen: {e}");
         }
@@ -297,11 +297,11 @@ pub fn run_plan(
                 version: env!("CARGO_PKG_VERSION").to_string(),
                 started_unix_ms: started.as_millis() as u64,
                 safety_probe_reads: 0,
-                plan: plan.clone(),
+                options: given::options(&plan),
                 points: Vec::new(),
                 disk_util: Vec::new(),
             };
-            (run, every)
+            (run, plan.settings.clone(), every)
         }),
         out: output,
     };
@@ -373,7 +373,7 @@ pub fn run_plan(
         version: env!("CARGO_PKG_VERSION").to_string(),
         started_unix_ms: started.as_millis() as u64,
         safety_probe_reads,
-        plan: plan.clone(),
+        options: given::options(&plan),
         points: results,
         disk_util: disks.finish(),
     };

@@ -9,7 +9,7 @@ mod synth;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use loadgen::record::Record;
+use record::Record;
 use serde_json::Value;
 use synth::{Fault, Lab};
 

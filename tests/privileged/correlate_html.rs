@@ -10,7 +10,7 @@ mod synth;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use loadgen::record::Record;
+use record::Record;
 use stornet_lab::agent::AgentProcess;
 use stornet_lab::blockdev::LoopDevice;
 use stornet_lab::chromium::screenshot;

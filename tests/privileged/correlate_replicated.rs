@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::process::Stdio;
 use std::time::Duration;
 
-use loadgen::record::Record;
+use record::Record;
 use serde_json::Value;
 use stornet_lab::agent::{AgentProcess, Launch};
 use stornet_lab::bins;

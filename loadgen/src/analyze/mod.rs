@@ -14,9 +14,9 @@ use analysis::{Report, Run};
 use serde::Serialize;
 
 use crate::error::Failure;
-use crate::record::Record;
 use promclient::Url;
 use promclient::query::QueryError;
+use record::Record;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {

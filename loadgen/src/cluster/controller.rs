@@ -21,8 +21,8 @@ use crate::console::plain;
 use crate::error::Failure;
 use crate::options::Plan;
 use crate::options::parse::{JobFiles, Parsed, parse_args_from};
-use crate::record::Record;
 use crate::results::report::{self, fio_json};
+use record::Record;
 
 /// Exchanges per host for its clock estimate.
 const CLOCK_EXCHANGES: usize = 8;
@@ -424,7 +424,6 @@ pub fn run(args: &[String], plan: &Plan) -> Result<u8, Failure> {
         text.push_str(&fio_json::to_string(&merge::fio_json(
             &outcomes,
             &all,
-            s,
             f.json_plus,
         )));
     }
@@ -436,8 +435,8 @@ pub fn run(args: &[String], plan: &Plan) -> Result<u8, Failure> {
         .and_then(|()| output.finish())
         .map_err(|e| Failure::Runtime(anyhow::anyhow!("{e}")))?;
     if let Some(out) = record_out {
-        merge::record(&outcomes, &all, &crate::record::system::hostname())
-            .write_to(out)
+        let record = merge::record(&outcomes, &all, &crate::recording::system::hostname());
+        out.commit(|w| record.write_json(w))
             .map_err(|e| Failure::Runtime(anyhow::anyhow!("the run record: {e}")))?;
         if let Some(p) = &s.record {
             crate::note!("loadgen: run record written to {}", p.display());

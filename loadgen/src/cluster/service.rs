@@ -212,7 +212,7 @@ impl JobService {
             &mut w,
             &Msg::Welcome {
                 version: ours.into(),
-                hostname: crate::record::system::hostname(),
+                hostname: crate::recording::system::hostname(),
             },
         )?;
         r.get_mut().within(Some(ORDER_WITHIN));
@@ -805,7 +805,7 @@ fn read_record(f: std::fs::File) -> Result<Option<String>, String> {
 
 /// This host's addresses, as `--replica` may name them.
 fn local_addresses() -> Vec<std::net::IpAddr> {
-    crate::record::system::addresses()
+    crate::recording::system::addresses()
         .iter()
         .filter_map(|a| a.parse().ok())
         .collect()

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use record::sampling::SampleStatus;
 
 use super::deltas::Deltas;
 use crate::clock;
@@ -18,19 +18,6 @@ use crate::options::values::AgentSpec;
 use crate::sampling::agent_signals::{self, Reading, Values};
 use promclient::text as promtext;
 use promclient::{self as http, Client, Url};
-
-/// How one agent's sampling of one point went.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct SampleStatus {
-    /// Boundaries scraped in time / missed.
-    pub samples: usize,
-    pub missing: usize,
-    /// Largest delay between a boundary and the end of its scrape, in seconds.
-    pub max_delay_seconds: f64,
-    /// The first few problems, e.g. "at 3.0 s: cannot connect to …".
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub errors: Vec<String>,
-}
 
 /// What a sampler hands back for a point.
 pub struct PointSamples {

@@ -463,8 +463,8 @@ fn shares(o: &mut String, d: &DirectionResult) {
 
 /// Fractions of IOs per bucket of 1/8 octave, at each bucket's geometric middle.
 fn density(h: &Histogram) -> Vec<Option<(f64, f64)>> {
-    let bounds = crate::record::latency::bounds();
-    let Some(a) = crate::record::latency::convert(h, &bounds) else {
+    let bounds = crate::recording::latency::bounds();
+    let Some(a) = crate::recording::latency::convert(h, &bounds) else {
         return Vec::new();
     };
     let total = a.total() as f64;

@@ -384,7 +384,7 @@ impl Job<'_> {
         let mut stopping = false;
         loop {
             if self.cpu_start.is_none() && now >= self.measure_start {
-                self.cpu_start = Some(ThreadCpu::now());
+                self.cpu_start = Some(crate::cpu::thread_cpu());
             }
             if !stopping
                 && (self.error.is_some()
@@ -462,7 +462,7 @@ impl Job<'_> {
             self.fail(e);
         }
         if let Some(start) = &self.cpu_start {
-            self.thread_cpu = ThreadCpu::now().since(start);
+            self.thread_cpu = crate::cpu::thread_cpu().since(start);
         }
         Ok(now)
     }

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use analysis::{BucketHistogram, Host, Run};
 
-use super::{AgentEntry, PointJob, PointRecord, Record, latency, system};
+use record::{AgentEntry, PointJob, PointRecord, Record};
+
+use super::{latency, system};
 use crate::clock;
 use crate::error::Failure;
 use crate::options::Plan;
@@ -216,8 +218,8 @@ impl Recorder {
     pub fn write(mut self, result: &RunResult) -> Result<(), Failure> {
         drop(self.samplers.take());
         let record = self.build(result);
-        record
-            .write_to(self.out)
+        self.out
+            .commit(|w| record.write_json(w))
             .map_err(|e| Failure::Runtime(anyhow::anyhow!("the run record: {e}")))?;
         crate::note!("loadgen: run record written to {}", self.path.display());
         Ok(())
@@ -250,8 +252,8 @@ impl Recorder {
             .map(|(pr, p)| self.point(pr, p, &local_name, &local_devices))
             .collect();
         Record {
-            format: super::FORMAT.into(),
-            version: super::VERSION,
+            format: record::FORMAT.into(),
+            version: record::VERSION,
             loadgen_version: env!("CARGO_PKG_VERSION").into(),
             host: local_name,
             agents: self

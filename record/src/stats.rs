@@ -3,13 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::cpu::CpuUsage;
-use crate::options::sizes::SizeDist;
-use crate::options::{Plan, Rw};
-use crate::results::histogram::Histogram;
-use crate::results::latency_search::SearchResult;
-use crate::results::timeline::TimelineRow;
-use crate::verify::Corruption;
+use crate::histogram::Histogram;
+use crate::latency_search::SearchResult;
+use crate::options::RunOptions;
+use crate::timeline::TimelineRow;
+use crate::workload::{Rw, SizeDist};
 
 /// Read or write: index into per-direction arrays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -54,6 +52,15 @@ pub struct DirStats {
 }
 
 impl DirStats {
+    /// IOPS and bytes per second over `runtime_ns`.
+    pub fn rates(&self, runtime_ns: u64) -> (f64, f64) {
+        if runtime_ns == 0 {
+            return (0.0, 0.0);
+        }
+        let s = runtime_ns as f64 / 1e9;
+        (self.ios as f64 / s, self.bytes as f64 / s)
+    }
+
     pub fn merge(&mut self, o: &DirStats) {
         self.ios += o.ios;
         self.bytes += o.bytes;
@@ -181,21 +188,6 @@ pub struct ThreadCpu {
 }
 
 impl ThreadCpu {
-    /// The calling thread's totals so far.
-    pub fn now() -> ThreadCpu {
-        // SAFETY: an all-zero rusage is valid, and getrusage fills it.
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: valid pointer to a rusage.
-        unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-        let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
-        ThreadCpu {
-            user_ns: ns(ru.ru_utime),
-            sys_ns: ns(ru.ru_stime),
-            ctx: (ru.ru_nvcsw + ru.ru_nivcsw) as u64,
-            majf: ru.ru_majflt as u64,
-            minf: ru.ru_minflt as u64,
-        }
-    }
     pub fn since(&self, start: &ThreadCpu) -> ThreadCpu {
         ThreadCpu {
             user_ns: self.user_ns.saturating_sub(start.user_ns),
@@ -227,6 +219,13 @@ impl SyncStats {
         self.ios += o.ios;
         self.lat.merge(&o.lat);
     }
+}
+
+/// A block that failed verification.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Corruption {
+    pub offset: u64,
+    pub problem: String,
 }
 
 /// Verification counts of one job.
@@ -318,12 +317,33 @@ impl PointResult {
     }
 }
 
+/// CPU used over a window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuUsage {
+    pub window_s: f64,
+    pub user_s: f64,
+    pub sys_s: f64,
+    /// Part of user+sys spent in io_uring worker threads (seen alive at the window's ends).
+    pub io_workers_s: f64,
+    /// user+sys in % of one CPU.
+    pub process_pct: f64,
+    /// user+sys per IO, in microseconds.
+    pub per_io_us: f64,
+    /// Busy time of all CPUs (everything but idle and iowait), in % of all of them.
+    pub system_pct: f64,
+    pub cpus: u32,
+}
+
 /// A whole run: what was asked and what was measured.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "crate::v1::RunResultOnDisk")]
 pub struct RunResult {
+    /// The version of the load generator that ran it.
     pub version: String,
     pub started_unix_ms: u64,
-    pub plan: Plan,
+    /// The options as given (records of version 1 kept the load generator's resolved plan,
+    /// read into this).
+    pub options: RunOptions,
     /// Reads made by the safety check of block devices before the run.
     pub safety_probe_reads: u64,
     pub points: Vec<PointResult>,

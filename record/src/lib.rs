@@ -1,39 +1,61 @@
-//! Run records (`--record run.json`): everything `loadgen analyze` needs to judge a run
-//! later, on any machine. The format is versioned and described in `docs/run-record.md`.
+//! Run records (`loadgen run --record run.json`): everything `stornet analyze` needs to judge
+//! a run later, on any machine, as plain data. The format is versioned and described in
+//! `docs/run-record.md`; a reader reads every earlier version.
+//!
+//! - the record itself (this file): the run's host and agents, its results, and per sweep
+//!   point the analysis input and how the agents were sampled; a cluster run's hosts;
+//! - [`options`]: the options as given; [`v1`] reads the plan that version 1 kept instead;
+//! - [`stats`], [`histogram`], [`timeline`], [`latency_search`], [`live_verdict`],
+//!   [`workload`]: the results of a run, as the load generator measures them;
+//! - [`sampling`]: how the agents were sampled;
+//! - [`read`]: reading and checking a record; [`files`]: reading a file a user names, with a
+//!   cap; [`units`]: fio's value syntax as the records and reports print it.
 
-pub mod latency;
-pub mod recorder;
-pub mod system;
+pub mod files;
+pub mod histogram;
+pub mod latency_search;
+pub mod live_verdict;
+pub mod options;
+pub mod read;
+pub mod sampling;
+pub mod stats;
+pub mod timeline;
+pub mod units;
+mod v1;
+pub mod workload;
 
 use std::io::Write;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::results::stats::RunResult;
-use crate::sampling::scrape::SampleStatus;
-
-pub use recorder::Recorder;
+pub use options::RunOptions;
+use sampling::SampleStatus;
+use stats::RunResult;
 
 /// The `format` every record carries.
 pub const FORMAT: &str = "stornet-run-record";
-/// The version this loadgen writes; it reads this one and older.
-pub const VERSION: u32 = 1;
+/// The version written; every version from 1 to this one reads.
+pub const VERSION: u32 = 2;
+/// The most a run record may hold: a day-long run at one-second intervals with agents.
+pub const MAX_RECORD: u64 = 4 << 30;
+/// The longest string a record may hold (a host or device name, a path list).
+pub const MAX_TEXT: usize = 64 << 10;
 
 /// A run record.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Record {
     pub format: String,
     pub version: u32,
-    /// The loadgen version that wrote it.
+    /// The version of the load generator that wrote it.
     pub loadgen_version: String,
     /// The host loadgen ran on: in `points[].run` it carries loadgen's latency.
     pub host: String,
     /// The agents sampled during the run (`--agent`), in the order given.
     #[serde(default)]
     pub agents: Vec<AgentEntry>,
-    /// loadgen's own results: the options, and per sweep point the merged histograms (per
-    /// leg for replicated writes) and the timeline.
+    /// The load generator's own results: the options as given, and per sweep point the
+    /// merged histograms (per leg for replicated writes) and the timeline.
     pub result: RunResult,
     /// Per sweep point: the analysis input and how the agents were sampled.
     pub points: Vec<PointRecord>,
@@ -109,20 +131,16 @@ impl PointRecord {
             }
         }
         seen.iter()
-            .map(|(bs, d)| {
-                format!(
-                    "bs={} iodepth={d}",
-                    crate::options::values::format_bytes(*bs)
-                )
-            })
+            .map(|(bs, d)| format!("bs={} iodepth={d}", units::format_bytes(*bs)))
             .collect::<Vec<_>>()
             .join(", ")
     }
 }
 
 impl Record {
-    /// A record of an analysis input alone, without loadgen's own results: for inputs built
-    /// elsewhere (another load generator, a simulation) that `loadgen analyze` should judge.
+    /// A record of an analysis input alone, without a load generator's results: for inputs
+    /// built elsewhere (another load generator, a simulation) that `stornet analyze` should
+    /// judge.
     pub fn for_run(host: &str, run: analysis::Run) -> Record {
         Record {
             format: FORMAT.into(),
@@ -133,7 +151,7 @@ impl Record {
             result: RunResult {
                 version: env!("CARGO_PKG_VERSION").into(),
                 started_unix_ms: (run.starts.first().copied().unwrap_or(0.0) * 1000.0) as u64,
-                plan: crate::options::Plan::default(),
+                options: RunOptions::none(),
                 safety_probe_reads: 0,
                 points: Vec::new(),
                 disk_util: Vec::new(),
@@ -150,108 +168,39 @@ impl Record {
         }
     }
 
-    /// Writes the record as JSON (see [`OutFile`] for how the file is replaced).
-    pub fn write(&self, path: &Path) -> Result<(), String> {
-        self.write_to(crate::results::outfile::OutFile::create(path)?)
+    /// The record as JSON, one line.
+    pub fn write_json(&self, w: &mut impl Write) -> std::io::Result<()> {
+        serde_json::to_writer(&mut *w, self)?;
+        w.write_all(b"\n")
     }
 
-    /// Writes the record into a file set up before the run.
-    pub fn write_to(&self, out: crate::results::outfile::OutFile) -> Result<(), String> {
-        out.commit(|w| {
-            serde_json::to_writer(&mut *w, self)?;
-            w.write_all(b"\n")
-        })
+    /// Writes the record to `path` (the load generator writes it through a temporary file
+    /// renamed into place instead, so that a reader never sees half of it).
+    pub fn write(&self, path: &Path) -> Result<(), String> {
+        let mut out = Vec::new();
+        self.write_json(&mut out)
+            .and_then(|_| std::fs::write(path, out))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))
     }
 
     /// Reads and checks a record; every problem is one line naming the file.
     pub fn read(path: &Path) -> Result<Record, String> {
-        let p = path.display();
-        let text = crate::files::read_text(path, crate::files::MAX_RECORD)
-            .map_err(|e| format!("cannot read {p}: {e}"))?;
-        Record::parse(&text).map_err(|e| format!("{p}: {e}"))
+        read::file(path)
     }
 
+    /// Checks and reads a record's text; the error is one line.
     pub fn parse(text: &str) -> Result<Record, String> {
-        // A name is copied into every series of its host: a huge one would cost the analysis
-        // many times its size.
-        let longest = longest_string(text);
-        if longest > MAX_TEXT {
-            return Err(format!(
-                "the record holds a text of {longest} bytes; names and texts in a record are at most {MAX_TEXT}"
-            ));
-        }
-        /// The two fields that say what the rest is; everything else is skipped unread.
-        #[derive(Deserialize)]
-        struct Head {
-            format: Option<serde_json::Value>,
-            version: Option<serde_json::Value>,
-        }
-        let head: Head = serde_json::from_str(text).map_err(|e| format!("not JSON ({e})"))?;
-        if head.format.as_ref().and_then(|f| f.as_str()) != Some(FORMAT) {
-            return Err(format!(
-                "not a stornet run record (no \"format\": \"{FORMAT}\"; `loadgen run --record FILE` writes one)"
-            ));
-        }
-        match head.version {
-            None => return Err("the record has no version".into()),
-            Some(v) => match v.as_u64() {
-                Some(n) if n >= 1 && n <= VERSION as u64 => {}
-                Some(n) => {
-                    return Err(format!(
-                        "record version {n}, but this loadgen reads versions 1 to {VERSION}"
-                    ));
-                }
-                None => {
-                    let shown: String = v.to_string().chars().take(40).collect();
-                    return Err(format!(
-                        "the record's version {shown} is not a whole number (this loadgen reads versions 1 to {VERSION})"
-                    ));
-                }
-            },
-        }
-        let r: Record =
-            serde_json::from_str(text).map_err(|e| format!("not a valid run record ({e})"))?;
-        for p in &r.points {
-            p.run
-                .validate()
-                .map_err(|e| format!("point {}: {e}", p.index))?;
-        }
-        Ok(r)
-    }
-}
-
-/// The longest string a record may hold (a host or device name, a path list).
-pub const MAX_TEXT: usize = 64 << 10;
-
-/// The length in bytes (as written, escapes included) of the longest JSON string in `text`.
-fn longest_string(text: &str) -> usize {
-    let (mut longest, mut start, mut escaped) = (0, None, false);
-    for (i, b) in text.bytes().enumerate() {
-        match (start, b) {
-            (None, b'"') => start = Some(i),
-            (None, _) => {}
-            (Some(_), _) if escaped => escaped = false,
-            (Some(_), b'\\') => escaped = true,
-            (Some(s), b'"') => {
-                longest = longest.max(i - s - 1);
-                start = None;
-            }
-            _ => {}
-        }
-    }
-    match start {
-        Some(s) => longest.max(text.len() - s - 1),
-        None => longest,
+        read::text(text)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::options::{JobOptions, Plan, RunSettings};
-    use crate::results::histogram::Histogram;
-    use crate::results::stats::{DirStats, LegStats, PointResult};
-    use crate::results::timeline::TimelineRow;
+    use crate::histogram::Histogram;
+    use crate::options::{JobFile, JobSummary};
+    use crate::stats::{DirStats, LegStats, PointResult};
+    use crate::timeline::TimelineRow;
 
     fn sample() -> Record {
         let mut lat = Histogram::new();
@@ -288,7 +237,10 @@ mod tests {
         host.write = Some(analysis::Latency {
             p99_seconds: vec![Some(0.1 + 0.2)],
             iops: vec![None],
-            histograms: vec![latency::convert(&lat, &latency::bounds())],
+            histograms: vec![Some(analysis::BucketHistogram {
+                bounds_seconds: vec![1e-6, 1e-3, 1.0],
+                counts: vec![0, 2, 1, 1],
+            })],
             ..analysis::Latency::default()
         });
         Record {
@@ -303,13 +255,21 @@ mod tests {
             result: RunResult {
                 version: "0.1.0".into(),
                 started_unix_ms: 1_700_000_000_123,
-                plan: Plan {
-                    settings: RunSettings {
-                        agents: vec!["h1=http://127.0.0.1:9477".into()],
-                        ..RunSettings::default()
-                    },
-                    jobs: vec![JobOptions::default()],
-                    ..Plan::default()
+                options: RunOptions {
+                    args: ["--agent=h1=http://127.0.0.1:9477", "w.fio"]
+                        .map(String::from)
+                        .to_vec(),
+                    job_files: vec![JobFile {
+                        name: "w.fio".into(),
+                        text: "[w]\nrw=randwrite\n".into(),
+                    }],
+                    jobs: vec![JobSummary {
+                        name: "w".into(),
+                        given: [("rw".to_string(), "randwrite".to_string())].into(),
+                        ramp_time_ns: 0,
+                        percentile_list: Some(vec![50.0, 99.5]),
+                    }],
+                    ..RunOptions::none()
                 },
                 safety_probe_reads: 3,
                 points: vec![point],
@@ -367,8 +327,8 @@ mod tests {
         let text = serde_json::to_string(&r).unwrap();
         let e = Record::parse(&text).unwrap_err();
         assert!(e.contains("at most 65536"), "{e}");
-        assert_eq!(longest_string(r#"{"a":"x\"y","b":"zz"}"#), 4);
-        assert_eq!(longest_string(r#"{"a":"unterminated"#), 12);
+        assert_eq!(read::longest_string(r#"{"a":"x\"y","b":"zz"}"#), 4);
+        assert_eq!(read::longest_string(r#"{"a":"unterminated"#), 12);
     }
 
     #[test]
@@ -381,15 +341,15 @@ mod tests {
                 .unwrap_err()
                 .starts_with("not a stornet run record")
         );
-        let newer = good.replacen("\"version\":1", "\"version\":2", 1);
+        let newer = good.replacen("\"version\":2", "\"version\":3", 1);
         assert!(
             Record::parse(&newer)
                 .unwrap_err()
-                .contains("record version 2")
+                .contains("record version 3")
         );
         for (bad, shown) in [("\"1.5\"", "\"1.5\""), ("-1", "-1"), ("1.5", "1.5")] {
             let e =
-                Record::parse(&good.replacen("\"version\":1", &format!("\"version\":{bad}"), 1))
+                Record::parse(&good.replacen("\"version\":2", &format!("\"version\":{bad}"), 1))
                     .unwrap_err();
             assert!(
                 e.contains(&format!("version {shown} is not a whole number")),
@@ -397,7 +357,7 @@ mod tests {
             );
         }
         assert!(
-            Record::parse(&good.replacen("\"version\":1,", "", 1))
+            Record::parse(&good.replacen("\"version\":2,", "", 1))
                 .unwrap_err()
                 .contains("no version")
         );
