@@ -2,7 +2,7 @@
 //! are the agent's own constants (the `metric-names` crate), which the agent exports
 //! (tests/privileged/service_metric_names.rs) and docs/metrics.md documents.
 
-use loadgen::sampling::agent_signals::{FAMILIES, QUEUE_HISTOGRAM, SERVICE_HISTOGRAM};
+use diagnose::signals::{FAMILIES, QUEUE_HISTOGRAM, SERVICE_HISTOGRAM};
 use stornet_lab::metric_docs::{load, series_names};
 
 #[test]

@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use loadgen::analyze::fleet::{self, Fleet};
+use diagnose::fleet::{self, Fleet};
 use promclient::{Client, Url};
 use serde_json::Value;
 use stornet_lab::agent::AgentProcess;

@@ -1,12 +1,11 @@
 //! Recording a run (`--record run.json`): while it runs, the start of each point's measured
 //! part, its interval histograms and the agents' samples; at its end, the run record (the
-//! `record` crate's format) with the analysis input of every point.
+//! `record` crate's format) with the analysis input of every point, built by the diagnosis
+//! crate's table (`diagnose::signals` for the agents, `diagnose::latency` for loadgen's own).
 //!
 //! - [`recorder`]: collects during the run, builds and writes the record.
-//! - [`latency`]: loadgen's own measurements as the analysis reads them.
 //! - [`system`]: the host loadgen runs on: its name, addresses, and the disks of its targets.
 
-pub mod latency;
 pub mod recorder;
 pub mod system;
 

@@ -10,7 +10,7 @@ use analysis::{BucketHistogram, Host, Run};
 
 use record::{AgentEntry, PointJob, PointRecord, Record};
 
-use super::{latency, system};
+use super::system;
 use crate::clock;
 use crate::error::Failure;
 use crate::options::Plan;
@@ -18,9 +18,10 @@ use crate::options::values::AgentSpec;
 use crate::results::live_verdict::LiveVerdict;
 use crate::results::stats::{PointResult, RunResult};
 use crate::results::timeline::{DirInterval, TimelineRow};
-use crate::sampling::agent_signals::{self, Values};
 use crate::sampling::scrape::{PointSamples, Samplers, StartError};
 use crate::target::Layout;
+use diagnose::latency;
+use diagnose::signals::{self, Values};
 
 struct Point {
     start_unix_seconds: f64,
@@ -320,7 +321,7 @@ impl Recorder {
         let mut hosts: Vec<Host> = Vec::new();
         for (spec, values) in agents {
             let addresses = spec.address().into_iter().collect();
-            hosts.push(agent_signals::host(&spec.name, addresses, values, n));
+            hosts.push(signals::host(&spec.name, addresses, values, n));
         }
         if hosts.is_empty() {
             hosts.push(Host {
@@ -335,7 +336,7 @@ impl Recorder {
                 me.addresses.push(a);
             }
         }
-        agent_signals::drop_own_peers(me);
+        signals::drop_own_peers(me);
         me.local_devices = devices.to_vec();
         me.read = latency::latency(rows, true, histograms[0]);
         me.write = latency::latency(rows, false, histograms[1]);

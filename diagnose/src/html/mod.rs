@@ -11,8 +11,8 @@ use analysis::breakdown::PartKind;
 use analysis::units::{pct, secs};
 use analysis::{Direction, DirectionResult, Host, Report, Run, Series, Verdict};
 
-use crate::results::histogram::Histogram;
-use crate::results::stats::PointResult;
+use record::histogram::Histogram;
+use record::stats::PointResult;
 use svg::{Chart, Line, Panel, Scale, Unit};
 
 const READ: &str = "#1f77b4";
@@ -463,8 +463,8 @@ fn shares(o: &mut String, d: &DirectionResult) {
 
 /// Fractions of IOs per bucket of 1/8 octave, at each bucket's geometric middle.
 fn density(h: &Histogram) -> Vec<Option<(f64, f64)>> {
-    let bounds = crate::recording::latency::bounds();
-    let Some(a) = crate::recording::latency::convert(h, &bounds) else {
+    let bounds = crate::latency::bounds();
+    let Some(a) = crate::latency::convert(h, &bounds) else {
         return Vec::new();
     };
     let total = a.total() as f64;

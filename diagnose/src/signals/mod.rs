@@ -1,12 +1,16 @@
-//! Which of stornet-agent's metrics loadgen reads (named by the `metric-names` crate, the
-//! agent's own source of names, so a metric renamed there is renamed here at compile time),
-//! how each folds into a per-interval value, and how those values fill the analysis model
-//! (`analysis::Host`). Both a run's own scrapes and fleet mode's Prometheus queries go
-//! through this table.
+//! The metric-to-model table: which of stornet-agent's metrics the analysis reads (named by
+//! the `metric-names` crate, the agent's own source of names, so a metric renamed there is
+//! renamed here at compile time), how each folds into a per-interval value, and (`host`) how
+//! those values fill the analysis model (`analysis::Host`). A load generator's own scrapes
+//! during a run and fleet mode's Prometheus queries both go through this table.
 
-use std::collections::{BTreeMap, BTreeSet};
+mod host;
 
-use analysis::{BlockOp, Host, Interface, Peer, Qdisc, Series};
+pub use host::host;
+
+use std::collections::BTreeMap;
+
+use analysis::{Host, Series};
 use serde::{Deserialize, Serialize};
 
 use metric_names::{Metric, agent, block, net};
@@ -101,9 +105,9 @@ const EBPF: MetricType = MetricType::Counter { born_at_zero: true };
 const SNAPSHOT: MetricType = MetricType::Counter {
     born_at_zero: false,
 };
-const DEV_OP: &[&str] = &["device", "op"];
-const QDISC: &[&str] = &["netns", "interface", "qdisc", "handle", "parent"];
-const IFACE: &[&str] = &["netns", "interface"];
+pub(crate) const DEV_OP: &[&str] = &["device", "op"];
+pub(crate) const QDISC: &[&str] = &["netns", "interface", "qdisc", "handle", "parent"];
+pub(crate) const IFACE: &[&str] = &["netns", "interface"];
 
 const fn family(
     field: Field,
@@ -455,173 +459,6 @@ pub fn drop_own_peers(h: &mut Host) {
 /// Per-interval values of one agent (or one Prometheus instance), by key.
 pub type Values = BTreeMap<Key, Series>;
 
-fn ratio(a: Option<&Series>, b: Option<&Series>, n: usize) -> Series {
-    let (Some(a), Some(b)) = (a, b) else {
-        return Vec::new();
-    };
-    (0..n)
-        .map(|i| {
-            let (x, y) = (a.get(i).copied().flatten()?, b.get(i).copied().flatten()?);
-            (y > 0.0).then(|| x / y)
-        })
-        .collect()
-}
-
-/// Fills a host of the analysis model from its per-interval values.
-pub fn host(name: &str, addresses: Vec<String>, v: &Values, n: usize) -> Host {
-    let get = |field: Field, labels: &[String]| {
-        v.get(&Key {
-            field,
-            labels: labels.to_vec(),
-        })
-    };
-    let keys = |field: Field| v.keys().filter(move |k| k.field == field);
-    let mut h = Host {
-        name: name.to_string(),
-        addresses,
-        ..Host::default()
-    };
-
-    // Block devices, per op.
-    let dev_ops: BTreeSet<Vec<String>> = v
-        .keys()
-        .filter(|k| family_of(k.field).labels == DEV_OP)
-        .map(|k| k.labels.clone())
-        .collect();
-    for l in &dev_ops {
-        let ios = get(Field::BlockRequests, l).or(get(Field::BlockServiceCount, l));
-        let op = BlockOp {
-            ios: ios.cloned().unwrap_or_default(),
-            queue_seconds: ratio(
-                get(Field::BlockQueueSum, l),
-                get(Field::BlockQueueCount, l),
-                n,
-            ),
-            service_seconds: ratio(
-                get(Field::BlockServiceSum, l),
-                get(Field::BlockServiceCount, l),
-                n,
-            ),
-            errors: get(Field::BlockErrors, l).cloned().unwrap_or_default(),
-        };
-        h.devices
-            .entry(l[0].clone())
-            .or_default()
-            .ops
-            .insert(l[1].clone(), op);
-    }
-    for k in keys(Field::BlockInflight) {
-        h.devices.entry(k.labels[0].clone()).or_default().inflight = v[k].clone();
-    }
-    for k in keys(Field::BlockQueueLimit) {
-        h.devices
-            .entry(k.labels[0].clone())
-            .or_default()
-            .queue_limit = v[k].clone();
-    }
-    h.devices.retain(|name, _| !name.is_empty());
-    // What each device with IO sits on, and who serves it over the network, as the last
-    // interval that read it says.
-    for k in keys(Field::BlockParent) {
-        let (device, parent, peer) = (&k.labels[0], &k.labels[1], &k.labels[2]);
-        let listed = v[k].iter().rev().find_map(|x| *x).is_some_and(|x| x > 0.0);
-        let Some(d) = h.devices.get_mut(device).filter(|_| listed) else {
-            continue;
-        };
-        if !parent.is_empty() && !d.parents.contains(parent) {
-            d.parents.push(parent.clone());
-        }
-        if !peer.is_empty() {
-            d.peer = Some(replica_address(peer));
-        }
-    }
-
-    // TCP peers.
-    let peer_fields = [
-        Field::TcpRetransmits,
-        Field::TcpSrtt,
-        Field::TcpPathMtu,
-        Field::TcpMss,
-    ];
-    for k in v.keys().filter(|k| peer_fields.contains(&k.field)) {
-        // `other` folds peers beyond the agent's cap; a loopback peer is this host itself.
-        let addr = &k.labels[0];
-        let local = addr
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback() || ip.is_unspecified());
-        if addr.is_empty() || addr == "other" || local {
-            continue;
-        }
-        let p: &mut Peer = h.peers.entry(addr.clone()).or_default();
-        let s = v[k].clone();
-        match k.field {
-            Field::TcpRetransmits => p.retransmits = s,
-            Field::TcpSrtt => p.srtt_seconds = s,
-            Field::TcpPathMtu => p.path_mtu_bytes = s,
-            _ => p.mss_bytes = s,
-        }
-    }
-
-    for k in keys(Field::SkbDrops) {
-        h.skb_drops.insert(k.labels[0].clone(), v[k].clone());
-    }
-    let cpu_some = ["cpu".to_string(), "some".to_string()];
-    if let Some(s) = get(Field::PressureStalled, &cpu_some) {
-        h.cpu_stalled_seconds = s.clone();
-    }
-
-    // Qdiscs: named by kind, with handle and parent only where needed to tell them apart.
-    let qdiscs: BTreeSet<Vec<String>> = v
-        .keys()
-        .filter(|k| family_of(k.field).labels == QDISC)
-        .map(|k| k.labels.clone())
-        .collect();
-    for l in &qdiscs {
-        let same = |upto: usize| {
-            qdiscs
-                .iter()
-                .filter(|o| o[..2] == l[..2] && o[2..upto] == l[2..upto])
-                .count()
-        };
-        let name = if same(3) == 1 {
-            l[2].clone()
-        } else if same(4) == 1 {
-            format!("{} {}", l[2], l[3])
-        } else {
-            format!("{} {} {}", l[2], l[3], l[4])
-        };
-        h.qdiscs.push(Qdisc {
-            interface: interface_name(&l[0], &l[1]),
-            qdisc: name,
-            drops: get(Field::QdiscDrops, l).cloned().unwrap_or_default(),
-            backlog_bytes: get(Field::QdiscBacklog, l).cloned().unwrap_or_default(),
-            overlimits: get(Field::QdiscOverlimits, l).cloned().unwrap_or_default(),
-        });
-    }
-
-    // Interfaces, without loopback.
-    for k in v.keys().filter(|k| family_of(k.field).labels == IFACE) {
-        if k.labels[1] == "lo" || k.labels[1].is_empty() {
-            continue;
-        }
-        let i: &mut Interface = h
-            .interfaces
-            .entry(interface_name(&k.labels[0], &k.labels[1]))
-            .or_default();
-        let s = v[k].clone();
-        match k.field {
-            Field::InterfaceMtu => i.mtu_bytes = s,
-            Field::InterfaceRxPackets => i.rx_packets = s,
-            Field::InterfaceTxPackets => i.tx_packets = s,
-            Field::InterfaceRxDrops => i.rx_drops = s,
-            Field::InterfaceTxDrops => i.tx_drops = s,
-            Field::InterfaceRxErrors => i.rx_errors = s,
-            _ => i.tx_errors = s,
-        }
-    }
-    h
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -653,93 +490,6 @@ mod tests {
         assert_eq!(r[&Key::new(Field::BlockQueueLimit, &["loop3"])], 31.0);
         assert_eq!(r[&Key::new(Field::BlockErrors, &["loop3", "write"])], 5.0);
         assert_eq!(r[&Key::new(Field::AgentStart, &[])], 1.7e9);
-    }
-
-    #[test]
-    fn values_fill_the_model() {
-        let n = 2;
-        let s = |a: f64, b: f64| -> Series { vec![Some(a), Some(b)] };
-        let mut v = Values::new();
-        let dev = ["loop3", "write"];
-        v.insert(Key::new(Field::BlockQueueSum, &dev), s(0.2, 0.0));
-        v.insert(Key::new(Field::BlockQueueCount, &dev), s(100.0, 0.0));
-        v.insert(Key::new(Field::BlockServiceSum, &dev), s(1.0, 0.5));
-        v.insert(Key::new(Field::BlockServiceCount, &dev), s(100.0, 50.0));
-        v.insert(Key::new(Field::BlockRequests, &dev), s(100.0, 50.0));
-        v.insert(Key::new(Field::BlockInflight, &["loop3"]), s(4.0, 4.0));
-        v.insert(
-            Key::new(Field::TcpRetransmits, &["198.18.0.2"]),
-            s(3.0, 0.0),
-        );
-        v.insert(Key::new(Field::TcpRetransmits, &["other"]), s(9.0, 9.0));
-        v.insert(Key::new(Field::TcpSrtt, &["127.0.0.1"]), s(1e-5, 1e-5));
-        v.insert(Key::new(Field::SkbDrops, &["qdisc_drop"]), s(7.0, 1.0));
-        for (h, p) in [("8001:", "root"), ("0:", "8001:1"), ("0:", "8001:2")] {
-            v.insert(
-                Key::new(Field::QdiscDrops, &["stn-a", "veth-a", "fq_codel", h, p]),
-                s(1.0, 2.0),
-            );
-        }
-        v.insert(
-            Key::new(Field::QdiscDrops, &["host", "eth0", "tbf", "1:", "root"]),
-            s(0.0, 0.0),
-        );
-        v.insert(
-            Key::new(Field::InterfaceMtu, &["stn-a", "veth-a"]),
-            s(9000.0, 9000.0),
-        );
-        v.insert(
-            Key::new(Field::InterfaceMtu, &["stn-a", "lo"]),
-            s(65536.0, 65536.0),
-        );
-        let h = host("h1", vec!["198.18.0.1".into()], &v, n);
-        let op = &h.devices["loop3"].ops["write"];
-        assert_eq!(op.queue_seconds, vec![Some(0.002), None], "0/0 is missing");
-        assert_eq!(op.service_seconds, vec![Some(0.01), Some(0.01)]);
-        assert_eq!(op.ios, s(100.0, 50.0));
-        assert_eq!(h.devices["loop3"].inflight, s(4.0, 4.0));
-        assert_eq!(h.peers.len(), 1, "`other` is no address, loopback no peer");
-        assert_eq!(h.peers["198.18.0.2"].retransmits, s(3.0, 0.0));
-        assert_eq!(h.skb_drops["qdisc_drop"], s(7.0, 1.0));
-        let names: Vec<String> = h
-            .qdiscs
-            .iter()
-            .map(|q| format!("{} {}", q.interface, q.qdisc))
-            .collect();
-        assert_eq!(
-            names,
-            [
-                "eth0 tbf",
-                "stn-a/veth-a fq_codel 0: 8001:1",
-                "stn-a/veth-a fq_codel 0: 8001:2",
-                "stn-a/veth-a fq_codel 8001:",
-            ]
-        );
-        assert_eq!(h.interfaces.len(), 1, "loopback left out");
-        assert_eq!(h.interfaces["stn-a/veth-a"].mtu_bytes, s(9000.0, 9000.0));
-    }
-
-    #[test]
-    fn requests_come_from_the_io_size_count_or_else_the_service_count() {
-        let mut v = Values::new();
-        v.insert(
-            Key::new(Field::BlockServiceCount, &["vda", "read"]),
-            vec![Some(7.0)],
-        );
-        let h = host("h", Vec::new(), &v, 1);
-        assert_eq!(h.devices["vda"].ops["read"].ios, vec![Some(7.0)]);
-        assert!(h.devices["vda"].ops["read"].queue_seconds.is_empty());
-    }
-
-    #[test]
-    fn the_hosts_own_address_is_no_peer() {
-        let mut v = Values::new();
-        for peer in ["198.18.0.1", "198.18.0.2"] {
-            v.insert(Key::new(Field::TcpRetransmits, &[peer]), vec![Some(1.0)]);
-        }
-        let mut h = host("h1", vec!["198.18.0.1".into()], &v, 1);
-        drop_own_peers(&mut h);
-        assert_eq!(h.peers.keys().collect::<Vec<_>>(), ["198.18.0.2"]);
     }
 
     #[test]

@@ -16,7 +16,7 @@ pub fn parse(s: &str, now: f64) -> Result<f64, String> {
         return Ok(now);
     }
     if let Some(ago) = t.strip_prefix("now-") {
-        let ns = crate::options::values::parse_time_ns(ago)?;
+        let ns = record::units::parse_time_ns(ago)?;
         return Ok(now - ns as f64 / 1e9);
     }
     if let Ok(v) = t.parse::<f64>() {

@@ -1,4 +1,4 @@
-//! `loadgen analyze --prometheus … --watch`: the fleet's verdict over a window that moves
+//! `stornet watch` (`stornet analyze --prometheus … --watch`): the fleet's verdict over a window that moves
 //! with the clock, evaluated again every step, one line each, for an operator to leave
 //! running during an incident. A failed query is a line of its own and the watch goes on;
 //! bad options stop it at once.
@@ -6,7 +6,11 @@
 use std::io::Write;
 use std::time::Duration;
 
-use super::{AnalyzeArgs, Failure, FleetQuery, Format, analyze, fleet_run, time, window};
+use super::analyze;
+use super::prometheus::{FleetQuery, fleet_run, window};
+use crate::cli::{AnalyzeArgs, Format};
+use crate::error::Failure;
+use crate::time;
 
 pub(super) fn run(a: &AnalyzeArgs, q: &FleetQuery) -> Result<u8, Failure> {
     if a.html.is_some() {
@@ -14,7 +18,7 @@ pub(super) fn run(a: &AnalyzeArgs, q: &FleetQuery) -> Result<u8, Failure> {
             "--watch prints a line per step and writes no HTML report; run once without --watch for one".into(),
         ));
     }
-    for (flag, value) in [("--start", &a.start), ("--end", &a.end)] {
+    for (flag, value) in [("--start", &a.fleet.start), ("--end", &a.fleet.end)] {
         if let Some(v) = value
             && !moves_with_now(v)
         {

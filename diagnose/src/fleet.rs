@@ -9,9 +9,7 @@ use std::collections::BTreeMap;
 
 use analysis::{BlockOp, Host, Latency, Run, Series};
 
-use crate::sampling::agent_signals::{
-    self, FAMILIES, Field, Fold, Key, MetricType, SignalFamily, Values,
-};
+use crate::signals::{self, FAMILIES, Field, Fold, Key, MetricType, SignalFamily, Values};
 use promclient::query::{self, MatrixSeries, QueryError, Range};
 use promclient::{Client, Url};
 
@@ -131,10 +129,7 @@ pub fn queries(f: &Fleet) -> Vec<(Target, String)> {
         .filter(|fam| fam.field != Field::AgentStart)
         .map(|fam| (Target::Family(fam.field), family_query(f, fam, &w)))
         .collect();
-    for histogram in [
-        agent_signals::QUEUE_HISTOGRAM,
-        agent_signals::SERVICE_HISTOGRAM,
-    ] {
+    for histogram in [signals::QUEUE_HISTOGRAM, signals::SERVICE_HISTOGRAM] {
         for q in [0.5, 0.99] {
             out.push((
                 Target::Quantile { histogram, q },
@@ -248,7 +243,7 @@ pub fn build(g: &Grid, answers: &Answers) -> Run {
             let s = series_of(points, g);
             match target {
                 Target::Family(field) => {
-                    let fam = agent_signals::family_of(*field);
+                    let fam = signals::family_of(*field);
                     let key = Key {
                         field: *field,
                         labels: fam.labels.iter().map(|l| label(l)).collect(),
@@ -256,7 +251,7 @@ pub fn build(g: &Grid, answers: &Answers) -> Run {
                     values.entry(label("instance")).or_default().insert(key, s);
                 }
                 Target::Quantile { histogram, q } => {
-                    let slot = usize::from(*histogram == agent_signals::SERVICE_HISTOGRAM) * 2
+                    let slot = usize::from(*histogram == signals::SERVICE_HISTOGRAM) * 2
                         + usize::from(*q > 0.5);
                     quantiles
                         .entry((label("instance"), label("device"), label("op")))
@@ -268,8 +263,8 @@ pub fn build(g: &Grid, answers: &Answers) -> Run {
     let hosts = values
         .iter()
         .map(|(instance, v)| {
-            let mut h = agent_signals::host(instance, address(instance), v, g.n);
-            agent_signals::drop_own_peers(&mut h);
+            let mut h = signals::host(instance, address(instance), v, g.n);
+            signals::drop_own_peers(&mut h);
             let mut devices = Vec::new();
             for op in ["read", "write"] {
                 let Some(dev) = busiest(&h, op, g) else {
@@ -514,14 +509,14 @@ mod tests {
             ),
             (
                 Target::Quantile {
-                    histogram: agent_signals::QUEUE_HISTOGRAM,
+                    histogram: signals::QUEUE_HISTOGRAM,
                     q: 0.99,
                 },
                 vec![answer(&dev, &[0.004, 0.004, f64::NAN, 0.004])],
             ),
             (
                 Target::Quantile {
-                    histogram: agent_signals::SERVICE_HISTOGRAM,
+                    histogram: signals::SERVICE_HISTOGRAM,
                     q: 0.99,
                 },
                 vec![answer(&dev, &[0.001, 0.001, f64::NAN, 0.002])],

@@ -1,12 +1,13 @@
-//! loadgen's own measurements as the analysis reads them: per direction and interval the
-//! IOPS, p50, p99 and mean latency (from each IO's intended start), the interval's
-//! histogram, and the split into local device time and each replica's round trip.
+//! A load generator's own measurements, as a run record keeps them, as the analysis reads
+//! them: per direction and interval the IOPS, p50, p99 and mean latency (from each IO's
+//! intended start), the interval's histogram, and the split into local device time and each
+//! replica's round trip.
 
 use analysis::{BucketHistogram, Latency, Series};
 
-use crate::results::histogram::Histogram;
-use crate::results::timeline::{DirRow, TimelineRow};
-use crate::sampling::agent_signals::replica_address;
+use crate::signals::replica_address;
+use record::histogram::Histogram;
+use record::timeline::{DirRow, TimelineRow};
 
 /// Buckets per power of two of the recorded interval histograms (9% apart).
 const PER_OCTAVE: i32 = 8;
@@ -114,7 +115,7 @@ pub fn slots_in_use(rows: &[TimelineRow], slots: u32) -> Series {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::timeline::LegRow;
+    use record::timeline::LegRow;
 
     fn hist(values_ns: &[u64]) -> Histogram {
         let mut h = Histogram::new();
@@ -151,7 +152,7 @@ mod tests {
             .iter()
             .map(|(n, mean, count)| LegRow {
                 name: n.to_string(),
-                lat_ns: crate::results::histogram::Summary {
+                lat_ns: record::histogram::Summary {
                     n: *count,
                     mean: *mean,
                     ..Default::default()
