@@ -31,7 +31,15 @@ pub fn run(a: &AnalyzeArgs) -> Result<u8, Failure> {
             }
             record::analyze(a, path)
         }
-        (None, Some(url)) => prometheus::analyze(a, url),
+        // `--watch`: over a window that moves with the clock, again every step.
+        (None, Some(url)) => {
+            let q = prometheus::fleet_query(a, url)?;
+            if a.watch {
+                watch::run(a, &q)
+            } else {
+                prometheus::analyze(a, &q)
+            }
+        }
         _ => Err(Failure::Usage(
             "give a run record (stornet analyze run.json) or --prometheus URL with --start and --end".into(),
         )),

@@ -20,7 +20,7 @@ pub(super) struct FleetQuery {
     timeout: std::time::Duration,
 }
 
-fn fleet_query(a: &AnalyzeArgs, url: &str) -> Result<FleetQuery, Failure> {
+pub(super) fn fleet_query(a: &AnalyzeArgs, url: &str) -> Result<FleetQuery, Failure> {
     let usage = |e: String| Failure::Usage(e);
     let url = Url::parse(url).map_err(|e| usage(format!("--prometheus: {e}")))?;
     let step = record::units::parse_time_ns(a.fleet.step.as_deref().unwrap_or("15s"))
@@ -100,16 +100,11 @@ pub(super) fn fleet_run(
     Ok((f, grid, run))
 }
 
-/// `stornet analyze --prometheus URL`: the fleet's verdict over one window (`--watch`:
-/// over a window that moves with the clock, again every step).
-pub(super) fn analyze(a: &AnalyzeArgs, url: &str) -> Result<u8, Failure> {
-    let q = fleet_query(a, url)?;
-    if a.watch {
-        return super::watch::run(a, &q);
-    }
+/// `stornet analyze --prometheus URL`: the fleet's verdict over one window.
+pub(super) fn analyze(a: &AnalyzeArgs, q: &FleetQuery) -> Result<u8, Failure> {
     let (start, end) = window(a, time::now())?;
     let step = q.step;
-    let (f, grid, run) = fleet_run(a, &q, start, end)?;
+    let (f, grid, run) = fleet_run(a, q, start, end)?;
     let report = super::analyze(&run, "the Prometheus data")?;
     let without: Vec<&str> = run
         .hosts
