@@ -31,8 +31,8 @@ fn kept(name: &str) -> PathBuf {
 }
 
 fn analyze_html(record: &Path, html: &Path) {
-    let o = Command::new(stornet_lab::bins::path("loadgen"))
-        .args(["analyze", record.to_str().unwrap(), "--html"])
+    let o = Command::new(stornet_lab::bins::path("stornet"))
+        .args(["report", record.to_str().unwrap(), "--html"])
         .arg(html)
         .output()
         .unwrap();

@@ -34,7 +34,7 @@ impl Drop for RunDir {
     fn drop(&mut self) {
         if std::thread::panicking() || std::env::var_os("STORNET_KEEP_RUNS").is_some() {
             eprintln!(
-                "the run records are kept in {} (loadgen analyze FILE explains each)",
+                "the run records are kept in {} (stornet analyze FILE explains each)",
                 self.path.display()
             );
         } else {

@@ -1,13 +1,16 @@
-//! `loadgen analyze` prints, byte for byte, what it printed when these outputs were kept:
-//! text, JSON and HTML of kept run records (`record/tests/fixtures`: synthetic, lab, real
-//! runs on a file, a sweep, a cluster run, runs with an agent and with replicas), and of
-//! fleet mode over answers a real Prometheus gave (served again here, as it sent them).
-//! The kept outputs are in `diagnose/tests/golden`. No root needed.
+//! The kept outputs of the analysis, and the checks that a command prints them byte for
+//! byte: text, JSON and HTML of kept run records (`record/tests/fixtures`: synthetic, lab,
+//! real runs on a file, a sweep, a cluster run, runs with an agent and with replicas), and of
+//! fleet mode over answers a real Prometheus gave (served again here, as it sent them). The
+//! kept outputs are in `diagnose/tests/golden`, printed by `loadgen analyze` before the
+//! analysis moved into the diagnosis crate; `stornet` (diagnose/tests/analyze_golden.rs) and
+//! its alias `loadgen analyze` (loadgen/tests/analyze_alias.rs) are both held to them, so
+//! they print the same bytes. No root needed.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -23,25 +26,28 @@ fn golden() -> PathBuf {
 
 fn scratch(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("loadgen-golden-{name}-{}", std::process::id()))
+        .join(format!("analyze-golden-{name}-{}", std::process::id()))
 }
 
-/// `loadgen analyze ARGS` run in the fixtures' directory; its stdout.
-fn analyze(args: &[&str]) -> Vec<u8> {
-    let o = Command::new(env!("CARGO_BIN_EXE_loadgen"))
-        .arg("analyze")
+/// `PROGRAM ARGS` run in the fixtures' directory, which must exit 0.
+pub fn run(program: &Path, args: &[&str]) -> Output {
+    let o = Command::new(program)
         .args(args)
         .current_dir(fixtures())
         .output()
-        .expect("loadgen runs");
+        .unwrap_or_else(|e| panic!("{}: {e}", program.display()));
     assert_eq!(
         o.status.code(),
         Some(0),
         "{args:?}: {}",
         String::from_utf8_lossy(&o.stderr)
     );
-    o.stdout
+    o
 }
+
+/// Prints the analysis of its arguments (a record, or fleet options), with `--html FILE`
+/// also writing the report; returns stdout.
+pub type Analyze<'a> = &'a dyn Fn(&[&str]) -> Vec<u8>;
 
 /// Fails naming where the output first differs from the kept one; what was printed is kept
 /// beside the test's scratch files for a closer look.
@@ -83,8 +89,8 @@ fn kept_records() -> Vec<String> {
     names
 }
 
-#[test]
-fn record_outputs_are_as_kept() {
+/// Each kept record's text, JSON, and HTML (`report`: the arguments that write it) as kept.
+pub fn record_outputs_are_as_kept(analyze: Analyze, report: Analyze) {
     let names = kept_records();
     assert!(names.len() >= 10, "{names:?}");
     for n in &names {
@@ -95,7 +101,7 @@ fn record_outputs_are_as_kept() {
             &analyze(&[&file, "--format=json"]),
         );
         let html = scratch(&format!("{n}.html"));
-        let text = analyze(&[&file, "--html", html.to_str().unwrap()]);
+        let text = report(&[&file, "--html", html.to_str().unwrap()]);
         same(&golden().join(format!("{n}.txt")), &text);
         same(
             &golden().join(format!("{n}.html")),
@@ -141,8 +147,8 @@ fn replay(answers: BTreeMap<String, String>) -> String {
     format!("http://{addr}")
 }
 
-#[test]
-fn fleet_outputs_over_kept_answers_are_as_kept() {
+/// Fleet mode's text, JSON and HTML (`report`) over the kept answers, as kept.
+pub fn fleet_outputs_over_kept_answers_are_as_kept(analyze: Analyze, report: Analyze) {
     let dir = golden().join("fleet");
     let read = |n: &str| std::fs::read_to_string(dir.join(n)).unwrap();
     let args: serde_json::Value = serde_json::from_str(&read("args.json")).unwrap();
@@ -183,7 +189,7 @@ fn fleet_outputs_over_kept_answers_are_as_kept() {
     let h = format!("--html={}", html.display());
     same(
         &dir.join("fleet.txt"),
-        &as_kept(analyze(&[&fleet[..], &[h.as_str()]].concat())),
+        &as_kept(report(&[&fleet[..], &[h.as_str()]].concat())),
     );
     same(
         &dir.join("fleet.html"),
