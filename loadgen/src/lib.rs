@@ -25,5 +25,6 @@ pub mod replication;
 pub mod results;
 pub mod run;
 pub mod sampling;
+pub mod serve;
 pub mod target;
 pub mod verify;

@@ -1,7 +1,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use loadgen::replication;
+use loadgen::{replication, serve};
 
 /// io_uring load generator for networked storage.
 #[derive(Parser, Debug)]
@@ -22,10 +22,10 @@ enum Command {
     /// Now `stornet analyze` (and `stornet watch`): the same options and output.
     Analyze(diagnose::cli::AnalyzeArgs),
     /// Serve as a replica: write the blocks clients send into files in a directory.
-    Serve(replication::cli::ServeArgs),
+    Serve(serve::ServeArgs),
     /// Stream deterministic writes to one replica and print a JSON summary.
     #[command(hide = true)]
-    ReplicaClient(replication::cli::ReplicaClientArgs),
+    ReplicaClient(replication::client::ReplicaClientArgs),
     /// Run a job order `loadgen serve` checked and hands over (its own use).
     #[command(hide = true)]
     JobOrder,
@@ -41,8 +41,8 @@ fn main() -> ExitCode {
             );
             diagnose::analyze::run(&args).map_err(Into::into)
         }
-        Command::Serve(args) => return replication::cli::serve(args),
-        Command::ReplicaClient(args) => return replication::cli::replica_client(args),
+        Command::Serve(args) => return serve::serve(args),
+        Command::ReplicaClient(args) => return replication::client::replica_client(args),
         Command::JobOrder => loadgen::run::job_order(),
     };
     match result {

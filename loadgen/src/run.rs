@@ -216,9 +216,9 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
 }
 
 /// `loadgen job-order`: the job order `loadgen serve` checked and hands over on stdin, run
-/// with the targets it opened (see `cluster::order`).
+/// with the targets it opened (see `serve::jobs::order`).
 pub fn job_order() -> Result<u8, Failure> {
-    let order = crate::cluster::order::read()?;
+    let order = crate::serve::jobs::order::read()?;
     let preopened = order.preopened();
     run_plan(order.plan, None, Some(&preopened))
 }
@@ -230,15 +230,7 @@ pub fn run_plan(
     legs: Option<&LegsFactory>,
     preopened: Option<&[target::Preopened]>,
 ) -> Result<u8, Failure> {
-    for j in &plan.jobs {
-        if j.ioengine != IoEngine::IoUring && j.depths().iter().any(|&d| d > 1) {
-            crate::note!(
-                "loadgen: note: job {}: ioengine {} is synchronous, so iodepth is capped at 1 (as in fio)",
-                j.name,
-                j.given.get("ioengine").map_or("sync", String::as_str)
-            );
-        }
-    }
+    note_synchronous_depths(&plan);
     let points = sweep::points(&plan).map_err(Failure::Usage)?;
     let (layout, placements) = match preopened {
         None => target::resolve(&plan),
@@ -247,21 +239,7 @@ pub fn run_plan(
     .map_err(Failure::Usage)?;
     target::check_space(&layout).map_err(Failure::Usage)?;
     target::check_memory(&layout, &points).map_err(Failure::Usage)?;
-
-    let mut guards: Vec<DeviceGuard> = Vec::new();
-    for t in &layout.targets {
-        if t.kind == TargetKind::BlockDevice && t.written {
-            guards.push(
-                safety::check_block_device(
-                    &t.path,
-                    &t.open,
-                    t.size,
-                    plan.settings.force_destroy_data,
-                )
-                .map_err(Failure::Usage)?,
-            );
-        }
-    }
+    let guards = guard_block_devices(&plan, &layout)?;
     let replicas = crate::replication::replicas::Replicas::new(&plan, &layout)
         .map_err(Failure::Usage)?
         .map(|r| r.factory());
@@ -306,56 +284,17 @@ pub fn run_plan(
         out: output,
     };
     let disks = DiskWatch::start(layout.targets.iter().map(|t| t.open.as_path()));
+    let run = Run {
+        plan: &plan,
+        layout: &layout,
+        placements: &placements,
+        points: &points,
+        run_id,
+        entropy,
+    };
     let mut results = Vec::with_capacity(points.len());
     for point in &points {
-        let specs = specs(
-            &plan,
-            &layout,
-            &placements,
-            points.len(),
-            point,
-            run_id,
-            entropy,
-        );
-        let planned_ns = specs
-            .iter()
-            .filter_map(|s| s.runtime_ns.map(|r| r + s.ramp_ns))
-            .max();
-        let planned_ios = specs
-            .iter()
-            .all(|s| !s.time_based)
-            .then(|| specs.iter().map(|s| s.io_bytes / s.bs.max(1)).sum());
-        let slots = specs.iter().map(|s| s.iodepth).sum();
-        let label = if points.len() > 1 {
-            format!("point {}/{}", point.index + 1, points.len())
-        } else {
-            "loadgen".to_string()
-        };
-        monitor.progress.begin(label, planned_ns, planned_ios);
-        if let Some(m) = &monitor.metrics {
-            m.begin_point(point.index);
-        }
-        if let Some(rec) = &mut monitor.recorder {
-            rec.before_point(slots);
-        }
-        let r = engine::run_point(
-            point.index,
-            specs,
-            plan.settings.interval_ns,
-            legs,
-            &mut monitor,
-        );
-        monitor.progress.finish();
-        if let Some(m) = &monitor.metrics {
-            m.end_point();
-        }
-        if let Some(rec) = &mut monitor.recorder {
-            rec.end_point(r.as_ref().map_or(0, |p| p.timeline.len()));
-        }
-        let mut r = r?;
-        if let Some(rec) = &monitor.recorder {
-            rec.verdicts_into(&mut r.timeline);
-        }
+        let r = run.point(point, legs, &mut monitor)?;
         let failed = r.jobs.iter().any(|j| j.error.is_some());
         results.push(r);
         if failed {
@@ -377,13 +316,125 @@ pub fn run_plan(
         points: results,
         disk_util: disks.finish(),
     };
+    finish(&result, &plan.settings, &mut monitor)
+}
+
+/// As fio, a synchronous engine runs one IO at a time whatever the iodepth; said once.
+fn note_synchronous_depths(plan: &Plan) {
+    for j in &plan.jobs {
+        if j.ioengine != IoEngine::IoUring && j.depths().iter().any(|&d| d > 1) {
+            crate::note!(
+                "loadgen: note: job {}: ioengine {} is synchronous, so iodepth is capped at 1 (as in fio)",
+                j.name,
+                j.given.get("ioengine").map_or("sync", String::as_str)
+            );
+        }
+    }
+}
+
+/// The safety checks of every block device the run writes, each kept for the run.
+fn guard_block_devices(plan: &Plan, layout: &Layout) -> Result<Vec<DeviceGuard>, Failure> {
+    let mut guards: Vec<DeviceGuard> = Vec::new();
+    for t in &layout.targets {
+        if t.kind == TargetKind::BlockDevice && t.written {
+            guards.push(
+                safety::check_block_device(
+                    &t.path,
+                    &t.open,
+                    t.size,
+                    plan.settings.force_destroy_data,
+                )
+                .map_err(Failure::Usage)?,
+            );
+        }
+    }
+    Ok(guards)
+}
+
+/// What every sweep point of one run shares.
+struct Run<'a> {
+    plan: &'a Plan,
+    layout: &'a Layout,
+    placements: &'a [Placement],
+    points: &'a [Point],
+    run_id: u32,
+    entropy: u64,
+}
+
+impl Run<'_> {
+    /// Runs one sweep point, shown and recorded as it runs.
+    fn point(
+        &self,
+        point: &Point,
+        legs: Option<&LegsFactory>,
+        monitor: &mut Monitor,
+    ) -> Result<PointResult, Failure> {
+        let n = self.points.len();
+        let specs = specs(
+            self.plan,
+            self.layout,
+            self.placements,
+            n,
+            point,
+            self.run_id,
+            self.entropy,
+        );
+        let planned_ns = specs
+            .iter()
+            .filter_map(|s| s.runtime_ns.map(|r| r + s.ramp_ns))
+            .max();
+        let planned_ios = specs
+            .iter()
+            .all(|s| !s.time_based)
+            .then(|| specs.iter().map(|s| s.io_bytes / s.bs.max(1)).sum());
+        let slots = specs.iter().map(|s| s.iodepth).sum();
+        let label = if n > 1 {
+            format!("point {}/{}", point.index + 1, n)
+        } else {
+            "loadgen".to_string()
+        };
+        monitor.progress.begin(label, planned_ns, planned_ios);
+        if let Some(m) = &monitor.metrics {
+            m.begin_point(point.index);
+        }
+        if let Some(rec) = &mut monitor.recorder {
+            rec.before_point(slots);
+        }
+        let r = engine::run_point(
+            point.index,
+            specs,
+            self.plan.settings.interval_ns,
+            legs,
+            monitor,
+        );
+        monitor.progress.finish();
+        if let Some(m) = &monitor.metrics {
+            m.end_point();
+        }
+        if let Some(rec) = &mut monitor.recorder {
+            rec.end_point(r.as_ref().map_or(0, |p| p.timeline.len()));
+        }
+        let mut r = r?;
+        if let Some(rec) = &monitor.recorder {
+            rec.verdicts_into(&mut r.timeline);
+        }
+        Ok(r)
+    }
+}
+
+/// The run's end: its record, its report, and its exit status.
+fn finish(
+    result: &RunResult,
+    settings: &RunSettings,
+    monitor: &mut Monitor,
+) -> Result<u8, Failure> {
     // A record that cannot be written fails the run, after the report is out.
     let recorded = match monitor.recorder.take() {
-        Some(rec) => rec.write(&result),
+        Some(rec) => rec.write(result),
         None => Ok(()),
     };
     // A job that failed (an IO error, a replica) fails the run, with no report; its run
-    // record holds what was measured until then, for `loadgen analyze`.
+    // record holds what was measured until then, for `stornet analyze`.
     if let Some(e) = result
         .points
         .iter()
@@ -395,7 +446,7 @@ pub fn run_plan(
         }
         return Err(Failure::Runtime(anyhow::anyhow!("{e}")));
     }
-    let text = report::render(&result, &plan.settings);
+    let text = report::render(result, settings);
     monitor
         .out
         .write(&text)

@@ -197,7 +197,109 @@ fn ticks(scale: Scale, lo: f64, hi: f64) -> Vec<(f64, f64)> {
     }
 }
 
+impl Panel {
+    /// The values the panel shows, padded; from 0 where the values cannot be negative.
+    fn y_range(&self) -> (f64, f64) {
+        match extent(&self.lines, |p| p.1, self.scale) {
+            Some((a, b)) if b > a => {
+                let pad = (b - a) * 0.05;
+                match self.scale {
+                    Scale::Linear if a >= 0.0 => (0.0, b + pad),
+                    Scale::SymLog => (0.0, b + pad),
+                    _ => (a - pad, b + pad),
+                }
+            }
+            Some((a, _)) => match self.scale {
+                Scale::Log => (a - 0.5, a + 0.5),
+                _ => (0.0, (a * 1.2).max(1.0)),
+            },
+            None => (0.0, 1.0),
+        }
+    }
+}
+
+impl Line {
+    /// The line as polylines (a dot where a point stands alone, a gap where one is
+    /// missing), placed by `at`, and its legend entry at (`lx`, `legend_y`).
+    fn draw(
+        &self,
+        o: &mut String,
+        at: &dyn Fn((f64, f64)) -> Option<(f64, f64)>,
+        lx: f64,
+        legend_y: f64,
+    ) {
+        let mut segments: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
+        for p in &self.points {
+            match p.and_then(at) {
+                Some(xy) => segments.last_mut().expect("one segment").push(xy),
+                None => {
+                    if !segments.last().is_some_and(Vec::is_empty) {
+                        segments.push(Vec::new());
+                    }
+                }
+            }
+        }
+        let dash = if self.dashed {
+            " stroke-dasharray=\"5 3\""
+        } else {
+            ""
+        };
+        for seg in segments.iter().filter(|s| !s.is_empty()) {
+            if seg.len() == 1 {
+                let _ = write!(
+                    o,
+                    "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"{}\"/>",
+                    seg[0].0, seg[0].1, self.color
+                );
+                continue;
+            }
+            let pts: Vec<String> = seg.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
+            let _ = write!(
+                o,
+                "<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"{dash}/>",
+                pts.join(" "),
+                self.color
+            );
+        }
+        let _ = write!(
+            o,
+            "<line x1=\"{lx:.1}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"{}\" stroke-width=\"3\"{dash}/><text x=\"{:.1}\" y=\"{:.1}\" class=\"legend\">{}</text>",
+            lx + 18.0,
+            legend_y - 4.0,
+            legend_y - 4.0,
+            self.color,
+            lx + 24.0,
+            legend_y,
+            esc(&self.label)
+        );
+    }
+}
+
 impl Chart {
+    /// The x values of every panel, padded by half a tick when the ticks are given.
+    fn x_range(&self) -> (f64, f64) {
+        let all: Vec<&Line> = self.panels.iter().flat_map(|p| &p.lines).collect();
+        let xs = extent(
+            &all.iter()
+                .map(|l| Line::new("", "", l.points.clone()))
+                .collect::<Vec<_>>(),
+            |p| p.0,
+            self.x_scale,
+        );
+        let (x0, x1) = match xs {
+            Some((a, b)) if b > a => (a, b),
+            Some((a, _)) => (a - 0.5, a + 0.5),
+            None => (0.0, 1.0),
+        };
+        match &self.x_ticks {
+            Some(t) if t.len() > 1 => {
+                let pad = (x1 - x0) / (2.0 * (t.len() - 1) as f64);
+                (x0 - pad, x1 + pad)
+            }
+            _ => (x0, x1),
+        }
+    }
+
     pub fn height(&self) -> f64 {
         self.panels
             .iter()
@@ -216,26 +318,7 @@ impl Chart {
             o,
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w:.0}\" height=\"{h:.0}\" viewBox=\"0 0 {w:.0} {h:.0}\" class=\"chart\">"
         );
-        let all: Vec<&Line> = self.panels.iter().flat_map(|p| &p.lines).collect();
-        let xs = extent(
-            &all.iter()
-                .map(|l| Line::new("", "", l.points.clone()))
-                .collect::<Vec<_>>(),
-            |p| p.0,
-            self.x_scale,
-        );
-        let (x0, x1) = match (xs, &self.x_ticks) {
-            (Some((a, b)), _) if b > a => (a, b),
-            (Some((a, _)), _) => (a - 0.5, a + 0.5),
-            (None, _) => (0.0, 1.0),
-        };
-        let (x0, x1) = match &self.x_ticks {
-            Some(t) if t.len() > 1 => {
-                let pad = (x1 - x0) / (2.0 * (t.len() - 1) as f64);
-                (x0 - pad, x1 + pad)
-            }
-            _ => (x0, x1),
-        };
+        let (x0, x1) = self.x_range();
         let sx = |x: f64| -> Option<f64> {
             let v = self.x_scale.f(x)?;
             Some(LEFT + (v - x0) / (x1 - x0) * plot_w)
@@ -263,22 +346,7 @@ impl Chart {
                     );
                 }
             }
-            let ys = extent(&panel.lines, |p| p.1, panel.scale);
-            let (y0, y1) = match ys {
-                Some((a, b)) if b > a => {
-                    let pad = (b - a) * 0.05;
-                    match panel.scale {
-                        Scale::Linear if a >= 0.0 => (0.0, b + pad),
-                        Scale::SymLog => (0.0, b + pad),
-                        _ => (a - pad, b + pad),
-                    }
-                }
-                Some((a, _)) => match panel.scale {
-                    Scale::Log => (a - 0.5, a + 0.5),
-                    _ => (0.0, (a * 1.2).max(1.0)),
-                },
-                None => (0.0, 1.0),
-            };
+            let (y0, y1) = panel.y_range();
             let sy = |v: f64| -> Option<f64> {
                 let s = panel.scale.f(v)?;
                 Some(py + ph - (s - y0) / (y1 - y0) * ph)
@@ -304,53 +372,9 @@ impl Chart {
                 );
             }
             let mut legend_y = py + 12.0;
+            let at = |(x, y): (f64, f64)| Some((sx(x)?, sy(y)?));
             for line in &panel.lines {
-                let mut segments: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
-                for p in &line.points {
-                    match p.and_then(|(x, y)| Some((sx(x)?, sy(y)?))) {
-                        Some(xy) => segments.last_mut().expect("one segment").push(xy),
-                        None => {
-                            if !segments.last().is_some_and(Vec::is_empty) {
-                                segments.push(Vec::new());
-                            }
-                        }
-                    }
-                }
-                let dash = if line.dashed {
-                    " stroke-dasharray=\"5 3\""
-                } else {
-                    ""
-                };
-                for seg in segments.iter().filter(|s| !s.is_empty()) {
-                    if seg.len() == 1 {
-                        let _ = write!(
-                            o,
-                            "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"{}\"/>",
-                            seg[0].0, seg[0].1, line.color
-                        );
-                        continue;
-                    }
-                    let pts: Vec<String> =
-                        seg.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
-                    let _ = write!(
-                        o,
-                        "<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"{dash}/>",
-                        pts.join(" "),
-                        line.color
-                    );
-                }
-                let lx = LEFT + plot_w + 12.0;
-                let _ = write!(
-                    o,
-                    "<line x1=\"{lx:.1}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"{}\" stroke-width=\"3\"{dash}/><text x=\"{:.1}\" y=\"{:.1}\" class=\"legend\">{}</text>",
-                    lx + 18.0,
-                    legend_y - 4.0,
-                    legend_y - 4.0,
-                    line.color,
-                    lx + 24.0,
-                    legend_y,
-                    esc(&line.label)
-                );
+                line.draw(&mut o, &at, LEFT + plot_w + 12.0, legend_y);
                 legend_y += 16.0;
             }
             if pi == 0 && !self.shade.is_empty() {
