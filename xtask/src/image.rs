@@ -242,9 +242,10 @@ pub fn image(tag: Option<String>) -> Result<()> {
         result.and(removed)
     })?;
 
-    cmd::step("image: run the agent and loadgen inside it", || {
-        verify(&archive, &target.join("image/check"), version)
-    })?;
+    cmd::step(
+        "image: run the agent, stornet and loadgen inside it",
+        || verify(&archive, &target.join("image/check"), version),
+    )?;
     let size = std::fs::metadata(&archive)?.len();
     println!(
         "{} ({:.1} MiB), tag {tag}. Push it with e.g.\n  skopeo copy oci-archive:{} docker://REGISTRY/{tag}",
