@@ -115,8 +115,8 @@ enum Task {
         #[arg(long)]
         bless: bool,
     },
-    /// Build the Debian packages (stornet-agent, loadgen) into target/debian and check them
-    /// with lintian.
+    /// Build the Debian packages (stornet-agent, stornet, loadgen) into target/debian and
+    /// check them with lintian.
     Package {
         /// Do not run setup first.
         #[arg(long)]
