@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
+use stornet_lab::promserver::{PromServer, Series};
 
 use crate::promql;
-use crate::promserver::{PromServer, Series};
 
 /// The dashboards, relative to the repository root.
 pub const DASHBOARDS: [&str; 3] = [

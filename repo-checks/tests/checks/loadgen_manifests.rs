@@ -13,9 +13,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-use crate::dashboard_checks::yaml_documents;
-use crate::fs::TempDir;
+use stornet_lab::fs::TempDir;
+use stornet_repo_checks::repo::{self, yaml_documents};
 
 const CLUSTER: &str = "packaging/kubernetes/loadgen-cluster.yaml";
 const RUN: &str = "packaging/kubernetes/loadgen-run.yaml";
@@ -144,7 +143,7 @@ fn write_token(path: &str) {
 /// Runs the release `loadgen` and returns its exit status and stderr; one that does not end
 /// within 30 s started something it should not have, and is killed.
 fn loadgen(args: &[String]) -> (Option<i32>, String) {
-    let mut child = Command::new(crate::bins::path("loadgen"))
+    let mut child = Command::new(stornet_lab::bins::path("loadgen"))
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -189,7 +188,6 @@ fn container_port(container: &Value, name: &str) -> u16 {
 fn loadgen_manifests_agree_with_each_other_and_the_agent() {
     let agent_docs = yaml_documents(AGENT);
     let agent = doc(&agent_docs, "DaemonSet");
-    let (agent_pod, agent_c) = pod(agent);
     let namespace = &agent["metadata"]["namespace"];
 
     let cluster = yaml_documents(CLUSTER);
@@ -205,10 +203,15 @@ fn loadgen_manifests_agree_with_each_other_and_the_agent() {
             d["metadata"]["name"]
         );
     }
-
-    // The hosts: one per labelled node, on the node's network, by stable names.
     let (svc, sts) = (&cluster[0], &cluster[1]);
-    let (spec, serve) = pod(sts);
+    hosts_are_one_per_node(svc, sts);
+    let hosts = serve_matches_the_agent_and_the_service(agent, svc, sts);
+    controller_reaches_every_host(&run_docs, svc, sts, &hosts);
+}
+
+/// The hosts: one per labelled node, on the node's network, by stable names.
+fn hosts_are_one_per_node(svc: &Value, sts: &Value) {
+    let (spec, _) = pod(sts);
     let labels = &sts["spec"]["template"]["metadata"]["labels"];
     assert_eq!(sts["spec"]["selector"]["matchLabels"], *labels);
     assert_eq!(sts["spec"]["serviceName"], svc["metadata"]["name"]);
@@ -223,12 +226,35 @@ fn loadgen_manifests_agree_with_each_other_and_the_agent() {
         &spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
     assert_eq!(anti[0]["labelSelector"]["matchLabels"], *labels);
     assert_eq!(anti[0]["topologyKey"], "kubernetes.io/hostname");
+}
 
+/// What the controller must agree with in the hosts' `loadgen serve`.
+struct Hosts<'a> {
+    image: &'a str,
+    command: Vec<String>,
+    /// `--listen` and `--jobs-listen`.
+    replication: String,
+    jobs: String,
+    /// `--token-file`, the mount it is under and the Secret behind that.
+    token: String,
+    token_mount: &'a str,
+    secret: &'a Value,
+}
+
+/// The hosts' `loadgen serve`: the agent's image, the node's own address on the Service's
+/// ports, the node's agent, its data on the node's disk and its token from a Secret.
+fn serve_matches_the_agent_and_the_service<'a>(
+    agent: &'a Value,
+    svc: &Value,
+    sts: &'a Value,
+) -> Hosts<'a> {
+    let (agent_pod, agent_c) = pod(agent);
+    let (spec, serve) = pod(sts);
     // One image for the agent, the hosts and the controller: one loadgen version.
     let image = agent_c["image"].as_str().unwrap();
     assert_eq!(serve["image"], image);
     let command = strings(&serve["command"]);
-    let containerfile = std::fs::read_to_string(crate::repo::path(CONTAINERFILE)).unwrap();
+    let containerfile = std::fs::read_to_string(repo::path(CONTAINERFILE)).unwrap();
     assert!(
         containerfile
             .lines()
@@ -291,8 +317,20 @@ fn loadgen_manifests_agree_with_each_other_and_the_agent() {
         sc["seccompProfile"]["type"], "Unconfined",
         "RuntimeDefault refuses io_uring (containerd 2.0, Docker 25)"
     );
+    Hosts {
+        image,
+        command,
+        replication: replication.to_string(),
+        jobs: jobs.to_string(),
+        token: token.to_string(),
+        token_mount,
+        secret,
+    }
+}
 
-    // The controller: every host by its pod's DNS name, every host's replication address.
+/// The controller: every host by its pod's DNS name, every host's replication address, the
+/// hosts' token, its results on a claim that outlives the pod.
+fn controller_reaches_every_host(run_docs: &[Value], svc: &Value, sts: &Value, hosts: &Hosts) {
     let job = &run_docs[1];
     assert_eq!(
         job["spec"]["backoffLimit"], 0,
@@ -300,8 +338,8 @@ fn loadgen_manifests_agree_with_each_other_and_the_agent() {
     );
     let (job_spec, controller) = pod(job);
     assert_eq!(job_spec["restartPolicy"], "Never");
-    assert_eq!(controller["image"], image);
-    assert_eq!(strings(&controller["command"]), command);
+    assert_eq!(controller["image"], hosts.image);
+    assert_eq!(strings(&controller["command"]), hosts.command);
     let cargs = strings(&controller["args"]);
     assert_eq!(cargs[0], "run");
     let replicas = sts["spec"]["replicas"].as_u64().unwrap();
@@ -311,7 +349,7 @@ fn loadgen_manifests_agree_with_each_other_and_the_agent() {
     let pods: Vec<String> = (0..replicas).map(|i| format!("{sts_name}-{i}")).collect();
     let want: Vec<String> = pods
         .iter()
-        .map(|p| format!("{p}={p}.{svc_name}:{}", port(jobs)))
+        .map(|p| format!("{p}={p}.{svc_name}:{}", port(&hosts.jobs)))
         .collect();
     assert_eq!(values(&cargs, "client"), want);
     let first = cargs
@@ -324,16 +362,16 @@ fn loadgen_manifests_agree_with_each_other_and_the_agent() {
     );
     let want: Vec<String> = pods
         .iter()
-        .map(|p| format!("{PLACEHOLDER}{p}:{}", port(replication)))
+        .map(|p| format!("{PLACEHOLDER}{p}:{}", port(&hosts.replication)))
         .collect();
     assert_eq!(values(&cargs, "replica"), want, "one replica per host");
 
     let run_mounts = mounts(job_spec, controller);
     let (m, v) = mount_of(&run_mounts, one(&cargs, "client-token-file"));
-    assert_eq!(v["secret"]["secretName"], *secret, "the hosts' token");
+    assert_eq!(v["secret"]["secretName"], *hosts.secret, "the hosts' token");
     assert_eq!(
         one(&cargs, "client-token-file").strip_prefix(m),
-        token.strip_prefix(token_mount),
+        hosts.token.strip_prefix(hosts.token_mount),
         "the same key of the Secret"
     );
     let claim = &run_docs[0]["metadata"]["name"];
