@@ -2,7 +2,10 @@
 //! real runs on a regular file write records it reads (sweeps too) and an HTML report, and
 //! bad files and arguments give one line and exit 2. No root needed.
 
-#[allow(dead_code)]
+#[allow(
+    dead_code,
+    reason = "the synthetic lab of the analysis tests; this test uses a part"
+)]
 #[path = "../../analysis/tests/synth/mod.rs"]
 mod synth;
 

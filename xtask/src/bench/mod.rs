@@ -51,7 +51,6 @@ pub fn run(bench: Bench, minutes: u64, cases: Option<&str>, reps: usize) -> Resu
 }
 
 /// Median of a non-empty sample (mean of the middle two for even sizes).
-#[allow(dead_code)] // used by the benchmarks
 pub fn median(xs: &[f64]) -> f64 {
     let mut v = xs.to_vec();
     v.sort_by(f64::total_cmp);
