@@ -3,9 +3,9 @@
 use tracing::{info, warn};
 
 use crate::block;
-use crate::btf::KernelBtf;
 use crate::cgroups::Labeller;
 use crate::config::Config;
+use crate::kernel::btf::KernelBtf;
 use crate::model::{Collector, MetricFamily};
 use crate::probes::Probes;
 use crate::probes::spec::{BLOCK_ISSUER, PROBES, ProbeSpec, TCP_RETRANSMIT};
@@ -47,8 +47,8 @@ impl Agent {
         }
         if config.collector_enabled(crate::collectors::PRESSURE) {
             collectors.push(Box::new(match &config.pressure.cgroup {
-                Some(dir) => crate::pressure::Pressure::of_cgroup(dir),
-                None => crate::pressure::Pressure::default(),
+                Some(dir) => crate::host::pressure::Pressure::of_cgroup(dir),
+                None => crate::host::pressure::Pressure::default(),
             }));
         }
         if config.collector_enabled(crate::collectors::BLOCK_TOPOLOGY) {

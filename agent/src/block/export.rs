@@ -12,7 +12,7 @@ use agent_common::hist::{
 };
 
 use super::maps::{BlockSnapshot, add_stats};
-use crate::devices::{DeviceFilter, DeviceLabels, OTHER};
+use crate::host::devices::{DeviceFilter, DeviceLabels, OTHER};
 use crate::model::{HistogramValue, MetricFamily};
 use metric_names::{Metric, block};
 

@@ -17,7 +17,7 @@ use anyhow::Result;
 use tracing::warn;
 
 use crate::config::{BlockConfig, DispatchTime, HistogramDetail};
-use crate::devices::{DeviceFilter, DeviceLabels, DeviceNames, queue_limits};
+use crate::host::devices::{DeviceFilter, DeviceLabels, DeviceNames, queue_limits};
 use crate::model::{Collector, MetricFamily};
 use crate::probes::Probes;
 use crate::probes::spec::ProbeCollector;

@@ -13,7 +13,7 @@ use aya::programs::{BtfTracePoint, RawTracePoint, TracePoint};
 use aya::{Btf as AyaBtf, Ebpf, EbpfLoader};
 use tracing::{debug, info, warn};
 
-use crate::btf::{Btf, KernelBtf};
+use crate::kernel::btf::{Btf, KernelBtf};
 use crate::model::{Collector, MetricFamily};
 use spec::{Hook, PROBES, ProbeCollector, ProbeSpec};
 

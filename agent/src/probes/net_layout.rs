@@ -13,7 +13,7 @@ use agent_common::ready::{
 use anyhow::{Result, bail};
 
 use super::spec::{PROBES, ProbeCollector};
-use crate::btf::{ArgType, Btf};
+use crate::kernel::btf::{ArgType, Btf};
 
 /// The layout global and, per probe (by ready bit), why it cannot run on this kernel.
 #[derive(Debug)]
@@ -225,7 +225,7 @@ fn exceed(btf: &Btf, _l: &mut NetLayout) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::btf::testing::Builder;
+    use crate::kernel::btf::testing::Builder;
     use agent_common::ready::BLOCK_COMPLETION;
 
     /// A kernel like this one: 6.18 tracepoint signatures and struct layouts; without the

@@ -14,7 +14,7 @@ use aya::maps::{MapData, PerCpuHashMap};
 
 use super::counters::Counters;
 use super::retransmits::peer_addr;
-use crate::cgroup_counts::CgroupCounts;
+use crate::cgroups::counts::CgroupCounts;
 use crate::cgroups::{Labeller, OTHER};
 use crate::model::{Collector, MetricFamily};
 use crate::net::peers::PeerLabels;

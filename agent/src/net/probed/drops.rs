@@ -13,8 +13,8 @@ use anyhow::{Context, Result};
 use aya::maps::{MapData, PerCpuArray, PerCpuHashMap};
 
 use super::counters::Counters;
-use super::kallsyms::Symbols;
-use crate::btf::Btf;
+use crate::kernel::btf::Btf;
+use crate::kernel::kallsyms::Symbols;
 use crate::model::{Collector, MetricFamily};
 
 const ENUM: &str = "skb_drop_reason";
@@ -145,7 +145,7 @@ impl Collector for DropCollector {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::btf::testing::Builder;
+    use crate::kernel::btf::testing::Builder;
 
     #[test]
     fn labels_drop_the_prefix_and_lower_the_case() {

@@ -4,7 +4,6 @@
 pub mod cgroups;
 pub mod counters;
 pub mod drops;
-pub mod kallsyms;
 pub mod retransmits;
 
 use std::sync::Arc;
@@ -13,8 +12,8 @@ use anyhow::{Context, Result};
 
 use agent_common::maps;
 
-use crate::btf::Btf;
 use crate::cgroups::Labeller;
+use crate::kernel::btf::Btf;
 use crate::model::Collector;
 use crate::net::peers::PeerLabels;
 use crate::net::unattributed::Unattributed;

@@ -10,10 +10,10 @@ use tracing::{info, warn};
 use super::export::{Families, socket_families};
 use super::sockdiag::TcpSocket;
 use super::{Parts, snapshot};
+use crate::host::netns::{Namespace, run_in};
 use crate::model::{Collector, MetricFamily};
 use crate::net::peers::PeerLabels;
 use crate::net::unattributed::Unattributed;
-use crate::netns::{Namespace, run_in};
 use metric_names::net;
 
 /// Reads the host namespace and the configured ones at every scrape.

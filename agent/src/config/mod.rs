@@ -1,6 +1,10 @@
 //! The agent's configuration file (TOML). Every section and key is optional; unknown keys are
 //! errors, so a typo never silently changes what the agent does. A bad file is reported in
-//! one line that names the key and its line.
+//! one line that names the key and its line. The operator's files are read by `files`
+//! (bounded, a regular file or a pipe), durations parsed by `duration`.
+
+pub mod duration;
+pub mod files;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -89,8 +93,8 @@ pub struct BlockConfig {
 
 impl BlockConfig {
     /// The devices to report, from `devices_include` and `devices_exclude`.
-    pub fn device_filter(&self) -> crate::devices::DeviceFilter {
-        crate::devices::DeviceFilter {
+    pub fn device_filter(&self) -> crate::host::devices::DeviceFilter {
+        crate::host::devices::DeviceFilter {
             include: self.devices_include.clone(),
             exclude: self.devices_exclude.clone(),
         }
@@ -213,7 +217,7 @@ impl Config {
 
     /// Reads, parses and validates the file at `path`.
     pub fn load(path: &Path) -> Result<Config, String> {
-        let text = crate::files::read_text(path, crate::files::MAX_FILE_BYTES)
+        let text = files::read_text(path, files::MAX_FILE_BYTES)
             .map_err(|e| format!("config file {}: {e}", path.display()))?;
         Config::parse(&text).map_err(|e| format!("config file {}: {e}", path.display()))
     }
@@ -330,12 +334,12 @@ impl Config {
             return Err(err("net", "max_peers", None, "must be at least 1".into()));
         }
         if let Some(dir) = &self.pressure.cgroup
-            && let Err(e) = crate::pressure::check_cgroup(dir)
+            && let Err(e) = crate::host::pressure::check_cgroup(dir)
         {
             return Err(err("pressure", "cgroup", None, e));
         }
         for ns in &self.net.namespaces {
-            if let Err(e) = crate::netns::Namespace::parse(ns) {
+            if let Err(e) = crate::host::netns::Namespace::parse(ns) {
                 return Err(err("net", "namespaces", Some(ns), format!("{e:#}")));
             }
         }
@@ -572,7 +576,7 @@ mod tests {
 
     #[test]
     fn packaged_default_config_parses_to_the_defaults() {
-        let text = include_str!("../../packaging/stornet-agent.toml");
+        let text = include_str!("../../../packaging/stornet-agent.toml");
         assert_eq!(Config::parse(text).unwrap(), Config::default());
     }
 }

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use tracing::error;
 
+use super::cli::SnapshotFormat;
 use crate::agent::Agent;
-use crate::cli::SnapshotFormat;
 use crate::config::Config;
 use crate::exporter;
 

@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use crate::btf::KernelBtf;
 use crate::config::Config;
+use crate::kernel::btf::KernelBtf;
 use crate::probes::Probes;
 use crate::probes::spec::{Hook, PROBES};
 
@@ -230,7 +230,7 @@ fn lockdown() -> Row {
 
 fn btf(kernel: &KernelBtf) -> Row {
     match &kernel.btf {
-        Ok(_) => row("kernel BTF", Status::Ok, crate::btf::KERNEL_BTF),
+        Ok(_) => row("kernel BTF", Status::Ok, crate::kernel::btf::KERNEL_BTF),
         Err(e) => row("kernel BTF", Status::Fail, format!("{e:#}")),
     }
 }

@@ -12,10 +12,10 @@ use anyhow::{Context, Result};
 use tokio::signal::unix::{SignalKind, signal};
 use tracing::{debug, error, info, warn};
 
+use super::cli::{Cli, EXIT_USAGE, UsageError};
+use super::systemd;
 use crate::agent::Agent;
-use crate::cli::{Cli, EXIT_USAGE, UsageError};
 use crate::config::Config;
-use crate::systemd;
 use crate::web::config::WebConfig;
 use crate::web::server;
 use crate::web::watch::WebConfigSource;
@@ -29,7 +29,7 @@ pub fn run(cli: &Cli, config: Config) -> ExitCode {
     let (listeners, web) = match prepare(cli) {
         Ok(p) => p,
         Err(e) => {
-            crate::logging::stderr_line(&format!("stornet-agent: {e}"));
+            super::logging::stderr_line(&format!("stornet-agent: {e}"));
             return ExitCode::from(EXIT_USAGE);
         }
     };
@@ -116,7 +116,7 @@ fn prepare(cli: &Cli) -> Result<(Vec<std::net::TcpListener>, WebConfig), UsageEr
 }
 
 fn listen(address: &str) -> Result<std::net::TcpListener, UsageError> {
-    let addr = crate::cli::parse_listen_address(address)?;
+    let addr = super::cli::parse_listen_address(address)?;
     let listener = std::net::TcpListener::bind(addr)
         .or_else(|e| {
             // `:PORT` means every address; on a host without IPv6 that is every IPv4 one.

@@ -104,7 +104,7 @@ fn sample(
         programs
             .iter()
             .map(|(_, fd)| {
-                crate::prog_info::prog_info(fd.as_fd())
+                crate::kernel::prog_info::prog_info(fd.as_fd())
                     .ok()
                     .map(|i| (i.run_cnt, i.run_time_ns))
             })

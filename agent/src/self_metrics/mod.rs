@@ -1,6 +1,9 @@
 //! What the agent costs and how full its maps are: per-probe run count and run time (the
-//! kernel's BPF program statistics), map fill, the standard process metrics, and scrape
-//! duration.
+//! kernel's BPF program statistics, and `stats_sample`'s short windows with them on), map
+//! fill, the standard process metrics (`process`), and scrape duration.
+
+pub mod process;
+pub mod stats_sample;
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Mutex;
@@ -36,7 +39,7 @@ pub struct SelfMetrics {
     /// The kernel's release and lockdown mode, read at start.
     kernel: (String, crate::kernel::Lockdown),
     /// The probes' cost per run, sampled now and then when statistics are not kept on.
-    sampler: Option<crate::stats_sample::Sampler>,
+    sampler: Option<stats_sample::Sampler>,
 }
 
 impl SelfMetrics {
@@ -49,7 +52,7 @@ impl SelfMetrics {
             && !run_statistics
             && config.sample_statistics_every_seconds > 0)
             .then(|| {
-                crate::stats_sample::Sampler::start(
+                stats_sample::Sampler::start(
                     program_fds(probes),
                     Duration::from_secs(config.sample_statistics_every_seconds),
                     Duration::from_secs(config.sample_statistics_seconds),
@@ -143,7 +146,7 @@ impl SelfMetrics {
                 let info = program
                     .fd()
                     .map_err(anyhow::Error::from)
-                    .and_then(|fd| crate::prog_info::prog_info(fd.as_fd()));
+                    .and_then(|fd| crate::kernel::prog_info::prog_info(fd.as_fd()));
                 match info {
                     Ok(info) => {
                         let l = [("probe", spec.name)];
@@ -163,7 +166,7 @@ impl SelfMetrics {
         let mut entries = MetricFamily::of(&metric_names::agent::MAP_ENTRIES);
         let mut max = MetricFamily::of(&metric_names::agent::MAP_MAX_ENTRIES);
         for m in &self.maps {
-            let read = crate::map_batch::lookup_all(
+            let read = crate::kernel::map_batch::lookup_all(
                 m.fd.as_fd(),
                 m.key_size,
                 m.value_bytes,
@@ -209,7 +212,8 @@ fn watch(name: &str, map: &Map) -> Option<WatchedMap> {
         name: name.to_string(),
         fd: data.fd().as_fd().try_clone_to_owned().ok()?,
         key_size: info.key_size() as usize,
-        value_bytes: crate::map_batch::value_bytes(info.value_size() as usize, per_cpu).ok()?,
+        value_bytes: crate::kernel::map_batch::value_bytes(info.value_size() as usize, per_cpu)
+            .ok()?,
         max_entries: info.max_entries(),
     })
 }
@@ -222,7 +226,7 @@ fn bpf_stats_sysctl() -> bool {
 
 /// The standard process metrics, start time and version of this process.
 fn process(out: &mut Vec<MetricFamily>, start_time: f64) {
-    out.extend(crate::process::families());
+    out.extend(process::families());
     let mut start = MetricFamily::of(&metric_names::agent::START_TIME_SECONDS);
     start.scalar(&[], start_time);
     let mut build = MetricFamily::of(&metric_names::agent::BUILD_INFO);

@@ -1,5 +1,13 @@
-//! Facts about the running kernel that decide what the probes can do: its version (for the
-//! few layout facts BTF cannot carry) and its lockdown mode.
+//! Facts about the running kernel and its BPF interface, which decide what the probes can
+//! do and what they cost: here its version (for the few layout facts BTF cannot carry) and
+//! its lockdown mode; the type layouts and enums of its BTF (`btf`), its code addresses'
+//! function names (`kallsyms`), whole-map reads in a few system calls (`map_batch`) and a
+//! loaded program's statistics (`prog_info`).
+
+pub mod btf;
+pub mod kallsyms;
+pub mod map_batch;
+pub mod prog_info;
 
 use std::path::Path;
 

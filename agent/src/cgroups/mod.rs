@@ -8,6 +8,12 @@
 //! `system.slice/*.service`), or `other`: not followed, no room left under the cap, or an
 //! issuer the probes did not see. A cgroup keeps the label it got while it exists, and its
 //! label leaves the export when its directory does.
+//!
+//! Counters the kernel keeps per cgroup id become counters per label in `counts`; the block
+//! and network paths read their own per-cgroup maps through it (`block::cgroups`,
+//! `net::probed::cgroups`), beside the rest of their maps.
+
+pub mod counts;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::os::unix::fs::MetadataExt;
