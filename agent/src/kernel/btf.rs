@@ -120,6 +120,152 @@ fn le_u32(data: &[u8], at: usize) -> Result<u32> {
     Ok(u32::from_le_bytes(b.try_into().expect("4 bytes")))
 }
 
+/// The type and string sections of a BTF blob, as its header places them.
+fn sections(data: &[u8]) -> Result<(&[u8], &[u8])> {
+    if data.len() < 24 {
+        bail!(
+            "BTF blob of {} bytes is shorter than its header",
+            data.len()
+        );
+    }
+    let magic = u16::from_le_bytes([data[0], data[1]]);
+    if magic != MAGIC {
+        bail!("not little-endian BTF (magic {magic:#06x})");
+    }
+    let hdr_len = le_u32(data, 4)? as usize;
+    let type_off = le_u32(data, 8)? as usize;
+    let type_len = le_u32(data, 12)? as usize;
+    let str_off = le_u32(data, 16)? as usize;
+    let str_len = le_u32(data, 20)? as usize;
+    let section = |off: usize, len: usize| {
+        data.get(hdr_len + off..hdr_len + off + len)
+            .context("BTF section lies outside the blob")
+    };
+    Ok((section(type_off, type_len)?, section(str_off, str_len)?))
+}
+
+/// The name at `off` of the string section.
+fn name_at(strings: &[u8], off: u32) -> Result<String> {
+    let rest = strings
+        .get(off as usize..)
+        .context("BTF name offset outside the string section")?;
+    let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+    Ok(String::from_utf8_lossy(&rest[..end]).into_owned())
+}
+
+/// One type record: its name offset, its kind and what this reader keeps of it.
+fn read_type(r: &mut Reader, strings: &[u8]) -> Result<(u32, u32, Type)> {
+    let name_off = r.u32()?;
+    let info = r.u32()?;
+    let size_or_type = r.u32()?;
+    let vlen = (info & 0xffff) as usize;
+    let kind = (info >> 24) & 0x1f;
+    let kind_flag = info >> 31 == 1;
+    let ty = match kind {
+        KIND_INT => {
+            r.skip(4)?;
+            Type::Sized { size: size_or_type }
+        }
+        KIND_FLOAT => Type::Sized { size: size_or_type },
+        KIND_PTR => Type::Ptr {
+            target: size_or_type,
+        },
+        KIND_ARRAY => {
+            let elem = r.u32()?;
+            let _index = r.u32()?;
+            let len = r.u32()?;
+            Type::Array { elem, len }
+        }
+        KIND_STRUCT | KIND_UNION => Type::Composite {
+            size: size_or_type,
+            members: read_members(r, strings, vlen, kind_flag)?,
+        },
+        KIND_ENUM | KIND_ENUM64 => Type::Enum {
+            size: size_or_type,
+            values: read_enum(r, strings, vlen, kind == KIND_ENUM64, kind_flag)?,
+        },
+        KIND_TYPEDEF | KIND_VOLATILE | KIND_CONST | KIND_RESTRICT | KIND_TYPE_TAG => Type::Alias {
+            target: size_or_type,
+        },
+        KIND_FUNC_PROTO => {
+            let mut params = Vec::with_capacity(vlen);
+            for _ in 0..vlen {
+                let _name = r.u32()?;
+                params.push(r.u32()?);
+            }
+            Type::FuncProto { params }
+        }
+        KIND_VAR | KIND_DECL_TAG => {
+            r.skip(4)?;
+            Type::Other
+        }
+        KIND_DATASEC => {
+            r.skip(12 * vlen)?;
+            Type::Other
+        }
+        KIND_FWD | KIND_FUNC => Type::Other,
+        other => bail!("unknown BTF kind {other}"),
+    };
+    Ok((name_off, kind, ty))
+}
+
+/// The `vlen` members of a struct or union; with `kind_flag`, each offset holds a bitfield's
+/// size in its top byte.
+fn read_members(
+    r: &mut Reader,
+    strings: &[u8],
+    vlen: usize,
+    kind_flag: bool,
+) -> Result<Vec<Member>> {
+    let mut members = Vec::with_capacity(vlen);
+    for _ in 0..vlen {
+        let m_name = r.u32()?;
+        let type_id = r.u32()?;
+        let offset = r.u32()?;
+        let (bit_offset, bitfield_size) = if kind_flag {
+            (offset & 0xff_ffff, offset >> 24)
+        } else {
+            (offset, 0)
+        };
+        members.push(Member {
+            name: name_at(strings, m_name)?,
+            type_id,
+            bit_offset,
+            bitfield_size,
+        });
+    }
+    Ok(members)
+}
+
+/// The `vlen` values of an enum (32-bit, signed with `kind_flag`) or an enum64.
+fn read_enum(
+    r: &mut Reader,
+    strings: &[u8],
+    vlen: usize,
+    wide: bool,
+    kind_flag: bool,
+) -> Result<Vec<(String, i64)>> {
+    let mut values = Vec::with_capacity(vlen);
+    for _ in 0..vlen {
+        let v_name = r.u32()?;
+        let v = if wide {
+            let lo = r.u32()? as u64;
+            let hi = r.u32()? as u64;
+            ((hi << 32) | lo) as i64
+        } else {
+            let raw = r.u32()?;
+            // kind_flag set means signed values.
+            if kind_flag {
+                raw as i32 as i64
+            } else {
+                raw as i64
+            }
+        };
+        values.push((name_at(strings, v_name)?, v));
+    }
+    Ok(values)
+}
+
 /// The running kernel's BTF, read once at start: parsed by this module (layouts, drop
 /// reasons) and by aya (to load `tp_btf` programs) from one read of the file.
 pub struct KernelBtf {
@@ -146,35 +292,7 @@ impl KernelBtf {
 impl Btf {
     /// Parses a little-endian BTF blob (as in `/sys/kernel/btf/vmlinux`).
     pub fn parse(data: &[u8]) -> Result<Btf> {
-        if data.len() < 24 {
-            bail!(
-                "BTF blob of {} bytes is shorter than its header",
-                data.len()
-            );
-        }
-        let magic = u16::from_le_bytes([data[0], data[1]]);
-        if magic != MAGIC {
-            bail!("not little-endian BTF (magic {magic:#06x})");
-        }
-        let hdr_len = le_u32(data, 4)? as usize;
-        let type_off = le_u32(data, 8)? as usize;
-        let type_len = le_u32(data, 12)? as usize;
-        let str_off = le_u32(data, 16)? as usize;
-        let str_len = le_u32(data, 20)? as usize;
-        let section = |off: usize, len: usize| {
-            data.get(hdr_len + off..hdr_len + off + len)
-                .context("BTF section lies outside the blob")
-        };
-        let type_data = section(type_off, type_len)?;
-        let strings = section(str_off, str_len)?;
-        let name = |off: u32| -> Result<String> {
-            let rest = strings
-                .get(off as usize..)
-                .context("BTF name offset outside the string section")?;
-            let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
-            Ok(String::from_utf8_lossy(&rest[..end]).into_owned())
-        };
-
+        let (type_data, strings) = sections(data)?;
         // Type id 0 is void.
         let mut types = vec![Type::Other];
         let mut by_name: HashMap<String, Vec<u32>> = HashMap::new();
@@ -183,110 +301,12 @@ impl Btf {
             pos: 0,
         };
         while r.pos < type_data.len() {
-            let name_off = r.u32()?;
-            let info = r.u32()?;
-            let size_or_type = r.u32()?;
-            let vlen = (info & 0xffff) as usize;
-            let kind = (info >> 24) & 0x1f;
-            let kind_flag = info >> 31 == 1;
-            let ty = match kind {
-                KIND_INT => {
-                    r.skip(4)?;
-                    Type::Sized { size: size_or_type }
-                }
-                KIND_FLOAT => Type::Sized { size: size_or_type },
-                KIND_PTR => Type::Ptr {
-                    target: size_or_type,
-                },
-                KIND_ARRAY => {
-                    let elem = r.u32()?;
-                    let _index = r.u32()?;
-                    let len = r.u32()?;
-                    Type::Array { elem, len }
-                }
-                KIND_STRUCT | KIND_UNION => {
-                    let mut members = Vec::with_capacity(vlen);
-                    for _ in 0..vlen {
-                        let m_name = r.u32()?;
-                        let type_id = r.u32()?;
-                        let offset = r.u32()?;
-                        let (bit_offset, bitfield_size) = if kind_flag {
-                            (offset & 0xff_ffff, offset >> 24)
-                        } else {
-                            (offset, 0)
-                        };
-                        members.push(Member {
-                            name: name(m_name)?,
-                            type_id,
-                            bit_offset,
-                            bitfield_size,
-                        });
-                    }
-                    Type::Composite {
-                        size: size_or_type,
-                        members,
-                    }
-                }
-                KIND_ENUM => {
-                    let mut values = Vec::with_capacity(vlen);
-                    for _ in 0..vlen {
-                        let v_name = r.u32()?;
-                        let raw = r.u32()?;
-                        // kind_flag set means signed values.
-                        let v = if kind_flag {
-                            raw as i32 as i64
-                        } else {
-                            raw as i64
-                        };
-                        values.push((name(v_name)?, v));
-                    }
-                    Type::Enum {
-                        size: size_or_type,
-                        values,
-                    }
-                }
-                KIND_ENUM64 => {
-                    let mut values = Vec::with_capacity(vlen);
-                    for _ in 0..vlen {
-                        let v_name = r.u32()?;
-                        let lo = r.u32()? as u64;
-                        let hi = r.u32()? as u64;
-                        values.push((name(v_name)?, ((hi << 32) | lo) as i64));
-                    }
-                    Type::Enum {
-                        size: size_or_type,
-                        values,
-                    }
-                }
-                KIND_TYPEDEF | KIND_VOLATILE | KIND_CONST | KIND_RESTRICT | KIND_TYPE_TAG => {
-                    Type::Alias {
-                        target: size_or_type,
-                    }
-                }
-                KIND_FUNC_PROTO => {
-                    let mut params = Vec::with_capacity(vlen);
-                    for _ in 0..vlen {
-                        let _name = r.u32()?;
-                        params.push(r.u32()?);
-                    }
-                    Type::FuncProto { params }
-                }
-                KIND_VAR | KIND_DECL_TAG => {
-                    r.skip(4)?;
-                    Type::Other
-                }
-                KIND_DATASEC => {
-                    r.skip(12 * vlen)?;
-                    Type::Other
-                }
-                KIND_FWD | KIND_FUNC => Type::Other,
-                other => bail!("unknown BTF kind {other}"),
-            };
+            let (name_off, kind, ty) = read_type(&mut r, strings)?;
             let named =
                 matches!(ty, Type::Composite { .. } | Type::Enum { .. }) || kind == KIND_TYPEDEF;
             if named && name_off != 0 {
                 by_name
-                    .entry(name(name_off)?)
+                    .entry(name_at(strings, name_off)?)
                     .or_default()
                     .push(types.len() as u32);
             }
