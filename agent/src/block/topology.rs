@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use crate::host::devices::{DeviceFilter, DeviceLabels, OTHER};
 use crate::model::{Collector, MetricFamily};
 use metric_names::block;
+use metric_names::labels::{DEVICE, KIND, PARENT, PEER, TRANSPORT};
 
 /// `transport` of a device whose transport should be readable but is not.
 pub const UNKNOWN: &str = "unknown";
@@ -277,11 +278,11 @@ pub fn family(
         for p in parents {
             f.scalar(
                 &[
-                    ("device", &d.name),
-                    ("parent", p),
-                    ("kind", d.kind),
-                    ("transport", &d.transport),
-                    ("peer", &d.peer),
+                    (DEVICE, &d.name),
+                    (PARENT, p),
+                    (KIND, d.kind),
+                    (TRANSPORT, &d.transport),
+                    (PEER, &d.peer),
                 ],
                 1.0,
             );
@@ -289,11 +290,11 @@ pub fn family(
     }
     if folded {
         let labels = [
-            ("device", OTHER),
-            ("parent", ""),
-            ("kind", ""),
-            ("transport", ""),
-            ("peer", ""),
+            (DEVICE, OTHER),
+            (PARENT, ""),
+            (KIND, ""),
+            (TRANSPORT, ""),
+            (PEER, ""),
         ];
         f.scalar(&labels, 1.0);
     }

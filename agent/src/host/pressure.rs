@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::model::{Collector, MetricFamily};
+use metric_names::labels::{KIND, RESOURCE};
 
 const RESOURCES: [&str; 3] = ["cpu", "io", "memory"];
 
@@ -83,7 +84,7 @@ impl Collector for Pressure {
                 continue;
             };
             for (kind, us) in parse(&text) {
-                f.scalar(&[("resource", r), ("kind", kind)], us as f64 / 1e6);
+                f.scalar(&[(RESOURCE, r), (KIND, kind)], us as f64 / 1e6);
             }
         }
         out.push(f);

@@ -15,6 +15,7 @@ use tracing::{debug, info, warn};
 
 use crate::kernel::btf::{Btf, KernelBtf};
 use crate::model::{Collector, MetricFamily};
+use metric_names::labels::PROBE;
 use spec::{Hook, PROBES, ProbeCollector, ProbeSpec};
 
 /// The eBPF object built by `build.rs` from the `agent-ebpf` crate.
@@ -296,7 +297,7 @@ impl Collector for StatusCollector {
     fn collect(&self, out: &mut Vec<MetricFamily>) -> Result<()> {
         let mut f = MetricFamily::of(&metric_names::agent::PROBE_UP);
         for s in &self.0 {
-            f.scalar(&[("probe", &s.name)], if s.up { 1.0 } else { 0.0 });
+            f.scalar(&[(PROBE, &s.name)], if s.up { 1.0 } else { 0.0 });
         }
         out.push(f);
         Ok(())

@@ -15,6 +15,7 @@ use tracing::{debug, info};
 use crate::model::{HistogramValue, MetricFamily};
 use crate::probes::Probes;
 use crate::probes::spec::PROBES;
+use metric_names::labels::{LOCKDOWN, MAP, PROBE, RELEASE, REVISION, VERSION};
 
 /// Upper bounds of the scrape duration histogram, in seconds.
 const SCRAPE_BUCKETS: [f64; 10] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0];
@@ -121,8 +122,8 @@ impl SelfMetrics {
         let mut k = MetricFamily::of(&metric_names::agent::KERNEL_INFO);
         k.scalar(
             &[
-                ("release", &self.kernel.0),
-                ("lockdown", self.kernel.1.as_str()),
+                (RELEASE, &self.kernel.0),
+                (LOCKDOWN, self.kernel.1.as_str()),
             ],
             1.0,
         );
@@ -149,7 +150,7 @@ impl SelfMetrics {
                     .and_then(|fd| crate::kernel::prog_info::prog_info(fd.as_fd()));
                 match info {
                     Ok(info) => {
-                        let l = [("probe", spec.name)];
+                        let l = [(PROBE, spec.name)];
                         runs.scalar(&l, info.run_cnt as f64);
                         time.scalar(&l, info.run_time_ns as f64 / 1e9);
                         // Counted by the kernel whether or not statistics are on.
@@ -175,8 +176,8 @@ impl SelfMetrics {
             );
             match read.map(|b| b.len) {
                 Ok(n) => {
-                    entries.scalar(&[("map", &m.name)], n as f64);
-                    max.scalar(&[("map", &m.name)], m.max_entries as f64);
+                    entries.scalar(&[(MAP, &m.name)], n as f64);
+                    max.scalar(&[(MAP, &m.name)], m.max_entries as f64);
                 }
                 Err(e) => debug!(map = %m.name, error = %e, "counting map entries failed"),
             }
@@ -232,8 +233,8 @@ fn process(out: &mut Vec<MetricFamily>, start_time: f64) {
     let mut build = MetricFamily::of(&metric_names::agent::BUILD_INFO);
     build.scalar(
         &[
-            ("version", env!("CARGO_PKG_VERSION")),
-            ("revision", env!("STORNET_REVISION")),
+            (VERSION, env!("CARGO_PKG_VERSION")),
+            (REVISION, env!("STORNET_REVISION")),
         ],
         1.0,
     );

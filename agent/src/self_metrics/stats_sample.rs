@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tracing::{debug, info};
 
 use crate::model::MetricFamily;
+use metric_names::labels::PROBE;
 
 /// What each probe's program cost over one sampling window.
 #[derive(Clone, Debug, Default)]
@@ -80,7 +81,7 @@ impl Sampler {
         let mut per_run = MetricFamily::of(&metric_names::agent::PROBE_SAMPLED_SECONDS_PER_RUN);
         let mut rate = MetricFamily::of(&metric_names::agent::PROBE_SAMPLED_RUNS_PER_SECOND);
         for (probe, runs, ns) in &s.probes {
-            let l = [("probe", *probe)];
+            let l = [(PROBE, *probe)];
             if *runs > 0 {
                 per_run.scalar(&l, *ns as f64 / 1e9 / *runs as f64);
             }

@@ -3,3 +3,4 @@
 mod dashboards;
 mod kubernetes;
 mod loadgen_manifests;
+mod metrics;

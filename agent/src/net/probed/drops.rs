@@ -16,6 +16,7 @@ use super::counters::Counters;
 use crate::kernel::btf::Btf;
 use crate::kernel::kallsyms::Symbols;
 use crate::model::{Collector, MetricFamily};
+use metric_names::labels::{FUNCTION, REASON};
 
 const ENUM: &str = "skb_drop_reason";
 
@@ -130,12 +131,12 @@ impl Collector for DropCollector {
     fn collect(&self, out: &mut Vec<MetricFamily>) -> Result<()> {
         let mut f = MetricFamily::of(&metric_names::net::SKB_DROPS_TOTAL);
         for (reason, n) in self.reasons()? {
-            f.scalar(&[("reason", &reason)], n as f64);
+            f.scalar(&[(REASON, &reason)], n as f64);
         }
         out.push(f);
         let mut u = MetricFamily::of(&metric_names::net::SKB_DROPS_UNSPECIFIED_TOTAL);
         for (function, n) in self.unspecified()? {
-            u.scalar(&[("function", &function)], n as f64);
+            u.scalar(&[(FUNCTION, &function)], n as f64);
         }
         out.push(u);
         Ok(())

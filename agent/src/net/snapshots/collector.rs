@@ -14,6 +14,7 @@ use crate::host::netns::{Namespace, run_in};
 use crate::model::{Collector, MetricFamily};
 use crate::net::peers::PeerLabels;
 use crate::net::unattributed::Unattributed;
+use metric_names::labels::{NETNS, SNAPSHOT};
 use metric_names::net;
 
 /// Reads the host namespace and the configured ones at every scrape.
@@ -80,7 +81,7 @@ impl SnapshotCollector {
     fn errors_family(&self) -> MetricFamily {
         let mut f = MetricFamily::of(&net::SNAPSHOT_ERRORS_TOTAL);
         for ((ns, part), n) in self.errors.lock().expect("snapshot errors").iter() {
-            f.scalar(&[("netns", ns), ("snapshot", part)], *n as f64);
+            f.scalar(&[(NETNS, ns), (SNAPSHOT, part)], *n as f64);
         }
         f
     }
@@ -110,13 +111,13 @@ impl Collector for SnapshotCollector {
                     if let Some(v) = s.retrans_segs {
                         self.unattributed.snmp(inode, &label, v);
                     }
-                    fams.up.scalar(&[("netns", &label)], 1.0);
+                    fams.up.scalar(&[(NETNS, &label)], 1.0);
                     fams.add(&label, &s, self.parts.netlink);
                     sockets.extend(s.sockets);
                 }
                 Err(e) => {
                     self.record(&label, &[(WHOLE, format!("{e:#}"))], &[WHOLE]);
-                    fams.up.scalar(&[("netns", &label)], 0.0);
+                    fams.up.scalar(&[(NETNS, &label)], 0.0);
                 }
             }
         }

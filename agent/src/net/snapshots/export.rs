@@ -9,6 +9,7 @@ use super::sockdiag::TcpSocket;
 use super::{NetSnapshot, PeerSockets};
 use crate::model::MetricFamily;
 use crate::net::peers::PeerLabels;
+use metric_names::labels::{COUNTER, HANDLE, INTERFACE, NETNS, PARENT, PEER, QDISC};
 use metric_names::{Metric, net};
 
 /// A metric family and how to read its value from a link's or qdisc's statistics.
@@ -76,7 +77,7 @@ impl Families {
             .map(|l| (l.index, l.name.as_str()))
             .collect();
         for l in &snap.links {
-            let labels = [("netns", ns), ("interface", l.name.as_str())];
+            let labels = [(NETNS, ns), (INTERFACE, l.name.as_str())];
             if let (true, Some(mtu)) = (interfaces, l.mtu) {
                 self.mtu.scalar(&labels, mtu as f64);
             }
@@ -90,11 +91,7 @@ impl Families {
             }
             for (name, v) in snap.pause.get(&l.index).into_iter().flatten() {
                 self.pause.scalar(
-                    &[
-                        ("netns", ns),
-                        ("interface", l.name.as_str()),
-                        ("counter", name),
-                    ],
+                    &[(NETNS, ns), (INTERFACE, l.name.as_str()), (COUNTER, name)],
                     *v as f64,
                 );
             }
@@ -107,11 +104,11 @@ impl Families {
             let handle = handle_name(q.handle);
             let parent = handle_name(q.parent);
             let labels = [
-                ("netns", ns),
-                ("interface", dev.as_str()),
-                ("qdisc", q.kind.as_str()),
-                ("handle", handle.as_str()),
-                ("parent", parent.as_str()),
+                (NETNS, ns),
+                (INTERFACE, dev.as_str()),
+                (QDISC, q.kind.as_str()),
+                (HANDLE, handle.as_str()),
+                (PARENT, parent.as_str()),
             ];
             for (f, get) in &mut self.qdisc {
                 f.scalar(&labels, get(q) as f64);
@@ -141,7 +138,7 @@ pub fn socket_families(peers: &PeerLabels, sockets: Vec<TcpSocket>) -> Vec<Metri
     let mut pmtu = MetricFamily::of(&net::TCP_PATH_MTU_BYTES);
     let mut mss = MetricFamily::of(&net::TCP_MSS_BYTES);
     for (peer, p) in by_peer {
-        let labels = [("peer", peer.as_str())];
+        let labels = [(PEER, peer.as_str())];
         count.scalar(&labels, p.sockets as f64);
         if p.with_rtt > 0 {
             srtt.scalar(&labels, p.srtt_sum_us as f64 / p.with_rtt as f64 / 1e6);
