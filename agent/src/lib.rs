@@ -9,9 +9,9 @@
 //!    `agent-common` ABI. Nothing is sent per event.
 //! 2. **At start**, [`probes`] loads the eBPF object with the struct layouts it needs, read
 //!    from this kernel's BTF ([`kernel`]) and handed over as load-time globals, and attaches
-//!    every probe of [`probes::spec`] on its own: a hook this kernel lacks takes that probe
-//!    down (`stornet_probe_up`), never the agent. [`agent`] then builds a collector for each
-//!    part that is up; a collector takes its maps out of the object.
+//!    every probe of the registry ([`collectors`]) on its own: a hook this kernel lacks takes
+//!    that probe down (`stornet_probe_up`), never the agent. [`agent`] then builds a collector
+//!    for each part that is up; a collector takes its maps out of the object.
 //! 3. **At each scrape**, [`web`] asks the [`agent`] to gather: every collector reads its
 //!    maps in a few system calls ([`kernel::map_batch`]), sums the CPUs, and turns what it
 //!    read into the plain data model ([`model`]): families whose names, help and type come
@@ -33,7 +33,7 @@
 //! | [`host`] | what procfs and sysfs say besides the probes: pressure, devices, namespaces |
 //! | [`cgroups`] | which cgroups IO is attributed to, and counting per cgroup label |
 //! | [`kernel`] | the running kernel: version, lockdown, BTF, kallsyms, BPF system calls |
-//! | [`collectors`], [`agent`] | the collectors by name (flags, config) and their wiring |
+//! | [`collectors`], [`agent`] | the registry of collectors (probes, snapshots) and their wiring |
 //! | [`model`], [`exporter`] | the data model between collectors and text |
 //! | [`self_metrics`] | the agent's own cost, map fill and process metrics |
 //! | [`web`] | the HTTP(S) server and its web config |

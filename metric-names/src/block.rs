@@ -84,6 +84,21 @@ pub const CGROUP_SERVICE_SECONDS_TOTAL: Metric = counter(
 )
 .with_labels(&[DEVICE, OP, labels::CGROUP]);
 
+/// The families of the request and bio probes (the per-cgroup ones need the issuer probe too,
+/// the device info is read from sysfs).
+pub const PROBED: &[Metric] = &[
+    QUEUE_SECONDS,
+    SERVICE_SECONDS,
+    IO_SIZE_BYTES,
+    REQUEUES_TOTAL,
+    INFLIGHT,
+    INFLIGHT_AT_ISSUE,
+    QUEUE_LIMIT,
+    ERRORS_TOTAL,
+    UNRECORDED_TOTAL,
+    DISPATCH_STAMPS_TOTAL,
+];
+
 /// The per-cgroup families.
 pub const CGROUP: &[Metric] = &[
     CGROUP_IOS_TOTAL,

@@ -250,8 +250,8 @@ impl Config {
             message,
         };
         for name in &self.probes.disable {
-            if !crate::probes::spec::PROBES.iter().any(|p| p.name == name) {
-                let known: Vec<&str> = crate::probes::spec::PROBES.iter().map(|p| p.name).collect();
+            if !crate::collectors::probes().any(|p| p.name == name) {
+                let known: Vec<&str> = crate::collectors::probes().map(|p| p.name).collect();
                 return Err(err(
                     "probes",
                     "disable",

@@ -5,10 +5,11 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use crate::collectors::probe_spec::Hook;
+use crate::collectors::probes as all_probes;
 use crate::config::Config;
 use crate::kernel::btf::KernelBtf;
 use crate::probes::Probes;
-use crate::probes::spec::{Hook, PROBES};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Status {
@@ -76,7 +77,7 @@ pub fn run(config: &Config) -> ExitCode {
         ));
     }
     rows.extend(layouts(&kernel_btf));
-    for spec in PROBES {
+    for spec in all_probes() {
         let (status, detail) = hook_available(spec.hook, kernel_btf.aya.as_ref());
         rows.push(row(format!("hook of {}", spec.name), status, detail));
     }
@@ -95,7 +96,7 @@ pub fn run(config: &Config) -> ExitCode {
             },
         ));
     }
-    for spec in PROBES.iter().filter(|p| !config.collector_enabled(p.name)) {
+    for spec in all_probes().filter(|p| !config.collector_enabled(p.name)) {
         rows.push(row(
             format!("probe {}", spec.name),
             Status::Warn,
@@ -112,7 +113,10 @@ pub fn run(config: &Config) -> ExitCode {
         );
         ExitCode::FAILURE
     } else {
-        out.push_str(&format!("{up} of {} probes can run\n", PROBES.len()));
+        out.push_str(&format!(
+            "{up} of {} probes can run\n",
+            all_probes().count()
+        ));
         ExitCode::SUCCESS
     };
     use std::io::Write;

@@ -12,7 +12,8 @@ use agent_common::ready::{
 };
 use anyhow::{Result, bail};
 
-use super::spec::{PROBES, ProbeCollector};
+use crate::collectors::probe_spec::ProbeCollector;
+use crate::collectors::probes;
 use crate::kernel::btf::{ArgType, Btf};
 
 /// The layout global and, per probe (by ready bit), why it cannot run on this kernel.
@@ -38,9 +39,7 @@ impl NetGlobals {
         let btf = match btf {
             Ok(b) => b,
             Err(e) => {
-                let net = PROBES
-                    .iter()
-                    .filter(|p| p.collector != ProbeCollector::Block);
+                let net = probes().filter(|p| p.collector != ProbeCollector::Block);
                 for p in net {
                     g.errors.push((p.ready, format!("{e:#}")));
                 }

@@ -12,9 +12,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use aya::maps::Map;
 use tracing::{debug, info};
 
+use crate::collectors::probes as all_probes;
 use crate::model::{HistogramValue, MetricFamily};
 use crate::probes::Probes;
-use crate::probes::spec::PROBES;
 use metric_names::labels::{LOCKDOWN, MAP, PROBE, RELEASE, REVISION, VERSION};
 
 /// Upper bounds of the scrape duration histogram, in seconds.
@@ -139,7 +139,7 @@ impl SelfMetrics {
         let enabled = self.stats_fd.is_some() || sampling || bpf_stats_sysctl();
         on.scalar(&[], if enabled { 1.0 } else { 0.0 });
         if let Some(ebpf) = &probes.ebpf {
-            for spec in PROBES.iter().filter(|p| probes.is_up(p.name)) {
+            for spec in all_probes().filter(|p| probes.is_up(p.name)) {
                 let Some(program) = ebpf.program(spec.program) else {
                     continue;
                 };
@@ -191,8 +191,7 @@ fn program_fds(probes: &Probes) -> Vec<(&'static str, OwnedFd)> {
     let Some(ebpf) = &probes.ebpf else {
         return Vec::new();
     };
-    PROBES
-        .iter()
+    all_probes()
         .filter(|p| probes.is_up(p.name))
         .filter_map(|spec| {
             let fd = ebpf.program(spec.program)?.fd().ok()?;

@@ -59,7 +59,7 @@ impl Parts {
             netlink: on(NETLINK),
             sock_diag: on(SOCK_DIAG),
             ethtool: on(ETHTOOL),
-            snmp: crate::probes::spec::ProbeCollector::Retransmits
+            snmp: crate::collectors::probe_spec::ProbeCollector::Retransmits
                 .probes()
                 .any(|p| on(p.name)),
         }

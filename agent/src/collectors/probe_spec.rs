@@ -1,6 +1,6 @@
 //! One spec per probe: its name, program and hook, its readiness bit, the collector that
-//! reads it, the maps it writes and the metrics it feeds. The probe list, `check`, the
-//! collector flags and the probe table of docs/metrics.md all come from here.
+//! reads it, the maps it writes and the metrics it feeds. The registry (`COLLECTORS`) lists
+//! them, in the order they attach.
 
 use agent_common::{maps, ready};
 use metric_names::{Metric, block, net};
@@ -60,7 +60,7 @@ pub const BLOCK_ISSUE: ProbeSpec = ProbeSpec {
     ready: ready::BLOCK_ISSUE,
     collector: ProbeCollector::Block,
     maps: maps::BLOCK,
-    metrics: block::ALL,
+    metrics: block::PROBED,
 };
 
 pub const BLOCK_COMPLETION: ProbeSpec = ProbeSpec {
@@ -70,7 +70,7 @@ pub const BLOCK_COMPLETION: ProbeSpec = ProbeSpec {
     ready: ready::BLOCK_COMPLETION,
     collector: ProbeCollector::Block,
     maps: maps::BLOCK,
-    metrics: block::ALL,
+    metrics: block::PROBED,
 };
 
 pub const BLOCK_REQUEUE: ProbeSpec = ProbeSpec {
@@ -80,7 +80,7 @@ pub const BLOCK_REQUEUE: ProbeSpec = ProbeSpec {
     ready: ready::BLOCK_REQUEUE,
     collector: ProbeCollector::Block,
     maps: maps::BLOCK,
-    metrics: block::ALL,
+    metrics: block::PROBED,
 };
 
 /// The issuer probe's program on kernels whose `block_getrq` passes the queue first (5.10).
@@ -109,7 +109,7 @@ pub const BLOCK_BIO_QUEUE: ProbeSpec = ProbeSpec {
     ready: ready::BLOCK_BIO_QUEUE,
     collector: ProbeCollector::Block,
     maps: maps::BLOCK,
-    metrics: block::ALL,
+    metrics: block::PROBED,
 };
 
 pub const BLOCK_BIO_COMPLETION: ProbeSpec = ProbeSpec {
@@ -119,7 +119,7 @@ pub const BLOCK_BIO_COMPLETION: ProbeSpec = ProbeSpec {
     ready: ready::BLOCK_BIO_COMPLETION,
     collector: ProbeCollector::Block,
     maps: maps::BLOCK,
-    metrics: block::ALL,
+    metrics: block::PROBED,
 };
 
 /// The ready bits of the bio probes, which share their part of the layout.
@@ -134,6 +134,8 @@ const RETRANSMIT_MAPS: &[&str] = &[
 const RETRANSMIT_METRICS: &[Metric] = &[
     net::TCP_RETRANSMITS_TOTAL,
     net::TCP_CGROUP_RETRANSMITS_TOTAL,
+    net::TCP_RETRANSMITS_UNATTRIBUTED_TOTAL,
+    net::MAP_FULL_TOTAL,
 ];
 
 pub const TCP_RETRANSMIT: ProbeSpec = ProbeSpec {
@@ -167,7 +169,11 @@ pub const SKB_DROP: ProbeSpec = ProbeSpec {
         maps::NET_UNSPECIFIED_DROPS,
         maps::NET_COUNTERS,
     ],
-    metrics: &[net::SKB_DROPS_TOTAL, net::SKB_DROPS_UNSPECIFIED_TOTAL],
+    metrics: &[
+        net::SKB_DROPS_TOTAL,
+        net::SKB_DROPS_UNSPECIFIED_TOTAL,
+        net::MAP_FULL_TOTAL,
+    ],
 };
 
 pub const SOCK_EXCEED_BUF_LIMIT: ProbeSpec = ProbeSpec {
@@ -189,71 +195,3 @@ pub const SOCK_RCVQUEUE_FULL: ProbeSpec = ProbeSpec {
     maps: &[maps::NET_COUNTERS],
     metrics: &[net::SOCK_RECEIVE_QUEUE_FULL_TOTAL],
 };
-
-/// Every probe, in the order they attach and are listed.
-pub const PROBES: &[ProbeSpec] = &[
-    BLOCK_ISSUE,
-    BLOCK_COMPLETION,
-    BLOCK_REQUEUE,
-    BLOCK_ISSUER,
-    BLOCK_BIO_QUEUE,
-    BLOCK_BIO_COMPLETION,
-    TCP_RETRANSMIT,
-    TCP_RETRANSMIT_SYNACK,
-    SKB_DROP,
-    SOCK_EXCEED_BUF_LIMIT,
-    SOCK_RCVQUEUE_FULL,
-];
-
-impl ProbeCollector {
-    /// The probes this collector reads.
-    pub fn probes(self) -> impl Iterator<Item = &'static ProbeSpec> {
-        PROBES.iter().filter(move |p| p.collector == self)
-    }
-}
-
-/// The probe table of docs/metrics.md's network section: probe, hook, the metrics it feeds.
-pub fn network_docs_table() -> String {
-    let mut out = String::from("| probe | hook | feeds |\n|---|---|---|\n");
-    for p in PROBES
-        .iter()
-        .filter(|p| p.collector != ProbeCollector::Block)
-    {
-        let feeds: Vec<String> = p.metrics.iter().map(|m| format!("`{}`", m.name)).collect();
-        out.push_str(&format!(
-            "| `{}` | `{}` | {} |\n",
-            p.name,
-            p.hook.doc(),
-            feeds.join(", ")
-        ));
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_programs_and_ready_bits_are_unique() {
-        let mut bits = 0;
-        for (i, p) in PROBES.iter().enumerate() {
-            assert_eq!(bits & p.ready, 0, "{}: ready bit shared", p.name);
-            assert_eq!(p.ready.count_ones(), 1, "{}", p.name);
-            bits |= p.ready;
-            for q in &PROBES[..i] {
-                assert!(p.name != q.name && p.program != q.program, "{}", p.name);
-            }
-            assert!(!p.metrics.is_empty() && !p.maps.is_empty(), "{}", p.name);
-        }
-    }
-
-    #[test]
-    fn the_docs_table_is_this_one() {
-        let docs =
-            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/metrics.md"))
-                .unwrap();
-        let table = network_docs_table();
-        assert!(docs.contains(&table), "docs/metrics.md lacks:\n{table}");
-    }
-}

@@ -1,7 +1,5 @@
-//! The agent's collectors by name, as `--collector.<name>` / `--no-collector.<name>` and the
-//! config file's `[collectors]` keys know them: every probe (the `probe` label of
-//! `stornet_probe_up`) and every scrape-time snapshot (the network path, resource pressure). A disabled
-//! collector attaches nothing and exports nothing.
+//! The collector flags of the command line: `--collector.<name>` / `--no-collector.<name>`
+//! for every collector of the registry, and `--collector.disable-defaults`.
 //!
 //! Which setting wins, most specific first (node_exporter's order, with the file in between):
 //! a flag, the config file's `[collectors]` entry (or `[probes] disable`), then the default:
@@ -9,35 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::probes::spec::PROBES;
-
-/// Interface counters, MTU and qdisc statistics (rtnetlink).
-pub const NETLINK: &str = "netlink";
-/// Established TCP sockets per peer: count, RTT, path MTU, MSS (sock_diag).
-pub const SOCK_DIAG: &str = "sock_diag";
-/// Link speed and pause-frame counters (ethtool ioctls).
-pub const ETHTOOL: &str = "ethtool";
-
-/// Time tasks stalled waiting for CPU, IO and memory (/proc/pressure).
-pub const PRESSURE: &str = "pressure";
-
-/// What each block device is and sits on, and its transport and peer (sysfs).
-pub const BLOCK_TOPOLOGY: &str = "block_topology";
-
-/// The snapshot collectors, besides the probes.
-pub const SNAPSHOTS: &[&str] = &[NETLINK, SOCK_DIAG, ETHTOOL, PRESSURE, BLOCK_TOPOLOGY];
-
-/// Every collector name: the probes, then the snapshots.
-pub fn names() -> impl Iterator<Item = &'static str> {
-    PROBES
-        .iter()
-        .map(|p| p.name)
-        .chain(SNAPSHOTS.iter().copied())
-}
-
-pub fn is_known(name: &str) -> bool {
-    names().any(|n| n == name)
-}
+use super::names;
 
 /// The collector flags of the command line.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -114,46 +84,5 @@ impl clap::FromArgMatches for CollectorFlags {
             }
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_unique_and_include_every_probe() {
-        let all: Vec<&str> = names().collect();
-        let unique: std::collections::BTreeSet<&str> = all.iter().copied().collect();
-        assert_eq!(all.len(), unique.len());
-        for p in PROBES {
-            assert!(is_known(p.name));
-        }
-        for s in SNAPSHOTS {
-            assert!(is_known(s));
-        }
-        assert!(!is_known("namespace"));
-    }
-
-    /// docs/agent.md's collector table names every collector.
-    #[test]
-    fn the_docs_name_every_collector() {
-        let docs =
-            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/agent.md"))
-                .unwrap();
-        let table: Vec<&str> = docs
-            .lines()
-            .skip_while(|l| !l.starts_with("| collector | what it exports |"))
-            .take_while(|l| l.starts_with('|'))
-            .collect();
-        for name in names() {
-            let cell = format!("`{name}`");
-            assert!(
-                table
-                    .iter()
-                    .any(|row| row.split('|').nth(1).is_some_and(|c| c.contains(&cell))),
-                "{name} is not in docs/agent.md's collector table"
-            );
-        }
     }
 }
