@@ -1,9 +1,11 @@
-//! `cargo xtask bench <name>`: each benchmark runs stornet and its reference side by side in
-//! one run, alternating, and prints ratios. Timing lives here, never in pass/fail tests.
+//! stornet's benchmarks, run by `cargo xtask bench <name>` (as root): each runs stornet and
+//! its reference side by side in one run, alternating, and prints ratios. Timing lives here,
+//! never in pass/fail tests.
 
 mod agent_scrape;
 mod block_overhead;
 mod ceph;
+mod cmd;
 mod diagnosis;
 mod loadgen_vs_fio;
 mod multi_host;
@@ -36,6 +38,8 @@ pub enum Bench {
     Ceph,
 }
 
+/// Runs one benchmark; `minutes` is the soak's length, `cases` and `reps` the diagnosis
+/// bench's selection and repetitions.
 pub fn run(bench: Bench, minutes: u64, cases: Option<&str>, reps: usize) -> Result<()> {
     match bench {
         Bench::BlockOverhead => block_overhead::run(),
