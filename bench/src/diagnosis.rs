@@ -458,6 +458,18 @@ fn summarize(cases: &[Case]) -> String {
         "\ndiagnosis bench at commit {commit}, {} cases",
         cases.len()
     );
+    let kept = impact_validation(&mut s, cases);
+    let healthy: Vec<&Case> = cases.iter().filter(|c| !c.fault.is_fault()).collect();
+    let judged: Vec<&Case> = healthy.iter().chain(kept.iter()).copied().collect();
+    confusion_matrix(&mut s, &judged);
+    accuracy(&mut s, &healthy, &kept);
+    s
+}
+
+/// The fault cases whose fault moved the write p99 enough to judge them, said with those
+/// dropped and why.
+fn impact_validation<'a>(s: &mut String, cases: &'a [Case]) -> Vec<&'a Case> {
+    use std::fmt::Write;
     let faults: Vec<&Case> = cases.iter().filter(|c| c.fault.is_fault()).collect();
     let kept: Vec<&Case> = faults
         .iter()
@@ -478,8 +490,12 @@ fn summarize(cases: &[Case]) -> String {
             c.dropped.as_deref().unwrap_or("")
         );
     }
-    let healthy: Vec<&Case> = cases.iter().filter(|c| !c.fault.is_fault()).collect();
-    let judged: Vec<&Case> = healthy.iter().chain(kept.iter()).copied().collect();
+    kept
+}
+
+/// True class against verdict, over the healthy cases and the fault cases kept.
+fn confusion_matrix(s: &mut String, judged: &[&Case]) {
+    use std::fmt::Write;
     let classes = [
         "healthy",
         "healthy, busy host",
@@ -500,7 +516,7 @@ fn summarize(cases: &[Case]) -> String {
         "slow_device",
         "cpu",
     ];
-    for c in &judged {
+    for c in judged {
         if !verdicts.contains(&c.cause.as_str()) {
             verdicts.push(&c.cause);
         }
@@ -522,6 +538,11 @@ fn summarize(cases: &[Case]) -> String {
         }
         let _ = writeln!(s);
     }
+}
+
+/// Top-1 and top-2 accuracy, false positives, culprits named and time to a right verdict.
+fn accuracy(s: &mut String, healthy: &[&Case], kept: &[&Case]) {
+    use std::fmt::Write;
     let ratio = |n: usize, of: usize| {
         if of == 0 {
             "-".to_string()
@@ -579,5 +600,4 @@ fn summarize(cases: &[Case]) -> String {
             right.len()
         );
     }
-    s
 }

@@ -165,6 +165,22 @@ pub fn run() -> Result<()> {
         cmd::run(cmd::cargo().args(["build", "--release", "-p", "loadgen"]))
     })?;
     let disk = LoopDevice::new("bench-loadgen-fio", 1 << 30)?;
+    print_conditions(&disk);
+    let rows = rounds(&disk)?;
+    let ok = report(&rows);
+    println!(
+        "\n{}",
+        if ok {
+            "all targets met"
+        } else {
+            "some targets missed (the machine is shared: compare the system-busy column)"
+        }
+    );
+    Ok(())
+}
+
+/// The target and what else runs on the machine, for reading the numbers.
+fn print_conditions(disk: &LoopDevice) {
     println!(
         "target: {} (loop, direct IO, 1 GiB file in /dev/shm); {} rounds of {RUNTIME_S} s + 1 s ramp per tool and case, alternating",
         disk.dev.display(),
@@ -184,6 +200,13 @@ pub fn run() -> Result<()> {
             .unwrap_or_default()
             .trim()
     );
+}
+
+/// Per case: its name, fio's samples and loadgen's.
+type Rows = Vec<(&'static str, Vec<Sample>, Vec<Sample>)>;
+
+/// Every case, `ROUNDS` rounds of both tools, alternating which goes first.
+fn rounds(disk: &LoopDevice) -> Result<Rows> {
     let mut rows = Vec::new();
     for case in CASES {
         let (mut fio, mut lg) = (Vec::new(), Vec::new());
@@ -194,7 +217,7 @@ pub fn run() -> Result<()> {
                 ["loadgen", "fio"]
             };
             for tool in order {
-                let s = run_one(tool, &disk, case)?;
+                let s = run_one(tool, disk, case)?;
                 println!(
                     "  {:<18} round {} {:<7} {:>9.0} IOPS {:>6.2} us CPU/IO ({:.2} user)  p50 {:>7.1} us  p99 {:>8.1} us  system busy {:>3.0}%",
                     case.name,
@@ -212,6 +235,11 @@ pub fn run() -> Result<()> {
         }
         rows.push((case.name, fio, lg));
     }
+    Ok(rows)
+}
+
+/// The medians side by side, as ratios, and whether loadgen met its targets in every case.
+fn report(rows: &Rows) -> bool {
     println!();
     println!(
         "{:<18} {:>10} {:>10} {:>6} {:>8} {:>8} {:>6} {:>8} {:>8} {:>6} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10}",
@@ -233,7 +261,7 @@ pub fn run() -> Result<()> {
         "lg best"
     );
     let mut ok = true;
-    for (name, fio, lg) in &rows {
+    for (name, fio, lg) in rows {
         let iops = (med(fio, |s| s.iops), med(lg, |s| s.iops));
         let cpu = (med(fio, |s| s.cpu_per_io_us), med(lg, |s| s.cpu_per_io_us));
         let user = (
@@ -277,15 +305,7 @@ pub fn run() -> Result<()> {
             100.0 * (p50.1 - p50.0) / p50.0
         );
     }
-    println!(
-        "\n{}",
-        if ok {
-            "all targets met"
-        } else {
-            "some targets missed (the machine is shared: compare the system-busy column)"
-        }
-    );
-    Ok(())
+    ok
 }
 
 fn yes(b: bool) -> &'static str {
