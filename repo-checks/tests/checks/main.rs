@@ -4,3 +4,4 @@ mod dashboards;
 mod kubernetes;
 mod loadgen_manifests;
 mod metrics;
+mod readme;
