@@ -28,7 +28,7 @@
 //!
 //! | module | what it is about |
 //! |---|---|
-//! | [`probes`] | loading the eBPF object, one spec per probe, the layouts they are given |
+//! | [`probes`] | loading the eBPF object and attaching each probe, the layouts they are given |
 //! | [`block`], [`net`] | the collectors of each path: map readers, snapshots, export |
 //! | [`host`] | what procfs and sysfs say besides the probes: pressure, devices, namespaces |
 //! | [`cgroups`] | which cgroups IO is attributed to, and counting per cgroup label |
