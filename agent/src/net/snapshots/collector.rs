@@ -9,7 +9,8 @@ use tracing::{info, warn};
 
 use super::export::{Families, socket_families};
 use super::sockdiag::TcpSocket;
-use super::{Parts, snapshot};
+use super::tcp_totals::TcpTotals;
+use super::{PART_SOCK_DIAG, Parts, snapshot};
 use crate::model::{Collector, MetricFamily};
 use crate::net::peers::PeerLabels;
 use crate::net::unattributed::Unattributed;
@@ -27,6 +28,8 @@ pub struct SnapshotCollector {
     errors: Mutex<BTreeMap<(String, &'static str), u64>>,
     /// Each namespace's `RetransSegs` goes here, for the retransmit collector.
     unattributed: Arc<Unattributed>,
+    /// Per-peer counters summed over sockets that come and go.
+    totals: Mutex<TcpTotals>,
     parts: Parts,
 }
 
@@ -46,6 +49,7 @@ impl SnapshotCollector {
             failing: Mutex::new(HashSet::new()),
             errors: Mutex::new(BTreeMap::new()),
             unattributed,
+            totals: Mutex::new(TcpTotals::default()),
             parts,
         }
     }
@@ -89,7 +93,9 @@ impl SnapshotCollector {
 impl Collector for SnapshotCollector {
     fn collect(&self, out: &mut Vec<MetricFamily>) -> Result<()> {
         let mut fams = Families::new();
-        let mut sockets: Vec<TcpSocket> = Vec::new();
+        let mut sockets: Vec<(u64, TcpSocket)> = Vec::new();
+        // Namespaces whose sockets were read: a socket missing from one of them has closed.
+        let mut read = HashSet::new();
         let mut seen = HashSet::new();
         for ns in std::iter::once(&Namespace::Host).chain(&self.namespaces) {
             let label = ns.label();
@@ -112,7 +118,10 @@ impl Collector for SnapshotCollector {
                     }
                     fams.up.scalar(&[("netns", &label)], 1.0);
                     fams.add(&label, &s, self.parts.netlink);
-                    sockets.extend(s.sockets);
+                    if !s.failed.iter().any(|(p, _)| *p == PART_SOCK_DIAG) {
+                        read.insert(inode);
+                    }
+                    sockets.extend(s.sockets.into_iter().map(|x| (inode, x)));
                 }
                 Err(e) => {
                     self.record(&label, &[(WHOLE, format!("{e:#}"))], &[WHOLE]);
@@ -122,7 +131,10 @@ impl Collector for SnapshotCollector {
         }
         out.extend(fams.into_vec());
         out.push(self.errors_family());
-        out.extend(socket_families(&self.peers, sockets));
+        if self.parts.sock_diag {
+            let mut totals = self.totals.lock().expect("tcp totals");
+            out.extend(socket_families(&self.peers, sockets, &read, &mut totals));
+        }
         Ok(())
     }
 }
