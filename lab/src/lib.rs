@@ -15,6 +15,7 @@ pub mod cgroup;
 pub mod chromium;
 pub mod churn;
 pub mod dm;
+pub mod ecn;
 pub mod fs;
 pub mod grafana;
 pub mod guest;
@@ -34,6 +35,7 @@ pub mod promql;
 pub mod promserver;
 pub mod replica;
 pub mod repo;
+pub mod ss;
 pub mod tls;
 pub mod traffic;
 
