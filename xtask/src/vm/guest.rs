@@ -124,6 +124,7 @@ const TOOLS: &[(&str, &str)] = &[
     ("setpriv", "the agent without privileges"),
     ("dd", "writes from a cgroup of their own"),
     ("dmsetup", "stacked device-mapper devices"),
+    ("ethtool", "pause statistics against the agent's"),
 ];
 
 /// Privileged tests that run in every full boot (module path and name). Left out: tests of
@@ -154,6 +155,10 @@ const KERNELS_PROBES: &[&str] = &[
     "probes::kernel_info_names_release_and_lockdown",
     "net::lossy_link_counts_match_the_kernel",
 ];
+
+/// The standard pause statistics against `ethtool`, on netdevsim where the vm tier could
+/// build it for the kernel (see [`super::netdevsim`]).
+const PAUSE_TEST: &str = "pause::netdevsim_pause_frames_match_ethtool";
 
 /// The host binaries a guest runs.
 pub struct Binaries {
@@ -201,8 +206,9 @@ pub fn plan(
     bins: &Binaries,
     work: &Path,
     only: &[String],
+    netdevsim: Option<&Path>,
 ) -> Result<Plan> {
-    let tree = ModuleTree::open(&kernel.modules)?;
+    let mut tree = ModuleTree::open(&kernel.modules)?;
     let drivers: Vec<&Driver> = DRIVERS
         .iter()
         .filter(|d| boot.full || d.name == "nvme")
@@ -221,6 +227,16 @@ pub fn plan(
     if nbd {
         modules.push(NBD);
     }
+    // netdevsim only where its test runs.
+    let selected = |test: &str| only.is_empty() || only.iter().any(|o| test.contains(o.as_str()));
+    let pause = match netdevsim {
+        Some(ko) if boot.full && selected(PAUSE_TEST) => {
+            tree.add("netdevsim", ko);
+            modules.push("netdevsim");
+            true
+        }
+        _ => false,
+    };
     // dm and md stacks over loop devices and null_blk, in every full boot that has them.
     let stacked = boot.full
         && STACKED.iter().all(|m| tree.has(m))
@@ -291,6 +307,9 @@ pub fn plan(
     }
     if nbd {
         kernels.push("nbd::nbd_device_names_its_server_and_its_retransmits".into());
+    }
+    if pause {
+        kernels.push(PAUSE_TEST.into());
     }
     if stacked {
         kernels.push("stacked::dm_layers_are_counted_each_for_its_own_device".into());
@@ -378,6 +397,7 @@ fn init_script(drivers: &[&Driver], tests: &[(String, Vec<String>)]) -> String {
          mount -t tmpfs tmp /tmp\n\
          mount -t tmpfs run /run\n\
          mount -t tracefs nodev /sys/kernel/tracing\n\
+         mount -t debugfs nodev /sys/kernel/debug\n\
          mount -t securityfs none /sys/kernel/security\n\
          mount -t bpf bpf /sys/fs/bpf\n\
          mount -t tmpfs cgroup /sys/fs/cgroup && mkdir /sys/fs/cgroup/unified\n\
