@@ -111,6 +111,14 @@ pub fn u64_at(b: &[u8], at: usize) -> Result<u64> {
     Ok(u64::from_ne_bytes(s.try_into().expect("8 bytes")))
 }
 
+/// Appends an attribute (length, type, payload, padding) to a message being built.
+pub fn put_attr(buf: &mut Vec<u8>, kind: u16, payload: &[u8]) {
+    buf.extend_from_slice(&((4 + payload.len()) as u16).to_ne_bytes());
+    buf.extend_from_slice(&kind.to_ne_bytes());
+    buf.extend_from_slice(payload);
+    buf.resize(align(buf.len()), 0);
+}
+
 /// A NUL-terminated string attribute.
 pub fn string(b: &[u8]) -> String {
     let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());

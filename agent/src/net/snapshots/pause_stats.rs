@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use anyhow::{Context, Result};
 
-use super::netlink::{Netlink, Refused, attr, attrs, u16_at, u32_at, u64_at};
+use super::netlink::{Netlink, Refused, attr, attrs, put_attr, u16_at, u32_at, u64_at};
 
 const NETLINK_GENERIC: i32 = 16;
 const GENL_HDRLEN: usize = 4;
@@ -56,14 +56,6 @@ pub fn dump() -> Result<HashMap<i32, PauseStats>> {
         Some(e) => Err(e),
         None => Ok(out),
     }
-}
-
-/// A netlink attribute: length, type, payload, padding.
-fn put_attr(buf: &mut Vec<u8>, kind: u16, payload: &[u8]) {
-    buf.extend_from_slice(&((4 + payload.len()) as u16).to_ne_bytes());
-    buf.extend_from_slice(&kind.to_ne_bytes());
-    buf.extend_from_slice(payload);
-    buf.resize(super::netlink::align(buf.len()), 0);
 }
 
 /// The id of the ethtool family, None where the kernel has no such family.

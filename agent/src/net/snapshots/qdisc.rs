@@ -247,10 +247,7 @@ mod tests {
 
     fn nla(kind: u16, payload: &[u8]) -> Vec<u8> {
         let mut v = Vec::new();
-        v.extend_from_slice(&((4 + payload.len()) as u16).to_ne_bytes());
-        v.extend_from_slice(&kind.to_ne_bytes());
-        v.extend_from_slice(payload);
-        v.resize(crate::net::snapshots::netlink::align(v.len()), 0);
+        crate::net::snapshots::netlink::put_attr(&mut v, kind, payload);
         v
     }
 
