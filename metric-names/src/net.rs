@@ -68,8 +68,8 @@ pub const NAMESPACE_UP: Metric = gauge(
 pub const SNAPSHOT_ERRORS_TOTAL: Metric = counter(
     "stornet_net_snapshot_errors_total",
     "Scrape-time network snapshots that could not be read, by namespace and part \
-     (namespace: the whole namespace; qdisc, sock_diag, ethtool, snmp: that part only, e.g. \
-     a kernel without the sock_diag module).",
+     (namespace: the whole namespace; qdisc, sock_diag, ethtool, pause_stats, snmp, netstat: \
+     that part only, e.g. a kernel without the sock_diag module).",
 )
 .with_labels(&[NETNS, SNAPSHOT]);
 pub const INTERFACE_MTU: Metric =
@@ -124,6 +124,34 @@ pub const INTERFACE_PAUSE_FRAMES_TOTAL: Metric = counter(
      by the driver's counter name.",
 )
 .with_labels(&[NETNS, INTERFACE, COUNTER]);
+pub const INTERFACE_RECEIVE_PAUSE_FRAMES_TOTAL: Metric = counter(
+    "stornet_interface_receive_pause_frames_total",
+    "Pause frames received: the link partner asked this interface to stop sending \
+     (the kernel's standard statistics, ethtool -I -a; drivers that report them, Linux 5.10+).",
+)
+.with_labels(&[NETNS, INTERFACE]);
+pub const INTERFACE_TRANSMIT_PAUSE_FRAMES_TOTAL: Metric = counter(
+    "stornet_interface_transmit_pause_frames_total",
+    "Pause frames sent: this interface asked its link partner to stop sending \
+     (the kernel's standard statistics, ethtool -I -a; drivers that report them, Linux 5.10+).",
+)
+.with_labels(&[NETNS, INTERFACE]);
+pub const QDISC_RATE_BYTES_PER_SECOND: Metric = gauge(
+    "stornet_qdisc_rate_bytes_per_second",
+    "The rate a shaping qdisc lets out, bytes per second (tbf: its rate; htb: the ceilings \
+     of its top classes, summed; cake: its bandwidth).",
+)
+.with_labels(&[NETNS, INTERFACE, QDISC, HANDLE, PARENT]);
+pub const QDISC_SENT_BYTES_TOTAL: Metric = counter(
+    "stornet_qdisc_sent_bytes_total",
+    "Bytes the qdisc let out (tc -s qdisc: Sent … bytes).",
+)
+.with_labels(&[NETNS, INTERFACE, QDISC, HANDLE, PARENT]);
+pub const QDISC_SENT_PACKETS_TOTAL: Metric = counter(
+    "stornet_qdisc_sent_packets_total",
+    "Packets the qdisc let out (tc -s qdisc: Sent … pkt).",
+)
+.with_labels(&[NETNS, INTERFACE, QDISC, HANDLE, PARENT]);
 pub const QDISC_DROPS_TOTAL: Metric = counter(
     "stornet_qdisc_drops_total",
     "Packets the qdisc dropped (tc -s qdisc: dropped).",
@@ -174,6 +202,66 @@ pub const TCP_MSS_BYTES: Metric = gauge(
     "Smallest send MSS among the peer's established sockets (TCP_INFO tcpi_snd_mss).",
 )
 .with_labels(&[PEER]);
+pub const TCP_SEND_QUEUE_BYTES: Metric = gauge(
+    "stornet_tcp_send_queue_bytes",
+    "Bytes written to the peer's established sockets and not yet acknowledged, in flight \
+     or not sent yet, summed (sock_diag; ss: Send-Q).",
+)
+.with_labels(&[PEER]);
+pub const TCP_NOTSENT_BYTES: Metric = gauge(
+    "stornet_tcp_notsent_bytes",
+    "Bytes written to the peer's established sockets and not sent yet, summed \
+     (TCP_INFO tcpi_notsent_bytes; ss: notsent).",
+)
+.with_labels(&[PEER]);
+pub const TCP_DELIVERY_RATE_BYTES_PER_SECOND: Metric = gauge(
+    "stornet_tcp_delivery_rate_bytes_per_second",
+    "Latest delivery rate of the peer's sockets with data not yet acknowledged, summed, \
+     bytes per second (TCP_INFO tcpi_delivery_rate; ss: delivery_rate).",
+)
+.with_labels(&[PEER]);
+pub const TCP_APP_LIMITED_SOCKETS: Metric = gauge(
+    "stornet_tcp_app_limited_sockets",
+    "Of the peer's sockets with data not yet acknowledged, those whose latest delivery rate \
+     sample the application limited, not the path: the socket had sent all it held \
+     (TCP_INFO tcpi_delivery_rate_app_limited; ss: app_limited).",
+)
+.with_labels(&[PEER]);
+pub const TCP_BUSY_SECONDS_TOTAL: Metric = counter(
+    "stornet_tcp_busy_seconds_total",
+    "Time the peer's sockets had data to send, summed over sockets, including the time \
+     limited by the receive window or the send buffer (TCP_INFO tcpi_busy_time; ss: busy).",
+)
+.with_labels(&[PEER]);
+pub const TCP_RECEIVE_WINDOW_LIMITED_SECONDS_TOTAL: Metric = counter(
+    "stornet_tcp_receive_window_limited_seconds_total",
+    "Time the peer's sockets had data to send and the peer's receive window held it back, \
+     summed over sockets (TCP_INFO tcpi_rwnd_limited; ss: rwnd_limited).",
+)
+.with_labels(&[PEER]);
+pub const TCP_SEND_BUFFER_LIMITED_SECONDS_TOTAL: Metric = counter(
+    "stornet_tcp_send_buffer_limited_seconds_total",
+    "Time the peer's sockets had sent all they held while the writer waited for room in \
+     the send buffer, summed over sockets (TCP_INFO tcpi_sndbuf_limited; ss: sndbuf_limited).",
+)
+.with_labels(&[PEER]);
+pub const TCP_DELIVERED_SEGMENTS_TOTAL: Metric = counter(
+    "stornet_tcp_delivered_segments_total",
+    "Segments the peer acknowledged, summed over sockets (TCP_INFO tcpi_delivered).",
+)
+.with_labels(&[PEER]);
+pub const TCP_DELIVERED_CE_SEGMENTS_TOTAL: Metric = counter(
+    "stornet_tcp_delivered_ce_segments_total",
+    "Segments the peer acknowledged with an ECN echo, because the path marked congestion \
+     instead of dropping, summed over sockets (TCP_INFO tcpi_delivered_ce).",
+)
+.with_labels(&[PEER]);
+pub const NET_TCP_DELIVERED_CE_SEGMENTS_TOTAL: Metric = counter(
+    "stornet_net_tcp_delivered_ce_segments_total",
+    "Segments acknowledged with an ECN echo in the network namespace, all sockets \
+     (/proc/net/netstat TcpExt TCPDeliveredCE).",
+)
+.with_labels(&[NETNS]);
 
 pub const ALL: &[Metric] = &[
     TCP_RETRANSMITS_TOTAL,
@@ -198,6 +286,11 @@ pub const ALL: &[Metric] = &[
     INTERFACE_TRANSMIT_DROPPED_TOTAL,
     INTERFACE_RECEIVE_MISSED_TOTAL,
     INTERFACE_PAUSE_FRAMES_TOTAL,
+    INTERFACE_RECEIVE_PAUSE_FRAMES_TOTAL,
+    INTERFACE_TRANSMIT_PAUSE_FRAMES_TOTAL,
+    QDISC_RATE_BYTES_PER_SECOND,
+    QDISC_SENT_BYTES_TOTAL,
+    QDISC_SENT_PACKETS_TOTAL,
     QDISC_DROPS_TOTAL,
     QDISC_OVERLIMITS_TOTAL,
     QDISC_REQUEUES_TOTAL,
@@ -208,4 +301,14 @@ pub const ALL: &[Metric] = &[
     TCP_SRTT_MAX_SECONDS,
     TCP_PATH_MTU_BYTES,
     TCP_MSS_BYTES,
+    TCP_SEND_QUEUE_BYTES,
+    TCP_NOTSENT_BYTES,
+    TCP_DELIVERY_RATE_BYTES_PER_SECOND,
+    TCP_APP_LIMITED_SOCKETS,
+    TCP_BUSY_SECONDS_TOTAL,
+    TCP_RECEIVE_WINDOW_LIMITED_SECONDS_TOTAL,
+    TCP_SEND_BUFFER_LIMITED_SECONDS_TOTAL,
+    TCP_DELIVERED_SEGMENTS_TOTAL,
+    TCP_DELIVERED_CE_SEGMENTS_TOTAL,
+    NET_TCP_DELIVERED_CE_SEGMENTS_TOTAL,
 ];

@@ -124,6 +124,7 @@ const TOOLS: &[(&str, &str)] = &[
     ("setpriv", "the agent without privileges"),
     ("dd", "writes from a cgroup of their own"),
     ("dmsetup", "stacked device-mapper devices"),
+    ("ethtool", "pause statistics against the agent's"),
 ];
 
 /// Privileged tests that run in every full boot (module path and name). Left out: tests of
@@ -154,6 +155,10 @@ const KERNELS_PROBES: &[&str] = &[
     "probes::kernel_info_names_release_and_lockdown",
     "net::lossy_link_counts_match_the_kernel",
 ];
+
+/// The standard pause statistics against `ethtool`, on netdevsim where the vm tier could
+/// build it for the kernel (see [`super::netdevsim`]).
+const PAUSE_TEST: &str = "pause::netdevsim_pause_frames_match_ethtool";
 
 /// The host binaries a guest runs.
 pub struct Binaries {
@@ -193,11 +198,14 @@ fn host_tool(name: &str) -> Result<PathBuf> {
         .with_context(|| format!("`{name}` is not installed (cargo xtask setup installs it)"))
 }
 
-/// What a boot's kernel offers beyond the drivers: NVMe over TCP, nbd, dm and md stacks.
+/// What a boot's kernel offers beyond the drivers: NVMe over TCP, nbd, dm and md stacks,
+/// netdevsim.
 struct Extras {
     fabrics: bool,
     nbd: bool,
     stacked: bool,
+    /// netdevsim is in the tree, for the pause-frame test.
+    pause: bool,
 }
 
 /// Builds the guest of one boot: its initramfs in `work`, its disks, its command line.
@@ -208,16 +216,27 @@ pub fn plan(
     bins: &Binaries,
     work: &Path,
     only: &[String],
+    netdevsim: Option<&Path>,
 ) -> Result<Plan> {
-    let tree = ModuleTree::open(&kernel.modules)?;
+    let mut tree = ModuleTree::open(&kernel.modules)?;
     let drivers: Vec<&Driver> = DRIVERS
         .iter()
         .filter(|d| boot.full || d.name == "nvme")
         .filter(|d| d.modules.iter().all(|m| tree.has(m)))
         .collect();
+    // netdevsim only where its test runs.
+    let selected = |test: &str| only.is_empty() || only.iter().any(|o| test.contains(o.as_str()));
+    let pause = match netdevsim {
+        Some(ko) if boot.full && selected(PAUSE_TEST) => {
+            tree.add("netdevsim", ko);
+            true
+        }
+        _ => false,
+    };
     // NVMe over TCP (target and initiator), nbd, and dm and md stacks over loop devices and
     // null_blk, in every full boot of a kernel that has them.
     let extras = Extras {
+        pause,
         fabrics: boot.full && NVME_TCP.iter().all(|m| tree.has(m)),
         nbd: boot.full && tree.has(NBD),
         stacked: boot.full
@@ -306,6 +325,9 @@ fn add_modules(
     if extras.nbd {
         modules.push(NBD);
     }
+    if extras.pause {
+        modules.push("netdevsim");
+    }
     if extras.stacked {
         modules.extend(STACKED);
     }
@@ -351,6 +373,9 @@ fn tests(
     }
     if extras.nbd {
         kernels.push("nbd::nbd_device_names_its_server_and_its_retransmits".into());
+    }
+    if extras.pause {
+        kernels.push(PAUSE_TEST.into());
     }
     if extras.stacked {
         kernels.push("stacked::dm_layers_are_counted_each_for_its_own_device".into());
@@ -422,6 +447,7 @@ fn init_script(drivers: &[&Driver], tests: &[(String, Vec<String>)]) -> String {
          mount -t tmpfs tmp /tmp\n\
          mount -t tmpfs run /run\n\
          mount -t tracefs nodev /sys/kernel/tracing\n\
+         mount -t debugfs nodev /sys/kernel/debug\n\
          mount -t securityfs none /sys/kernel/security\n\
          mount -t bpf bpf /sys/fs/bpf\n\
          mount -t tmpfs cgroup /sys/fs/cgroup && mkdir /sys/fs/cgroup/unified\n\
