@@ -30,7 +30,8 @@ pub enum Source {
 pub enum Snapshot {
     /// Interface counters, MTU and qdisc statistics (rtnetlink).
     Netlink,
-    /// Established TCP sockets per peer: count, RTT, path MTU, MSS (sock_diag).
+    /// Established TCP sockets per peer: count, RTT, path MTU, MSS, send queue, delivery and
+    /// the time limited (sock_diag); each namespace's ECN echoes (/proc/net/netstat).
     SockDiag,
     /// Link speed and pause-frame counters (ethtool ioctls).
     Ethtool,
@@ -104,6 +105,9 @@ pub const COLLECTORS: &[CollectorSpec] = &[
             net::QDISC_REQUEUES_TOTAL,
             net::QDISC_BACKLOG_BYTES,
             net::QDISC_BACKLOG_PACKETS,
+            net::QDISC_SENT_BYTES_TOTAL,
+            net::QDISC_SENT_PACKETS_TOTAL,
+            net::QDISC_RATE_BYTES_PER_SECOND,
             net::NAMESPACE_UP,
             net::SNAPSHOT_ERRORS_TOTAL,
         ],
@@ -117,6 +121,16 @@ pub const COLLECTORS: &[CollectorSpec] = &[
             net::TCP_SRTT_MAX_SECONDS,
             net::TCP_PATH_MTU_BYTES,
             net::TCP_MSS_BYTES,
+            net::TCP_SEND_QUEUE_BYTES,
+            net::TCP_NOTSENT_BYTES,
+            net::TCP_DELIVERY_RATE_BYTES_PER_SECOND,
+            net::TCP_APP_LIMITED_SOCKETS,
+            net::TCP_BUSY_SECONDS_TOTAL,
+            net::TCP_RECEIVE_WINDOW_LIMITED_SECONDS_TOTAL,
+            net::TCP_SEND_BUFFER_LIMITED_SECONDS_TOTAL,
+            net::TCP_DELIVERED_SEGMENTS_TOTAL,
+            net::TCP_DELIVERED_CE_SEGMENTS_TOTAL,
+            net::NET_TCP_DELIVERED_CE_SEGMENTS_TOTAL,
             net::NAMESPACE_UP,
             net::SNAPSHOT_ERRORS_TOTAL,
         ],
@@ -127,6 +141,8 @@ pub const COLLECTORS: &[CollectorSpec] = &[
         &[
             net::INTERFACE_SPEED_BYTES_PER_SECOND,
             net::INTERFACE_PAUSE_FRAMES_TOTAL,
+            net::INTERFACE_RECEIVE_PAUSE_FRAMES_TOTAL,
+            net::INTERFACE_TRANSMIT_PAUSE_FRAMES_TOTAL,
             net::NAMESPACE_UP,
             net::SNAPSHOT_ERRORS_TOTAL,
         ],
