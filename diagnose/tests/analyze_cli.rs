@@ -3,7 +3,10 @@
 //! fails clearly on a Prometheus that cannot answer. (Records of real runs:
 //! loadgen/tests/run_record.rs.) No root needed.
 
-#[allow(dead_code)]
+#[allow(
+    dead_code,
+    reason = "the synthetic lab of the analysis tests; this test uses a part"
+)]
 #[path = "../../analysis/tests/synth/mod.rs"]
 mod synth;
 

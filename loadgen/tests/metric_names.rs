@@ -3,7 +3,7 @@
 //! (tests/privileged/service_metric_names.rs) and docs/metrics.md documents.
 
 use diagnose::signals::{FAMILIES, QUEUE_HISTOGRAM, SERVICE_HISTOGRAM};
-use stornet_lab::metric_docs::{load, series_names};
+use stornet_repo_checks::metric_docs::{load, series_names};
 
 #[test]
 fn loadgen_reads_only_documented_metrics() {

@@ -3,7 +3,10 @@
 //! other from a synthetic record of congestion on the path to a replica, so every chart has
 //! lines: latency, retransmits and drops, the breakdown by replica.
 
-#[allow(dead_code)]
+#[allow(
+    dead_code,
+    reason = "the synthetic lab of the analysis tests; this test uses a part"
+)]
 #[path = "../../analysis/tests/synth/mod.rs"]
 mod synth;
 

@@ -305,7 +305,10 @@ impl Recorder {
 
     /// The analysis input of a point: its timeline rows with their histograms, each agent's
     /// values on its own host, loadgen's latency and its split on `local`'s host.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the parts of a point, each from its own source"
+    )]
     fn run_of(
         &self,
         rows: &[TimelineRow],

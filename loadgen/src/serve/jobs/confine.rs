@@ -100,8 +100,9 @@ fn directory_beneath(dir: &OwnedFd, rel: &Path) -> io::Result<OwnedFd> {
 }
 
 pub fn fstat(fd: &OwnedFd) -> io::Result<libc::stat> {
-    // SAFETY: fstat writes one struct through a valid pointer.
+    // SAFETY: an all-zero stat is a valid value of the plain C struct.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat writes one struct through a valid pointer.
     if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
         return Err(io::Error::last_os_error());
     }

@@ -190,7 +190,10 @@ impl Job {
     }
 
     /// Threads that read what the child says (`ready`), its messages and its record.
-    #[allow(clippy::type_complexity)]
+    #[allow(
+        clippy::type_complexity,
+        reason = "the channel, the tail and the two threads, taken apart by the one caller"
+    )]
     fn watch(
         child: &mut Child,
         record_r: OwnedFd,
