@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use analysis::{BlockOp, Host, Latency, Run, Series};
+use metric_names::labels::{DEVICE, OP};
 
 use crate::signals::{self, FAMILIES, Field, Fold, Key, MetricType, SignalFamily, Values};
 use promclient::query::{self, MatrixSeries, QueryError, Range};
@@ -254,7 +255,7 @@ pub fn build(g: &Grid, answers: &Answers) -> Run {
                     let slot = usize::from(*histogram == signals::SERVICE_HISTOGRAM) * 2
                         + usize::from(*q > 0.5);
                     quantiles
-                        .entry((label("instance"), label("device"), label("op")))
+                        .entry((label("instance"), label(DEVICE), label(OP)))
                         .or_default()[slot] = s;
                 }
             }

@@ -13,6 +13,9 @@ use std::collections::BTreeMap;
 use analysis::{Host, Series};
 use serde::{Deserialize, Serialize};
 
+use metric_names::labels::{
+    DEVICE, HANDLE, INTERFACE, KIND, NETNS, OP, PARENT, PEER, QDISC as QDISC_KIND, REASON, RESOURCE,
+};
 use metric_names::{Metric, agent, block, net};
 use promclient::text::Sample;
 
@@ -105,9 +108,9 @@ const EBPF: MetricType = MetricType::Counter { born_at_zero: true };
 const SNAPSHOT: MetricType = MetricType::Counter {
     born_at_zero: false,
 };
-pub(crate) const DEV_OP: &[&str] = &["device", "op"];
-pub(crate) const QDISC: &[&str] = &["netns", "interface", "qdisc", "handle", "parent"];
-pub(crate) const IFACE: &[&str] = &["netns", "interface"];
+pub(crate) const DEV_OP: &[&str] = &[DEVICE, OP];
+pub(crate) const QDISC: &[&str] = &[NETNS, INTERFACE, QDISC_KIND, HANDLE, PARENT];
+pub(crate) const IFACE: &[&str] = &[NETNS, INTERFACE];
 
 const fn family(
     field: Field,
@@ -181,7 +184,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         Field::BlockInflight,
         block::INFLIGHT,
         Part::Value,
-        &["device"],
+        &[DEVICE],
         MetricType::Gauge,
         Fold::Sum,
     ),
@@ -190,7 +193,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         Field::BlockQueueLimit,
         block::QUEUE_LIMIT,
         Part::Value,
-        &["device"],
+        &[DEVICE],
         MetricType::Gauge,
         Fold::Min,
     ),
@@ -198,7 +201,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         Field::BlockParent,
         block::DEVICE_INFO,
         Part::Value,
-        &["device", "parent", "peer"],
+        &[DEVICE, PARENT, PEER],
         MetricType::Gauge,
         Fold::Max,
     ),
@@ -206,7 +209,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         Field::TcpRetransmits,
         net::TCP_RETRANSMITS_TOTAL,
         Part::Value,
-        &["peer"],
+        &[PEER],
         EBPF,
         Fold::Sum,
     ),
@@ -214,7 +217,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         Field::TcpSrtt,
         net::TCP_SRTT_SECONDS,
         Part::Value,
-        &["peer"],
+        &[PEER],
         MetricType::Gauge,
         Fold::Max,
     ),
@@ -222,7 +225,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         Field::TcpPathMtu,
         net::TCP_PATH_MTU_BYTES,
         Part::Value,
-        &["peer"],
+        &[PEER],
         MetricType::Gauge,
         Fold::Min,
     ),
@@ -230,7 +233,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         Field::TcpMss,
         net::TCP_MSS_BYTES,
         Part::Value,
-        &["peer"],
+        &[PEER],
         MetricType::Gauge,
         Fold::Min,
     ),
@@ -238,7 +241,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         Field::SkbDrops,
         net::SKB_DROPS_TOTAL,
         Part::Value,
-        &["reason"],
+        &[REASON],
         EBPF,
         Fold::Sum,
     ),
@@ -326,7 +329,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         Field::PressureStalled,
         metric_names::host::PRESSURE_STALLED_SECONDS_TOTAL,
         Part::Value,
-        &["resource", "kind"],
+        &[RESOURCE, KIND],
         SNAPSHOT,
         Fold::Sum,
     ),
@@ -461,6 +464,22 @@ pub type Values = BTreeMap<Key, Series>;
 
 #[cfg(test)]
 mod tests {
+    /// The labels a family keys its series by are labels its metric declares: a label
+    /// renamed on the agent's side cannot leave the analysis reading nothing.
+    #[test]
+    fn every_family_keys_by_labels_its_metric_has() {
+        for f in super::FAMILIES {
+            for l in f.labels {
+                assert!(
+                    f.metric.labels.contains(l),
+                    "{}: label {l} is not one of {:?}",
+                    f.metric.name,
+                    f.metric.labels
+                );
+            }
+        }
+    }
+
     use super::*;
     use promclient::text::parse;
 
