@@ -1,16 +1,23 @@
 //! The metric-to-model table: which of stornet-agent's metrics the analysis reads (named by
 //! the `metric-names` crate, the agent's own source of names, so a metric renamed there is
-//! renamed here at compile time), how each folds into a per-interval value, and (`host`) how
-//! those values fill the analysis model (`analysis::Host`). A load generator's own scrapes
-//! during a run and fleet mode's Prometheus queries both go through this table.
+//! renamed here at compile time), how each folds into a per-interval value, and where its
+//! values go in the analysis model (`analysis::Host`). A load generator's own scrapes during
+//! a run and fleet mode's Prometheus queries both go through this table, and docs/metrics.md
+//! shows it (`docs`).
+//!
+//! Reading one more metric: a [`Field`], its entry in [`FAMILIES`] and, when its values go
+//! one to one into a device, peer or interface series, a [`Place`] naming that series; only
+//! families combined with others ([`Place::Custom`]) need code in `host.rs`.
 
+#[cfg(test)]
+mod docs;
 mod host;
 
 pub use host::host;
 
 use std::collections::BTreeMap;
 
-use analysis::{Host, Series};
+use analysis::{Device, Host, Interface, Peer, Series};
 use serde::{Deserialize, Serialize};
 
 use metric_names::labels::{
@@ -93,6 +100,22 @@ impl Part {
     }
 }
 
+/// Where a family's values go in the model.
+#[derive(Clone, Copy)]
+pub enum Place {
+    /// `devices[device].NAME`, keyed by `device`.
+    Device(&'static str, fn(&mut Device) -> &mut Series),
+    /// `peers[peer].NAME`, keyed by `peer`; a peer that is no other host (`other`, loopback)
+    /// is left out.
+    Peer(&'static str, fn(&mut Peer) -> &mut Series),
+    /// `interfaces[name].NAME`, keyed by `netns`, `interface` (named by [`interface_name`]);
+    /// loopback is left out.
+    Interface(&'static str, fn(&mut Interface) -> &mut Series),
+    /// Combined with other families, or picked out by label, in `host.rs`: the text says
+    /// where (Markdown, for the docs).
+    Custom(&'static str),
+}
+
 pub struct SignalFamily {
     pub field: Field,
     /// The agent's metric, named in one place (the `metric-names` crate).
@@ -102,6 +125,7 @@ pub struct SignalFamily {
     pub labels: &'static [&'static str],
     pub kind: MetricType,
     pub fold: Fold,
+    pub place: Place,
 }
 
 const EBPF: MetricType = MetricType::Counter { born_at_zero: true };
@@ -119,6 +143,7 @@ const fn family(
     labels: &'static [&'static str],
     kind: MetricType,
     fold: Fold,
+    place: Place,
 ) -> SignalFamily {
     SignalFamily {
         field,
@@ -127,6 +152,7 @@ const fn family(
         labels,
         kind,
         fold,
+        place,
     }
 }
 
@@ -139,6 +165,9 @@ pub const FAMILIES: &[SignalFamily] = &[
         DEV_OP,
         EBPF,
         Fold::Sum,
+        Place::Custom(
+            "`devices[device].ops[op].queue_seconds`: `_sum` / `_count`, the mean per request",
+        ),
     ),
     family(
         Field::BlockQueueCount,
@@ -147,6 +176,9 @@ pub const FAMILIES: &[SignalFamily] = &[
         DEV_OP,
         EBPF,
         Fold::Sum,
+        Place::Custom(
+            "`devices[device].ops[op].queue_seconds`: `_sum` / `_count`, the mean per request",
+        ),
     ),
     family(
         Field::BlockServiceSum,
@@ -155,6 +187,9 @@ pub const FAMILIES: &[SignalFamily] = &[
         DEV_OP,
         EBPF,
         Fold::Sum,
+        Place::Custom(
+            "`devices[device].ops[op].service_seconds`: `_sum` / `_count`, the mean per request",
+        ),
     ),
     family(
         Field::BlockServiceCount,
@@ -163,6 +198,9 @@ pub const FAMILIES: &[SignalFamily] = &[
         DEV_OP,
         EBPF,
         Fold::Sum,
+        Place::Custom(
+            "`devices[device].ops[op].service_seconds`: `_sum` / `_count`; and `ios` where the IO-size count is missing",
+        ),
     ),
     family(
         Field::BlockRequests,
@@ -171,6 +209,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         DEV_OP,
         EBPF,
         Fold::Sum,
+        Place::Custom("`devices[device].ops[op].ios`"),
     ),
     family(
         Field::BlockErrors,
@@ -179,6 +218,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         DEV_OP,
         EBPF,
         Fold::Sum,
+        Place::Custom("`devices[device].ops[op].errors`"),
     ),
     family(
         Field::BlockInflight,
@@ -187,6 +227,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         &[DEVICE],
         MetricType::Gauge,
         Fold::Sum,
+        Place::Device("inflight", |d| &mut d.inflight),
     ),
     // `limit` is nr_requests or the device's own queue depth: the smaller one binds.
     family(
@@ -196,6 +237,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         &[DEVICE],
         MetricType::Gauge,
         Fold::Min,
+        Place::Device("queue_limit", |d| &mut d.queue_limit),
     ),
     family(
         Field::BlockParent,
@@ -204,6 +246,9 @@ pub const FAMILIES: &[SignalFamily] = &[
         &[DEVICE, PARENT, PEER],
         MetricType::Gauge,
         Fold::Max,
+        Place::Custom(
+            "`devices[device].parents[]` and `.peer`, as the last interval that read them says",
+        ),
     ),
     family(
         Field::TcpRetransmits,
@@ -212,6 +257,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         &[PEER],
         EBPF,
         Fold::Sum,
+        Place::Peer("retransmits", |p| &mut p.retransmits),
     ),
     family(
         Field::TcpSrtt,
@@ -220,6 +266,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         &[PEER],
         MetricType::Gauge,
         Fold::Max,
+        Place::Peer("srtt_seconds", |p| &mut p.srtt_seconds),
     ),
     family(
         Field::TcpPathMtu,
@@ -228,6 +275,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         &[PEER],
         MetricType::Gauge,
         Fold::Min,
+        Place::Peer("path_mtu_bytes", |p| &mut p.path_mtu_bytes),
     ),
     family(
         Field::TcpMss,
@@ -236,6 +284,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         &[PEER],
         MetricType::Gauge,
         Fold::Min,
+        Place::Peer("mss_bytes", |p| &mut p.mss_bytes),
     ),
     family(
         Field::SkbDrops,
@@ -244,6 +293,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         &[REASON],
         EBPF,
         Fold::Sum,
+        Place::Custom("`skb_drops[reason]`"),
     ),
     family(
         Field::QdiscDrops,
@@ -252,6 +302,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         QDISC,
         SNAPSHOT,
         Fold::Sum,
+        Place::Custom("`qdiscs[].drops`"),
     ),
     family(
         Field::QdiscOverlimits,
@@ -260,6 +311,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         QDISC,
         SNAPSHOT,
         Fold::Sum,
+        Place::Custom("`qdiscs[].overlimits`"),
     ),
     family(
         Field::QdiscBacklog,
@@ -268,6 +320,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         QDISC,
         MetricType::Gauge,
         Fold::Sum,
+        Place::Custom("`qdiscs[].backlog_bytes`"),
     ),
     family(
         Field::InterfaceMtu,
@@ -276,6 +329,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         IFACE,
         MetricType::Gauge,
         Fold::Max,
+        Place::Interface("mtu_bytes", |i| &mut i.mtu_bytes),
     ),
     family(
         Field::InterfaceRxPackets,
@@ -284,6 +338,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         IFACE,
         SNAPSHOT,
         Fold::Sum,
+        Place::Interface("rx_packets", |i| &mut i.rx_packets),
     ),
     family(
         Field::InterfaceTxPackets,
@@ -292,6 +347,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         IFACE,
         SNAPSHOT,
         Fold::Sum,
+        Place::Interface("tx_packets", |i| &mut i.tx_packets),
     ),
     family(
         Field::InterfaceRxDrops,
@@ -300,6 +356,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         IFACE,
         SNAPSHOT,
         Fold::Sum,
+        Place::Interface("rx_drops", |i| &mut i.rx_drops),
     ),
     family(
         Field::InterfaceTxDrops,
@@ -308,6 +365,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         IFACE,
         SNAPSHOT,
         Fold::Sum,
+        Place::Interface("tx_drops", |i| &mut i.tx_drops),
     ),
     family(
         Field::InterfaceRxErrors,
@@ -316,6 +374,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         IFACE,
         SNAPSHOT,
         Fold::Sum,
+        Place::Interface("rx_errors", |i| &mut i.rx_errors),
     ),
     family(
         Field::InterfaceTxErrors,
@@ -324,6 +383,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         IFACE,
         SNAPSHOT,
         Fold::Sum,
+        Place::Interface("tx_errors", |i| &mut i.tx_errors),
     ),
     family(
         Field::PressureStalled,
@@ -332,6 +392,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         &[RESOURCE, KIND],
         SNAPSHOT,
         Fold::Sum,
+        Place::Custom("`cpu_stalled_seconds`: `resource=\"cpu\"`, `kind=\"some\"`"),
     ),
     family(
         Field::AgentStart,
@@ -340,6 +401,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         &[],
         MetricType::Gauge,
         Fold::Max,
+        Place::Custom("none: a change marks a restart, and the counters of that interval missing"),
     ),
 ];
 
@@ -482,6 +544,35 @@ mod tests {
 
     use super::*;
     use promclient::text::parse;
+
+    /// A place names the series it fills as the model's JSON does, and is keyed by the
+    /// labels that say which device, peer or interface.
+    #[test]
+    fn places_name_the_series_they_fill() {
+        let one: Series = vec![Some(1.0)];
+        for f in FAMILIES {
+            let (name, json, keys) = match f.place {
+                Place::Device(name, field) => {
+                    let mut d = Device::default();
+                    *field(&mut d) = one.clone();
+                    (name, serde_json::to_value(d).unwrap(), vec![DEVICE])
+                }
+                Place::Peer(name, field) => {
+                    let mut p = Peer::default();
+                    *field(&mut p) = one.clone();
+                    (name, serde_json::to_value(p).unwrap(), vec![PEER])
+                }
+                Place::Interface(name, field) => {
+                    let mut i = Interface::default();
+                    *field(&mut i) = one.clone();
+                    (name, serde_json::to_value(i).unwrap(), IFACE.to_vec())
+                }
+                Place::Custom(_) => continue,
+            };
+            assert_eq!(json[name], serde_json::json!([1.0]), "{}", f.metric.name);
+            assert_eq!(f.labels.to_vec(), keys, "{}", f.metric.name);
+        }
+    }
 
     #[test]
     fn every_field_has_exactly_one_family() {
