@@ -46,6 +46,7 @@ pub enum Field {
     TcpSrtt,
     TcpPathMtu,
     TcpMss,
+    TcpNotsent,
     SkbDrops,
     QdiscDrops,
     QdiscOverlimits,
@@ -285,6 +286,15 @@ pub const FAMILIES: &[SignalFamily] = &[
         MetricType::Gauge,
         Fold::Min,
         Place::Peer("mss_bytes", |p| &mut p.mss_bytes),
+    ),
+    family(
+        Field::TcpNotsent,
+        net::TCP_NOTSENT_BYTES,
+        Part::Value,
+        &[PEER],
+        MetricType::Gauge,
+        Fold::Sum,
+        Place::Peer("notsent_bytes", |p| &mut p.notsent_bytes),
     ),
     family(
         Field::SkbDrops,
