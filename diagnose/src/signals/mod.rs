@@ -5,9 +5,10 @@
 //! a run and fleet mode's Prometheus queries both go through this table, and docs/metrics.md
 //! shows it (`docs`).
 //!
-//! Reading one more metric: a [`Field`], its entry in [`FAMILIES`] and, when its values go
-//! one to one into a device, peer or interface series, a [`Place`] naming that series; only
-//! families combined with others ([`Place::Custom`]) need code in `host.rs`.
+//! Reading one more metric: a [`Field`], its entry in [`FAMILIES`] with the [`Place`] its
+//! values go (a device's, peer's or interface's series, added to `analysis`'s model; only
+//! families combined with others, [`Place::Custom`], need code in `host.rs`), and
+//! `UPDATE=1 cargo test -p stornet-diagnose` to render docs/metrics.md's table.
 
 #[cfg(test)]
 mod docs;
