@@ -153,6 +153,10 @@ pub struct Peer {
     /// Bytes written to the peer's sockets and not sent yet (gauge).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notsent_bytes: Series,
+    /// Segments the peer acknowledged, retransmitted ones included, in the interval: what
+    /// the retransmits are a share of.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub delivered_segments: Series,
     /// The local interface the route to the peer leaves by, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interface: Option<String>,
@@ -356,6 +360,7 @@ impl Host {
                 &mut p.path_mtu_bytes,
                 &mut p.mss_bytes,
                 &mut p.notsent_bytes,
+                &mut p.delivered_segments,
             ]);
         }
         out.extend(self.skb_drops.values_mut());
@@ -406,6 +411,9 @@ impl Host {
             check(&p.path_mtu_bytes, n, || format!("{} path_mtu_bytes", q()))?;
             check(&p.mss_bytes, n, || format!("{} mss_bytes", q()))?;
             check(&p.notsent_bytes, n, || format!("{} notsent_bytes", q()))?;
+            check(&p.delivered_segments, n, || {
+                format!("{} delivered_segments", q())
+            })?;
         }
         for (reason, s) in &self.skb_drops {
             check(s, n, || format!("host {h} skb_drops {reason}"))?;

@@ -110,6 +110,14 @@ pub fn describe_run(cx: &Context, i: usize) -> String {
         if ios > 0.0 {
             let _ = write!(out, ", {:.2} per {} IO", run / ios, cx.direction);
         }
+        if let Some(sent) = crate::causes::segments_sent(cx, i) {
+            let _ = write!(
+                out,
+                ", {:.2}% of {} segments sent",
+                100.0 * run / sent,
+                count(sent)
+            );
+        }
     }
     out.push(')');
     out

@@ -305,6 +305,39 @@ fn a_remote_device_slow_on_its_own_is_a_slow_device_and_a_healthy_one_nothing() 
     assert_eq!(r.verdict.cause, Cause::None, "{}", r.to_text());
 }
 
+/// A healthy remote device judged as a whole, whose initiator resent `per_write` segments
+/// per write (spread evenly) toward the device's server, with nothing dropped on the path;
+/// `segments_per_write` sent per write when the agent counted them.
+fn remote_resending(per_write: f64, segments_per_write: Option<f64>) -> Report {
+    let mut run = remote_run(Lab::new(Fault::None).throughout().noisy());
+    let h1 = &mut run.hosts[0];
+    let iops: Series = h1.write.as_ref().expect("writes").iops.clone();
+    let per_interval = |per: f64| -> Series { iops.iter().map(|v| v.map(|x| x * per)).collect() };
+    let peer = h1.peers.get_mut("198.18.0.2").expect("the server");
+    peer.retransmits = per_interval(per_write);
+    if let Some(n) = segments_per_write {
+        peer.delivered_segments = per_interval(n);
+    }
+    analyze(&run).expect("lines up")
+}
+
+#[test]
+fn retransmits_are_judged_against_the_segments_sent_when_counted() {
+    // An emulated NVMe/TCP initiator that stalled now and then: 0.03 retransmits per 64 KiB
+    // write is 0.06% of its 45 segments, no congestion, as the evidence's figure says.
+    let r = remote_resending(0.03, Some(45.0));
+    assert_cause(&r, Cause::None, State::Steady);
+    let c = candidate(&r, Cause::NetworkCongestion);
+    assert!(!c.requirement_met, "{}", r.to_text());
+    // Without the segments' count the same run is judged per IO, where it is an anomaly.
+    let r = remote_resending(0.03, None);
+    assert_cause(&r, Cause::NetworkCongestion, State::Steady);
+    // A buffer that drops bursts: 1.5% of the segments resent is congestion, with its share.
+    let r = remote_resending(0.675, Some(45.0));
+    assert_cause(&r, Cause::NetworkCongestion, State::Steady);
+    assert!(evidence(&r).contains("1.50% of"), "{}", r.to_text());
+}
+
 #[test]
 fn throttling_above_the_block_layer_is_a_slow_device_not_the_network() {
     let r = report(&Lab::new(Fault::Throttle).noisy());

@@ -48,6 +48,7 @@ pub enum Field {
     TcpPathMtu,
     TcpMss,
     TcpNotsent,
+    TcpDelivered,
     SkbDrops,
     QdiscDrops,
     QdiscOverlimits,
@@ -296,6 +297,15 @@ pub const FAMILIES: &[SignalFamily] = &[
         MetricType::Gauge,
         Fold::Sum,
         Place::Peer("notsent_bytes", |p| &mut p.notsent_bytes),
+    ),
+    family(
+        Field::TcpDelivered,
+        net::TCP_DELIVERED_SEGMENTS_TOTAL,
+        Part::Value,
+        &[PEER],
+        SNAPSHOT,
+        Fold::Sum,
+        Place::Peer("delivered_segments", |p| &mut p.delivered_segments),
     ),
     family(
         Field::SkbDrops,
