@@ -18,7 +18,7 @@ use stornet_lab::blockdev::{LoopDevice, open_direct};
 use stornet_lab::metrics::http_get;
 use stornet_lab::netns::{HostPair, Netns};
 
-use crate::cmd;
+use stornet_lab::cmd;
 
 const DEVICES: usize = 16;
 const PEERS: u8 = 64;

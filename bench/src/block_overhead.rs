@@ -36,7 +36,7 @@ use aya::{Btf, Ebpf};
 use stornet_lab::metrics::http_get;
 
 use super::median;
-use crate::cmd;
+use stornet_lab::cmd;
 
 const BIOLATENCY: &str = "tracepoint:block:block_rq_issue { @start[args->dev, args->sector] = nsecs; } \
 tracepoint:block:block_rq_complete /@start[args->dev, args->sector]/ { \

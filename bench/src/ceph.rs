@@ -14,7 +14,7 @@ use stornet_lab::ceph::{CephLab, CephSpec, RadosBench};
 use stornet_lab::host_cpu;
 
 use super::median;
-use crate::cmd;
+use stornet_lab::cmd;
 
 const ROUNDS: usize = 5;
 const SECONDS: u32 = 10;

@@ -5,7 +5,6 @@
 mod agent_scrape;
 mod block_overhead;
 mod ceph;
-mod cmd;
 mod diagnosis;
 mod loadgen_vs_fio;
 mod multi_host;

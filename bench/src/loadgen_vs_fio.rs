@@ -16,7 +16,7 @@ use serde_json::Value;
 use stornet_lab::blockdev::LoopDevice;
 
 use super::median;
-use crate::cmd;
+use stornet_lab::cmd;
 
 const ROUNDS: usize = 5;
 const RUNTIME_S: u32 = 5;

@@ -20,7 +20,7 @@ use stornet_lab::lab::{Host, HostSpec, Lab, Shaping};
 use stornet_lab::replica::{ScratchDir, ServeProcess};
 
 use super::{json_num, median};
-use crate::cmd;
+use stornet_lab::cmd;
 
 const ROUNDS: usize = 5;
 const RUNTIME_S: u32 = 5;

@@ -12,7 +12,7 @@ use anyhow::{Context, Result, bail};
 use stornet_lab::agent::AgentProcess;
 use stornet_lab::netns::HostPair;
 
-use crate::cmd;
+use stornet_lab::cmd;
 
 const ROUNDS: usize = 7;
 const SECONDS: u32 = 3;

@@ -24,7 +24,7 @@ use stornet_lab::netns::HostPair;
 use stornet_lab::replica::{ScratchDir, ServeProcess};
 
 use super::median;
-use crate::cmd;
+use stornet_lab::cmd;
 
 const ROUNDS: usize = 3;
 const RUNTIME_S: u32 = 5;

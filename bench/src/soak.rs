@@ -13,7 +13,7 @@ use stornet_lab::blockdev::{LoopDevice, direct_reads, direct_writes};
 use stornet_lab::churn::{PeerSpace, Pending, footprint};
 use stornet_lab::metrics::http_get;
 
-use crate::cmd;
+use stornet_lab::cmd;
 
 const PEER_CAP: usize = 64;
 const WAVE_EVERY: u64 = 10;

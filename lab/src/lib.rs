@@ -15,6 +15,7 @@ pub mod ceph;
 pub mod cgroup;
 pub mod chromium;
 pub mod churn;
+pub mod cmd;
 pub mod dm;
 pub mod ecn;
 pub mod fs;

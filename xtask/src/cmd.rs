@@ -1,74 +1,11 @@
-//! Running commands with their command line printed first.
+//! Running commands with their command line printed first ([`stornet_lab::cmd`]), and the
+//! cargo commands of the tiers.
 
-use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::process::Command;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
-/// Prints `$ cmd args` and runs it with inherited stdio; fails on a non-zero exit.
-pub fn run(cmd: &mut Command) -> Result<()> {
-    println!("$ {}", display(cmd));
-    let status = cmd
-        .status()
-        .with_context(|| format!("cannot start {}", display(cmd)))?;
-    if !status.success() {
-        bail!("`{}` failed ({status})", display(cmd));
-    }
-    Ok(())
-}
-
-/// Runs a command quietly and returns its stdout, or None if it could not run or failed.
-pub fn output(program: &str, args: &[&str]) -> Option<String> {
-    let out = Command::new(program)
-        .args(args)
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-pub fn display(cmd: &Command) -> String {
-    let mut s = cmd.get_program().to_string_lossy().into_owned();
-    for a in cmd.get_args() {
-        s.push(' ');
-        s.push_str(&a.to_string_lossy());
-    }
-    s
-}
-
-/// Runs `f` as a named step and prints how long it took.
-pub fn step<T>(name: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-    println!("==> {name}");
-    let start = Instant::now();
-    let r = f().with_context(|| format!("step `{name}` failed"));
-    println!(
-        "<== {name}: {:.1}s{}",
-        start.elapsed().as_secs_f64(),
-        if r.is_ok() { "" } else { " (failed)" }
-    );
-    r
-}
-
-pub fn is_root() -> bool {
-    output("id", &["-u"]).is_some_and(|s| s.trim() == "0")
-}
-
-/// The workspace root (xtask lives one level below it).
-pub fn workspace_root() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask is inside the workspace")
-        .to_path_buf()
-}
-
-/// `cargo` as invoked by the user (so that `cargo xtask` uses the same toolchain).
-pub fn cargo() -> Command {
-    let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    c.current_dir(workspace_root());
-    c
-}
+pub use stornet_lab::cmd::{cargo, display, is_root, output, run, step, workspace_root};
 
 /// `cargo` of the nightly toolchain (eBPF builds, cargo-fuzz), at the workspace root.
 pub fn nightly_cargo() -> Command {

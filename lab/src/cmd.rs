@@ -1,4 +1,5 @@
-//! Running commands with their command line printed first, as `cargo xtask` does.
+//! Running commands with their command line printed first: the steps of `cargo xtask` and
+//! of the benchmarks.
 
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -29,7 +30,7 @@ pub fn output(program: &str, args: &[&str]) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn display(cmd: &Command) -> String {
+pub fn display(cmd: &Command) -> String {
     let mut s = cmd.get_program().to_string_lossy().into_owned();
     for a in cmd.get_args() {
         s.push(' ');
@@ -59,7 +60,7 @@ pub fn is_root() -> bool {
 pub fn workspace_root() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
-        .expect("bench is inside the workspace")
+        .expect("the lab crate is inside the workspace")
         .to_path_buf()
 }
 
