@@ -303,21 +303,19 @@ fn bad_records_and_arguments_exit_2_with_one_line() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("--html: cannot write"));
 }
 
-#[test]
-fn an_unreachable_prometheus_is_a_runtime_failure() {
-    // A port nothing listens on: bound, then released.
+/// The URL of a loopback port nothing listens on (bound, then released).
+fn unreachable() -> String {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let o = stornet(&[
-        "analyze",
-        "--prometheus",
-        &format!("http://127.0.0.1:{port}"),
-        "--start=now-2m",
-        "--end=now",
-    ]);
+    format!("http://127.0.0.1:{port}")
+}
+
+#[test]
+fn an_unreachable_prometheus_is_a_runtime_failure() {
+    let o = fleet(&unreachable(), &["--start=now-2m", "--end=now"]);
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
@@ -326,16 +324,11 @@ fn an_unreachable_prometheus_is_a_runtime_failure() {
 
 #[test]
 fn a_watch_reports_a_failed_query_and_goes_on() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_stornet"))
         .args([
             "watch",
             "--prometheus",
-            &format!("http://127.0.0.1:{port}"),
+            &unreachable(),
             "--start=now-2m",
             "--end=now",
             "--step=200ms",
@@ -358,35 +351,46 @@ fn a_watch_reports_a_failed_query_and_goes_on() {
     }
 }
 
+/// A Prometheus on loopback that reads each request and answers it with `answer`, each
+/// connection in a thread of its own; returns its URL.
+fn fake_prometheus(answer: impl Fn(&mut std::net::TcpStream) + Send + Sync + 'static) -> String {
+    use std::io::Read;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let answer = std::sync::Arc::new(answer);
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            let answer = answer.clone();
+            std::thread::spawn(move || {
+                let _ = s.read(&mut [0u8; 4096]);
+                answer(&mut s);
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// `stornet analyze --prometheus URL` with the other arguments.
+fn fleet(url: &str, args: &[&str]) -> Output {
+    let mut all = vec!["analyze", "--prometheus", url];
+    all.extend_from_slice(args);
+    stornet(&all)
+}
+
 /// A Prometheus that answers without end: refused at the size limit, not read until the
 /// memory runs out. (The limit is on all the answers of one analysis together.)
 #[test]
 fn an_endless_prometheus_answer_is_refused() {
-    use std::io::{Read, Write};
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for s in l.incoming() {
-            let Ok(mut s) = s else { continue };
-            std::thread::spawn(move || {
-                let mut req = [0u8; 4096];
-                let _ = s.read(&mut req);
-                let _ = s.write_all(
-                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[",
-                );
-                let series =
-                    b"{\"metric\":{\"instance\":\"a:1\"},\"values\":[[1,\"1\"]]},".repeat(1000);
-                while s.write_all(&series).is_ok() {}
-            });
-        }
+    use std::io::Write;
+    let url = fake_prometheus(|s| {
+        let _ = s.write_all(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[",
+        );
+        let series = b"{\"metric\":{\"instance\":\"a:1\"},\"values\":[[1,\"1\"]]},".repeat(1000);
+        while s.write_all(&series).is_ok() {}
     });
-    let o = stornet(&[
-        "analyze",
-        "--prometheus",
-        &format!("http://{addr}"),
-        "--start=now-2m",
-        "--end=now",
-    ]);
+    let o = fleet(&url, &["--start=now-2m", "--end=now"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("larger than 256 MiB in all"), "{err}");
@@ -396,8 +400,7 @@ fn an_endless_prometheus_answer_is_refused() {
 /// analysis gets 24 MiB): refused once their sum passes the limit, instead of all being held.
 #[test]
 fn answers_too_large_together_are_refused() {
-    use std::io::{Read, Write};
-    use std::sync::Arc;
+    use std::io::Write;
     let series = b"{\"metric\":{\"instance\":\"a:1\",\"device\":\"loop0\",\"op\":\"read\"},\"values\":[[1796013455,\"540\"]]},";
     let mut body =
         b"{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[".to_vec();
@@ -412,27 +415,13 @@ fn answers_too_large_together_are_refused() {
     )
     .into_bytes();
     answer.extend_from_slice(&body);
-    let answer = Arc::new(answer);
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for s in l.incoming() {
-            let Ok(mut s) = s else { continue };
-            let answer = answer.clone();
-            std::thread::spawn(move || {
-                let _ = s.read(&mut [0u8; 4096]);
-                let _ = s.write_all(&answer);
-            });
-        }
+    let url = fake_prometheus(move |s| {
+        let _ = s.write_all(&answer);
     });
-    let o = stornet(&[
-        "analyze",
-        "--prometheus",
-        &format!("http://{addr}"),
-        "--start=1796013451",
-        "--end=1796013461",
-        "--step=2s",
-    ]);
+    let o = fleet(
+        &url,
+        &["--start=1796013451", "--end=1796013461", "--step=2s"],
+    );
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("larger than 256 MiB in all"), "{err}");
@@ -443,36 +432,19 @@ fn answers_too_large_together_are_refused() {
 /// its dozens of queries times a minute each: all of them together get --timeout.
 #[test]
 fn fleet_queries_have_one_deadline_in_all() {
-    use std::io::{Read, Write};
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for s in l.incoming() {
-            let Ok(mut s) = s else { continue };
-            std::thread::spawn(move || {
-                let mut req = [0u8; 4096];
-                let _ = s.read(&mut req);
-                std::thread::sleep(std::time::Duration::from_millis(700));
-                let body =
-                    b"{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[]}}";
-                let _ = write!(
-                    s,
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = s.write_all(body);
-            });
-        }
+    use std::io::Write;
+    let url = fake_prometheus(|s| {
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        let body = b"{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[]}}";
+        let _ = write!(
+            s,
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        let _ = s.write_all(body);
     });
     let start = std::time::Instant::now();
-    let o = stornet(&[
-        "analyze",
-        "--prometheus",
-        &format!("http://{addr}"),
-        "--start=now-2m",
-        "--end=now",
-        "--timeout=2",
-    ]);
+    let o = fleet(&url, &["--start=now-2m", "--end=now", "--timeout=2"]);
     let took = start.elapsed();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
