@@ -261,20 +261,10 @@ mod tests {
 
     fn socket(cookie: u64, send_queue: u32, app_limited: bool) -> TcpSocket {
         TcpSocket {
-            peer: "198.18.0.2".parse().unwrap(),
-            cookie,
-            srtt_us: 2000,
-            pmtu: 1500,
-            snd_mss: 1448,
             send_queue,
             notsent: Some(send_queue / 2),
-            delivery_rate: Some(5_000_000),
             app_limited,
-            busy_us: Some(1_500_000),
-            rwnd_limited_us: Some(0),
-            sndbuf_limited_us: Some(250_000),
-            delivered: Some(1000),
-            delivered_ce: Some(7),
+            ..TcpSocket::example(cookie)
         }
     }
 

@@ -59,6 +59,29 @@ pub struct TcpSocket {
     pub delivered_ce: Option<u32>,
 }
 
+#[cfg(test)]
+impl TcpSocket {
+    /// A busy socket to 198.18.0.2 with every field set, for tests to vary.
+    pub fn example(cookie: u64) -> TcpSocket {
+        TcpSocket {
+            peer: "198.18.0.2".parse().unwrap(),
+            cookie,
+            srtt_us: 2000,
+            pmtu: 1500,
+            snd_mss: 1448,
+            send_queue: 0,
+            notsent: Some(0),
+            delivery_rate: Some(5_000_000),
+            app_limited: false,
+            busy_us: Some(1_500_000),
+            rwnd_limited_us: Some(0),
+            sndbuf_limited_us: Some(250_000),
+            delivered: Some(1000),
+            delivered_ce: Some(7),
+        }
+    }
+}
+
 /// Opens a sock_diag socket in the calling thread's network namespace.
 pub fn open() -> Result<Netlink> {
     Netlink::open(NETLINK_SOCK_DIAG)

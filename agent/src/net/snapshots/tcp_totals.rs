@@ -116,20 +116,12 @@ mod tests {
 
     fn socket(cookie: u64, busy_us: u64, delivered: u32) -> TcpSocket {
         TcpSocket {
-            peer: "198.18.0.2".parse().unwrap(),
-            cookie,
-            srtt_us: 100,
-            pmtu: 1500,
-            snd_mss: 1448,
-            send_queue: 0,
-            notsent: Some(0),
-            delivery_rate: Some(0),
-            app_limited: false,
             busy_us: Some(busy_us),
             rwnd_limited_us: Some(busy_us / 2),
             sndbuf_limited_us: Some(0),
             delivered: Some(delivered),
             delivered_ce: Some(delivered / 10),
+            ..TcpSocket::example(cookie)
         }
     }
 
