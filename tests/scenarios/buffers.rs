@@ -38,7 +38,14 @@ fn deep(dir: &RunDir) -> f64 {
     let disk = support::disk("s1", DiskSpec::new(support::DISK_BYTES));
     let o = support::run(&lab, &disk, &workload(), dir, "deep");
     let writes = o.latency(0, "write");
-    assert_eq!(o.cause(), "none", "{:#}", o.analysis["verdict"]);
+    // Nothing on the path: no cause at all, or, when other work on this machine keeps the
+    // loop device's worker thread waiting for a CPU (its service time is that wait: the
+    // disk is memory), the CPU, as the host's pressure shows it.
+    assert!(
+        ["none", "cpu"].contains(&o.cause()),
+        "{:#}",
+        o.analysis["verdict"]
+    );
     assert!(writes.ios >= 1900.0, "{} writes", writes.ios);
     // The deep buffer never overflows...
     assert_eq!(o.qdisc_drops, 0, "drops at the deep-buffer switch ports");
