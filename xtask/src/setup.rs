@@ -36,6 +36,14 @@ const PACKAGES: &[(&str, &str)] = &[
         "the vm tier's guests: stacked device-mapper devices",
     ),
     ("busybox-static", "the vm tier's guests: shell and tools"),
+    (
+        "gcc",
+        "the vm tier: netdevsim built for the guests' kernels",
+    ),
+    (
+        "make",
+        "the vm tier: netdevsim built for the guests' kernels",
+    ),
     ("xz-utils", "the vm tier: compressed kernel modules"),
     ("bpftool", "inspecting probes and maps"),
     ("help2man", "man pages of the Debian packages"),
