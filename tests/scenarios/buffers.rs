@@ -65,6 +65,23 @@ fn deep(dir: &RunDir) -> f64 {
         "the agent counted {agent} retransmits to the replica, /proc/net/snmp {}",
         o.retransmits
     );
+    // The segments the retransmits are a share of reach the record: each 64 KiB write is
+    // at least 45 segments of the link's MSS (1448 bytes), less what the samples at the
+    // run's edges leave out (3.5% measured).
+    let sent = recorded(
+        &o,
+        &["peers", &support::replica_ip(&lab), "delivered_segments"],
+    );
+    println!(
+        "segments sent to the replica: {sent} ({:.1} per write), {:.3}% resent",
+        sent / writes.ios,
+        100.0 * (agent + 0.0) / sent
+    );
+    assert!(
+        sent >= 40.0 * writes.ios,
+        "{sent} segments recorded for {} writes of 64 KiB",
+        writes.ios
+    );
     writes.p99_s
 }
 
