@@ -52,7 +52,7 @@ pub struct Thresholds {
     pub events_per_io: f64,
     /// Whole-run judgement: retransmits anomalous at this share of the segments sent to the
     /// peer, when the agent counted them (instead of `events_per_io`): a healthy path
-    /// resends well under 0.1%, a buffer that drops bursts whole percents.
+    /// resends hundredths of a percent, a buffer that drops bursts whole percents.
     pub retransmits_per_segment: f64,
     /// A standing qdisc queue: mean backlog at least this many bytes.
     pub backlog_bytes: f64,
@@ -103,7 +103,7 @@ impl Default for Thresholds {
             anomaly_min_events: 10.0,
             anomaly_events_per_second: 1.0,
             events_per_io: 0.01,
-            retransmits_per_segment: 0.005,
+            retransmits_per_segment: 0.002,
             backlog_bytes: 65536.0,
             slow_service_seconds: 0.020,
             above_block_seconds: 0.001,
