@@ -1,6 +1,7 @@
 //! The repository's files checked against each other and the code (no root needed).
 
 mod dashboards;
+mod dependencies;
 mod kubernetes;
 mod loadgen_manifests;
 mod metrics;
