@@ -7,7 +7,7 @@ use crate::breakdown::{PartKind, PartShare, Parts};
 use crate::layers::layers_of;
 use crate::model::{Direction, Host, Run};
 use crate::series::{all, at};
-use crate::signals::{Signal, SignalScore};
+use crate::signals::{Signal, SignalKind, SignalScore};
 use crate::thresholds::Thresholds;
 
 /// Judging raised intervals against the rest, or a whole run that is slow throughout.
@@ -72,6 +72,26 @@ impl Context<'_> {
     pub fn seconds_with_data(&self, i: usize) -> f64 {
         let s = &self.signals[i].series;
         (0..s.len()).filter(|&k| at(s, k).is_some()).count() as f64 * self.run.interval_seconds
+    }
+
+    /// For retransmit signal `i`, the segments its host sent to the peer over the intervals
+    /// the retransmits were counted in, when the agent counted them there.
+    pub fn segments_sent(&self, i: usize) -> Option<f64> {
+        let s = &self.signals[i];
+        if s.kind != SignalKind::Retransmits {
+            return None;
+        }
+        let delivered = &self
+            .run
+            .host(&s.host)?
+            .peers
+            .get(&s.key)?
+            .delivered_segments;
+        let sum: f64 = (0..s.series.len())
+            .filter(|&k| at(&s.series, k).is_some())
+            .filter_map(|k| at(delivered, k))
+            .sum();
+        (sum > 0.0).then_some(sum)
     }
 
     /// IOs of the analysed direction over the run, when IOPS were recorded.

@@ -110,7 +110,7 @@ pub fn describe_run(cx: &Context, i: usize) -> String {
         if ios > 0.0 {
             let _ = write!(out, ", {:.2} per {} IO", run / ios, cx.direction);
         }
-        if let Some(sent) = crate::causes::segments_sent(cx, i) {
+        if let Some(sent) = cx.segments_sent(i) {
             let _ = write!(
                 out,
                 ", {:.2}% of {} segments sent",

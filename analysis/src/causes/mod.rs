@@ -31,8 +31,6 @@ use packet_loss::packet_loss;
 use slow_device::{cpu_wait, slow_device};
 use spurious::mostly_spurious;
 
-pub(crate) use score::segments_sent;
-
 /// Every candidate, best first.
 pub fn rank(cx: &Context) -> Vec<Candidate> {
     let mut out = Vec::new();

@@ -4,7 +4,6 @@
 use crate::context::Context;
 use crate::prose::{describe_raised, describe_run};
 use crate::report::{Candidate, Cause};
-use crate::series::at;
 use crate::signals::{Signal, SignalKind};
 use crate::thresholds::Thresholds;
 
@@ -135,28 +134,13 @@ pub(super) fn counter_anomaly(cx: &Context, i: usize) -> f64 {
     if total < t.anomaly_min_events || secs <= 0.0 || total / secs < t.anomaly_events_per_second {
         return 0.0;
     }
-    if let Some(sent) = segments_sent(cx, i) {
+    if let Some(sent) = cx.segments_sent(i) {
         return magnitude(total / sent, t.retransmits_per_segment);
     }
     match cx.ios() {
         Some(ios) => magnitude(total / ios, t.events_per_io),
         None => magnitude(total / secs, t.anomaly_events_per_second),
     }
-}
-
-/// For a retransmit signal, the segments its host sent to the peer over the intervals the
-/// retransmits were counted in, when the agent counted them there.
-pub(crate) fn segments_sent(cx: &Context, i: usize) -> Option<f64> {
-    let s = &cx.signals[i];
-    if s.kind != SignalKind::Retransmits {
-        return None;
-    }
-    let delivered = &cx.run.host(&s.host)?.peers.get(&s.key)?.delivered_segments;
-    let sum: f64 = (0..s.series.len())
-        .filter(|&k| at(&s.series, k).is_some())
-        .filter_map(|k| at(delivered, k))
-        .sum();
-    (sum > 0.0).then_some(sum)
 }
 
 /// Whole-run judgement from anomalous signals (index, strength): the strongest is the
