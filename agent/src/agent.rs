@@ -1,5 +1,9 @@
 //! Wires probes and collectors together; one `gather` per scrape.
 
+use std::time::Instant;
+
+use metric_names::agent as agent_metrics;
+use metric_names::labels::COLLECTOR;
 use tracing::{info, warn};
 
 use crate::block;
@@ -68,17 +72,33 @@ impl Agent {
         }
     }
 
-    /// Collects every family; a failing collector is logged and skipped.
+    /// Collects every family; a failing collector is logged and skipped, and each says how
+    /// long it took and whether it succeeded.
     pub fn gather(&self) -> Vec<MetricFamily> {
-        let mut out = Vec::new();
-        for c in &self.collectors {
-            if let Err(e) = c.collect(&mut out) {
-                warn!(error = %format!("{e:#}"), "collector failed");
-            }
-        }
+        let mut out = collect_all(&self.collectors);
         self.self_metrics.collect(&self.probes, &mut out);
         out
     }
+}
+
+/// What `collectors` read, and for each how long it took and whether it succeeded; a failing
+/// one is logged (what it read before it failed stays).
+fn collect_all(collectors: &[Box<dyn Collector>]) -> Vec<MetricFamily> {
+    let mut out = Vec::new();
+    let mut took = MetricFamily::of(&agent_metrics::SCRAPE_COLLECTOR_DURATION_SECONDS);
+    let mut success = MetricFamily::of(&agent_metrics::SCRAPE_COLLECTOR_SUCCESS);
+    for c in collectors {
+        let start = Instant::now();
+        let result = c.collect(&mut out);
+        let labels = [(COLLECTOR, c.name())];
+        took.scalar(&labels, start.elapsed().as_secs_f64());
+        success.scalar(&labels, if result.is_ok() { 1.0 } else { 0.0 });
+        if let Err(e) = result {
+            warn!(collector = c.name(), error = %format!("{e:#}"), "collector failed");
+        }
+    }
+    out.extend([took, success]);
+    out
 }
 
 /// The collector of a snapshot read on its own; the network snapshots share one pass over
@@ -125,5 +145,55 @@ fn cgroup_root(config: &Config) -> Option<std::path::PathBuf> {
             warn!(error = %format!("{e:#}"), "[cgroups] is set, but IO cannot be attributed to cgroups on this host; running without it");
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Value;
+
+    struct Reader(&'static str, bool);
+
+    impl Collector for Reader {
+        fn name(&self) -> &'static str {
+            self.0
+        }
+
+        fn collect(&self, out: &mut Vec<MetricFamily>) -> anyhow::Result<()> {
+            let mut f = MetricFamily::of(&metric_names::agent::START_TIME_SECONDS);
+            f.scalar(&[], 1.0);
+            out.push(f);
+            anyhow::ensure!(self.1, "{} cannot read", self.0);
+            Ok(())
+        }
+    }
+
+    fn value(fams: &[MetricFamily], name: &str, collector: &str) -> Option<f64> {
+        let f = fams.iter().find(|f| f.name == name)?;
+        let s = f.series.iter().find(|s| {
+            s.labels
+                .iter()
+                .any(|(k, v)| k == COLLECTOR && v == collector)
+        })?;
+        match s.value {
+            Value::Scalar(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn each_reader_says_how_long_it_took_and_whether_it_succeeded() {
+        let collectors: Vec<Box<dyn Collector>> = vec![
+            Box::new(Reader("good", true)),
+            Box::new(Reader("bad", false)),
+        ];
+        let out = collect_all(&collectors);
+        let success = agent_metrics::SCRAPE_COLLECTOR_SUCCESS.name;
+        let took = agent_metrics::SCRAPE_COLLECTOR_DURATION_SECONDS.name;
+        assert_eq!(value(&out, success, "good"), Some(1.0));
+        assert_eq!(value(&out, success, "bad"), Some(0.0));
+        assert!(value(&out, took, "good").is_some_and(|t| t >= 0.0));
+        assert!(value(&out, took, "bad").is_some());
     }
 }

@@ -126,6 +126,8 @@ fn owned(labels: &[(&str, &str)]) -> Vec<(String, String)> {
 
 /// Anything that contributes metric families to a scrape.
 pub trait Collector: Send + Sync {
+    /// The reader's name in `stornet_scrape_collector_*{collector}`.
+    fn name(&self) -> &'static str;
     fn collect(&self, out: &mut Vec<MetricFamily>) -> anyhow::Result<()>;
 }
 

@@ -121,3 +121,31 @@ fn flags_win_over_the_config_file() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn every_reader_of_a_scrape_says_how_long_it_took_and_that_it_succeeded() {
+    let f = snapshot(&[]);
+    let success = series(&f, "stornet_scrape_collector_success");
+    let took = series(&f, "stornet_scrape_collector_duration_seconds");
+    let names: std::collections::BTreeSet<&str> = success
+        .iter()
+        .map(|s| s["labels"][0][1].as_str().unwrap())
+        .collect();
+    // One series per reader, each named once (the host's pressure and block topology are
+    // read without root).
+    assert_eq!(names.len(), success.len(), "{success:?}");
+    for n in [
+        "pressure",
+        "block_topology",
+        "network_snapshots",
+        "probe_status",
+    ] {
+        assert!(names.contains(n), "{n} missing: {names:?}");
+        let ok = labelled(success, "collector", n).unwrap();
+        assert_eq!(ok["value"], 1.0, "{n}: {ok}");
+        let t = labelled(took, "collector", n).unwrap()["value"]
+            .as_f64()
+            .unwrap();
+        assert!((0.0..10.0).contains(&t), "{n} took {t} s");
+    }
+}

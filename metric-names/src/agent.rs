@@ -1,6 +1,6 @@
 //! The agent itself: its probes' state and cost, its maps, scrapes, process and kernel.
 
-use crate::labels::{LOCKDOWN, MAP, PROBE, RELEASE, REVISION, VERSION};
+use crate::labels::{COLLECTOR, LOCKDOWN, MAP, PROBE, RELEASE, REVISION, VERSION};
 use crate::{Metric, counter, gauge, histogram};
 
 pub const PROBE_UP: Metric = gauge(
@@ -18,6 +18,17 @@ pub const SCRAPE_DURATION_SECONDS: Metric = histogram(
     "stornet_agent_scrape_duration_seconds",
     "Time to collect and render /metrics, of scrapes before this one.",
 );
+pub const SCRAPE_COLLECTOR_DURATION_SECONDS: Metric = gauge(
+    "stornet_scrape_collector_duration_seconds",
+    "Time the reader took in this scrape: which one makes /metrics slow.",
+)
+.with_labels(&[COLLECTOR]);
+pub const SCRAPE_COLLECTOR_SUCCESS: Metric = gauge(
+    "stornet_scrape_collector_success",
+    "Whether the reader succeeded in this scrape (1) or failed (0; the log says why): \
+     its series are missing from this scrape.",
+)
+.with_labels(&[COLLECTOR]);
 pub const PROBE_RUNS_TOTAL: Metric = counter(
     "stornet_agent_probe_runs_total",
     "Times the kernel ran the probe's eBPF program, counted while BPF statistics are on \
@@ -79,6 +90,8 @@ pub const ALL: &[Metric] = &[
     PROBE_UP,
     KERNEL_INFO,
     SCRAPE_DURATION_SECONDS,
+    SCRAPE_COLLECTOR_DURATION_SECONDS,
+    SCRAPE_COLLECTOR_SUCCESS,
     PROBE_RUNS_TOTAL,
     PROBE_RUN_SECONDS_TOTAL,
     PROBE_MISSES_TOTAL,

@@ -60,6 +60,10 @@ pub const DIRECTION: &str = "direction";
 /// Which part of a namespace's snapshot failed: `namespace`, `qdisc`, `sock_diag`, `ethtool`,
 /// `snmp`.
 pub const SNAPSHOT: &str = "snapshot";
+/// A reader of a scrape: `block`, `block_topology`, `pressure`, `network_snapshots`,
+/// `skb_drops`, `tcp_retransmits`, `tcp_retransmit_cgroups`, `socket_pressure`,
+/// `probe_status`.
+pub const COLLECTOR: &str = "collector";
 /// A network interface's name.
 pub const INTERFACE: &str = "interface";
 /// The driver's own name of a pause-frame counter (`rx_pause_ctrl_phy`, `tx_pause_frames`).

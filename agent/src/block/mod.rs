@@ -85,6 +85,10 @@ pub fn collector(
 }
 
 impl Collector for BlockCollector {
+    fn name(&self) -> &'static str {
+        "block"
+    }
+
     fn collect(&self, out: &mut Vec<MetricFamily>) -> Result<()> {
         let mut maps = self.maps.lock().expect("block maps");
         maps.look_up_request_bios(has_md_arrays(Path::new("/sys/block")))?;

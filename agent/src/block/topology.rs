@@ -321,6 +321,10 @@ impl Topology {
 }
 
 impl Collector for Topology {
+    fn name(&self) -> &'static str {
+        "block_topology"
+    }
+
     fn collect(&self, out: &mut Vec<MetricFamily>) -> anyhow::Result<()> {
         let devices = read(&self.root, &self.proc);
         self.labels

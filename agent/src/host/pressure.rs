@@ -75,6 +75,10 @@ pub fn parse(text: &str) -> Vec<(&str, u64)> {
 }
 
 impl Collector for Pressure {
+    fn name(&self) -> &'static str {
+        "pressure"
+    }
+
     fn collect(&self, out: &mut Vec<MetricFamily>) -> anyhow::Result<()> {
         let mut f = MetricFamily::of(&metric_names::host::PRESSURE_STALLED_SECONDS_TOTAL);
         for r in RESOURCES {

@@ -293,6 +293,10 @@ fn load_object(globals: &Globals) -> Result<Ebpf> {
 pub struct StatusCollector(Vec<ProbeStatus>);
 
 impl Collector for StatusCollector {
+    fn name(&self) -> &'static str {
+        "probe_status"
+    }
+
     fn collect(&self, out: &mut Vec<MetricFamily>) -> Result<()> {
         let mut f = MetricFamily::of(&metric_names::agent::PROBE_UP);
         for s in &self.0 {

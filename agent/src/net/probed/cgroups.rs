@@ -74,6 +74,10 @@ impl State {
     }
 }
 impl Collector for CgroupRetransmits {
+    fn name(&self) -> &'static str {
+        "tcp_retransmit_cgroups"
+    }
+
     fn collect(&self, out: &mut Vec<MetricFamily>) -> Result<()> {
         let by_cgroup = self.state.lock().expect("cgroup retransmits").snapshot()?;
         let mut items: Vec<(Option<IpAddr>, (String, u64))> = by_cgroup

@@ -38,6 +38,10 @@ pub struct PressureCollector {
 }
 
 impl Collector for PressureCollector {
+    fn name(&self) -> &'static str {
+        "socket_pressure"
+    }
+
     fn collect(&self, out: &mut Vec<MetricFamily>) -> Result<()> {
         let c = &self.counters;
         if self.exceed_up {

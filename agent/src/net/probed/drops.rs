@@ -128,6 +128,10 @@ impl DropCollector {
 }
 
 impl Collector for DropCollector {
+    fn name(&self) -> &'static str {
+        "skb_drops"
+    }
+
     fn collect(&self, out: &mut Vec<MetricFamily>) -> Result<()> {
         let mut f = MetricFamily::of(&metric_names::net::SKB_DROPS_TOTAL);
         for (reason, n) in self.reasons()? {

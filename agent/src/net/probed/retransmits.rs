@@ -52,6 +52,10 @@ impl RetransmitCollector {
 }
 
 impl Collector for RetransmitCollector {
+    fn name(&self) -> &'static str {
+        "tcp_retransmits"
+    }
+
     fn collect(&self, out: &mut Vec<MetricFamily>) -> Result<()> {
         let mut items = Vec::new();
         let mut by_namespace: HashMap<u64, u64> = HashMap::new();

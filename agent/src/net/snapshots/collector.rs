@@ -92,6 +92,10 @@ impl SnapshotCollector {
 }
 
 impl Collector for SnapshotCollector {
+    fn name(&self) -> &'static str {
+        "network_snapshots"
+    }
+
     fn collect(&self, out: &mut Vec<MetricFamily>) -> Result<()> {
         let mut fams = Families::new();
         let mut sockets: Vec<(u64, TcpSocket)> = Vec::new();
