@@ -180,7 +180,7 @@ impl Default for JobOptions {
             rate_iops: [None, None],
             rate: [None, None],
             rate_process: RateProcess::Linear,
-            direct: true,
+            direct: false,
             verify: false,
             randrepeat: true,
             offset: None,
@@ -593,6 +593,34 @@ mod tests {
             "flags without a value, as fio lists"
         );
         assert_eq!(j.given["bs"], "4k,16k");
+    }
+
+    /// The defaults of fio 3.33's HOWTO, one by one (docs/loadgen.md has the table).
+    #[test]
+    fn defaults_are_fios() {
+        let j = JobOptions::default();
+        assert!(!j.direct, "direct=0: buffered IO");
+        assert_eq!(j.rw, Rw::Read);
+        assert_eq!(j.rwmixread, 50);
+        assert_eq!(j.sizes, [SizeDist::Fixed(4096), SizeDist::Fixed(4096)]);
+        assert_eq!((j.iodepth, j.numjobs, j.loops), (1, 1, 1));
+        assert_eq!(j.iodepth_batch_submit, 1);
+        assert_eq!(
+            (j.runtime_ns, j.time_based, j.ramp_time_ns),
+            (None, false, 0)
+        );
+        assert_eq!((j.rate_iops, j.rate), ([None, None], [None, None]));
+        assert_eq!(j.rate_process, RateProcess::Linear);
+        assert!(!j.verify && j.randrepeat);
+        assert_eq!((j.offset, j.io_size, j.number_ios), (None, None, None));
+        assert_eq!(j.random_distribution, Distribution::Random);
+        assert_eq!((j.fsync, j.fdatasync, j.end_fsync), (0, 0, false));
+        assert_eq!((j.thinktime_ns, j.thinktime_blocks), (0, 1));
+        assert_eq!((j.logs.avg_msec, j.logs.hist_msec), (0, 0));
+        assert_eq!(j.latency_percentile, 100.0);
+        assert_eq!(j.percentile_list, None);
+        // Where loadgen differs, on purpose (docs/loadgen.md says why).
+        assert_eq!(j.ioengine, IoEngine::IoUring, "fio: psync");
     }
 
     #[test]

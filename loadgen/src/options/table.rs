@@ -213,7 +213,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     job(
         "direct",
         "0|1",
-        "O_DIRECT (default: 1, unlike fio; --direct=0 goes through the page cache)",
+        "O_DIRECT (default: 0, as in fio: through the page cache; --direct=1 measures the device)",
     ),
     job("buffered", "0|1", "the opposite of --direct"),
     OptionDoc {

@@ -100,7 +100,7 @@ mod tests {
 
     #[test]
     fn refuses_what_fio_refuses() {
-        let e = validate(&plan_of(&[("bs", "1000")])).unwrap_err();
+        let e = validate(&plan_of(&[("bs", "1000"), ("direct", "1")])).unwrap_err();
         assert!(e.contains("multiple of 512"), "{e}");
         assert!(validate(&plan_of(&[("bs", "1000"), ("direct", "0")])).is_ok());
         let e = validate(&plan_of(&[("time_based", "1")])).unwrap_err();
@@ -122,7 +122,12 @@ mod tests {
         ]))
         .unwrap_err();
         assert!(e.contains("one IO size"), "{e}");
-        let e = validate(&plan_of(&[("rw", "randrw"), ("bs", "4k,1000")])).unwrap_err();
+        let e = validate(&plan_of(&[
+            ("rw", "randrw"),
+            ("bs", "4k,1000"),
+            ("direct", "1"),
+        ]))
+        .unwrap_err();
         assert!(e.contains("--bs=1000"), "writes of 1000 bytes: {e}");
     }
 }
