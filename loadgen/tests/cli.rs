@@ -517,7 +517,10 @@ fn job_file_variables_and_long_lines() {
     assert_usage_error(&[jf.to_str().unwrap()], "${FILE}");
     std::fs::write(&jf, format!("[r]\nfilename={}\n", "x".repeat(100_000))).unwrap();
     assert_usage_error(&[jf.to_str().unwrap()], "at most 8192");
-    assert_usage_error(&["--stonewall"], "fio option loadgen does not support");
+    assert_usage_error(
+        &["--zonemode=zbd"],
+        "fio option loadgen does not run: zoned",
+    );
     let _ = std::fs::remove_file(&f);
     let _ = std::fs::remove_file(&jf);
 }

@@ -9,6 +9,7 @@ use super::{IoEngine, Plan, sweep};
 
 pub fn validate(plan: &Plan) -> Result<(), String> {
     sweep::axes(plan)?;
+    super::groups::groups(plan)?;
     let mut verify_files: HashMap<&std::path::Path, &str> = HashMap::new();
     for j in &plan.jobs {
         let name = &j.name;
