@@ -158,6 +158,16 @@ fn groups_run_in_fios_order_and_report_as_fio() {
     let fio = shape(&json_of("fio", &[], &dir));
     assert_eq!(lg, fio, "loadgen and fio");
     assert_eq!(lg.iter().map(|j| j.1).collect::<Vec<_>>(), [0, 1, 1, 2]);
+    let text = Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .arg("run")
+        .arg(dir.join("g.fio"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("group 1/3: ") && text.contains("group 3/3: "),
+        "{text}"
+    );
 
     std::fs::write(dir.join("g.fio"), file("time_based\nruntime=1")).unwrap();
     let start = std::time::Instant::now();

@@ -352,7 +352,16 @@ impl JobOptions {
     fn set_shape(&mut self, key: &str, v: &str) -> Result<bool, String> {
         let err = |e: String| format!("--{key}: {e}");
         match key {
-            "rw" => self.rw = Rw::parse(v).map_err(err)?,
+            "rw" => {
+                if let Some((_, gap)) = v.split_once(':') {
+                    return Err(err(format!(
+                        "`{}`: fio's `:{}` (skip or step back between IOs) is not run",
+                        excerpt(v),
+                        excerpt(gap)
+                    )));
+                }
+                self.rw = Rw::parse(v).map_err(err)?
+            }
             "rwmixread" => self.rwmixread = pct(v).map_err(err)?,
             "rwmixwrite" => self.rwmixread = 100 - pct(v).map_err(err)?,
             "bs" | "bsrange" | "bssplit" => {
@@ -736,6 +745,8 @@ mod tests {
         assert!(j.set("ioengine", Some("posixaio")).is_err());
         assert!(j.set("thinktime", Some("soon")).is_err());
         assert!(j.set("loops", Some("0")).is_err());
+        let e = j.set("rw", Some("read:-8k")).unwrap_err();
+        assert!(e.contains("`:-8k`") && e.contains("not run"), "{e}");
         assert!(j.set("verify", Some("md5")).is_err());
         assert!(j.set("output-format", Some("json")).is_err());
     }

@@ -656,6 +656,14 @@ const WHY: &[(&[&str], &str)] = &[
     ),
     (&["startdelay"], "the jobs of a group start together"),
     (
+        &["continue_on_error", "ignore_error", "error_dump"],
+        "an IO error ends the job and fails the run",
+    ),
+    (
+        &["allow_file_create"],
+        "loadgen creates the files a job needs and refuses what it cannot create",
+    ),
+    (
         &[
             "buffer_pattern",
             "dedupe_percentage",
