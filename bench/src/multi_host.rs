@@ -31,6 +31,7 @@ fn job(replicas: &[SocketAddr]) -> Vec<String> {
     let mut v: Vec<String> = [
         "--name=bench",
         "--rw=randwrite",
+        "--direct=1",
         "--bs=4k",
         "--size=64M",
         "--iodepth=8",

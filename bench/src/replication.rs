@@ -48,6 +48,7 @@ fn loadgen(pair: &HostPair, local: &Path, replicas: &[SocketAddr], args: &[&str]
     c.args([
         "run",
         "--name=bench",
+        "--direct=1",
         "--bs=4k",
         "--size",
         SIZE,

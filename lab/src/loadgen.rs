@@ -5,10 +5,13 @@ use std::process::{Command, Output, Stdio};
 use anyhow::{Context, Result};
 use serde_json::Value;
 
-/// `loadgen run <args>` with stdout and stderr captured.
+/// `loadgen run --direct=1 <args>` with stdout and stderr captured. The lab measures
+/// devices, so its runs take O_DIRECT unless `args` say `--direct=0` (fio's and loadgen's
+/// default is buffered IO); a job file's own `direct=` is overridden by it.
 pub fn command(args: &[&str]) -> Command {
     let mut c = Command::new(crate::bins::path("loadgen"));
     c.arg("run")
+        .arg("--direct=1")
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

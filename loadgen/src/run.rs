@@ -85,24 +85,24 @@ fn fnv(s: &str) -> u64 {
     })
 }
 
-/// The job threads of one point.
-fn specs(
-    plan: &Plan,
-    layout: &Layout,
-    placements: &[Placement],
-    points: usize,
-    point: &Point,
-    run_id: u32,
-    entropy: u64,
-) -> Vec<JobSpec> {
-    let ramp_ns = plan.jobs.iter().map(|j| j.ramp_time_ns).max().unwrap_or(0);
+/// The job threads of one point, of the jobs of one group (`group`: their indices).
+fn specs(run: &Run<'_>, point: &Point, group: &[usize]) -> Vec<JobSpec> {
+    let (plan, layout, placements) = (run.plan, run.layout, run.placements);
+    let (points, run_id, entropy) = (run.points.len(), run.run_id, run.entropy);
+    let ramp_ns = group
+        .iter()
+        .map(|&j| plan.jobs[j].ramp_time_ns)
+        .max()
+        .unwrap_or(0);
     layout
         .threads
         .iter()
         .enumerate()
-        .map(|(index, t)| {
+        .filter(|(_, t)| group.contains(&t.group))
+        .enumerate()
+        .map(|(index, (thread, t))| {
             let job = &plan.jobs[t.group];
-            let place = &placements[index];
+            let place = &placements[thread];
             let shape = &point.per_job[t.group];
             let used = job.directions();
             let bs = (0..2)
@@ -190,9 +190,9 @@ fn specs(
                 }),
                 // fio numbers its logs by job thread from 1; a sweep adds the point.
                 log_suffix: if points > 1 {
-                    format!("{}.p{}", index + 1, point.index + 1)
+                    format!("{}.p{}", thread + 1, point.index + 1)
                 } else {
-                    (index + 1).to_string()
+                    (thread + 1).to_string()
                 },
             }
         })
@@ -209,6 +209,9 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
         Parsed::Plan(p) => *p,
     };
     validate(&plan).map_err(Failure::Usage)?;
+    if plan.settings.parse_only {
+        return Ok(0);
+    }
     if !plan.settings.clients.is_empty() {
         return crate::cluster::controller::run(args, &plan);
     }
@@ -292,9 +295,22 @@ pub fn run_plan(
         run_id,
         entropy,
     };
-    let mut results = Vec::with_capacity(points.len());
-    for point in &points {
-        let r = run.point(point, legs, &mut monitor)?;
+    // Groups (stonewall) run one after the other, each a result of its own (its index is
+    // fio's groupid); a run with groups has no sweep.
+    let groups = crate::options::groups::groups(&plan).map_err(Failure::Usage)?;
+    let mut steps: Vec<(Point, &[usize])> = Vec::new();
+    for p in &points {
+        for (g, jobs) in groups.iter().enumerate() {
+            let mut p = p.clone();
+            if groups.len() > 1 {
+                p.index = g;
+            }
+            steps.push((p, jobs.as_slice()));
+        }
+    }
+    let mut results = Vec::with_capacity(steps.len());
+    for (point, group) in &steps {
+        let r = run.point(point, group, steps.len(), legs, &mut monitor)?;
         let failed = r.jobs.iter().any(|j| j.error.is_some());
         results.push(r);
         if failed {
@@ -363,22 +379,17 @@ struct Run<'a> {
 
 impl Run<'_> {
     /// Runs one sweep point, shown and recorded as it runs.
+    /// Runs the jobs of `group` at one sweep point; `n`: the steps of the run (sweep points
+    /// or groups).
     fn point(
         &self,
         point: &Point,
+        group: &[usize],
+        n: usize,
         legs: Option<&LegsFactory>,
         monitor: &mut Monitor,
     ) -> Result<PointResult, Failure> {
-        let n = self.points.len();
-        let specs = specs(
-            self.plan,
-            self.layout,
-            self.placements,
-            n,
-            point,
-            self.run_id,
-            self.entropy,
-        );
+        let specs = specs(self, point, group);
         let planned_ns = specs
             .iter()
             .filter_map(|s| s.runtime_ns.map(|r| r + s.ramp_ns))

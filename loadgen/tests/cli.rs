@@ -40,7 +40,10 @@ fn assert_usage_error(args: &[&str], needle: &str) {
 fn bad_values_exit_2_with_one_line() {
     let f = scratch("bad");
     let file = format!("--filename={}", f.display());
-    assert_usage_error(&[&file, "--size=1M", "--bs=1000"], "multiple of 512");
+    assert_usage_error(
+        &[&file, "--size=1M", "--bs=1000", "--direct=1"],
+        "multiple of 512",
+    );
     assert_usage_error(&[&file, "--size=1M", "--iodepth=0"], "--iodepth");
     assert_usage_error(&[&file, "--size=1M", "--rw=sideways"], "unknown rw");
     assert_usage_error(
@@ -514,7 +517,10 @@ fn job_file_variables_and_long_lines() {
     assert_usage_error(&[jf.to_str().unwrap()], "${FILE}");
     std::fs::write(&jf, format!("[r]\nfilename={}\n", "x".repeat(100_000))).unwrap();
     assert_usage_error(&[jf.to_str().unwrap()], "at most 8192");
-    assert_usage_error(&["--stonewall"], "fio option loadgen does not support");
+    assert_usage_error(
+        &["--zonemode=zbd"],
+        "fio option loadgen does not run: zoned",
+    );
     let _ = std::fs::remove_file(&f);
     let _ = std::fs::remove_file(&jf);
 }
@@ -619,4 +625,111 @@ fn a_trickling_client_does_not_block_live_metrics() {
     drop(trickling);
     let _ = std::fs::remove_file(&f);
     assert_eq!(during, Some(200), "a scrape while another client trickles");
+}
+
+/// How many of the pages of `path` are in the page cache (mincore over a mapping).
+fn cached_pages(path: &std::path::Path) -> usize {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(path).unwrap();
+    let len = f.metadata().unwrap().len() as usize;
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+    let mut vec = vec![0u8; len.div_ceil(page)];
+    // SAFETY: a read-only shared mapping of an open file, unmapped before return; mincore
+    // writes one byte per page of it into `vec`, which is that long.
+    unsafe {
+        let m = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            f.as_raw_fd(),
+            0,
+        );
+        assert_ne!(m, libc::MAP_FAILED);
+        assert_eq!(libc::mincore(m, len, vec.as_mut_ptr()), 0);
+        libc::munmap(m, len);
+    }
+    vec.iter().filter(|&&b| b & 1 == 1).count()
+}
+
+/// Drops `path`'s pages from the page cache (written back first).
+fn uncache(path: &std::path::Path) {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(path).unwrap();
+    f.sync_all().unwrap();
+    // SAFETY: fadvise on an open descriptor.
+    let r = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    assert_eq!(r, 0);
+}
+
+/// Without `--direct`, as in fio, reads go through the page cache: the file's pages are
+/// cached afterwards (mincore says so); with `--direct=1` they are not. Needs a filesystem
+/// with a page cache apart from the file's storage (not tmpfs): the build's own directory.
+#[test]
+fn direct_is_off_by_default_as_in_fio() {
+    let f = scratch("buffered");
+    std::fs::write(&f, vec![7u8; 1 << 20]).unwrap();
+    let file = format!("--filename={}", f.display());
+    let read = |extra: &[&str]| {
+        uncache(&f);
+        assert_eq!(cached_pages(&f), 0, "fadvise dropped the file's pages");
+        let mut args = vec![&file[..], "--rw=read", "--bs=64k", "--output-format=json"];
+        args.extend_from_slice(extra);
+        let j = run_json(&args);
+        assert_eq!(j["jobs"][0]["read"]["io_bytes"], 1 << 20);
+        cached_pages(&f)
+    };
+    let buffered = read(&[]);
+    assert_eq!(buffered, 256, "every page read through the page cache");
+    assert_eq!(read(&["--direct=0"]), 256);
+    assert_eq!(read(&["--direct=1"]), 0, "O_DIRECT bypasses the page cache");
+    std::fs::remove_file(&f).unwrap();
+}
+
+/// The storage check etcd's operators run: writes of 2300 bytes (no multiple of 512, which
+/// O_DIRECT could not take) each followed by an fdatasync. loadgen counts the writes and
+/// the fdatasyncs whose latencies it reports in `sync` as fio itself does, run alongside
+/// (fio syncs every write but the last; `cargo xtask setup` installs fio).
+#[test]
+fn the_etcd_check_runs_with_fios_meaning() {
+    let dir = scratch("etcd");
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = format!("--directory={}", dir.display());
+    let args = [
+        "--name=etcd",
+        &d,
+        "--rw=write",
+        "--ioengine=sync",
+        "--fdatasync=1",
+        "--size=230000",
+        "--bs=2300",
+        "--output-format=json",
+    ];
+    let counts = |j: &Value| {
+        let job = &j["jobs"][0];
+        (
+            job["write"]["total_ios"].as_u64().unwrap(),
+            job["write"]["io_bytes"].as_u64().unwrap(),
+            job["sync"]["lat_ns"]["N"].as_u64().unwrap(),
+        )
+    };
+    let lg = run_json(&args);
+    assert_eq!(counts(&lg), (100, 230_000, 99));
+    assert!(lg["jobs"][0]["sync"]["lat_ns"]["min"].as_u64().unwrap() > 0);
+    let written = std::fs::metadata(dir.join("etcd.0.0")).unwrap().len();
+    assert_eq!(written, 230_000);
+    std::fs::remove_file(dir.join("etcd.0.0")).unwrap();
+    let fio = Command::new("fio")
+        .args(args)
+        .output()
+        .expect("fio runs (cargo xtask setup installs it)");
+    assert!(
+        fio.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fio.stderr)
+    );
+    let fio: Value = serde_json::from_slice(&fio.stdout).expect("fio's JSON");
+    assert_eq!(counts(&lg), counts(&fio), "loadgen and fio");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

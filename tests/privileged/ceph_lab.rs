@@ -350,6 +350,7 @@ fn ceph_lab_runs_clients_its_agents_count_and_prometheus_scrapes() {
             &format!("--filename={}", mount.dir.join("lg").display()),
             "--size=32m",
             "--rw=randwrite",
+            "--direct=1",
             "--bs=4k",
             "--iodepth=8",
             "--runtime=5",

@@ -38,6 +38,7 @@ impl Load {
                     "--name=fleet",
                     &format!("--filename={}", dev.display()),
                     "--rw=randwrite",
+                    "--direct=1",
                     "--bs=4k",
                     &format!("--iodepth={iodepth}"),
                     "--time_based",

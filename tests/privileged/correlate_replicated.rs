@@ -65,6 +65,7 @@ fn correlate_replicated_writes_through_a_congested_link_name_the_path() {
             "--name=repl",
             &format!("--filename={}", disk.dev.display()),
             "--rw=randwrite",
+            "--direct=1",
             "--bs=16k",
             "--iodepth=8",
             "--time_based",

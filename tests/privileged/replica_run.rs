@@ -28,6 +28,7 @@ const VERIFY_MAGIC: &[u8; 8] = b"stornetV";
 fn run_in(ns: &Netns, args: &[&str]) -> Child {
     ns.command(bins::path("loadgen").to_str().expect("utf-8 path"))
         .arg("run")
+        .arg("--direct=1")
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

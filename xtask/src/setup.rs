@@ -15,6 +15,10 @@ const PACKAGES: &[(&str, &str)] = &[
     ("libzstd-dev", "bpf-linker"),
     ("fio", "reference load in benchmarks and tests"),
     ("python3-six", "fio's fio_jsonplus_clat2csv in tests"),
+    (
+        "fio-examples",
+        "fio's example job files, which loadgen's tests parse",
+    ),
     ("iperf3", "network benchmarks"),
     ("prometheus", "promtool and the Prometheus server in tests"),
     ("chromium", "renders loadgen's HTML report to PNG in tests"),

@@ -63,6 +63,8 @@ impl Workload {
     pub fn args(&self) -> Vec<String> {
         let mut a = vec![
             format!("--rw={}", self.rw),
+            // The scenarios measure the device, not the page cache.
+            "--direct=1".into(),
             format!("--bs={}", self.bs),
             format!("--iodepth={}", self.iodepth),
             format!("--numjobs={}", self.numjobs),

@@ -122,7 +122,11 @@ pub fn parse(v: &str) -> Result<Distribution, String> {
             }
         }
         "zoned" => {
-            let z = zones(rest.unwrap_or(""), |s| {
+            // As fio, a zone without a size (`20/`) takes what the others leave.
+            let mut z = zones(rest.unwrap_or(""), |s| {
+                if s.trim().is_empty() {
+                    return Ok(u32::MAX);
+                }
                 s.trim_end_matches('%')
                     .parse::<u32>()
                     .ok()
@@ -131,6 +135,14 @@ pub fn parse(v: &str) -> Result<Distribution, String> {
                         format!("`{}` is not a share of the region in percent", excerpt(s))
                     })
             })?;
+            let open = z.iter().filter(|x| x.1 == u32::MAX).count();
+            if open > 1 {
+                return Err("only one zone may leave out its size".into());
+            }
+            let given: u32 = z.iter().map(|x| x.1).filter(|&p| p != u32::MAX).sum();
+            for x in z.iter_mut().filter(|x| x.1 == u32::MAX) {
+                x.1 = 100u32.saturating_sub(given);
+            }
             let size: u32 = z.iter().map(|x| x.1).sum();
             if size != 100 {
                 return Err(format!("the zones cover {size}% of the region, not 100%"));
@@ -150,6 +162,15 @@ pub fn parse(v: &str) -> Result<Distribution, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_zone_without_a_size_takes_the_rest_as_in_fio() {
+        assert_eq!(
+            parse("zoned:50/5:30/15:20/").unwrap(),
+            Distribution::Zoned(vec![(50, 5), (30, 15), (20, 80)])
+        );
+        assert!(parse("zoned:50/:50/").is_err());
+    }
 
     #[test]
     fn fio_spellings_parse() {

@@ -1,6 +1,9 @@
-//! fio job files, the subset loadgen reads: `[global]` and `[job]` sections, `key=value`
-//! lines and bare flags, `;` and `#` comments. A `[global]` section applies to the job
-//! sections after it, as in fio. Keys are the same options as on the command line.
+//! fio job files as fio reads them: `[global]` and `[job]` sections, `key=value` lines and
+//! bare flags, `;` and `#` comments (whole lines, and the rest of a line, as fio strips
+//! them), `include FILE` lines. A `[global]` section applies to the job sections after it,
+//! as in fio. Keys are the same options as on the command line.
+
+use std::path::{Component, Path, PathBuf};
 
 use crate::options::table::{self, Pairs, Scope};
 use crate::options::values::excerpt;
@@ -88,23 +91,51 @@ fn expand(v: &str, at: &str, env: Env<'_>) -> Result<String, String> {
 /// Where `${VAR}` comes from; `None`: nowhere (a job order's files).
 type Env<'a> = Option<&'a dyn Fn(&str) -> Option<String>>;
 
-/// A job file of this machine: `${VAR}` from this process's environment.
+/// A job file of this machine: `${VAR}` from this process's environment, `include`
+/// files beside it or below its directory (`dir`).
 pub fn parse(text: &str, origin: &str) -> Result<JobFile, String> {
-    parse_with(text, origin, Some(&|k| std::env::var(k).ok()))
+    let dir = Path::new(origin)
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let lines = lines(text, origin, Some(&dir))?;
+    parse_lines(&lines, origin, Some(&|k| std::env::var(k).ok()))
 }
 
-/// A job file a job order carries: `${VAR}` is refused, never taken from the host.
+/// A job file a job order carries: `${VAR}` is refused, never taken from the host, and so
+/// is `include` (the host reads no file of its own).
 pub fn parse_order(text: &str, origin: &str) -> Result<JobFile, String> {
-    parse_with(text, origin, None)
+    parse_lines(&lines(text, origin, None)?, origin, None)
 }
 
+#[cfg(test)]
 fn parse_with(text: &str, origin: &str, env: Env<'_>) -> Result<JobFile, String> {
+    parse_lines(&lines(text, origin, None)?, origin, env)
+}
+
+/// How deep `include`s nest, and how many one job file may pull in.
+const MAX_INCLUDE_DEPTH: usize = 8;
+const MAX_INCLUDES: usize = 64;
+
+/// The lines of a job file with its `include`s in place, each with where it is
+/// (`FILE:LINE`), comments stripped and blank lines left out.
+fn lines(text: &str, origin: &str, dir: Option<&Path>) -> Result<Vec<(String, String)>, String> {
+    let mut out = Vec::new();
+    let mut stack = Vec::new();
+    let mut count = 0;
+    lines_into(text, origin, dir, &mut stack, &mut count, &mut out)?;
+    Ok(out)
+}
+
+fn lines_into(
+    text: &str,
+    origin: &str,
+    dir: Option<&Path>,
+    stack: &mut Vec<PathBuf>,
+    count: &mut usize,
+    out: &mut Vec<(String, String)>,
+) -> Result<(), String> {
     // Editors on some systems start UTF-8 files with a byte-order mark.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut global: Pairs = Vec::new();
-    let mut jobs: Vec<(String, Pairs, Pairs)> = Vec::new();
-    let mut in_global = false;
-    let mut group_reporting = false;
     for (n, raw) in text.lines().enumerate() {
         let at = format!("{}:{}", excerpt(origin), n + 1);
         if raw.len() > MAX_LINE {
@@ -113,10 +144,69 @@ fn parse_with(text: &str, origin: &str, env: Env<'_>) -> Result<JobFile, String>
                 raw.len()
             ));
         }
-        let line = raw.trim();
-        if line.is_empty() || line.starts_with(';') || line.starts_with('#') {
+        // As fio, a `;` or `#` starts a comment anywhere on a line.
+        let line = raw.split([';', '#']).next().unwrap_or("").trim();
+        if line.is_empty() {
             continue;
         }
+        let Some(name) = line
+            .strip_prefix("include")
+            .filter(|r| r.starts_with([' ', '\t']))
+            .map(str::trim)
+        else {
+            out.push((at, line.to_string()));
+            continue;
+        };
+        let Some(dir) = dir else {
+            return Err(format!(
+                "{at}: `include {}`: a job order carries its job files whole; put the options in it",
+                excerpt(name)
+            ));
+        };
+        let rel = Path::new(name);
+        if name.is_empty()
+            || !rel
+                .components()
+                .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+        {
+            return Err(format!(
+                "{at}: `include {}`: only files beside the job file or below its directory are included (no absolute path, no `..`)",
+                excerpt(name)
+            ));
+        }
+        let path = dir.join(rel);
+        *count += 1;
+        if *count > MAX_INCLUDES || stack.len() >= MAX_INCLUDE_DEPTH {
+            return Err(format!(
+                "{at}: `include {}`: more than {MAX_INCLUDES} includes or {MAX_INCLUDE_DEPTH} levels deep",
+                excerpt(name)
+            ));
+        }
+        let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+        if stack.contains(&key) {
+            return Err(format!(
+                "{at}: `include {}` includes a file that includes it (a loop)",
+                excerpt(name)
+            ));
+        }
+        let text = crate::files::read_text(&path, crate::files::MAX_JOB_FILE)
+            .map_err(|e| format!("{at}: cannot read include file {}: {e}", excerpt(name)))?;
+        stack.push(key);
+        let shown = path.display().to_string();
+        let sub = path.parent().unwrap_or(dir).to_path_buf();
+        lines_into(&text, &shown, Some(&sub), stack, count, out)?;
+        stack.pop();
+    }
+    Ok(())
+}
+
+fn parse_lines(lines: &[(String, String)], origin: &str, env: Env<'_>) -> Result<JobFile, String> {
+    let mut global: Pairs = Vec::new();
+    let mut jobs: Vec<(String, Pairs, Pairs)> = Vec::new();
+    let mut in_global = false;
+    let mut group_reporting = false;
+    for (at, line) in lines {
+        let (at, line) = (at.as_str(), line.as_str());
         if let Some(rest) = line.strip_prefix('[') {
             let name = rest
                 .strip_suffix(']')
@@ -138,7 +228,7 @@ fn parse_with(text: &str, origin: &str, env: Env<'_>) -> Result<JobFile, String>
             continue;
         }
         let (key, value) = match line.split_once('=') {
-            Some((k, v)) => (k.trim(), Some(expand(v.trim(), &at, env)?)),
+            Some((k, v)) => (k.trim(), Some(expand(v.trim(), at, env)?)),
             None => (line, None),
         };
         let doc = table::lookup(key).ok_or_else(|| format!("{at}: {}", table::unknown(key)))?;
@@ -146,7 +236,15 @@ fn parse_with(text: &str, origin: &str, env: Env<'_>) -> Result<JobFile, String>
             group_reporting = value.as_deref().is_none_or(|v| v != "0");
             continue;
         }
-        if doc.scope != Scope::Job || doc.name == "name" {
+        // `name=` in a section names its job, as in fio.
+        if doc.name == "name"
+            && !in_global
+            && let (Some((job, _, _)), Some(v)) = (jobs.last_mut(), &value)
+        {
+            *job = v.clone();
+            continue;
+        }
+        if doc.scope != Scope::Job {
             return Err(format!(
                 "{at}: `{}` belongs on the command line, not in a job file",
                 excerpt(key)
@@ -215,6 +313,52 @@ mod tests {
     fn a_byte_order_mark_is_skipped() {
         let jf = parse("\u{feff}[a]\nrw=write\n", "f").unwrap();
         assert_eq!(jf.jobs[0].0, "a");
+    }
+
+    #[test]
+    fn sections_name_and_describe_their_jobs_and_comments_end_lines() {
+        let jf = parse(
+            "[global]\nbs=4k ; fio strips this\n[a]\nname=reader # and this\ndescription=reads\nrw=read;x\n",
+            "f",
+        )
+        .unwrap();
+        let (name, global, own) = &jf.jobs[0];
+        assert_eq!(name, "reader");
+        assert_eq!(global[0], ("bs".to_string(), Some("4k".to_string())));
+        assert_eq!(
+            own[0],
+            ("description".to_string(), Some("reads".to_string()))
+        );
+        assert_eq!(own[1], ("rw".to_string(), Some("read".to_string())));
+    }
+
+    #[test]
+    fn includes_stay_beside_the_job_file_and_end() {
+        let dir = std::env::temp_dir().join(format!("loadgen-include-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        let main = dir.join("main.fio");
+        std::fs::write(dir.join("sub/common.fio"), "bs=8k\ninclude more.fio\n").unwrap();
+        std::fs::write(dir.join("sub/more.fio"), "iodepth=4\n").unwrap();
+        std::fs::write(dir.join("loop.fio"), "include loop.fio\n").unwrap();
+        let main_s = main.display().to_string();
+        let jf = parse("[a]\ninclude sub/common.fio\nrw=write\n", &main_s).unwrap();
+        let keys: Vec<_> = jf.jobs[0].2.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["bs", "iodepth", "rw"]);
+        for (text, needle) in [
+            ("[a]\ninclude /etc/passwd\n", "no absolute path"),
+            ("[a]\ninclude ../x.fio\n", "no `..`"),
+            ("[a]\ninclude loop.fio\n", "a loop"),
+            (
+                "[a]\ninclude none.fio\n",
+                "cannot read include file none.fio",
+            ),
+        ] {
+            let e = parse(text, &main_s).unwrap_err();
+            assert!(e.contains(needle) && !e.contains('\n'), "{e}");
+        }
+        let e = parse_order("[a]\ninclude sub/common.fio\n", &main_s).unwrap_err();
+        assert!(e.contains("job order"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! `parse` reads them from a command line, job files and profiles; `validate` checks them.
 
 pub mod distribution;
+pub mod groups;
 pub mod jobfile;
 pub mod parse;
 pub mod profiles;
@@ -155,6 +156,18 @@ pub struct JobOptions {
     /// `percentile_list`: the percentiles reported instead of fio's default list.
     #[serde(default)]
     pub percentile_list: Option<Vec<f64>>,
+    /// fio's `filesize`: the size of the job's file (its `size` when that is not given).
+    #[serde(default)]
+    pub filesize: Option<u64>,
+    /// fio's `stonewall`: starts when every job before it has ended, in a new group.
+    #[serde(default)]
+    pub stonewall: bool,
+    /// fio's `new_group`: a new reporting group.
+    #[serde(default)]
+    pub new_group: bool,
+    /// fio's `wait_for=NAME`: starts when job NAME has ended.
+    #[serde(default)]
+    pub wait_for: Option<String>,
     /// The options as given, for fio's `job options` in JSON.
     pub given: BTreeMap<String, String>,
 }
@@ -180,7 +193,7 @@ impl Default for JobOptions {
             rate_iops: [None, None],
             rate: [None, None],
             rate_process: RateProcess::Linear,
-            direct: true,
+            direct: false,
             verify: false,
             randrepeat: true,
             offset: None,
@@ -203,6 +216,10 @@ impl Default for JobOptions {
             latency_percentile: 100.0,
             latency_run: false,
             percentile_list: None,
+            filesize: None,
+            stonewall: false,
+            new_group: false,
+            wait_for: None,
             given: BTreeMap::new(),
         }
     }
@@ -284,13 +301,67 @@ impl JobOptions {
     /// given without a value.
     pub fn set(&mut self, key: &str, value: Option<&str>) -> Result<(), String> {
         let v = value.unwrap_or("1");
+        let known = self.set_region(key, v)?
+            || self.set_shape(key, v)?
+            || self.set_timing(key, v)?
+            || self.set_io(key, v)?
+            || self.set_reporting(key, v, value)?
+            || self.set_order(key, v)?;
+        if !known {
+            return Err(format!("--{key} is not a job option"));
+        }
+        // As fio lists them: flags given without a value are left out.
+        if let Some(v) = value {
+            self.given.insert(key.to_string(), v.to_string());
+        }
+        self.bs = self.all_sizes();
+        Ok(())
+    }
+
+    /// What the job runs on and how much of it: name, files, region, amount. Ok(false): not an option of this kind.
+    fn set_region(&mut self, key: &str, v: &str) -> Result<bool, String> {
         let err = |e: String| format!("--{key}: {e}");
         match key {
             "name" => self.name = v.to_string(),
             "filename" => self.filename = Some(PathBuf::from(v)),
             "directory" => self.directory = Some(PathBuf::from(v)),
             "size" => self.size = Some(parse_size(v).map_err(err)?),
-            "rw" => self.rw = Rw::parse(v).map_err(err)?,
+            "offset" => self.offset = Some(parse_size(v).map_err(err)?),
+            "filesize" => {
+                if v.contains(['-', ':']) {
+                    return Err(err(format!(
+                        "`{}`: loadgen gives each file one size, not a range",
+                        excerpt(v)
+                    )));
+                }
+                self.filesize = Some(values::parse_bytes(v).map_err(err)?);
+            }
+            "offset_increment" => self.offset_increment = Some(parse_size(v).map_err(err)?),
+            "io_size" => self.io_size = Some(parse_size(v).map_err(err)?),
+            "loops" => self.loops = count_u32(v, 1).map_err(err)?,
+            "number_ios" => {
+                let n = parse_count(v).map_err(err)?;
+                self.number_ios = (n > 0).then_some(n);
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The shape of the IO: direction, sizes, depth, clones, where random IOs land. Ok(false): not an option of this kind.
+    fn set_shape(&mut self, key: &str, v: &str) -> Result<bool, String> {
+        let err = |e: String| format!("--{key}: {e}");
+        match key {
+            "rw" => {
+                if let Some((_, gap)) = v.split_once(':') {
+                    return Err(err(format!(
+                        "`{}`: fio's `:{}` (skip or step back between IOs) is not run",
+                        excerpt(v),
+                        excerpt(gap)
+                    )));
+                }
+                self.rw = Rw::parse(v).map_err(err)?
+            }
             "rwmixread" => self.rwmixread = pct(v).map_err(err)?,
             "rwmixwrite" => self.rwmixread = 100 - pct(v).map_err(err)?,
             "bs" | "bsrange" | "bssplit" => {
@@ -341,6 +412,18 @@ impl JobOptions {
                 }
                 self.numjobs = n as u32;
             }
+            "random_distribution" => {
+                self.random_distribution = distribution::parse(v).map_err(err)?
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// When the IO happens: how long, at what rate, with what pauses. Ok(false): not an option of this kind.
+    fn set_timing(&mut self, key: &str, v: &str) -> Result<bool, String> {
+        let err = |e: String| format!("--{key}: {e}");
+        match key {
             "runtime" => {
                 let t = parse_time_ns(v).map_err(err)?;
                 self.runtime_ns = (t > 0).then_some(t);
@@ -369,6 +452,18 @@ impl JobOptions {
                     }
                 }
             }
+            "thinktime" => self.thinktime_ns = usec_time(v).map_err(err)?,
+            "thinktime_spin" => self.thinktime_spin_ns = usec_time(v).map_err(err)?,
+            "thinktime_blocks" => self.thinktime_blocks = count_u32(v, 1).map_err(err)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// How the IO is done: engine, O_DIRECT, syncs, verification. Ok(false): not an option of this kind.
+    fn set_io(&mut self, key: &str, v: &str) -> Result<bool, String> {
+        let err = |e: String| format!("--{key}: {e}");
+        match key {
             "direct" => self.direct = parse_bool(v).map_err(err)?,
             "buffered" => self.direct = !parse_bool(v).map_err(err)?,
             "verify" => {
@@ -396,24 +491,20 @@ impl JobOptions {
                     }
                 }
             }
-            "offset" => self.offset = Some(parse_size(v).map_err(err)?),
-            "offset_increment" => self.offset_increment = Some(parse_size(v).map_err(err)?),
-            "io_size" => self.io_size = Some(parse_size(v).map_err(err)?),
-            "loops" => self.loops = count_u32(v, 1).map_err(err)?,
-            "number_ios" => {
-                let n = parse_count(v).map_err(err)?;
-                self.number_ios = (n > 0).then_some(n);
-            }
-            "random_distribution" => {
-                self.random_distribution = distribution::parse(v).map_err(err)?
-            }
             "fsync" => self.fsync = count_u32(v, 0).map_err(err)?,
             "fdatasync" => self.fdatasync = count_u32(v, 0).map_err(err)?,
             "end_fsync" => self.end_fsync = parse_bool(v).map_err(err)?,
-            "thinktime" => self.thinktime_ns = usec_time(v).map_err(err)?,
-            "thinktime_spin" => self.thinktime_spin_ns = usec_time(v).map_err(err)?,
-            "thinktime_blocks" => self.thinktime_blocks = count_u32(v, 1).map_err(err)?,
             "randrepeat" => self.randrepeat = parse_bool(v).map_err(err)?,
+
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// What is reported and logged: interval logs, latency target, percentiles. Ok(false): not an option of this kind.
+    fn set_reporting(&mut self, key: &str, v: &str, value: Option<&str>) -> Result<bool, String> {
+        let err = |e: String| format!("--{key}: {e}");
+        match key {
             // Without a value fio names the logs after the job (an empty stem here).
             "write_lat_log" | "write_bw_log" | "write_iops_log" | "write_hist_log" => {
                 let stem = match value {
@@ -475,17 +566,31 @@ impl JobOptions {
                 list.sort_by(f64::total_cmp);
                 self.percentile_list = Some(list);
             }
-            "registerfiles" | "fixedbufs" | "thread" | "norandommap" => {
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The order jobs run in (fio's `stonewall`, `new_group`, `wait_for`), and options taken
+    /// for fio's job files that change nothing here. Ok(false): not an option of this kind.
+    fn set_order(&mut self, key: &str, v: &str) -> Result<bool, String> {
+        let err = |e: String| format!("--{key}: {e}");
+        match key {
+            "stonewall" => self.stonewall = parse_bool(v).map_err(err)?,
+            "new_group" => self.new_group = parse_bool(v).map_err(err)?,
+            "wait_for" => {
+                if v.trim().is_empty() {
+                    return Err(err("needs the name of a job".into()));
+                }
+                self.wait_for = Some(v.trim().to_string());
+            }
+            "registerfiles" | "fixedbufs" | "thread" | "norandommap" | "gtod_reduce" => {
                 parse_bool(v).map_err(err)?;
             }
-            _ => return Err(format!("--{key} is not a job option")),
+            "description" | "clocksource" => {}
+            _ => return Ok(false),
         }
-        // As fio lists them: flags given without a value are left out.
-        if let Some(v) = value {
-            self.given.insert(key.to_string(), v.to_string());
-        }
-        self.bs = self.all_sizes();
-        Ok(())
+        Ok(true)
     }
 
     /// Every IO size of the directions the job does, at every sweep point.
@@ -595,6 +700,34 @@ mod tests {
         assert_eq!(j.given["bs"], "4k,16k");
     }
 
+    /// The defaults of fio 3.33's HOWTO, one by one (docs/loadgen.md has the table).
+    #[test]
+    fn defaults_are_fios() {
+        let j = JobOptions::default();
+        assert!(!j.direct, "direct=0: buffered IO");
+        assert_eq!(j.rw, Rw::Read);
+        assert_eq!(j.rwmixread, 50);
+        assert_eq!(j.sizes, [SizeDist::Fixed(4096), SizeDist::Fixed(4096)]);
+        assert_eq!((j.iodepth, j.numjobs, j.loops), (1, 1, 1));
+        assert_eq!(j.iodepth_batch_submit, 1);
+        assert_eq!(
+            (j.runtime_ns, j.time_based, j.ramp_time_ns),
+            (None, false, 0)
+        );
+        assert_eq!((j.rate_iops, j.rate), ([None, None], [None, None]));
+        assert_eq!(j.rate_process, RateProcess::Linear);
+        assert!(!j.verify && j.randrepeat);
+        assert_eq!((j.offset, j.io_size, j.number_ios), (None, None, None));
+        assert_eq!(j.random_distribution, Distribution::Random);
+        assert_eq!((j.fsync, j.fdatasync, j.end_fsync), (0, 0, false));
+        assert_eq!((j.thinktime_ns, j.thinktime_blocks), (0, 1));
+        assert_eq!((j.logs.avg_msec, j.logs.hist_msec), (0, 0));
+        assert_eq!(j.latency_percentile, 100.0);
+        assert_eq!(j.percentile_list, None);
+        // Where loadgen differs, on purpose (docs/loadgen.md says why).
+        assert_eq!(j.ioengine, IoEngine::IoUring, "fio: psync");
+    }
+
     #[test]
     fn bad_job_values_are_refused() {
         let mut j = JobOptions::default();
@@ -612,6 +745,8 @@ mod tests {
         assert!(j.set("ioengine", Some("posixaio")).is_err());
         assert!(j.set("thinktime", Some("soon")).is_err());
         assert!(j.set("loops", Some("0")).is_err());
+        let e = j.set("rw", Some("read:-8k")).unwrap_err();
+        assert!(e.contains("`:-8k`") && e.contains("not run"), "{e}");
         assert!(j.set("verify", Some("md5")).is_err());
         assert!(j.set("output-format", Some("json")).is_err());
     }

@@ -21,6 +21,18 @@ pub fn build_job(layers: &[&Pairs]) -> Result<JobOptions, String> {
             job.set(k, v.as_deref())?;
         }
     }
+    // fio's `filesize` with one file per job: the job's size unless `size` says otherwise.
+    if let Some(fs) = job.filesize {
+        match job.size {
+            None => job.size = Some(super::values::SizeSpec::Bytes(fs)),
+            Some(super::values::SizeSpec::Bytes(s)) if s == fs => {}
+            Some(_) => {
+                return Err(format!(
+                    "--filesize={fs} with another --size: loadgen's job uses one file of --size bytes"
+                ));
+            }
+        }
+    }
     Ok(job)
 }
 
@@ -116,7 +128,7 @@ pub fn parse_args_from(args: &[String], files_from: JobFiles<'_>) -> Result<Pars
                 let text = crate::files::read_text(f, crate::files::MAX_JOB_FILE)
                     .map_err(|e| format!("cannot read job file {origin}: {e}"))?;
                 let jf = jobfile::parse(&text, &origin)?;
-                job_files.push((origin, text));
+                job_files.push((origin.clone(), text));
                 jf
             }
             JobFiles::Given(given) => {
@@ -127,7 +139,7 @@ pub fn parse_args_from(args: &[String], files_from: JobFiles<'_>) -> Result<Pars
                     )
                 })?;
                 let jf = jobfile::parse_order(text, &origin)?;
-                job_files.push((origin, text.clone()));
+                job_files.push((origin.clone(), text.clone()));
                 jf
             }
         };
@@ -136,13 +148,17 @@ pub fn parse_args_from(args: &[String], files_from: JobFiles<'_>) -> Result<Pars
             note_globals(section_global);
             let name_pair: Pairs = vec![("name".into(), Some(name.clone()))];
             // Global command-line options override the job file: `loadgen run --runtime=5 x.fio`.
-            jobs.push(build_job(&[
-                &profile,
-                section_global,
-                &name_pair,
-                section,
-                &global,
-            ])?);
+            jobs.push(
+                build_job(&[&profile, section_global, &name_pair, section, &global]).map_err(
+                    |e| {
+                        format!(
+                            "{}: job {}: {e}",
+                            super::values::excerpt(&origin),
+                            super::values::excerpt(name)
+                        )
+                    },
+                )?,
+            );
         }
     }
     for j in &cli_jobs {
@@ -208,6 +224,20 @@ bs=64k
         assert_eq!((jobs[1].rw, jobs[1].bs[0]), (Rw::RandWrite, 65536));
         assert!(jobs[1].time_based);
         assert_eq!(jobs[1].runtime_ns, Some(10_000_000_000));
+    }
+
+    #[test]
+    fn filesize_is_the_size_of_the_jobs_one_file() {
+        let p = plan(&["--filesize=1m"]).unwrap();
+        assert_eq!(
+            p.jobs[0].size,
+            Some(crate::options::values::SizeSpec::Bytes(1 << 20))
+        );
+        assert!(plan(&["--filesize=1m", "--size=1m"]).is_ok());
+        let e = plan(&["--filesize=1m", "--size=2m"]).unwrap_err();
+        assert!(e.contains("--filesize=1048576 with another --size"), "{e}");
+        let e = plan(&["--filesize=1k-8k"]).unwrap_err();
+        assert!(e.contains("not a range"), "{e}");
     }
 
     #[test]

@@ -132,6 +132,9 @@ pub struct RunSettings {
     /// `start UNIX_NS` (or `abort`) on stdin; what `loadgen serve` runs a job order with.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub start_gate: bool,
+    /// `--parse-only`: check the options and job files, run nothing (as fio's).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub parse_only: bool,
 }
 
 impl Default for RunSettings {
@@ -157,6 +160,7 @@ impl Default for RunSettings {
             client_timeout_ns: None,
             replica_volume_prefix: None,
             start_gate: false,
+            parse_only: false,
         }
     }
 }
@@ -236,6 +240,7 @@ impl RunSettings {
                 self.client_timeout_ns = Some(super::values::parse_timeout(v).map_err(err)?)
             }
             "start-gate" => self.start_gate = parse_bool(v).map_err(err)?,
+            "parse-only" => self.parse_only = parse_bool(v).map_err(err)?,
             "replica-volume-prefix" => self.replica_volume_prefix = Some(v.to_string()),
             _ => return Err(format!("--{key} is not a run option")),
         }

@@ -84,6 +84,11 @@ pub const OPTIONS: &[OptionDoc] = &[
         "bytes of the target each job uses (4k, 1G, 50%); default: the whole file or device",
     ),
     job(
+        "filesize",
+        "SIZE",
+        "size of the job's file, as fio's with one file per job: --size when that is not given (a range is refused)",
+    ),
+    job(
         "offset",
         "SIZE",
         "start of the job's region in each file (bytes or % of the file)",
@@ -213,7 +218,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     job(
         "direct",
         "0|1",
-        "O_DIRECT (default: 1, unlike fio; --direct=0 goes through the page cache)",
+        "O_DIRECT (default: 0, as in fio: through the page cache; --direct=1 measures the device)",
     ),
     job("buffered", "0|1", "the opposite of --direct"),
     OptionDoc {
@@ -274,10 +279,46 @@ pub const OPTIONS: &[OptionDoc] = &[
         Scope::Job,
         "accepted for fio command lines; loadgen always registers its buffers",
     ),
+    OptionDoc {
+        aliases: &["threads"],
+        ..flag(
+            "thread",
+            Scope::Job,
+            "accepted for fio command lines; jobs are always threads",
+        )
+    },
     flag(
-        "thread",
+        "gtod_reduce",
         Scope::Job,
-        "accepted for fio command lines; jobs are always threads",
+        "accepted for fio job files; loadgen's clock costs little, and it keeps every latency",
+    ),
+    job(
+        "clocksource",
+        "SOURCE",
+        "accepted for fio job files; loadgen's clock is CLOCK_MONOTONIC",
+    ),
+    job(
+        "description",
+        "TEXT",
+        "a description of the job, as in fio (kept, not used)",
+    ),
+    OptionDoc {
+        aliases: &["wait_for_previous"],
+        ..flag(
+            "stonewall",
+            Scope::Job,
+            "start this job when every job before it has ended; it starts a new group (as fio's, also `wait_for_previous`)",
+        )
+    },
+    flag(
+        "new_group",
+        Scope::Job,
+        "start a new reporting group with this job (as fio's)",
+    ),
+    job(
+        "wait_for",
+        "NAME",
+        "start this job when job NAME, the one just before it, has ended (as fio's)",
     ),
     flag(
         "norandommap",
@@ -477,6 +518,11 @@ pub const OPTIONS: &[OptionDoc] = &[
         Scope::Run,
         "after the checks and the layout, print `ready` and wait for `start UNIX_NS` or `abort` on stdin (how `loadgen serve` runs a job order)",
     ),
+    flag(
+        "parse-only",
+        Scope::Run,
+        "check the options and job files and exit, running nothing (as fio's)",
+    ),
     flag("help", Scope::Run, "print this list"),
 ];
 
@@ -499,7 +545,6 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "create_on_open",
     "create_serialize",
     "dedupe_percentage",
-    "description",
     "disable_bw_measurement",
     "disable_clat",
     "disable_lat",
@@ -508,7 +553,6 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "exitall",
     "fallocate",
     "file_service_type",
-    "filesize",
     "fsync_on_close",
     "hipri",
     "ignore_error",
@@ -526,7 +570,6 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "log_max_value",
     "log_offset",
     "max_latency",
-    "new_group",
     "nice",
     "nrfiles",
     "offset_align",
@@ -555,7 +598,6 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "ss_ramp",
     "startdelay",
     "steadystate",
-    "stonewall",
     "sync",
     "unified_rw_reporting",
     "unit_base",
@@ -563,18 +605,114 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "verify_backlog",
     "verify_fatal",
     "verify_pattern",
-    "wait_for",
     "write_iolog",
     "zero_buffers",
     "zonemode",
     "zonesize",
 ];
 
-/// The message for an option that is not in the table: fio's options are named as such.
+/// Why loadgen does not run some of fio's options, for the one line that refuses them.
+const WHY: &[(&[&str], &str)] = &[
+    (
+        &[
+            "nrfiles",
+            "openfiles",
+            "file_service_type",
+            "filename_format",
+            "unlink",
+        ],
+        "loadgen runs each job on one file of --size or on the files of --filename, not on fio's file sets",
+    ),
+    (&["zonemode", "zonesize"], "zoned block devices are not run"),
+    (
+        &["io_submit_mode"],
+        "each job submits from its own thread; fio's offload threads are not run",
+    ),
+    (
+        &[
+            "verify_pattern",
+            "verify_backlog",
+            "verify_fatal",
+            "do_verify",
+        ],
+        "loadgen verifies with its own crc32c headers (--verify)",
+    ),
+    (
+        &["ss", "steadystate", "ss_dur", "ss_ramp"],
+        "a job runs for its --runtime or size; it does not stop when IOPS settle",
+    ),
+    (&["blockalign"], "random offsets are aligned to the IO size"),
+    (
+        &["random_generator"],
+        "random offsets come from loadgen's own generator",
+    ),
+    (
+        &["rate_min", "ratemin", "rate_iops_min"],
+        "a job below a rate is not failed",
+    ),
+    (
+        &["exitall", "exitall_on_error", "exit_what"],
+        "every job of a group runs to its own end",
+    ),
+    (&["startdelay"], "the jobs of a group start together"),
+    (
+        &["continue_on_error", "ignore_error", "error_dump"],
+        "an IO error ends the job and fails the run",
+    ),
+    (
+        &["allow_file_create"],
+        "loadgen creates the files a job needs and refuses what it cannot create",
+    ),
+    (
+        &[
+            "buffer_pattern",
+            "dedupe_percentage",
+            "dedupe_mode",
+            "buffer_compress_percentage",
+            "buffer_compress_chunk",
+            "refill_buffers",
+            "scramble_buffers",
+            "zero_buffers",
+        ],
+        "loadgen writes its own data, not fio's patterns",
+    ),
+    (
+        &["read_iolog", "write_iolog", "replay_redirect"],
+        "IO logs are not replayed or written",
+    ),
+    (
+        &[
+            "prio",
+            "prioclass",
+            "cmdprio_percentage",
+            "cmdprio_bssplit",
+            "log_prio",
+        ],
+        "IO priorities are not set",
+    ),
+    (
+        &["flow", "flow_sleep", "flow_id"],
+        "fio's flow control between jobs is not run",
+    ),
+    (
+        &[
+            "numa_cpu_nodes",
+            "numa_mem_policy",
+            "cpumask",
+            "cpus_allowed",
+        ],
+        "jobs are not bound to CPUs or NUMA nodes",
+    ),
+];
+
+/// The message for an option that is not in the table: fio's options are named as such,
+/// with why loadgen does not run them where that is known.
 pub fn unknown(key: &str) -> String {
     let k = key.to_ascii_lowercase().replace('-', "_");
     let shown = super::values::excerpt(key);
-    if FIO_UNSUPPORTED.contains(&k.as_str()) {
+    if let Some((_, why)) = WHY.iter().find(|(keys, _)| keys.contains(&k.as_str())) {
+        format!("--{shown} is a fio option loadgen does not run: {why}")
+    } else if FIO_UNSUPPORTED.contains(&k.as_str()) {
         format!(
             "--{shown} is a fio option loadgen does not support (docs/loadgen.md lists fio's options and what loadgen does with them)"
         )
@@ -625,7 +763,13 @@ mod tests {
         assert_eq!(lookup("output_format").unwrap().name, "output-format");
         assert_eq!(lookup("time-based").unwrap().name, "time_based");
         assert!(lookup("bogus").is_none());
-        assert!(unknown("stonewall").contains("fio option loadgen does not support"));
+        assert!(unknown("exitall").contains("fio option loadgen does not run: every job"));
+        assert!(unknown("kb_base").contains("fio option loadgen does not support"));
+        for (keys, _) in WHY {
+            for k in *keys {
+                assert!(lookup(k).is_none(), "{k} has a reason and is in the table");
+            }
+        }
         assert!(unknown("bogus").starts_with("unknown option --bogus"));
         for k in FIO_UNSUPPORTED {
             assert!(

@@ -9,6 +9,7 @@ use super::{IoEngine, Plan, sweep};
 
 pub fn validate(plan: &Plan) -> Result<(), String> {
     sweep::axes(plan)?;
+    super::groups::groups(plan)?;
     let mut verify_files: HashMap<&std::path::Path, &str> = HashMap::new();
     for j in &plan.jobs {
         let name = &j.name;
@@ -100,7 +101,7 @@ mod tests {
 
     #[test]
     fn refuses_what_fio_refuses() {
-        let e = validate(&plan_of(&[("bs", "1000")])).unwrap_err();
+        let e = validate(&plan_of(&[("bs", "1000"), ("direct", "1")])).unwrap_err();
         assert!(e.contains("multiple of 512"), "{e}");
         assert!(validate(&plan_of(&[("bs", "1000"), ("direct", "0")])).is_ok());
         let e = validate(&plan_of(&[("time_based", "1")])).unwrap_err();
@@ -122,7 +123,12 @@ mod tests {
         ]))
         .unwrap_err();
         assert!(e.contains("one IO size"), "{e}");
-        let e = validate(&plan_of(&[("rw", "randrw"), ("bs", "4k,1000")])).unwrap_err();
+        let e = validate(&plan_of(&[
+            ("rw", "randrw"),
+            ("bs", "4k,1000"),
+            ("direct", "1"),
+        ]))
+        .unwrap_err();
         assert!(e.contains("--bs=1000"), "writes of 1000 bytes: {e}");
     }
 }

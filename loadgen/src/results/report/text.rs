@@ -231,9 +231,16 @@ fn point(out: &mut String, r: &RunResult, p: &PointResult, group: bool) {
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
             .collect();
+        // A job file's groups (stonewall) run different jobs; a sweep's points the same.
+        let jobs = |q: &PointResult| -> Vec<usize> { q.jobs.iter().map(|j| j.group).collect() };
+        let what = if r.points.iter().any(|q| jobs(q) != jobs(&r.points[0])) {
+            "group"
+        } else {
+            "point"
+        };
         let _ = writeln!(
             out,
-            "point {}/{}: {}",
+            "{what} {}/{}: {}",
             p.index + 1,
             r.points.len(),
             shapes.join("; ")

@@ -91,6 +91,7 @@ impl Confinement {
             ("--client-timeout", s.client_timeout_ns.is_some()),
             ("--status-interval", s.status_interval_ns.is_some()),
             ("--start-gate", s.start_gate),
+            ("--parse-only", s.parse_only),
             ("--replica-volume-prefix", s.replica_volume_prefix.is_some()),
         ];
         if let Some((name, _)) = set.iter().find(|(_, on)| *on) {
