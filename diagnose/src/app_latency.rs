@@ -59,6 +59,11 @@ pub struct AppLatency {
     pub hosts: Option<Join>,
     /// Joins `by` to the kernel names of its devices (Ceph: `ceph_disk_occupation`).
     pub devices: Option<Join>,
+    /// The latency's network part is the paths among the joined sources' hosts alone, so
+    /// a judged host's other peers are left out. Ceph's op latency runs at the primary OSD
+    /// from the request's receipt to its reply: it holds the round trips to the replicas
+    /// on the other OSD hosts, not the path to the client or the mon.
+    pub members_only: bool,
 }
 
 const OSD_METADATA: Join = Join {
@@ -92,6 +97,7 @@ impl AppLatency {
             by: ceph::DAEMON.to_string(),
             hosts: Some(OSD_METADATA),
             devices: Some(DISK_OCCUPATION),
+            members_only: true,
         }
     }
 
@@ -131,6 +137,7 @@ impl AppLatency {
                 by: parts[2].to_string(),
                 hosts: None,
                 devices: None,
+                members_only: false,
             });
             if app.by != parts[2] {
                 return Err(bad("every --app-latency names the same host label"));
@@ -292,6 +299,10 @@ pub fn apply(run: &mut Run, g: &Grid, app: &AppLatency, answers: &Answers<Target
     for (k, s) in sources.iter_mut() {
         s.key = k.clone();
     }
+    let members: Vec<String> = sources
+        .values()
+        .flat_map(|s| s.addresses.iter().cloned())
+        .collect();
     let mut joined = Joined::default();
     for src in sources.into_values() {
         if !sums.keys().any(|(k, _)| *k == src.key) {
@@ -322,6 +333,9 @@ pub fn apply(run: &mut Run, g: &Grid, app: &AppLatency, answers: &Answers<Target
                 Direction::Read => h.read = lat,
                 Direction::Write => h.write = lat,
             }
+        }
+        if app.members_only {
+            h.peers.retain(|addr, _| members.contains(addr));
         }
         let devices: Vec<String> = on.iter().flat_map(|s| s.devices.clone()).collect();
         if !devices.is_empty() {
@@ -476,7 +490,19 @@ pub fn places(report: &analysis::Report, run: &Run, joined: &Joined) -> Vec<Stri
             }
             None => place.to_string(),
         };
-        let evidence = v.evidence.first().map_or(String::new(), |e| format!(": {e}"));
+        // The numbers behind the place: the chosen candidate's findings.
+        let findings: Vec<&str> = ha
+            .directions
+            .iter()
+            .filter(|d| Some(d.direction) == v.direction)
+            .flat_map(|d| &d.candidates)
+            .find(|c| c.cause == v.cause && Some(&c.location) == v.location.as_ref())
+            .map(|c| c.findings.iter().take(2).map(String::as_str).collect())
+            .unwrap_or_default();
+        let evidence = match findings.is_empty() {
+            true => String::new(),
+            false => format!(": {}", findings.join("; ")),
+        };
         out.push(format!(
             "{} on {}: {dir} wait for {place} — {} ({:.2}){evidence}",
             names(on),
@@ -593,6 +619,9 @@ mod tests {
             ],
         };
         run.hosts[0].local_devices = vec!["loop9".into()];
+        for peer in ["198.18.40.12", "198.18.40.50"] {
+            run.hosts[0].peers.insert(peer.into(), Default::default());
+        }
         let w = Direction::Write;
         let answers: Answers<Target> = vec![
             (
@@ -654,6 +683,11 @@ mod tests {
         assert_eq!(l.iops, vec![Some(10.0); 3]);
         assert!(run.hosts[0].read.is_none(), "no reads");
         assert_eq!(run.hosts[0].local_devices, vec!["loop3"]);
+        assert_eq!(
+            run.hosts[0].peers.keys().collect::<Vec<_>>(),
+            ["198.18.40.12"],
+            "the client's path is not in an OSD's op latency"
+        );
         assert_eq!(names(&j.on["h2"]), "osd.1");
         assert_eq!(j.unmatched.len(), 1);
         assert_eq!(j.unmatched[0].key, "osd.7");

@@ -148,6 +148,9 @@ pub(super) fn analyze(a: &AnalyzeArgs, q: &FleetQuery) -> Result<u8, Failure> {
                 app_latency::names(sources)
             ));
         }
+        if q.app.as_ref().is_some_and(|a| a.members_only) && !joined.on.is_empty() {
+            notes.push("--app-latency: the paths between the joined hosts are those in its latency; other peers (clients) are left out".into());
+        }
         if !joined.unmatched.is_empty() {
             notes.push(format!(
                 "--app-latency: no agent's host matches {}",
