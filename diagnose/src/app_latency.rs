@@ -79,7 +79,8 @@ const DISK_OCCUPATION: Join = Join {
 };
 
 /// The `--app-latency` syntax, for errors and help.
-pub const SYNTAX: &str = "ceph, or KIND:METRIC:HOST_LABEL[:read|write] with KIND histogram, summary or sumcount";
+pub const SYNTAX: &str =
+    "ceph, or KIND:METRIC:HOST_LABEL[:read|write] with KIND histogram, summary or sumcount";
 
 impl AppLatency {
     /// Ceph's mgr: each OSD's client op latency, joined to its host and device.
@@ -373,7 +374,7 @@ fn host_part(instance: &str) -> &str {
 /// address vectors (`[v2:198.18.40.11:6800/1234,v1:198.18.40.11:6801/1234]`).
 fn ip_in(value: &str) -> Option<String> {
     value
-        .split(|c: char| matches!(c, '[' | ']' | ',' | '/'))
+        .split(['[', ']', ',', '/'])
         .filter_map(|part| {
             let part = part.trim();
             let part = part
@@ -447,7 +448,10 @@ fn latency(
 const MIN_REQUESTS_PER_INTERVAL: f64 = 10.0;
 
 fn at(s: &Series, i: usize) -> Option<f64> {
-    s.get(i).copied().flatten().filter(|v| v.is_finite() && *v >= 0.0)
+    s.get(i)
+        .copied()
+        .flatten()
+        .filter(|v| v.is_finite() && *v >= 0.0)
 }
 
 /// `osd.0, osd.3` — the sources on a host, for prose.
@@ -560,7 +564,8 @@ mod tests {
 
     #[test]
     fn the_option_reads_the_preset_and_any_metric() {
-        let p = |v: &[&str]| AppLatency::parse(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        let p =
+            |v: &[&str]| AppLatency::parse(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
         assert_eq!(p(&[]).unwrap(), None);
         assert_eq!(p(&["ceph"]).unwrap(), Some(AppLatency::ceph()));
         let a = p(&[
@@ -592,18 +597,15 @@ mod tests {
             .unwrap()
             .unwrap();
         let q = queries(&a, 5.0);
-        assert_eq!(
-            q[0].1,
-            "sum by (node) (increase(req_seconds_sum[5000ms]))"
-        );
+        assert_eq!(q[0].1, "sum by (node) (increase(req_seconds_sum[5000ms]))");
         assert!(q.iter().any(|(t, s)| *t == Target::Quantile(Direction::Write, 0.99)
             && s == "histogram_quantile(0.99, sum by (node, le) (increase(req_seconds_bucket[5000ms])))"));
         let c = queries(&AppLatency::ceph(), 10.0);
         assert!(c.iter().any(|(_, s)| s
             == "max by (ceph_daemon, hostname, public_addr, cluster_addr) (max_over_time(ceph_osd_metadata[10000ms]))"));
         assert!(
-            c.iter()
-                .any(|(_, s)| s == "sum by (ceph_daemon) (increase(ceph_osd_op_w_latency_count[10000ms]))")
+            c.iter().any(|(_, s)| s
+                == "sum by (ceph_daemon) (increase(ceph_osd_op_w_latency_count[10000ms]))")
         );
     }
 
@@ -656,12 +658,19 @@ mod tests {
                         &[
                             ("ceph_daemon", "osd.1"),
                             ("hostname", "h2"),
-                            ("public_addr", "[v2:198.18.40.12:6800/77,v1:198.18.40.12:6801/77]"),
+                            (
+                                "public_addr",
+                                "[v2:198.18.40.12:6800/77,v1:198.18.40.12:6801/77]",
+                            ),
                         ],
                         &[1.0, 1.0, 1.0],
                     ),
                     series(
-                        &[("ceph_daemon", "osd.7"), ("hostname", "h8"), ("public_addr", "198.18.40.99")],
+                        &[
+                            ("ceph_daemon", "osd.7"),
+                            ("hostname", "h8"),
+                            ("public_addr", "198.18.40.99"),
+                        ],
                         &[1.0, 1.0, 1.0],
                     ),
                 ],
@@ -679,7 +688,10 @@ mod tests {
         assert_eq!(run.hosts[1].name, "h2");
         let l = run.hosts[0].write.as_ref().unwrap();
         assert_eq!(l.mean_seconds, vec![Some(0.02), Some(0.02), Some(0.6)]);
-        assert_eq!(l.p99_seconds, l.mean_seconds, "a mean stands in for percentiles");
+        assert_eq!(
+            l.p99_seconds, l.mean_seconds,
+            "a mean stands in for percentiles"
+        );
         assert_eq!(l.iops, vec![Some(10.0); 3]);
         assert!(run.hosts[0].read.is_none(), "no reads");
         assert_eq!(run.hosts[0].local_devices, vec!["loop3"]);
@@ -699,7 +711,10 @@ mod tests {
         let mut run = Run {
             interval_seconds: 10.0,
             starts: vec![1000.0, 1010.0, 1020.0],
-            hosts: vec![agent("node-a:9100", "10.0.0.1"), agent("10.0.0.2:9100", "10.0.0.2")],
+            hosts: vec![
+                agent("node-a:9100", "10.0.0.1"),
+                agent("10.0.0.2:9100", "10.0.0.2"),
+            ],
         };
         let a = AppLatency::parse(&["histogram:req_seconds:instance".to_string()])
             .unwrap()
@@ -735,7 +750,10 @@ mod tests {
         assert_eq!(ip_in("-"), None);
         assert_eq!(host_part("h1:9100"), "h1");
         assert_eq!(host_part("h1"), "h1");
-        assert_eq!(peer_in("path to peer 198.18.40.11").as_deref(), Some("198.18.40.11"));
+        assert_eq!(
+            peer_in("path to peer 198.18.40.11").as_deref(),
+            Some("198.18.40.11")
+        );
         assert_eq!(
             peer_in("path to peer 198.18.40.11, which serves device nvme1n1").as_deref(),
             Some("198.18.40.11")

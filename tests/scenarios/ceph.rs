@@ -8,6 +8,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use diagnose::app_latency::AppLatency;
 use serde_json::Value;
 use stornet_lab::blockdev::DiskStat;
 use stornet_lab::ceph::{CephLab, CephSpec, RadosBench};
@@ -157,6 +158,31 @@ fn scenario_ceph_1_a_shallow_port_toward_an_osd_host_is_named_from_cephs_own_lat
     }
     let began = Instant::now();
     let c = up("ceph1");
+    // What `--app-latency ceph` queries is in the live mgr's metrics, with the labels it
+    // joins by.
+    let m = c.mgr_scrape().unwrap();
+    let app = AppLatency::ceph();
+    let mut wanted: Vec<(String, Vec<&str>)> = app
+        .metrics
+        .iter()
+        .flat_map(|x| ["_sum", "_count"].map(|s| (format!("{}{s}", x.name), vec![app.by.as_str()])))
+        .collect();
+    for j in [&app.hosts, &app.devices].into_iter().flatten() {
+        wanted.push((j.metric.to_string(), [&[j.key][..], j.labels].concat()));
+    }
+    for (name, labels) in &wanted {
+        let found: Vec<_> = m.iter().filter(|s| &s.name == name).collect();
+        assert!(
+            found.len() >= c.osds.len(),
+            "the mgr exports {found:?} of {name}"
+        );
+        for l in labels {
+            assert!(
+                found.iter().all(|s| s.label(l).is_some()),
+                "{name} without {l}"
+            );
+        }
+    }
     let h1 = c.lab.host("h1").addr.to_string();
     let counts = |c: &CephLab| (c.port_drops("h1").unwrap(), c.retransmits().unwrap());
     let before = std::cell::Cell::new(None);
@@ -266,7 +292,10 @@ fn scenario_ceph_2_a_throttled_osd_disk_is_named_from_cephs_own_latency() {
     for p in &j.places {
         eprintln!("  {p}");
     }
-    assert!(rate <= 60.0, "{disk} did {rate:.0} writes/s under a 50/s throttle");
+    assert!(
+        rate <= 60.0,
+        "{disk} did {rate:.0} writes/s under a 50/s throttle"
+    );
     let h1 = host_verdict(&j.json, "h1");
     assert_eq!(h1["cause"], "slow_device", "h1: {}", line(h1));
     let location = h1["location"].as_str().unwrap_or_default();

@@ -7,9 +7,9 @@ use promclient::Url;
 use promclient::query::QueryError;
 
 use super::output::{Output, Source, print, write_html};
+use crate::app_latency::{self, AppLatency, Joined};
 use crate::cli::AnalyzeArgs;
 use crate::error::Failure;
-use crate::app_latency::{self, AppLatency, Joined};
 use crate::{fleet, html, time};
 
 /// What every fleet query of one `stornet analyze --prometheus` shares.
