@@ -194,17 +194,17 @@ pub(super) fn analyze(a: &AnalyzeArgs, q: &FleetQuery) -> Result<u8, Failure> {
         },
         report: &report,
         points: Vec::new(),
+        places: app_latency::places(&report, &run, &joined),
     };
     print(a.format, &out, || {
         let mut t = format!("{summary}\n");
         for n in &notes {
             t.push_str(&format!("note: {n}\n"));
         }
-        let places = app_latency::places(&report, &run, &joined);
-        if !places.is_empty() {
+        if !out.places.is_empty() {
             t.push('\n');
         }
-        for p in &places {
+        for p in &out.places {
             t.push_str(&format!("{p}\n"));
         }
         t.push('\n');
