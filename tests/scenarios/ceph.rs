@@ -67,8 +67,8 @@ struct Judged {
     places: Vec<String>,
 }
 
-/// Runs `rados bench` for the whole window, puts the fault on after `HEALTHY_S` (and
-/// `during` reads its counts while it acts), then asks stornet about the window.
+/// Runs `rados bench` for the whole window, calls `fault` after `HEALTHY_S` and `lift` when
+/// the bench ends (each reads its independent counts), then asks stornet about the window.
 fn judge(c: &CephLab, fault: impl FnOnce(), lift: impl FnOnce()) -> Judged {
     let start = now().floor();
     let b = RadosBench::writes((HEALTHY_S + FAULT_S) as u32)
