@@ -131,6 +131,13 @@ pub struct FleetArgs {
     /// Fleet mode: label matchers for every query, e.g. '{instance=~"stor.*"}'.
     #[arg(long, value_name = "MATCHERS")]
     pub selector: Option<String>,
+    /// Fleet mode: judge each host by an application's own latency instead of its block
+    /// layer's: `ceph` (each OSD's op latency from the mgr, joined to its host by
+    /// `ceph_osd_metadata`), or KIND:METRIC:HOST_LABEL[:read|write] for any latency metric
+    /// in seconds (KIND `histogram`, `summary` or `sumcount`; HOST_LABEL names the host as
+    /// an agent's instance, its address or its host name; once per direction).
+    #[arg(long, value_name = "SPEC", requires = "prometheus")]
+    pub app_latency: Vec<String>,
     /// Fleet mode: seconds all of one evaluation's queries may take together (each also at
     /// most 60).
     #[arg(long, value_name = "SECONDS", default_value = "120", requires = "prometheus",

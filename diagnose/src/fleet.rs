@@ -164,7 +164,7 @@ fn family_query(f: &Fleet, fam: &SignalFamily, w: &str) -> String {
 }
 
 /// One range query over the fleet's grid.
-fn query_range(
+pub(crate) fn query_range(
     f: &Fleet,
     g: &Grid,
     promql: &str,
@@ -180,10 +180,10 @@ fn query_range(
 }
 
 /// The most one query may take.
-const QUERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+pub(crate) const QUERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The answers of every query, by target.
-pub type Answers = Vec<(Target, Vec<MatrixSeries>)>;
+pub type Answers<T = Target> = Vec<(T, Vec<MatrixSeries>)>;
 
 /// Runs every query against Prometheus.
 pub fn fetch(f: &Fleet) -> Result<(Grid, Answers), QueryError> {
@@ -216,7 +216,7 @@ pub fn fetch(f: &Fleet) -> Result<(Grid, Answers), QueryError> {
     Ok((g, out))
 }
 
-fn series_of(points: &[(f64, f64)], g: &Grid) -> Series {
+pub(crate) fn series_of(points: &[(f64, f64)], g: &Grid) -> Series {
     let mut s: Series = vec![None; g.n];
     for &(t, v) in points {
         if let Some(i) = g.index(t) {

@@ -8,7 +8,8 @@
 //!   used by a load generator sampling agents during a run and by fleet mode alike;
 //! - [`latency`]: a load generator's own latency, from a run record's timeline;
 //! - [`fleet`]: the same signals read back from Prometheus with range queries ([`time`]
-//!   parses the window).
+//!   parses the window), and [`app_latency`]: an application's own latency there (Ceph's
+//!   OSD op latency, any service's request latency) joined to the agents' hosts.
 //!
 //! [`analyze`] judges a run record (the record reader) or the fleet, once or again every
 //! step (`watch`), and prints the verdict as text or JSON; [`html`] renders the report page.
@@ -16,6 +17,7 @@
 //! text from records and Prometheus plain on a terminal; [`error`] says how it fails.
 
 pub mod analyze;
+pub mod app_latency;
 pub mod cli;
 pub mod console;
 pub mod error;

@@ -49,6 +49,10 @@ pub struct CephSpec {
     pub complaint_s: u32,
     /// `osd_memory_target`, bytes.
     pub osd_memory: u64,
+    /// Seconds between the daemons' reports to the mgr (`mgr_stats_period`), the mgr
+    /// exporter's refreshes and Prometheus's scrapes of it: a step of fleet mode over Ceph's
+    /// latency needs at least two of them.
+    pub stats_period_s: u32,
     /// A stornet-agent on every OSD host.
     pub agents: bool,
     /// A Prometheus on the mon host scraping the agents and the mgr.
@@ -67,6 +71,7 @@ impl Default for CephSpec {
             pgs: 32,
             complaint_s: 30,
             osd_memory: 1 << 30,
+            stats_period_s: 5,
             agents: true,
             prometheus: true,
             health_timeout: Duration::from_secs(150),

@@ -3,6 +3,7 @@
 //! writes and `loadgen analyze`, with the verdict the story calls for.
 
 mod buffers;
+mod ceph;
 mod cluster;
 mod devices;
 mod jumbo;

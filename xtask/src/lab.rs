@@ -97,7 +97,7 @@ fn describe(c: &CephLab) -> String {
             p.addr
         ));
         s.push_str(&format!(
-            "\nAnalyse the last 5 minutes (from the mon host's namespace, where Prometheus runs):\n  ip netns exec {} {} analyze --prometheus http://{} --start now-5m --end now\n",
+            "\nAnalyse the last 5 minutes (from the mon host's namespace, where Prometheus runs):\n  ip netns exec {} {} analyze --prometheus http://{} --start now-5m --end now --step 10s --app-latency ceph\n",
             mon.ns.name,
             crate::cmd::workspace_root()
                 .join("target/release/stornet")

@@ -41,6 +41,10 @@ pub(super) struct Output<'a> {
     pub report: &'a Report,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub points: Vec<PointVerdict>,
+    /// Fleet mode with `--app-latency`: each judged host's verdict in the application's
+    /// names ("osd.1 on h2: writes wait for the path to h1 (osd.0's host) …").
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub places: Vec<String>,
 }
 
 pub(super) fn write_html(path: &std::path::Path, html: &str) -> Result<(), Failure> {

@@ -7,6 +7,7 @@ use promclient::Url;
 use promclient::query::QueryError;
 
 use super::output::{Output, Source, print, write_html};
+use crate::app_latency::{self, AppLatency, Joined};
 use crate::cli::AnalyzeArgs;
 use crate::error::Failure;
 use crate::{fleet, html, time};
@@ -18,6 +19,8 @@ pub(super) struct FleetQuery {
     pub step: f64,
     matchers: String,
     timeout: std::time::Duration,
+    /// `--app-latency`: the application latency hosts are judged by.
+    app: Option<AppLatency>,
 }
 
 pub(super) fn fleet_query(a: &AnalyzeArgs, url: &str) -> Result<FleetQuery, Failure> {
@@ -27,6 +30,7 @@ pub(super) fn fleet_query(a: &AnalyzeArgs, url: &str) -> Result<FleetQuery, Fail
         .map_err(|e| usage(format!("--step: {e}")))? as f64
         / 1e9;
     let matchers = fleet::matchers(a.fleet.selector.as_deref().unwrap_or("")).map_err(usage)?;
+    let app = AppLatency::parse(&a.fleet.app_latency).map_err(usage)?;
     let client = a
         .fleet
         .prometheus_client()
@@ -38,6 +42,7 @@ pub(super) fn fleet_query(a: &AnalyzeArgs, url: &str) -> Result<FleetQuery, Fail
         step,
         matchers,
         timeout: a.fleet.timeout,
+        app,
     })
 }
 
@@ -65,7 +70,7 @@ pub(super) fn fleet_run(
     q: &FleetQuery,
     start: f64,
     end: f64,
-) -> Result<(fleet::Fleet, fleet::Grid, Run), Failure> {
+) -> Result<(fleet::Fleet, fleet::Grid, Run, Joined), Failure> {
     let f = fleet::Fleet {
         url: q.url.clone(),
         client: q.client.clone(),
@@ -75,7 +80,7 @@ pub(super) fn fleet_run(
         matchers: q.matchers.clone(),
         timeout: q.timeout,
     };
-    let (grid, answers) = fleet::fetch(&f).map_err(|e| match e {
+    let failed = |e| match e {
         QueryError::Refused(m) => Failure::Usage(m),
         QueryError::TooLarge => Failure::Runtime(anyhow::anyhow!(
             "Prometheus at {}: its answers are larger than {} MiB in all; narrow --selector or use a larger --step",
@@ -83,8 +88,16 @@ pub(super) fn fleet_run(
             fleet::MAX_ANSWERS >> 20
         )),
         QueryError::Failed(m) => Failure::Runtime(anyhow::anyhow!(m)),
-    })?;
-    let run = fleet::build(&grid, &answers);
+    };
+    let (grid, answers) = fleet::fetch(&f).map_err(failed)?;
+    let mut run = fleet::build(&grid, &answers);
+    let joined = match &q.app {
+        Some(app) => {
+            let answers = app_latency::fetch(&f, &grid, app).map_err(failed)?;
+            app_latency::apply(&mut run, &grid, app, &answers)
+        }
+        None => Joined::default(),
+    };
     if run.hosts.is_empty() {
         return Err(Failure::Runtime(anyhow::anyhow!(
             "Prometheus at {} has no stornet-agent metrics{} between {} and {}",
@@ -97,14 +110,14 @@ pub(super) fn fleet_run(
             time::format(end)
         )));
     }
-    Ok((f, grid, run))
+    Ok((f, grid, run, joined))
 }
 
 /// `stornet analyze --prometheus URL`: the fleet's verdict over one window.
 pub(super) fn analyze(a: &AnalyzeArgs, q: &FleetQuery) -> Result<u8, Failure> {
     let (start, end) = window(a, time::now())?;
     let step = q.step;
-    let (f, grid, run) = fleet_run(a, q, start, end)?;
+    let (f, grid, run, joined) = fleet_run(a, q, start, end)?;
     let report = super::analyze(&run, "the Prometheus data")?;
     let without: Vec<&str> = run
         .hosts
@@ -127,9 +140,27 @@ pub(super) fn analyze(a: &AnalyzeArgs, q: &FleetQuery) -> Result<u8, Failure> {
         time::format(start),
         time::format(start + grid.step * grid.n as f64),
     );
-    let mut notes = vec![
-        "fleet mode: a host's latency is its busiest device's block-layer time (queue plus service, percentiles summed as an upper bound); time above the block layer and replicas' round trips are not in it".to_string(),
-    ];
+    let mut notes = Vec::new();
+    if q.app.is_some() {
+        for (host, sources) in &joined.on {
+            notes.push(format!(
+                "{host}: judged by the latency of {} (--app-latency)",
+                app_latency::names(sources)
+            ));
+        }
+        if q.app.as_ref().is_some_and(|a| a.members_only) && !joined.on.is_empty() {
+            notes.push("--app-latency: the paths between the joined hosts are those in its latency; other peers (clients) are left out".into());
+        }
+        if !joined.unmatched.is_empty() {
+            notes.push(format!(
+                "--app-latency: no agent's host matches {}",
+                app_latency::names(&joined.unmatched)
+            ));
+        }
+    }
+    if joined.on.len() < run.hosts.len() {
+        notes.push("fleet mode: a host's latency is its busiest device's block-layer time (queue plus service, percentiles summed as an upper bound); time above the block layer and replicas' round trips are not in it".to_string());
+    }
     if !without.is_empty() {
         notes.push(format!(
             "not analysed, no block-layer latency histograms with IO in the window: {}",
@@ -163,11 +194,18 @@ pub(super) fn analyze(a: &AnalyzeArgs, q: &FleetQuery) -> Result<u8, Failure> {
         },
         report: &report,
         points: Vec::new(),
+        places: app_latency::places(&report, &run, &joined),
     };
     print(a.format, &out, || {
         let mut t = format!("{summary}\n");
         for n in &notes {
             t.push_str(&format!("note: {n}\n"));
+        }
+        if !out.places.is_empty() {
+            t.push('\n');
+        }
+        for p in &out.places {
+            t.push_str(&format!("{p}\n"));
         }
         t.push('\n');
         t.push_str(&report.to_text());

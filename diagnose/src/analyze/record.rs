@@ -50,6 +50,7 @@ pub(super) fn analyze(a: &AnalyzeArgs, path: &Path) -> Result<u8, Failure> {
         } else {
             Vec::new()
         },
+        places: Vec::new(),
     };
     if let Some(html_path) = &a.html {
         let page = record_page(&rec, &reports, &top, &summary, &notes);

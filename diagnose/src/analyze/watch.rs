@@ -31,7 +31,7 @@ pub(super) fn run(a: &AnalyzeArgs, q: &FleetQuery) -> Result<u8, Failure> {
         let now = time::now();
         let (start, end) = window(a, now)?;
         let evaluated = fleet_run(a, q, start, end)
-            .and_then(|(_, _, run)| analyze(&run, "the Prometheus data"));
+            .and_then(|(_, _, run, _)| analyze(&run, "the Prometheus data"));
         let line = match evaluated {
             Ok(report) => verdict_line(a.format, now, start, end, &report.verdict),
             Err(Failure::Runtime(e)) => error_line(a.format, now, &format!("{e:#}")),

@@ -55,6 +55,7 @@ impl CephLab {
             dir: &dir.path,
             pgs: spec.pgs,
             complaint_s: spec.complaint_s,
+            stats_period_s: spec.stats_period_s,
             osd_memory: spec.osd_memory,
         });
         std::fs::write(dir.conf(), conf)?;
@@ -200,6 +201,7 @@ impl CephLab {
         let keyring = data.join("keyring").to_string_lossy().into_owned();
         let mon = self.mon_host().addr.to_string();
         let port = MGR_METRICS_PORT.to_string();
+        let period = self.spec.stats_period_s.to_string();
         self.cli.ceph(&[
             "auth",
             "get-or-create",
@@ -216,7 +218,7 @@ impl CephLab {
         for (k, v) in [
             ("mgr/prometheus/server_addr", mon.as_str()),
             ("mgr/prometheus/server_port", port.as_str()),
-            ("mgr/prometheus/scrape_interval", "5"),
+            ("mgr/prometheus/scrape_interval", period.as_str()),
             ("mgr/devicehealth/enable_monitoring", "false"),
         ] {
             self.cli.ceph(&["config", "set", "mgr", k, v, "--force"])?;
@@ -329,8 +331,8 @@ impl CephLab {
     }
 
     /// Prometheus on the mon host: the agents every 2 s (each target labelled with its
-    /// OSD host, as `hostname` names it in the mgr's metrics) and the mgr every 5 s (its
-    /// module refreshes that often), with the mgr's own `instance` labels kept.
+    /// OSD host, as `hostname` names it in the mgr's metrics) and the mgr as often as its
+    /// module refreshes (`stats_period_s`), with the mgr's own `instance` labels kept.
     fn start_prometheus(&mut self) -> Result<()> {
         let mut jobs = String::from(
             "  - job_name: stornet\n    scrape_interval: 2s\n    scrape_timeout: 2s\n    static_configs:\n",
@@ -341,8 +343,9 @@ impl CephLab {
             ));
         }
         jobs.push_str(&format!(
-            "  - job_name: ceph\n    honor_labels: true\n    scrape_interval: 5s\n    scrape_timeout: 5s\n    static_configs:\n      - targets: ['{}']\n",
-            self.mgr_metrics_addr()
+            "  - job_name: ceph\n    honor_labels: true\n    scrape_interval: {p}s\n    scrape_timeout: {p}s\n    static_configs:\n      - targets: ['{}']\n",
+            self.mgr_metrics_addr(),
+            p = self.spec.stats_period_s
         ));
         let mon = self.mon_host();
         let addr = SocketAddr::from((mon.addr, mon.free_port()?));

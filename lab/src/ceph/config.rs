@@ -74,6 +74,8 @@ pub struct Settings<'a> {
     pub complaint_s: u32,
     /// `osd_memory_target`, bytes.
     pub osd_memory: u64,
+    /// `mgr_stats_period`: seconds between the daemons' reports to the mgr.
+    pub stats_period_s: u32,
 }
 
 /// The subsystems whose logging is turned off.
@@ -150,6 +152,7 @@ pub fn ceph_conf(s: &Settings) -> String {
         ("mon_warn_on_pool_no_redundancy", "false".into()),
         ("osd_op_complaint_time", s.complaint_s.to_string()),
         ("osd_op_history_duration", "30".into()),
+        ("mgr_stats_period", s.stats_period_s.to_string()),
     ];
     let debug: Vec<String> = DEBUG_SUBSYSTEMS
         .iter()
@@ -216,6 +219,7 @@ mod tests {
             pgs: 32,
             complaint_s: 30,
             osd_memory: 1 << 30,
+            stats_period_s: 5,
         });
         assert!(conf.contains("mon_host = [v2:198.18.7.1:3300,v1:198.18.7.1:6789]"));
         assert!(conf.contains("public_network = 198.18.7.0/24"));

@@ -1,0 +1,306 @@
+//! A real Ceph cluster (Debian's packages) under a client stornet did not write (`rados
+//! bench`), judged by `stornet analyze --prometheus --app-latency ceph` from Ceph's own op
+//! latency in the mgr's metrics: a fault arrives in the middle of the load and stornet names
+//! the place, while Ceph's own health (printed from the same run) stays quiet. The kernel's
+//! counts (`tc -s` at the switch port, `/proc/net/snmp`, `/sys/block/*/stat`) are the
+//! independent evidence.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use diagnose::app_latency::AppLatency;
+use serde_json::Value;
+use stornet_lab::blockdev::DiskStat;
+use stornet_lab::ceph::{CephLab, CephSpec, RadosBench};
+use stornet_lab::lab::Shaping;
+use stornet_lab::privilege::{require_root, require_tool};
+use stornet_lab::promserver::now;
+
+/// Seconds of load before the fault, with it, and the evaluation step: the healthy part is
+/// the larger, so that the analysis' baseline is the healthy latency.
+const HEALTHY_S: u64 = 28;
+const FAULT_S: u64 = 20;
+const STEP_S: u64 = 4;
+
+/// Fails under CI, skips otherwise, when the machine cannot run the lab.
+fn can_run(test: &str) -> bool {
+    require_root(test)
+        && [
+            "ceph-mon",
+            "ceph-mgr",
+            "ceph-osd",
+            "ceph",
+            "rados",
+            "prometheus",
+        ]
+        .iter()
+        .all(|t| require_tool(test, t))
+}
+
+/// A cluster whose daemons report to the mgr, and Prometheus scrapes it, every 2 s: a 4 s
+/// step holds two of each.
+fn up(tag: &str) -> CephLab {
+    let spec = CephSpec {
+        stats_period_s: 2,
+        ..CephSpec::default()
+    };
+    let c = CephLab::new(tag, spec).unwrap_or_else(|e| panic!("{e:#}"));
+    let health = c.health().unwrap_or_else(|e| format!("{e:#}"));
+    assert_eq!(
+        health,
+        "HEALTH_OK",
+        "Ceph did not stay healthy:\n{}",
+        c.logs(20)
+    );
+    eprintln!("{tag}: HEALTH_OK after {:.1} s", c.bringup_s);
+    c
+}
+
+/// What `rados bench` did, what Ceph said and what stornet concluded.
+struct Judged {
+    bench: stornet_lab::ceph::clients::BenchResult,
+    /// `ceph health` at the fault's end.
+    health: String,
+    /// `stornet analyze --format json`.
+    json: Value,
+    /// The text report's lines that name the OSDs.
+    places: Vec<String>,
+}
+
+/// Runs `rados bench` for the whole window, calls `fault` after `HEALTHY_S` and `lift` when
+/// the bench ends (each reads its independent counts), then asks stornet about the window.
+fn judge(c: &CephLab, fault: impl FnOnce(), lift: impl FnOnce()) -> Judged {
+    let start = now().floor();
+    let b = RadosBench::writes((HEALTHY_S + FAULT_S) as u32)
+        .limit(Duration::from_secs(HEALTHY_S + FAULT_S + 90));
+    let (bench, health) = std::thread::scope(|s| {
+        let load = s.spawn(|| c.rados_bench(&b));
+        std::thread::sleep(Duration::from_secs(HEALTHY_S));
+        fault();
+        let bench = load.join().unwrap().unwrap_or_else(|e| panic!("{e:#}"));
+        let health = c.health().unwrap_or_else(|e| format!("{e:#}"));
+        lift();
+        (bench, health)
+    });
+    // The last reports reach the mgr and Prometheus.
+    std::thread::sleep(Duration::from_secs(2 * STEP_S));
+    let end = start + ((now() - start) / STEP_S as f64).floor() * STEP_S as f64;
+    let prom = c.prometheus.as_ref().expect("the lab's Prometheus");
+    let analyze = |format: &str| -> String {
+        let out = Command::new("ip")
+            .args(["netns", "exec", &c.mon_host().ns.name])
+            .arg(stornet_lab::bins::path("stornet"))
+            .args([
+                "analyze",
+                &format!("--prometheus=http://{}", prom.addr),
+                &format!("--start={start}"),
+                &format!("--end={end}"),
+                &format!("--step={STEP_S}s"),
+                "--app-latency=ceph",
+                &format!("--format={format}"),
+            ])
+            .output()
+            .expect("running stornet");
+        assert!(
+            out.status.success(),
+            "stornet analyze: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let text = analyze("text");
+    eprintln!("{text}");
+    let json: Value = serde_json::from_str(&analyze("json")).expect("stornet's JSON");
+    let places = text
+        .lines()
+        .filter(|l| l.starts_with("osd."))
+        .map(str::to_string)
+        .collect();
+    c.cleanup_bench().unwrap();
+    Judged {
+        bench,
+        health,
+        json,
+        places,
+    }
+}
+
+/// The verdict of host `name` in stornet's JSON.
+fn host_verdict<'a>(json: &'a Value, name: &str) -> &'a Value {
+    json["hosts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|h| h["host"] == name)
+        .map(|h| &h["verdict"])
+        .unwrap_or(&Value::Null)
+}
+
+fn line(v: &Value) -> String {
+    format!(
+        "{} at {} ({:.2})",
+        v["cause"].as_str().unwrap_or("-"),
+        v["location"].as_str().unwrap_or("-"),
+        v["confidence"].as_f64().unwrap_or(0.0)
+    )
+}
+
+/// A shallow buffer at the switch port toward h1 (osd.0's host) in the middle of 64 KiB
+/// writes: every OSD's op latency rises (every placement group has a replica on h1) and
+/// Ceph stays HEALTH_OK; stornet, judging each OSD host by its OSD's op latency, names the
+/// path to h1, and the switch port's `tc -s` drops and the senders' retransmits
+/// (`/proc/net/snmp`) count the loss.
+#[test]
+fn scenario_ceph_1_a_shallow_port_toward_an_osd_host_is_named_from_cephs_own_latency() {
+    if !can_run("scenario_ceph_1_a_shallow_port_toward_an_osd_host_is_named_from_cephs_own_latency")
+    {
+        return;
+    }
+    let began = Instant::now();
+    let c = up("ceph1");
+    // What `--app-latency ceph` queries is in the live mgr's metrics, with the labels it
+    // joins by.
+    let m = c.mgr_scrape().unwrap();
+    let app = AppLatency::ceph();
+    let mut wanted: Vec<(String, Vec<&str>)> = app
+        .metrics
+        .iter()
+        .flat_map(|x| ["_sum", "_count"].map(|s| (format!("{}{s}", x.name), vec![app.by.as_str()])))
+        .collect();
+    for j in [&app.hosts, &app.devices].into_iter().flatten() {
+        wanted.push((j.metric.to_string(), [&[j.key][..], j.labels].concat()));
+    }
+    for (name, labels) in &wanted {
+        let found: Vec<_> = m.iter().filter(|s| &s.name == name).collect();
+        assert!(
+            found.len() >= c.osds.len(),
+            "the mgr exports {found:?} of {name}"
+        );
+        for l in labels {
+            assert!(
+                found.iter().all(|s| s.label(l).is_some()),
+                "{name} without {l}"
+            );
+        }
+    }
+    let h1 = c.lab.host("h1").addr.to_string();
+    let counts = |c: &CephLab| (c.port_drops("h1").unwrap(), c.retransmits().unwrap());
+    let before = std::cell::Cell::new(None);
+    let after = std::cell::Cell::new(None);
+    let j = judge(
+        &c,
+        || {
+            before.set(Some(counts(&c)));
+            c.shape_port("h1", Some(&Shaping::shallow())).unwrap();
+        },
+        || {
+            after.set(Some(counts(&c)));
+            c.shape_port("h1", None).unwrap();
+        },
+    );
+    let ((d0, r0), (d1, r1)) = (before.take().unwrap(), after.take().unwrap());
+    let resent: u64 = r1
+        .iter()
+        .filter(|(h, _)| h != "h1")
+        .map(|(h, n)| n - r0.iter().find(|(g, _)| g == h).map_or(0, |x| x.1))
+        .sum();
+    let v = &j.json["verdict"];
+    eprintln!(
+        "rados bench 64 KiB writes, {HEALTHY_S} s healthy then {FAULT_S} s with a shallow port toward h1: \
+         {:.0} IOPS, mean {:.0} ms, max {:.0} ms; Ceph: {}; tc -s: {} drops at h1's port; \
+         /proc/net/snmp: {resent} retransmits from the other hosts; stornet: {}; h2 {}, h3 {}; \
+         the scenario {:.0} s",
+        j.bench.iops,
+        j.bench.mean_latency_s * 1e3,
+        j.bench.max_latency_s * 1e3,
+        j.health,
+        d1 - d0,
+        line(v),
+        line(host_verdict(&j.json, "h2")),
+        line(host_verdict(&j.json, "h3")),
+        began.elapsed().as_secs_f64()
+    );
+    for p in &j.places {
+        eprintln!("  {p}");
+    }
+    assert!(d1 > d0, "the shallow port dropped nothing");
+    assert!(resent > 0, "nobody retransmitted toward h1");
+    assert_eq!(v["cause"], "network_congestion", "{}", line(v));
+    // The OSDs whose replicas are on h1 wait for the path to it.
+    for host in ["h2", "h3"] {
+        let hv = host_verdict(&j.json, host);
+        assert_eq!(hv["cause"], "network_congestion", "{host}: {}", line(hv));
+        let location = hv["location"].as_str().unwrap_or_default();
+        assert!(
+            location.contains(&h1),
+            "{host}: the verdict's place {location:?} is not the path to h1 ({h1})"
+        );
+    }
+    assert!(
+        j.places
+            .iter()
+            .any(|p| p.contains("wait for the path to h1 (osd.0's host)")),
+        "no OSD waits for the path to h1: {:?}",
+        j.places
+    );
+}
+
+/// osd.0's disk throttled to 50 writes/s in the middle of 64 KiB writes: every OSD's op
+/// latency rises (each write waits for osd.0's commit) and Ceph stays HEALTH_OK; stornet
+/// names osd.0's device on h1, whose writes `/sys/block/*/stat` counts at the throttle.
+#[test]
+fn scenario_ceph_2_a_throttled_osd_disk_is_named_from_cephs_own_latency() {
+    if !can_run("scenario_ceph_2_a_throttled_osd_disk_is_named_from_cephs_own_latency") {
+        return;
+    }
+    let began = Instant::now();
+    let c = up("ceph2");
+    let disk = c.osd(0).disk.name().to_string();
+    // Writes with data: /sys/block also counts the empty write that carries each flush.
+    let data = || {
+        let s = DiskStat::read(&disk).unwrap();
+        s.write_ios - s.flush_ios
+    };
+    let from = std::cell::Cell::new((0, Instant::now()));
+    let rate = std::cell::Cell::new(0.0);
+    let j = judge(
+        &c,
+        || {
+            from.set((data(), Instant::now()));
+            c.slow_osd_disk(0, Some(50)).unwrap();
+        },
+        || {
+            let (n0, t0) = from.get();
+            rate.set((data() - n0) as f64 / t0.elapsed().as_secs_f64());
+            c.slow_osd_disk(0, None).unwrap();
+        },
+    );
+    let rate = rate.get();
+    let v = &j.json["verdict"];
+    eprintln!(
+        "rados bench 64 KiB writes, {HEALTHY_S} s healthy then {FAULT_S} s with osd.0's disk at 50 writes/s: \
+         {:.0} IOPS, mean {:.0} ms, max {:.0} ms; Ceph: {}; /sys/block/{disk}/stat: about {rate:.0} data writes/s \
+         under the throttle; stornet: {}; h1 {}; the scenario {:.0} s",
+        j.bench.iops,
+        j.bench.mean_latency_s * 1e3,
+        j.bench.max_latency_s * 1e3,
+        j.health,
+        line(v),
+        line(host_verdict(&j.json, "h1")),
+        began.elapsed().as_secs_f64()
+    );
+    for p in &j.places {
+        eprintln!("  {p}");
+    }
+    assert!(
+        rate <= 60.0,
+        "{disk} did {rate:.0} writes/s under a 50/s throttle"
+    );
+    let h1 = host_verdict(&j.json, "h1");
+    assert_eq!(h1["cause"], "slow_device", "h1: {}", line(h1));
+    let location = h1["location"].as_str().unwrap_or_default();
+    assert!(
+        location.contains(&disk),
+        "h1's verdict place {location:?} is not osd.0's device {disk}"
+    );
+}
