@@ -50,7 +50,7 @@ pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
         bio::complete_request_bios(rq, status);
     }
     let io_start = req.io_start_ns();
-    let (dispatch, source) = if kernel_path(ctl, &req, io_start) {
+    let (dispatch, source) = if kernel_path(ctl, io_start) {
         (io_start, STAMP_KERNEL)
     } else {
         let map = stamps();
