@@ -44,6 +44,49 @@ pub fn read_capped(path: &Path, max: u64) -> Result<Vec<u8>, String> {
     Ok(data)
 }
 
+/// As [`read_capped`], for the files read again while the agent serves (the web config, its
+/// certificates and keys): a regular file only, opened without waiting, so that a FIFO
+/// named there cannot hold up a reload (and every connection behind it). The type is
+/// checked on the opened file, not before.
+pub fn read_regular(path: &Path, max: u64) -> Result<Vec<u8>, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| e.to_string())?;
+    let meta = f.metadata().map_err(|e| e.to_string())?;
+    let t = meta.file_type();
+    let what = if t.is_dir() {
+        "is a directory, not a file"
+    } else if t.is_char_device() {
+        "is a character device, not a file"
+    } else if t.is_block_device() {
+        "is a block device, not a file"
+    } else if t.is_socket() {
+        "is a socket, not a file"
+    } else {
+        "is a FIFO, not a regular file"
+    };
+    if !t.is_file() {
+        return Err(what.into());
+    }
+    if meta.len() > max {
+        return Err(format!(
+            "is {} bytes, more than the {max} allowed",
+            meta.len()
+        ));
+    }
+    let mut data = Vec::new();
+    f.take(max + 1)
+        .read_to_end(&mut data)
+        .map_err(|e| e.to_string())?;
+    if data.len() as u64 > max {
+        return Err(format!("holds more than the {max} bytes allowed"));
+    }
+    Ok(data)
+}
+
 /// As [`read_capped`], as UTF-8 text.
 pub fn read_text(path: &Path, max: u64) -> Result<String, String> {
     String::from_utf8(read_capped(path, max)?).map_err(|_| "is not UTF-8 text".to_string())
@@ -68,6 +111,17 @@ mod tests {
         std::fs::write(&f, [0xff, 0xfe]).unwrap();
         assert_eq!(read_text(&f, 10).unwrap_err(), "is not UTF-8 text");
         assert!(read_capped(&dir.join("missing"), 10).is_err());
+        let fifo = dir.join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert_eq!(
+            read_regular(&fifo, 10).unwrap_err(),
+            "is a FIFO, not a regular file",
+            "refused at once, not waited on"
+        );
+        assert!(read_regular(Path::new("/dev/zero"), 10).is_err());
+        assert_eq!(read_regular(&f, 10).unwrap(), [0xff, 0xfe]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -25,6 +25,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_millis(500);
 
 pub fn run(cli: &Cli, config: Config) -> ExitCode {
     raise_open_files_limit();
+    return_large_frees();
     let (listeners, web) = match prepare(cli) {
         Ok(p) => p,
         Err(e) => {
@@ -63,6 +64,19 @@ pub fn run(cli: &Cli, config: Config) -> ExitCode {
             error!(error = %format!("{e:#}"), "stopped");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Makes the allocator give freed answers back to the system at once: each scrape's text and
+/// body are large, short-lived buffers, and glibc's default (a threshold that grows after
+/// the first such free, and an arena per thread) keeps them as heap that many clients at
+/// once can only grow.
+fn return_large_frees() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: mallopt only sets allocator parameters; called before any other thread runs.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 64 << 10);
+        libc::mallopt(libc::M_ARENA_MAX, 2);
     }
 }
 

@@ -7,7 +7,7 @@ use loadgen::cluster::{args, protocol};
 
 fuzz_target!(|data: &[u8]| {
     let mut r = std::io::Cursor::new(data);
-    while let Ok(Some(m)) = protocol::receive(&mut r) {
+    while let Ok(Some(m)) = protocol::receive(&mut r, protocol::MAX_ORDER) {
         if let protocol::Msg::Job { args: a, .. } = m {
             let _ = args::job_files(&a);
             let _ = args::split(&a);

@@ -42,8 +42,10 @@ pub struct Launch<'a> {
 /// A fresh log file path for one agent run.
 fn log_path() -> PathBuf {
     static N: AtomicU32 = AtomicU32::new(0);
+    // The sequence number is not all digits: `cargo xtask lab clean` takes every number in
+    // a harness name for a pid that must be gone.
     std::env::temp_dir().join(format!(
-        "stornet-agent-test-{}-{}.log",
+        "stornet-agent-test-{}-n{}.log",
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
     ))

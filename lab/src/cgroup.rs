@@ -193,3 +193,105 @@ impl BlkioCgroup {
         self.0.enter_on_spawn(cmd)
     }
 }
+
+/// A memory group with a limit: v1 (`/sys/fs/cgroup/memory`) on hybrid hosts, the unified
+/// hierarchy's `memory.max` on cgroup v2 hosts. Its tasks are killed by the kernel when they
+/// go over, as under a unit's `MemoryMax=`.
+pub struct MemoryCgroup {
+    pub group: Cgroup,
+    v2: bool,
+}
+
+/// Where a v1 memory hierarchy is mounted.
+pub const MEMORY_ROOT: &str = "/sys/fs/cgroup/memory";
+
+impl MemoryCgroup {
+    /// Creates a group limited to `limit` bytes, without swap.
+    pub fn new(tag: &str, limit: u64) -> Result<MemoryCgroup> {
+        let v2_root = ["/sys/fs/cgroup", UNIFIED_ROOT].into_iter().find(|r| {
+            std::fs::read_to_string(Path::new(r).join("cgroup.controllers"))
+                .is_ok_and(|c| c.split_whitespace().any(|w| w == "memory"))
+        });
+        let m = match v2_root {
+            Some(root) => {
+                let _ = std::fs::write(Path::new(root).join("cgroup.subtree_control"), "+memory");
+                MemoryCgroup {
+                    group: Cgroup::new(root, "cgroup.controllers", tag)?,
+                    v2: true,
+                }
+            }
+            None => MemoryCgroup {
+                group: Cgroup::new(MEMORY_ROOT, "memory.limit_in_bytes", tag)
+                    .context("no memory cgroup (neither v2 nor v1)")?,
+                v2: false,
+            },
+        };
+        if m.v2 {
+            m.group.write("memory.max", &limit.to_string())?;
+            let _ = m.group.write("memory.swap.max", "0");
+        } else {
+            m.group.write("memory.limit_in_bytes", &limit.to_string())?;
+            let _ = m.group.write("memory.swappiness", "0");
+        }
+        Ok(m)
+    }
+
+    pub fn enter_on_spawn(&self, cmd: &mut Command) -> Result<()> {
+        self.group.enter_on_spawn(cmd)
+    }
+
+    /// The `cgroup.procs` file a wrapper writes its pid to.
+    pub fn procs(&self) -> PathBuf {
+        self.group.path.join("cgroup.procs")
+    }
+
+    fn read(&self, file: &str) -> Result<String> {
+        let p = self.group.path.join(file);
+        std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))
+    }
+
+    /// The most memory the group has held (v2 kernels without `memory.peak` give the
+    /// current use).
+    pub fn peak(&self) -> Result<u64> {
+        let file = if self.v2 {
+            if self.group.path.join("memory.peak").exists() {
+                "memory.peak"
+            } else {
+                "memory.current"
+            }
+        } else {
+            "memory.max_usage_in_bytes"
+        };
+        Ok(self.read(file)?.trim().parse()?)
+    }
+
+    /// Starts the peak again from the current use (v1 only: v2 resets a peak per reader).
+    pub fn reset_peak(&self) -> bool {
+        !self.v2 && self.group.write("memory.max_usage_in_bytes", "0").is_ok()
+    }
+
+    /// The memory the group holds now.
+    pub fn current(&self) -> Result<u64> {
+        let file = if self.v2 {
+            "memory.current"
+        } else {
+            "memory.usage_in_bytes"
+        };
+        Ok(self.read(file)?.trim().parse()?)
+    }
+
+    /// Processes of the group the kernel killed for going over the limit.
+    pub fn oom_kills(&self) -> Result<u64> {
+        let (file, key) = if self.v2 {
+            ("memory.events", "oom_kill")
+        } else {
+            ("memory.oom_control", "oom_kill")
+        };
+        let text = self.read(file)?;
+        Ok(text
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0))
+    }
+}

@@ -245,6 +245,17 @@ impl Lab {
         tbf(&self.switch, &host.port, &s.rate, &s.burst, &s.limit)
     }
 
+    /// Takes the shaping off the switch port toward `host` now (the port is then as fast
+    /// as the veth, with the default queue).
+    pub fn unshape(&self, host: &Host) -> Result<()> {
+        let shown = self.switch.tc(&["qdisc", "show", "dev", &host.port])?;
+        if shown.contains("tbf") {
+            self.switch
+                .tc(&["qdisc", "del", "dev", &host.port, "root"])?;
+        }
+        Ok(())
+    }
+
     /// Sets the MTU of the switch port toward `host` now (a fault injected while a run goes
     /// on: a port reconfigured below the hosts' MTU drops their larger frames, and a bridge
     /// sends no ICMP about it).

@@ -3,7 +3,7 @@
 //! processes, metric scrapes, BPF object checks, TLS test certificates, a real Prometheus
 //! with stornet's rules and dashboards, headless Chromium, and what a `vm` tier guest tells
 //! the tests that run in it, and the Kubernetes manifests generated from the dashboards and
-//! rules.
+//! rules, and a real Ceph cluster (Debian's packages) on the lab's hosts.
 //! Everything it creates is removed on drop, also when a test fails.
 
 pub mod agent;
@@ -11,6 +11,7 @@ pub mod attempts;
 pub mod bins;
 pub mod blockdev;
 pub mod bpf;
+pub mod ceph;
 pub mod cgroup;
 pub mod chromium;
 pub mod churn;

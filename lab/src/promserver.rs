@@ -32,6 +32,8 @@ pub struct PromServer {
     child: Child,
     pub addr: SocketAddr,
     dir: PathBuf,
+    /// The network namespace it runs in (`/run/netns/…`), when not the test's own.
+    netns: Option<String>,
 }
 
 /// One series of a query result.
@@ -76,6 +78,22 @@ pub fn now() -> f64 {
 impl PromServer {
     /// Starts Prometheus and waits until it is ready and has loaded the rules.
     pub fn start(cfg: &PromConfig) -> Result<PromServer> {
+        let addr: SocketAddr = format!("127.0.0.1:{}", free_port()?).parse()?;
+        PromServer::launch(cfg, addr, None)
+    }
+
+    /// Starts Prometheus in network namespace `ns`, listening on `addr` (an address of the
+    /// namespace), to scrape targets at lab addresses; its API is then reached from inside
+    /// `ns` too. It enters only the network namespace, as a host's agent does.
+    pub fn start_in(
+        cfg: &PromConfig,
+        ns: &crate::netns::Netns,
+        addr: SocketAddr,
+    ) -> Result<PromServer> {
+        PromServer::launch(cfg, addr, Some(ns.path()))
+    }
+
+    fn launch(cfg: &PromConfig, addr: SocketAddr, netns: Option<String>) -> Result<PromServer> {
         let dir = std::env::temp_dir().join(format!(
             "stornet-promserver-{}-{}",
             cfg.tag,
@@ -98,8 +116,15 @@ impl PromServer {
                 i = cfg.interval_s
             ),
         )?;
-        let addr: SocketAddr = format!("127.0.0.1:{}", free_port()?).parse()?;
-        let child = Command::new("prometheus")
+        let mut cmd = match &netns {
+            None => Command::new("prometheus"),
+            Some(ns) => {
+                let mut c = Command::new("nsenter");
+                c.arg(format!("--net={ns}")).arg("prometheus");
+                c
+            }
+        };
+        let child = cmd
             .arg(format!("--config.file={}", config.display()))
             .arg(format!(
                 "--storage.tsdb.path={}",
@@ -112,9 +137,14 @@ impl PromServer {
             .stderr(File::create(dir.join("prometheus.log"))?)
             .spawn()
             .context("starting prometheus")?;
-        let mut p = PromServer { child, addr, dir };
+        let mut p = PromServer {
+            child,
+            addr,
+            dir,
+            netns,
+        };
         let deadline = Instant::now() + Duration::from_secs(30);
-        while !matches!(http_get(addr, "/-/ready"), Ok((200, _))) {
+        while !matches!(p.get("/-/ready"), Ok((200, _))) {
             if let Some(s) = p.child.try_wait()? {
                 bail!("prometheus exited: {s}; log:\n{}", p.log());
             }
@@ -138,9 +168,17 @@ impl PromServer {
         std::fs::read_to_string(self.dir.join("prometheus.log")).unwrap_or_default()
     }
 
+    /// GET `path` (from inside its namespace).
+    pub fn get(&self, path: &str) -> Result<(u16, String)> {
+        match &self.netns {
+            None => http_get(self.addr, path),
+            Some(ns) => crate::netns::in_namespace(ns, || http_get(self.addr, path)),
+        }
+    }
+
     /// GET an API path; returns `data` of a successful answer.
     fn api(&self, path: &str) -> Result<Value> {
-        let (code, body) = http_get(self.addr, path)?;
+        let (code, body) = self.get(path)?;
         let v: Value =
             serde_json::from_str(&body).with_context(|| format!("GET {path}: {code} {body}"))?;
         if code != 200 || v["status"] != "success" {

@@ -26,6 +26,9 @@ enum Command {
     /// Stream deterministic writes to one replica and print a JSON summary.
     #[command(hide = true)]
     ReplicaClient(replication::cli::ReplicaClientArgs),
+    /// Run a job order `loadgen serve` checked and hands over (its own use).
+    #[command(hide = true)]
+    JobOrder,
 }
 
 fn main() -> ExitCode {
@@ -34,11 +37,15 @@ fn main() -> ExitCode {
         Command::Analyze(args) => loadgen::analyze::run(&args),
         Command::Serve(args) => return replication::cli::serve(args),
         Command::ReplicaClient(args) => return replication::cli::replica_client(args),
+        Command::JobOrder => loadgen::run::job_order(),
     };
     match result {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
-            loadgen::note!("loadgen: error: {}", f.message());
+            loadgen::note!(
+                "loadgen: error: {}",
+                loadgen::console::plain(&f.message(), 4000)
+            );
             ExitCode::from(f.exit_code())
         }
     }

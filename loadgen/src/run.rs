@@ -126,6 +126,7 @@ fn specs(
                     .iter()
                     .map(|&(ti, offset, len)| FileRegion {
                         path: layout.targets[ti].path.clone(),
+                        open: layout.targets[ti].open.clone(),
                         offset,
                         len,
                     })
@@ -211,6 +212,24 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
     if !plan.settings.clients.is_empty() {
         return crate::cluster::controller::run(args, &plan);
     }
+    run_plan(plan, legs, None)
+}
+
+/// `loadgen job-order`: the job order `loadgen serve` checked and hands over on stdin, run
+/// with the targets it opened (see `cluster::order`).
+pub fn job_order() -> Result<u8, Failure> {
+    let order = crate::cluster::order::read()?;
+    let preopened = order.preopened();
+    run_plan(order.plan, None, Some(&preopened))
+}
+
+/// Runs a checked plan. `preopened`: the targets the job service opened for a job order,
+/// which the job uses as they are, resolving no name.
+pub fn run_plan(
+    plan: Plan,
+    legs: Option<&LegsFactory>,
+    preopened: Option<&[target::Preopened]>,
+) -> Result<u8, Failure> {
     for j in &plan.jobs {
         if j.ioengine != IoEngine::IoUring && j.depths().iter().any(|&d| d > 1) {
             crate::note!(
@@ -221,15 +240,25 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
         }
     }
     let points = sweep::points(&plan).map_err(Failure::Usage)?;
-    let (layout, placements) = target::resolve(&plan).map_err(Failure::Usage)?;
+    let (layout, placements) = match preopened {
+        None => target::resolve(&plan),
+        Some(p) => target::resolve_preopened(&plan, p),
+    }
+    .map_err(Failure::Usage)?;
+    target::check_space(&layout).map_err(Failure::Usage)?;
     target::check_memory(&layout, &points).map_err(Failure::Usage)?;
 
     let mut guards: Vec<DeviceGuard> = Vec::new();
     for t in &layout.targets {
         if t.kind == TargetKind::BlockDevice && t.written {
             guards.push(
-                safety::check_block_device(&t.path, t.size, plan.settings.force_destroy_data)
-                    .map_err(Failure::Usage)?,
+                safety::check_block_device(
+                    &t.path,
+                    &t.open,
+                    t.size,
+                    plan.settings.force_destroy_data,
+                )
+                .map_err(Failure::Usage)?,
             );
         }
     }
@@ -276,7 +305,7 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
         }),
         out: output,
     };
-    let disks = DiskWatch::start(layout.targets.iter().map(|t| t.path.as_path()));
+    let disks = DiskWatch::start(layout.targets.iter().map(|t| t.open.as_path()));
     let mut results = Vec::with_capacity(points.len());
     for point in &points {
         let specs = specs(

@@ -621,3 +621,61 @@ fn answers_too_large_together_are_refused() {
     assert!(err.contains("larger than 256 MiB in all"), "{err}");
     assert!(err.contains("--selector"), "{err}");
 }
+
+/// A Prometheus that answers every query, each a little slowly, cannot hold fleet mode for
+/// its dozens of queries times a minute each: all of them together get --timeout.
+#[test]
+fn fleet_queries_have_one_deadline_in_all() {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            std::thread::spawn(move || {
+                let mut req = [0u8; 4096];
+                let _ = s.read(&mut req);
+                std::thread::sleep(std::time::Duration::from_millis(700));
+                let body =
+                    b"{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[]}}";
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = s.write_all(body);
+            });
+        }
+    });
+    let start = std::time::Instant::now();
+    let o = loadgen(&[
+        "analyze",
+        "--prometheus",
+        &format!("http://{addr}"),
+        "--start=now-2m",
+        "--end=now",
+        "--timeout=2",
+    ]);
+    let took = start.elapsed();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("queries within 2 s"), "{err}");
+    assert!(took < std::time::Duration::from_secs(8), "{took:?}");
+}
+
+/// Names from a record reach the terminal without their control characters.
+#[test]
+fn names_in_a_record_reach_the_terminal_plain() {
+    let path = scratch("escape.json");
+    let mut r = record(Lab::new(Fault::SlowDevice).noisy().build());
+    r.points[0].run.hosts[0].name = "h\u{1b}]0;owned\u{7}\u{1b}[2J1".into();
+    r.write(&path).unwrap();
+    let o = loadgen(&["analyze", path.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.code().is_some_and(|c| c < 2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
+}

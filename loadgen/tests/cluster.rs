@@ -2,116 +2,17 @@
 //! the merge is exact, the report is fio's client/server layout, and every refusal and
 //! failure names the host. No root needed.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
+use std::time::Duration;
 
 use serde_json::Value;
-
-fn scratch(name: &str) -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("loadgen-cluster-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&p);
-    std::fs::create_dir_all(&p).unwrap();
-    p
-}
-
-/// 127.77.0.1, 127.77.0.2, …: one per host started by this process.
-fn next_loopback() -> String {
-    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    format!("127.77.{}.{}", n / 250, n % 250 + 1)
-}
-
-/// A `loadgen serve` with a job service, stopped when dropped.
-struct Host {
-    name: String,
-    child: Child,
-    jobs: String,
-    /// The replication service.
-    listen: String,
-    dir: PathBuf,
-}
-
-impl Host {
-    fn start(root: &Path, name: &str, extra: &[&str]) -> Host {
-        let dir = root.join(name);
-        std::fs::create_dir_all(&dir).unwrap();
-        // An address of its own on loopback, so that hosts of tests running at once never
-        // meet on a port.
-        let ip = next_loopback();
-        let jobs = format!("{ip}:7481");
-        let listen = format!("{ip}:7480");
-        let child = Command::new(env!("CARGO_BIN_EXE_loadgen"))
-            .args(["serve", "--listen", &listen])
-            .arg("--dir")
-            .arg(&dir)
-            .args(["--jobs-listen", &jobs])
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("loadgen serve starts");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(&jobs).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "the job service of {name} never listened"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Host {
-            name: name.into(),
-            child,
-            jobs,
-            listen,
-            dir,
-        }
-    }
-
-    fn client(&self) -> String {
-        format!("--client={}={}", self.name, self.jobs)
-    }
-
-    fn signal(&self, sig: libc::c_int) {
-        // SAFETY: kill(2) of our own child, not yet reaped.
-        unsafe { libc::kill(self.child.id() as libc::pid_t, sig) };
-    }
-}
-
-impl Drop for Host {
-    fn drop(&mut self) {
-        self.signal(libc::SIGCONT);
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn controller(args: &[String]) -> (Output, Duration) {
-    let start = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_loadgen"))
-        .arg("run")
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("loadgen runs");
-    (out, start.elapsed())
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn strings(v: &[&str]) -> Vec<String> {
-    v.iter().map(|s| s.to_string()).collect()
-}
-
-fn read_json(p: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
-}
+use support::{Host, controller, read_json, scratch, stderr, strings};
 
 /// A latency histogram of a record as bucket → count.
 fn bins(h: &Value) -> BTreeMap<u64, u64> {

@@ -4,10 +4,12 @@
 //!
 //! Grouped by what the metric is about: [`agent`] (the agent itself and its probes), [`block`],
 //! [`net`] and [`host`] (its resources). `process_*` metrics come from the `prometheus` crate and are not listed.
+//! [`ceph`] lists what stornet reads from a Ceph cluster's own exporter (not the agent's).
 #![no_std]
 
 pub mod agent;
 pub mod block;
+pub mod ceph;
 pub mod host;
 pub mod net;
 

@@ -88,14 +88,15 @@ pub struct Range {
     pub step: f64,
 }
 
-/// `/api/v1/query_range`. `budget`: answer bytes still allowed; what this answer takes is
-/// subtracted.
+/// `/api/v1/query_range`, answered within `timeout`. `budget`: answer bytes still allowed;
+/// what this answer takes is subtracted.
 pub fn query_range(
     client: &Client,
     url: &Url,
     promql: &str,
     range: Range,
     budget: &mut usize,
+    timeout: Duration,
 ) -> Result<Vec<MatrixSeries>, QueryError> {
     let path = format!(
         "/api/v1/query_range?query={}&start={:.3}&end={:.3}&step={:.3}",
@@ -105,7 +106,7 @@ pub fn query_range(
         range.step
     );
     let r = client
-        .get(url, &path, &[], Duration::from_secs(60), *budget)
+        .get(url, &path, &[], timeout, *budget)
         .map_err(|e| match e.kind {
             ErrorKind::TooLarge => QueryError::TooLarge,
             // A setup mistake (wrong CA, plain HTTP on the port), not the server's trouble.

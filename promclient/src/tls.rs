@@ -107,8 +107,28 @@ impl ClientConfig {
     }
 }
 
+/// The most a certificate, key or token file may hold.
+const MAX_FILE: u64 = 1 << 20;
+
+/// A file or a pipe, at most [`MAX_FILE`] bytes: `/dev/zero` or a directory by mistake is
+/// a one-line error, not a read until the memory runs out.
 fn read(path: &Path, what: &str) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|e| format!("{what}: cannot read it: {e}"))
+    use std::io::Read;
+    use std::os::unix::fs::FileTypeExt;
+    let meta = std::fs::metadata(path).map_err(|e| format!("{what}: cannot read it: {e}"))?;
+    let t = meta.file_type();
+    if t.is_dir() || t.is_char_device() || t.is_block_device() || t.is_socket() {
+        return Err(format!("{what}: not a file"));
+    }
+    let f = std::fs::File::open(path).map_err(|e| format!("{what}: cannot read it: {e}"))?;
+    let mut data = Vec::new();
+    f.take(MAX_FILE + 1)
+        .read_to_end(&mut data)
+        .map_err(|e| format!("{what}: cannot read it: {e}"))?;
+    if data.len() as u64 > MAX_FILE {
+        return Err(format!("{what}: holds more than {MAX_FILE} bytes"));
+    }
+    Ok(data)
 }
 
 fn certificates(pem: &[u8], what: &str) -> Result<Vec<Certificate<'static>>, String> {
@@ -187,6 +207,24 @@ mod tests {
         .unwrap_err();
         assert!(e.contains("contradict"), "{e}");
         let _ = std::fs::remove_file(garbage);
+        for dev in ["/dev/zero", "/"] {
+            let e = ClientFiles {
+                bearer_token_file: Some(dev.into()),
+                ..Default::default()
+            }
+            .load("--prometheus")
+            .unwrap_err();
+            assert!(e.ends_with("not a file"), "{dev}: {e}");
+        }
+        let big = scratch("big", &"x".repeat(2 << 20));
+        let e = ClientFiles {
+            ca_file: Some(big.clone()),
+            ..Default::default()
+        }
+        .load("--agent")
+        .unwrap_err();
+        assert!(e.contains("holds more than"), "{e}");
+        let _ = std::fs::remove_file(big);
     }
 
     #[test]

@@ -115,6 +115,7 @@ fn correlate_fleet_reads_block_counts_from_prometheus() {
         end,
         step: 4.0,
         matchers: fleet::matchers(&format!("{{instance=\"{}\"}}", agent.addr)).unwrap(),
+        timeout: Duration::from_secs(120),
     };
     let (grid, answers) = fleet::fetch(&f).unwrap_or_else(|e| panic!("{e:?}"));
     assert_eq!(grid.n, 4);

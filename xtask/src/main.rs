@@ -138,6 +138,17 @@ enum LabAction {
     /// Remove what killed lab runs and tests left behind (namespaces, loop devices, cgroups,
     /// files and processes whose creating process is gone), and say what was removed.
     Clean,
+    /// Bring up a Ceph cluster (Debian's packages) on lab hosts, with an agent on every OSD
+    /// host and a Prometheus scraping them and the mgr; print how to use it; remove it all
+    /// on Ctrl-C.
+    Ceph {
+        /// OSD hosts (one OSD each).
+        #[arg(long, default_value_t = 3)]
+        osds: usize,
+        /// Do not run setup first.
+        #[arg(long)]
+        skip_setup: bool,
+    },
 }
 
 fn run_agent(args: &[String]) -> anyhow::Result<()> {
@@ -164,6 +175,9 @@ fn main() -> ExitCode {
         Task::Lab {
             action: LabAction::Clean,
         } => lab::clean(),
+        Task::Lab {
+            action: LabAction::Ceph { osds, skip_setup },
+        } => lab::ceph(osds, skip_setup),
         Task::Setup => setup::setup(),
         Task::Circles => circles::check(&cmd::workspace_root()),
         Task::Package { skip_setup } => (if skip_setup { Ok(()) } else { setup::setup() })

@@ -41,6 +41,21 @@ const PACKAGES: &[(&str, &str)] = &[
     ("help2man", "man pages of the Debian packages"),
     ("lintian", "checks the Debian packages"),
     ("debootstrap", "the vm tier's Debian guest with systemd"),
+    ("ceph-mon", "the lab's Ceph cluster: its monitor"),
+    (
+        "ceph-mgr",
+        "the lab's Ceph cluster: its manager and exporter",
+    ),
+    ("ceph-osd", "the lab's Ceph cluster: its OSDs"),
+    ("ceph-mds", "the lab's Ceph cluster: CephFS"),
+    (
+        "ceph-fuse",
+        "the lab's Ceph cluster: CephFS mounted through FUSE",
+    ),
+    (
+        "ceph-common",
+        "the lab's Ceph cluster: the ceph, rados and rbd clients",
+    ),
 ];
 
 const BPF_LINKER_VERSION: &str = "0.13.0";

@@ -76,6 +76,60 @@ const HEADERS: &[(&str, Option<&[&str]>)] = &[
     ("Content-Security-Policy", None),
 ];
 
+/// What a web config protects the metrics with. A config read again while the agent serves
+/// is applied only if it keeps all of it: a file caught empty or cut short in the middle of
+/// a rewrite must never switch TLS or basic auth off (turning them off takes a restart).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Protection {
+    pub tls: bool,
+    /// A client certificate is required / checked against the client CA / its names are.
+    pub client_cert_required: bool,
+    pub client_cert_verified: bool,
+    pub client_sans_checked: bool,
+    pub basic_auth: bool,
+}
+
+impl Protection {
+    pub fn of(file: &WebConfigFile) -> Protection {
+        use super::tls_settings::ClientAuthType::*;
+        let t = file.tls_server_config.as_ref();
+        let auth = t.map(|t| t.client_auth_type);
+        Protection {
+            tls: t.is_some(),
+            client_cert_required: matches!(
+                auth,
+                Some(RequireAnyClientCert | RequireAndVerifyClientCert)
+            ),
+            client_cert_verified: auth.is_some_and(|a| a.verifies()),
+            client_sans_checked: t.is_some_and(|t| !t.client_allowed_sans.is_empty()),
+            basic_auth: !file.basic_auth_users.is_empty(),
+        }
+    }
+
+    /// What `self` gives up of `before`, if anything.
+    pub fn dropped_from(&self, before: &Protection) -> Option<&'static str> {
+        [
+            (before.tls && !self.tls, "TLS"),
+            (
+                before.client_cert_required && !self.client_cert_required,
+                "required client certificates",
+            ),
+            (
+                before.client_cert_verified && !self.client_cert_verified,
+                "the check of client certificates",
+            ),
+            (
+                before.client_sans_checked && !self.client_sans_checked,
+                "client_allowed_sans",
+            ),
+            (before.basic_auth && !self.basic_auth, "basic auth"),
+        ]
+        .into_iter()
+        .find(|(off, _)| *off)
+        .map(|(_, what)| what)
+    }
+}
+
 /// What the server needs from a web config: a TLS acceptor, the users allowed in, headers.
 #[derive(Clone, Default)]
 pub struct WebConfig {
@@ -86,14 +140,17 @@ pub struct WebConfig {
     pub rate_limit: Option<Arc<RateLimit>>,
     /// The files the config was built from (the config file, certificates, keys, CAs).
     pub files: Vec<PathBuf>,
+    pub protection: Protection,
 }
 
 impl WebConfig {
     /// Reads and checks the file; every problem is one line naming the file (and line).
     pub fn load(path: &Path) -> Result<WebConfig, String> {
         let at = |msg: String| format!("web config file {}: {msg}", path.display());
-        let text = crate::files::read_text(path, crate::files::MAX_FILE_BYTES).map_err(at)?;
+        let bytes = crate::files::read_regular(path, crate::files::MAX_FILE_BYTES).map_err(at)?;
+        let text = String::from_utf8(bytes).map_err(|_| at("is not UTF-8 text".into()))?;
         let file = parse(&text).map_err(at)?;
+        let protection = Protection::of(&file);
         let base = path.parent().unwrap_or(Path::new("."));
         let mut files = vec![path.to_path_buf()];
         let tls = match &file.tls_server_config {
@@ -151,6 +208,7 @@ impl WebConfig {
             headers,
             rate_limit,
             files,
+            protection,
         })
     }
 }

@@ -2,17 +2,22 @@
 //! accepts it), a landing page at `/` and `/-/healthy`, on one or more addresses, over plain
 //! TCP or TLS (HTTP/1.1, and HTTP/2 where TLS negotiates it), with the web config's client
 //! certificates, headers, rate limit and basic auth (see `web::config`).
+//!
+//! Clients that ask and never read cost a bounded amount: small socket buffers, a small
+//! request buffer, few HTTP/2 streams, answers sent in chunks and counted until taken
+//! (`web::answer`), and a connection closed when its answer is not taken in time or when
+//! the answers held together pass the budget (oldest first). Scrapes are rendered two at a
+//! time; a scraper that reads gets its answer meanwhile.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use bytes::Bytes;
-use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::server::conn::{http1, http2};
 use hyper::service::service_fn;
@@ -23,11 +28,12 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tracing::{debug, info};
 
+use super::answer::{Answer, Budget, Held};
 use super::config::WebConfig;
+use super::scrape::Renders;
 use super::watch::WebConfigSource;
 use super::write_deadline::WriteDeadline;
 use crate::agent::Agent;
-use crate::exporter;
 
 const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -36,6 +42,19 @@ const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
 /// A client that reads nothing of an answer for this long is disconnected.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+/// A client gets this long to take a whole answer (HTTP/2 flow control included); its
+/// connection is closed when it has not.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
+/// The unfinished answers of all connections together; past it, the connections that have
+/// held theirs longest are closed to make room.
+const ANSWER_BUDGET: u64 = 16 << 20;
+/// A client socket's kernel buffers (the kernel doubles them): a scrape still streams at
+/// LAN speed, and hundreds of clients that never read hold little.
+const SEND_BUFFER: i32 = 32 << 10;
+const RECEIVE_BUFFER: i32 = 16 << 10;
+/// Requests an HTTP/1 connection may have read ahead, and an HTTP/2 connection's streams.
+const REQUEST_BUFFER: usize = 16 << 10;
+const STREAMS: u32 = 4;
 
 pub async fn bind(addr: SocketAddr) -> Result<TcpListener> {
     TcpListener::bind(addr)
@@ -55,13 +74,66 @@ struct Connections {
 struct Open {
     /// Set while a request is being answered.
     busy: Arc<AtomicBool>,
+    /// Its answers not yet taken.
+    held: Arc<Held>,
     evict: oneshot::Sender<()>,
 }
 
+/// A new connection's place: its id, busy flag, holdings and eviction notice.
+type Admitted = (u64, Arc<AtomicBool>, Arc<Held>, oneshot::Receiver<()>);
+
 impl Connections {
-    /// A slot for a new connection: its id, busy flag and eviction notice; `None` when every
-    /// open connection is inside a request.
-    fn admit(&mut self) -> Option<(u64, Arc<AtomicBool>, oneshot::Receiver<()>)> {
+    /// Closes connection `id` (its task drops it, and the answers it held).
+    fn evict(&mut self, id: u64) -> u64 {
+        match self.open.remove(&id) {
+            Some(o) => {
+                let _ = o.evict.send(());
+                o.held.bytes()
+            }
+            None => 0,
+        }
+    }
+
+    /// Makes room in the budget for an answer of `need` bytes of connection `me`: closes the
+    /// other connections that have held an answer longest until the rest fit.
+    fn make_room(&mut self, budget: &Budget, need: u64, me: u64) {
+        let mut over = (budget.held() + need).saturating_sub(budget.limit);
+        while over > 0 {
+            let oldest = self
+                .open
+                .iter()
+                .filter(|(id, o)| **id != me && o.held.bytes() > 0)
+                .filter_map(|(id, o)| o.held.since(budget.epoch()).map(|t| (t, *id)))
+                .min();
+            let Some((_, id)) = oldest else { return };
+            debug!(
+                connection = id,
+                "closed: the answers held are over the budget"
+            );
+            over = over.saturating_sub(self.evict(id));
+        }
+    }
+
+    /// Closes the connections whose answers were not taken within [`ANSWER_TIMEOUT`].
+    fn reap(&mut self, budget: &Budget) {
+        let late: Vec<u64> = self
+            .open
+            .iter()
+            .filter(|(_, o)| {
+                o.held
+                    .since(budget.epoch())
+                    .is_some_and(|t| t.elapsed() > ANSWER_TIMEOUT)
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in late {
+            debug!(connection = id, "closed: its answer was not taken in time");
+            self.evict(id);
+        }
+    }
+
+    /// A slot for a new connection; `None` when every open connection is inside a request.
+    fn admit(&mut self) -> Option<Admitted> {
         if self.open.len() >= self.max {
             let victim = self
                 .open
@@ -75,16 +147,28 @@ impl Connections {
         let id = self.next;
         self.next += 1;
         let busy = Arc::new(AtomicBool::new(false));
+        let held = Arc::new(Held::default());
         let (evict, evicted) = oneshot::channel();
         self.open.insert(
             id,
             Open {
                 busy: busy.clone(),
+                held: held.clone(),
                 evict,
             },
         );
-        Some((id, busy, evicted))
+        Some((id, busy, held, evicted))
     }
+}
+
+/// What every connection shares besides the endpoint.
+struct Shared {
+    endpoint: Endpoint,
+    conns: Mutex<Connections>,
+    budget: Arc<Budget>,
+    /// The renders of plain and of gzip-compressed metrics.
+    plain: Arc<Renders>,
+    gzip: Arc<Renders>,
 }
 
 /// What every listener serves.
@@ -103,13 +187,27 @@ pub async fn serve(
     max_connections: usize,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<()> {
-    let endpoint = Arc::new(endpoint);
-    let conns = Arc::new(Mutex::new(Connections {
-        max: max_connections.max(1),
-        next: 0,
-        open: BTreeMap::new(),
-    }));
+    let shared = Arc::new(Shared {
+        endpoint,
+        conns: Mutex::new(Connections {
+            max: max_connections.max(1),
+            next: 0,
+            open: BTreeMap::new(),
+        }),
+        budget: Arc::new(Budget::new(ANSWER_BUDGET)),
+        plain: Renders::new(false),
+        gzip: Renders::new(true),
+    });
     let mut tasks = tokio::task::JoinSet::new();
+    let reaper = shared.clone();
+    tasks.spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            lock(&reaper.conns).reap(&reaper.budget);
+        }
+    });
+    let endpoint = &shared.endpoint;
     let web = endpoint.web.current().await;
     for listener in listeners {
         info!(
@@ -120,18 +218,34 @@ pub async fn serve(
             max_connections,
             "serving metrics"
         );
-        tasks.spawn(accept_loop(listener, endpoint.clone(), conns.clone()));
+        tasks.spawn(accept_loop(listener, shared.clone()));
     }
     shutdown.await;
     tasks.abort_all();
     Ok(())
 }
 
-async fn accept_loop(
-    listener: TcpListener,
-    endpoint: Arc<Endpoint>,
-    conns: Arc<Mutex<Connections>>,
-) {
+/// Sets a client socket's kernel buffers (see [`SEND_BUFFER`]).
+fn small_buffers(s: &tokio::net::TcpStream) {
+    use std::os::fd::AsRawFd;
+    for (opt, v) in [
+        (libc::SO_SNDBUF, SEND_BUFFER),
+        (libc::SO_RCVBUF, RECEIVE_BUFFER),
+    ] {
+        // SAFETY: setsockopt with a pointer to an int of the given size, on our own socket.
+        unsafe {
+            libc::setsockopt(
+                s.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                &v as *const i32 as *const libc::c_void,
+                std::mem::size_of::<i32>() as libc::socklen_t,
+            )
+        };
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(a) => a,
@@ -142,26 +256,31 @@ async fn accept_loop(
                 continue;
             }
         };
-        let Some((id, busy, evicted)) = lock(&conns).admit() else {
+        let Some((id, busy, held, evicted)) = lock(&shared.conns).admit() else {
             debug!(%peer, "refused: every connection is answering a request");
             continue;
         };
-        let endpoint = endpoint.clone();
-        let conns = conns.clone();
+        small_buffers(&stream);
+        let shared = shared.clone();
         tokio::spawn(async move {
             let stream = WriteDeadline::new(stream, WRITE_TIMEOUT);
+            let conn = Conn {
+                id,
+                peer,
+                shared: shared.clone(),
+                busy,
+                held,
+            };
             let serving = async {
                 // Read per connection: a changed web config applies to the next one.
-                let web = endpoint.web.current().await;
+                let web = shared.endpoint.web.current().await;
                 match &web.tls {
-                    None => {
-                        connection(stream, peer, endpoint.clone(), web.clone(), busy, false).await
-                    }
+                    None => connection(stream, conn, web.clone(), false).await,
                     Some(tls) => {
                         match tokio::time::timeout(CLIENT_TIMEOUT, tls.accept(stream)).await {
                             Ok(Ok(s)) => {
                                 let h2 = s.get_ref().1.alpn_protocol() == Some(b"h2");
-                                connection(s, peer, endpoint.clone(), web.clone(), busy, h2).await
+                                connection(s, conn, web.clone(), h2).await
                             }
                             Ok(Err(e)) => debug!(%peer, error = %e, "TLS handshake failed"),
                             Err(_) => debug!(%peer, "TLS handshake timed out"),
@@ -171,9 +290,9 @@ async fn accept_loop(
             };
             tokio::select! {
                 () = serving => {}
-                _ = evicted => debug!(%peer, "closed to make room for a new connection"),
+                _ = evicted => debug!(%peer, "closed to make room"),
             }
-            lock(&conns).open.remove(&id);
+            lock(&shared.conns).open.remove(&id);
         });
     }
 }
@@ -202,25 +321,31 @@ impl Drop for Busy {
 pub fn http1() -> http1::Builder {
     let mut b = http1::Builder::new();
     b.timer(TokioTimer::new())
-        .header_read_timeout(CLIENT_TIMEOUT);
+        .header_read_timeout(CLIENT_TIMEOUT)
+        .max_buf_size(REQUEST_BUFFER);
     b
 }
 
-async fn connection<S>(
-    stream: S,
+/// One connection's identity and share of the server.
+struct Conn {
+    id: u64,
     peer: SocketAddr,
-    endpoint: Arc<Endpoint>,
-    web: Arc<WebConfig>,
+    shared: Arc<Shared>,
     busy: Arc<AtomicBool>,
-    h2: bool,
-) where
+    held: Arc<Held>,
+}
+
+async fn connection<S>(stream: S, conn: Conn, web: Arc<WebConfig>, h2: bool)
+where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let peer = conn.peer;
+    let conn = Arc::new(conn);
     let service = service_fn(move |req| {
-        let (endpoint, web, busy) = (endpoint.clone(), web.clone(), busy.clone());
+        let (conn, web) = (conn.clone(), web.clone());
         async move {
-            let _busy = Busy::new(&busy);
-            let mut r = handle(req, &endpoint, &web).await;
+            let _busy = Busy::new(&conn.busy);
+            let mut r = handle(req, &conn, &web).await;
             for (k, v) in &web.headers {
                 r.headers_mut().insert(k.clone(), v.clone());
             }
@@ -231,6 +356,9 @@ async fn connection<S>(
     let served = if h2 {
         http2::Builder::new(TokioExecutor::new())
             .timer(TokioTimer::new())
+            .max_concurrent_streams(STREAMS)
+            .max_send_buf_size(REQUEST_BUFFER)
+            .max_header_list_size(REQUEST_BUFFER as u32)
             .serve_connection(io, service)
             .await
     } else {
@@ -241,28 +369,16 @@ async fn connection<S>(
     }
 }
 
-fn reply(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
+fn reply(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<Answer> {
     Response::builder()
         .status(status)
         .header("content-type", content_type)
-        .body(Full::new(body.into()))
+        .body(Answer::plain(body))
         .expect("valid response")
 }
 
-async fn handle(
-    req: Request<Incoming>,
-    endpoint: &Endpoint,
-    web: &WebConfig,
-) -> Response<Full<Bytes>> {
-    if let Some(limit) = &web.rate_limit
-        && !limit.allow()
-    {
-        return reply(
-            StatusCode::TOO_MANY_REQUESTS,
-            "text/plain",
-            "Too Many Requests\n",
-        );
-    }
+async fn handle(req: Request<Incoming>, conn: &Conn, web: &WebConfig) -> Response<Answer> {
+    let endpoint = &conn.shared.endpoint;
     let path = req.uri().path();
     if let Some(auth) = web.auth.clone()
         && !web.auth_excluded_paths.iter().any(|p| p == path)
@@ -281,9 +397,20 @@ async fn handle(
             return r;
         }
     }
+    // Counted after the credentials: a client without them cannot spend the rate of those
+    // with them.
+    if let Some(limit) = &web.rate_limit
+        && !limit.allow()
+    {
+        return reply(
+            StatusCode::TOO_MANY_REQUESTS,
+            "text/plain",
+            "Too Many Requests\n",
+        );
+    }
     if path == endpoint.telemetry_path {
         let gzip = super::gzip::accepted(req.headers());
-        return metrics(endpoint.agent.clone(), gzip).await;
+        return metrics(conn, gzip).await;
     }
     match path {
         "/-/healthy" => reply(StatusCode::OK, "text/plain", "Healthy\n"),
@@ -296,25 +423,21 @@ async fn handle(
     }
 }
 
-/// One scrape: collect and render off the async threads, compressed when asked for.
-async fn metrics(agent: Arc<Agent>, gzip: bool) -> Response<Full<Bytes>> {
-    let start = Instant::now();
-    let rendered = tokio::task::spawn_blocking(move || {
-        let text = exporter::render(&agent.gather())?;
-        let body = if gzip {
-            super::gzip::compress(text.as_bytes())?
-        } else {
-            text.into_bytes()
-        };
-        agent.self_metrics.observe_scrape(start.elapsed());
-        anyhow::Ok(body)
-    })
-    .await
-    .context("collecting metrics")
-    .and_then(|r| r);
+/// One scrape, answered by the next render of its kind (see `web::scrape`); the answer
+/// counts against the budget until the client has taken it.
+async fn metrics(conn: &Conn, gzip: bool) -> Response<Answer> {
+    let shared = &conn.shared;
+    let renders = if gzip { &shared.gzip } else { &shared.plain };
+    let rendered = renders.get(&shared.endpoint.agent).await;
     match rendered {
         Ok(body) => {
-            let mut r = reply(StatusCode::OK, TEXT_FORMAT, body);
+            lock(&shared.conns).make_room(&shared.budget, body.len() as u64, conn.id);
+            let body = Answer::held(body, &conn.held, &shared.budget);
+            let mut r = Response::builder()
+                .status(StatusCode::OK)
+                .header("content-type", TEXT_FORMAT)
+                .body(body)
+                .expect("valid response");
             if gzip {
                 r.headers_mut().insert(
                     hyper::header::CONTENT_ENCODING,
@@ -330,7 +453,7 @@ async fn metrics(agent: Arc<Agent>, gzip: bool) -> Response<Full<Bytes>> {
         Err(e) => reply(
             StatusCode::INTERNAL_SERVER_ERROR,
             "text/plain",
-            format!("{e:#}\n"),
+            format!("{e}\n"),
         ),
     }
 }

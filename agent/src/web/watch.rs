@@ -1,7 +1,10 @@
 //! Re-reads the web config when it or a file it names (certificate, key, client CA) changes,
 //! so certificates rotate without a restart, as exporter-toolkit exporters do. Checked at each
-//! new connection (a few `stat` calls); a file that is invalid at re-read keeps the last good
-//! config in force and is logged once, until it changes again.
+//! new connection (a few `stat` calls). It fails closed: a file that is invalid or unreadable
+//! at re-read, or that would give up any protection the config in force has (TLS, client
+//! certificates, basic auth; what an empty or cut-short file does), keeps the last good
+//! config in force and is logged once, until it changes again. A connection never waits on
+//! a re-read another one is doing: it is served with the config in force.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -64,9 +67,10 @@ impl WebConfigSource {
 
     /// The config to serve a new connection with, re-read first if a file changed.
     pub async fn current(self: &Arc<Self>) -> Arc<WebConfig> {
-        if self.changed().is_some() {
-            let _reading = self.reading.lock().await;
-            // Another connection may have read it while this one waited.
+        if self.changed().is_some()
+            && let Ok(_reading) = self.reading.try_lock()
+        {
+            // Another connection may have read it just before.
             if let Some(files) = self.changed() {
                 let me = self.clone();
                 let _ = tokio::task::spawn_blocking(move || me.reload(&files)).await;
@@ -78,7 +82,15 @@ impl WebConfigSource {
     /// Reads the file again; keeps the config in force when the new one is invalid.
     fn reload(&self, old_files: &[PathBuf]) {
         let Some(path) = &self.path else { return };
-        match WebConfig::load(path) {
+        let before = self.lock().config.protection;
+        let loaded = WebConfig::load(path).and_then(|c| match c.protection.dropped_from(&before) {
+            Some(what) => Err(format!(
+                "web config file {}: it turns {what} off (empty, cut short, or changed on purpose: turning protection off takes a restart)",
+                path.display()
+            )),
+            None => Ok(c),
+        });
+        match loaded {
             Ok(config) => {
                 let stamps = config.files.iter().map(stamp).collect();
                 info!(file = %path.display(), "web config read again: in force");

@@ -5,7 +5,10 @@
 //! the process that created it (`stn-<tag>-<pid>`, `/dev/shm/stornet-test-<tag>-<pid>.img`,
 //! `blkio/stornet-test-<tag>-<pid>`, `/tmp/stornet-mnt-<tag>-<pid>`), and a thing is left over only when that process is gone.
 //! Processes still running in a left-over namespace or cgroup (a replica or agent whose test
-//! was killed) are left over too.
+//! was killed, a Ceph lab's daemons, which all run in its hosts' namespaces) are left over
+//! too, and so are files of that pattern in /dev/shm (loop devices' backing files, a Ceph
+//! lab's directory with its configuration, keys and the mon's store) and in the temporary
+//! directory (Prometheus servers' data, agents' logs).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -150,7 +153,7 @@ pub fn find() -> Leftovers {
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
     for target in mounts.lines().filter_map(|m| m.split_whitespace().nth(1)) {
         let name = Path::new(target).file_name().and_then(|n| n.to_str());
-        if name.is_some_and(|n| n.starts_with("stornet-mnt-") && abandoned(n)) {
+        if name.is_some_and(|n| n.starts_with(MOUNT_PREFIX) && abandoned(n)) {
             l.mounts.push(PathBuf::from(target));
         }
     }
@@ -191,8 +194,19 @@ pub fn find() -> Leftovers {
             l.files.push(Path::new(SHM).join(f));
         }
     }
+    // The temporary directory holds the Prometheus servers' data (a Ceph lab's among them)
+    // and the agents' logs; mount points there are the mounts' to remove.
+    let tmp = std::env::temp_dir();
+    for f in names_in(&tmp, FILE_PREFIX) {
+        if !f.starts_with(MOUNT_PREFIX) && abandoned(&f) {
+            l.files.push(tmp.join(f));
+        }
+    }
     l
 }
+
+/// The prefix of the directories file systems of lab disks are mounted on.
+const MOUNT_PREFIX: &str = "stornet-mnt-";
 
 impl Leftovers {
     pub fn is_empty(&self) -> bool {
@@ -332,9 +346,12 @@ fn remove_cgroup(path: &Path) -> std::result::Result<(), String> {
     crate::cgroup::remove_tree(path, 30)
 }
 
-/// Fails, listing the leftovers and the command that removes them, when there are any.
+/// Fails, listing the leftovers and the command that removes them, when there are any that
+/// could get in a new lab's way (all but files in the temporary directory).
 pub fn refuse() -> Result<()> {
-    let l = find();
+    let mut l = find();
+    // Left-over data and logs in the temporary directory get in no new lab's way.
+    l.files.retain(|f| f.starts_with(SHM));
     if l.is_empty() {
         return Ok(());
     }

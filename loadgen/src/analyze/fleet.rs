@@ -33,6 +33,8 @@ pub struct Fleet {
     pub step: f64,
     /// Label matchers added to every selector (`instance=~"stor.*"`), without braces.
     pub matchers: String,
+    /// All the queries of one evaluation together.
+    pub timeout: std::time::Duration,
 }
 
 /// The evaluation grid: interval `i` covers `(start + i·step, start + (i+1)·step]` and is
@@ -171,14 +173,18 @@ fn query_range(
     g: &Grid,
     promql: &str,
     budget: &mut usize,
+    timeout: std::time::Duration,
 ) -> Result<Vec<MatrixSeries>, QueryError> {
     let range = Range {
         start: g.query_start(),
         end: g.query_end(),
         step: g.step,
     };
-    query::query_range(&f.client, &f.url, promql, range, budget)
+    query::query_range(&f.client, &f.url, promql, range, budget, timeout)
 }
+
+/// The most one query may take.
+const QUERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The answers of every query, by target.
 pub type Answers = Vec<(Target, Vec<MatrixSeries>)>;
@@ -188,8 +194,28 @@ pub fn fetch(f: &Fleet) -> Result<(Grid, Answers), QueryError> {
     let g = f.grid().map_err(QueryError::Refused)?;
     let mut out = Vec::new();
     let mut budget = MAX_ANSWERS;
-    for (target, promql) in queries(f) {
-        out.push((target, query_range(f, &g, &promql, &mut budget)?));
+    let until = std::time::Instant::now() + f.timeout;
+    let all = queries(f);
+    let n = all.len();
+    let late = |i: usize| {
+        QueryError::Failed(format!(
+            "Prometheus at {} answered {i} of {n} queries within {} s (--timeout)",
+            f.url.display(),
+            f.timeout.as_secs_f64()
+        ))
+    };
+    for (i, (target, promql)) in all.into_iter().enumerate() {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(late(i));
+        }
+        match query_range(f, &g, &promql, &mut budget, left.min(QUERY_TIMEOUT)) {
+            Ok(a) => out.push((target, a)),
+            Err(QueryError::Failed(_)) if std::time::Instant::now() >= until => {
+                return Err(late(i));
+            }
+            Err(e) => return Err(e),
+        }
     }
     Ok((g, out))
 }
@@ -340,6 +366,7 @@ mod tests {
             end: 1020.0,
             step: 5.0,
             matchers: matchers("{instance=~\"stor.*\"}").unwrap(),
+            timeout: std::time::Duration::from_secs(120),
         }
     }
 

@@ -24,6 +24,13 @@ pub enum Format {
     Json,
 }
 
+fn parse_seconds(s: &str) -> Result<std::time::Duration, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 86_400.0 => Ok(std::time::Duration::from_secs_f64(v)),
+        _ => Err(format!("{s:?}: give more than 0 and at most 86400 seconds")),
+    }
+}
+
 /// Arguments of `loadgen analyze`.
 #[derive(clap::Args, Debug)]
 pub struct AnalyzeArgs {
@@ -56,6 +63,11 @@ pub struct AnalyzeArgs {
     /// Fleet mode: label matchers for every query, e.g. '{instance=~"stor.*"}'.
     #[arg(long, value_name = "MATCHERS")]
     pub selector: Option<String>,
+    /// Fleet mode: seconds all of one evaluation's queries may take together (each also at
+    /// most 60).
+    #[arg(long, value_name = "SECONDS", default_value = "120", requires = "prometheus",
+          value_parser = parse_seconds)]
+    pub timeout: std::time::Duration,
     /// Fleet mode: CA certificates (PEM) that verify an https Prometheus, instead of the
     /// Mozilla roots.
     #[arg(long, value_name = "FILE", requires = "prometheus")]
@@ -434,6 +446,7 @@ struct FleetQuery {
     client: promclient::Client,
     step: f64,
     matchers: String,
+    timeout: std::time::Duration,
 }
 
 fn fleet_query(a: &AnalyzeArgs, url: &str) -> Result<FleetQuery, Failure> {
@@ -449,6 +462,7 @@ fn fleet_query(a: &AnalyzeArgs, url: &str) -> Result<FleetQuery, Failure> {
         client: promclient::Client::new(&client),
         step,
         matchers,
+        timeout: a.timeout,
     })
 }
 
@@ -482,6 +496,7 @@ fn fleet_run(
         end,
         step: q.step,
         matchers: q.matchers.clone(),
+        timeout: q.timeout,
     };
     let (grid, answers) = fleet::fetch(&f).map_err(|e| match e {
         QueryError::Refused(m) => Failure::Usage(m),
@@ -594,7 +609,8 @@ fn write_html(path: &std::path::Path, html: &str) -> Result<(), Failure> {
 
 fn print(format: Format, out: &Output, text: impl FnOnce() -> String) -> Result<u8, Failure> {
     let s = match format {
-        Format::Text => text(),
+        // Names from a record or from Prometheus reach the terminal as plain text.
+        Format::Text => crate::console::terminal(&text()),
         Format::Json => {
             let mut s = serde_json::to_string_pretty(out)
                 .map_err(|e| Failure::Runtime(anyhow::anyhow!("encoding the report: {e}")))?;

@@ -33,6 +33,7 @@ pub(super) fn run(a: &AnalyzeArgs, q: &FleetQuery) -> Result<u8, Failure> {
             Err(Failure::Runtime(e)) => error_line(a.format, now, &format!("{e:#}")),
             Err(e) => return Err(e),
         };
+        let line = crate::console::terminal(&line);
         let mut out = std::io::stdout().lock();
         // A reader that went away (`| head`) ends the watch.
         if out

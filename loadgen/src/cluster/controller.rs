@@ -2,18 +2,25 @@
 //! its version and token checked and its clock measured before any job is sent; every job
 //! is checked and laid out on its host before any starts; a host that fails mid-run stops
 //! the others, and what was measured is still written, marked incomplete.
+//!
+//! A host cannot hang or exhaust the controller: each exchange has one deadline however
+//! the bytes trickle, writes give up, a host's result is capped, and a host that keeps
+//! running past its job's planned end is stopped and then given up.
 
 use std::io::BufReader;
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::{Shutdown, TcpStream, ToSocketAddrs};
+use std::sync::Arc;
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::args::{self, HostJob};
 use super::clock::{self, Estimate, Exchange};
 use super::merge::{self, Outcome};
-use super::protocol::{self, JobFile, Msg};
+use super::protocol::{self, Deadline, JobFile, Msg};
+use crate::console::plain;
 use crate::error::Failure;
 use crate::options::Plan;
+use crate::options::parse::{JobFiles, Parsed, parse_args_from};
 use crate::record::Record;
 use crate::results::report::{self, fio_json};
 
@@ -24,25 +31,36 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Laying out a job's files can take long: the wait for `ready`.
 const PREPARE: Duration = Duration::from_secs(600);
 
+/// Extra time a message gets for each MiB it holds (a large result on a slow link).
+const PER_MIB: Duration = Duration::from_secs(1);
+
 struct Conn {
-    w: TcpStream,
-    r: BufReader<TcpStream>,
+    s: Arc<TcpStream>,
+    r: BufReader<Deadline>,
+    /// The time each exchange has, in all.
+    within: Duration,
 }
 
 impl Conn {
+    /// Sends `m` and reads the answer, both within the exchange's time.
     fn ask(&mut self, m: &Msg) -> Result<Msg, String> {
-        protocol::send(&mut self.w, m)?;
+        self.send(m)?;
         self.next()
     }
+    fn send(&self, m: &Msg) -> Result<(), String> {
+        protocol::send_within(&self.s, m, self.within)
+    }
+    /// The next message, whole within the exchange's time (and a second per MiB).
     fn next(&mut self) -> Result<Msg, String> {
-        match protocol::receive(&mut self.r)? {
-            Some(Msg::Error { message }) => Err(message),
+        self.r.get_mut().within(Some(self.within));
+        match protocol::receive(&mut self.r, protocol::MAX_RESULT)? {
+            Some(Msg::Error { message }) => Err(plain(&message, 400)),
             Some(m) => Ok(m),
             None => Err("the host closed the connection".into()),
         }
     }
-    fn timeout(&self, t: Duration) {
-        let _ = self.w.set_read_timeout(Some(t));
+    fn timeout(&mut self, t: Duration) {
+        self.within = t;
     }
 }
 
@@ -64,22 +82,25 @@ fn reach(h: &HostJob, token: &[u8], timeout: Duration) -> Result<(Conn, String, 
             Err(e) => last = format!("cannot connect: {e}"),
         }
     }
-    let s = stream.ok_or(last)?;
-    let _ = s.set_nodelay(true);
+    let s = Arc::new(stream.ok_or(last)?);
+    protocol::tune(&s, protocol::GONE_WHILE_RUNNING);
+    let mut r = BufReader::new(Deadline::new(Arc::clone(&s)));
+    r.get_mut().per_mib(PER_MIB);
     let mut c = Conn {
-        w: s.try_clone().map_err(|e| e.to_string())?,
-        r: BufReader::new(s),
+        s,
+        r,
+        within: timeout,
     };
-    c.timeout(timeout);
     let ours = env!("CARGO_PKG_VERSION");
     let hostname = match c.ask(&Msg::Hello {
         version: ours.into(),
         token: protocol::hex(token),
     })? {
-        Msg::Welcome { version, hostname } if version == ours => hostname,
+        Msg::Welcome { version, hostname } if version == ours => plain(&hostname, 64),
         Msg::Welcome { version, .. } => {
             return Err(format!(
-                "version mismatch: the controller runs loadgen {ours}, the host {version}"
+                "version mismatch: the controller runs loadgen {ours}, the host {}",
+                plain(&version, 40)
             ));
         }
         m => return Err(format!("expected welcome, got {}", m.kind())),
@@ -103,10 +124,36 @@ fn reach(h: &HostJob, token: &[u8], timeout: Duration) -> Result<(Conn, String, 
 /// One line per failed host, then the error that names them.
 fn named(failures: &[(String, String)], what: &str) -> String {
     for (name, e) in failures {
-        crate::note!("loadgen: host {name}: {e}");
+        crate::note!("loadgen: host {name}: {}", plain(e, 400));
     }
     let names: Vec<&str> = failures.iter().map(|(n, _)| n.as_str()).collect();
-    format!("{what}: host {} ({})", names.join(", host "), failures[0].1)
+    format!(
+        "{what}: host {} ({})",
+        names.join(", host "),
+        plain(&failures[0].1, 400)
+    )
+}
+
+/// How long a host's job runs when every job of it is bounded by `--runtime` (ramp
+/// included, each sweep point in turn); `None` when its end is not known ahead (a job that
+/// ends when its bytes are done, or reads everything back with `--verify`).
+fn planned(h: &HostJob, files: &[JobFile]) -> Option<Duration> {
+    let given: Vec<(String, String)> = files
+        .iter()
+        .map(|f| (f.arg.clone(), f.text.clone()))
+        .collect();
+    let Ok(Parsed::Plan(plan)) = parse_args_from(&h.args, JobFiles::Given(&given)) else {
+        return None;
+    };
+    let mut per_point = 0;
+    for j in &plan.jobs {
+        if j.verify {
+            return None;
+        }
+        per_point = per_point.max(j.ramp_time_ns.checked_add(j.runtime_ns?)?);
+    }
+    let points = crate::options::sweep::points(&plan).ok()?.len() as u64;
+    Some(Duration::from_nanos(per_point.checked_mul(points)?))
 }
 
 pub fn run(args: &[String], plan: &Plan) -> Result<u8, Failure> {
@@ -140,6 +187,14 @@ pub fn run(args: &[String], plan: &Plan) -> Result<u8, Failure> {
     let timeout = s
         .client_timeout_ns
         .map_or(DEFAULT_TIMEOUT, Duration::from_nanos);
+    for h in &hosts {
+        super::service::check_name(&h.name).map_err(|e| {
+            Failure::Usage(format!(
+                "--client: {} (name the host with NAME=HOST)",
+                e.trim_start_matches("refused: ")
+            ))
+        })?;
+    }
     let mut jobs: Vec<Vec<JobFile>> = Vec::new();
     for h in &hosts {
         let mut files = Vec::new();
@@ -147,6 +202,14 @@ pub fn run(args: &[String], plan: &Plan) -> Result<u8, Failure> {
             let text = crate::files::read_text(f.as_ref(), crate::files::MAX_JOB_FILE)
                 .map_err(|e| Failure::Usage(format!("cannot read job file {f}: {e}")))?;
             files.push(JobFile { arg: f, text });
+        }
+        let total: usize = files.iter().map(|f| f.text.len()).sum();
+        if total as u64 > protocol::MAX_ORDER / 2 {
+            return Err(Failure::Usage(format!(
+                "host {}: its job files hold {total} bytes, more than a job order carries ({})",
+                h.name,
+                protocol::size_name(protocol::MAX_ORDER / 2)
+            )));
         }
         jobs.push(files);
     }
@@ -196,7 +259,7 @@ pub fn run(args: &[String], plan: &Plan) -> Result<u8, Failure> {
             args: h.args.clone(),
             files: files.clone(),
         };
-        if let Err(e) = protocol::send(&mut c.w, &job) {
+        if let Err(e) = c.send(&job) {
             failures.push((h.name.clone(), e));
         }
         c.timeout(PREPARE);
@@ -213,7 +276,8 @@ pub fn run(args: &[String], plan: &Plan) -> Result<u8, Failure> {
     }
     if !failures.is_empty() {
         for (c, _, _) in &mut conns {
-            let _ = protocol::send(&mut c.w, &Msg::Abort);
+            c.timeout(timeout);
+            let _ = c.send(&Msg::Abort);
         }
         return Err(Failure::Usage(named(
             &failures,
@@ -225,23 +289,27 @@ pub fn run(args: &[String], plan: &Plan) -> Result<u8, Failure> {
     let slowest = conns.iter().map(|(_, _, e)| e.rtt_ns).max().unwrap_or(0);
     let at = clock::unix_ns() + 4 * slowest + 200_000_000;
     for (c, _, e) in &mut conns {
-        let _ = protocol::send(
-            &mut c.w,
-            &Msg::Start {
-                unix_ns: e.to_host(at),
-            },
-        );
         c.timeout(timeout);
+        let _ = c.send(&Msg::Start {
+            unix_ns: e.to_host(at),
+        });
     }
     crate::note!("loadgen: {} hosts start together", conns.len());
 
-    // Results, with a heartbeat from each host every second.
+    // Results, with a heartbeat from each host every second. A host whose job should have
+    // ended by now (with time to spare) is stopped, and given up if it still does not end.
+    let started = Instant::now();
+    let ends: Vec<Option<Instant>> = hosts
+        .iter()
+        .zip(&jobs)
+        .map(|(h, files)| planned(h, files).map(|p| started + p + p / 10 + 3 * timeout))
+        .collect();
     let (tx, rx) = mpsc::channel::<(usize, Result<Msg, String>)>();
-    let mut writers = Vec::new();
+    let mut sockets: Vec<Arc<TcpStream>> = Vec::new();
     let mut outcomes: Vec<Outcome> = Vec::new();
     std::thread::scope(|sc| {
         for (i, ((c, hostname, est), h)) in conns.into_iter().zip(&hosts).enumerate() {
-            writers.push(c.w.try_clone().ok());
+            sockets.push(Arc::clone(&c.s));
             outcomes.push(Outcome {
                 name: h.name.clone(),
                 address: h.address.clone(),
@@ -262,8 +330,49 @@ pub fn run(args: &[String], plan: &Plan) -> Result<u8, Failure> {
             });
         }
         drop(tx);
+        let stop = |i: usize| {
+            let _ = protocol::send_within(&sockets[i], &Msg::Stop, timeout);
+        };
         let mut stopping = false;
-        for (i, m) in rx {
+        let mut done = vec![false; outcomes.len()];
+        // When each host was told to stop for running past its end.
+        let mut overdue: Vec<Option<Instant>> = vec![None; outcomes.len()];
+        loop {
+            let got = rx.recv_timeout(Duration::from_millis(200));
+            let now = Instant::now();
+            for k in 0..outcomes.len() {
+                if done[k] {
+                    continue;
+                }
+                match (ends[k], overdue[k]) {
+                    (Some(end), None) if now > end => {
+                        overdue[k] = Some(now);
+                        stop(k);
+                    }
+                    (_, Some(told)) if now > told + 2 * timeout => {
+                        // Its reader ends with the connection.
+                        outcomes[k].error = Some(format!(
+                            "its job ran past its planned end and did not stop within {:.0} s",
+                            (2 * timeout).as_secs_f64()
+                        ));
+                        done[k] = true;
+                        let _ = sockets[k].shutdown(Shutdown::Both);
+                    }
+                    _ => {}
+                }
+            }
+            if !stopping && outcomes.iter().any(|o| o.error.is_some()) {
+                stopping = true;
+                (0..outcomes.len()).filter(|&k| !done[k]).for_each(stop);
+            }
+            let (i, m) = match got {
+                Ok(x) => x,
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            };
+            if done[i] {
+                continue;
+            }
             let o = &mut outcomes[i];
             match m {
                 Ok(Msg::Running { .. }) => continue,
@@ -290,7 +399,7 @@ pub fn run(args: &[String], plan: &Plan) -> Result<u8, Failure> {
                             .unwrap_or("");
                         o.error = Some(format!(
                             "its job failed (exit {exit}): {}",
-                            last.trim_start_matches("loadgen: error: ")
+                            plain(last.trim_start_matches("loadgen: error: "), 400)
                         ));
                     }
                 }
@@ -300,15 +409,10 @@ pub fn run(args: &[String], plan: &Plan) -> Result<u8, Failure> {
                 }
                 Err(e) => o.error = Some(e),
             }
+            done[i] = true;
             if o.error.is_some() && !stopping {
                 stopping = true;
-                for (k, w) in writers.iter_mut().enumerate() {
-                    if k != i
-                        && let Some(w) = w
-                    {
-                        let _ = protocol::send(w, &Msg::Stop);
-                    }
-                }
+                (0..done.len()).filter(|&k| !done[k]).for_each(stop);
             }
         }
     });

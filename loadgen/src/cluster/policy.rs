@@ -1,51 +1,55 @@
-//! What a job order may touch on a host: files under the directories `loadgen serve` was
+//! What a job order may touch on a host: files beneath the directories `loadgen serve` was
 //! started with (`--dir`) and the block devices it allows (`--allow-device`), nothing else.
 //! Options that would read or write other files on the host (reports, records, logs, token
-//! and certificate files, a metrics listener) are the host's to set, never the controller's.
+//! and certificate files, a metrics listener) or turn its checks off are the host's to set,
+//! never the controller's. Targets are opened here, once (see `confine`); the job is handed
+//! the descriptors.
 
 use std::path::{Path, PathBuf};
 
+use super::confine::{self, AllowedDevice, Opened, Refusal, ServedDir};
 use crate::options::Plan;
-use crate::target::{Layout, TargetKind};
+use crate::target::{Layout, Placement};
 
-/// The directories and devices jobs may use, resolved once when the service starts.
-#[derive(Clone, Debug, Default)]
+/// The directories and devices jobs may use, opened once when the service starts.
+#[derive(Debug)]
 pub struct Confinement {
-    pub dirs: Vec<PathBuf>,
-    pub devices: Vec<PathBuf>,
+    dirs: Vec<ServedDir>,
+    devices: Vec<AllowedDevice>,
+}
+
+/// A job's targets, checked and opened.
+pub struct Targets {
+    pub layout: Layout,
+    pub placements: Vec<Placement>,
+    pub opened: Vec<Opened>,
+}
+
+impl Targets {
+    /// Takes back the files opening them created (for a job that will not run).
+    pub fn remove_created(&self) {
+        for o in &self.opened {
+            o.remove_created();
+        }
+    }
 }
 
 impl Confinement {
     pub fn new(dirs: &[PathBuf], devices: &[PathBuf]) -> Result<Confinement, String> {
-        let canon = |flag: &str, p: &PathBuf| {
-            p.canonicalize()
-                .map_err(|e| format!("{flag} {}: {e}", p.display()))
-        };
         let dirs = dirs
             .iter()
-            .map(|d| canon("--dir", d))
+            .map(|d| ServedDir::open(d).map_err(|e| format!("--dir {e}")))
             .collect::<Result<Vec<_>, _>>()?;
         let devices = devices
             .iter()
-            .map(|d| canon("--allow-device", d))
+            .map(|d| AllowedDevice::new(d).map_err(|e| format!("--allow-device {e}")))
             .collect::<Result<Vec<_>, _>>()?;
-        for d in &devices {
-            use std::os::unix::fs::FileTypeExt;
-            let meta =
-                std::fs::metadata(d).map_err(|e| format!("--allow-device {}: {e}", d.display()))?;
-            if !meta.file_type().is_block_device() {
-                return Err(format!(
-                    "--allow-device {}: not a block device",
-                    d.display()
-                ));
-            }
-        }
         Ok(Confinement { dirs, devices })
     }
 
     /// The first directory: where a job's relative paths start (the job runs there).
     pub fn home(&self) -> &Path {
-        &self.dirs[0]
+        &self.dirs[0].path
     }
 
     /// Anchors every job's relative paths at [`home`](Self::home), as the job will see them.
@@ -64,7 +68,7 @@ impl Confinement {
         }
     }
 
-    /// Refuses options that name files or listeners on the host.
+    /// Refuses options that name files or listeners on the host, or that are the host's.
     pub fn check_options(&self, plan: &Plan) -> Result<(), String> {
         let s = &plan.settings;
         let c = &s.agent_client;
@@ -81,7 +85,13 @@ impl Confinement {
                     || c.key_file.is_some()
                     || c.bearer_token_file.is_some(),
             ),
+            ("--agent-insecure-skip-verify", c.insecure_skip_verify),
             ("--client", !s.clients.is_empty()),
+            ("--client-token-file", s.client_token_file.is_some()),
+            ("--client-timeout", s.client_timeout_ns.is_some()),
+            ("--status-interval", s.status_interval_ns.is_some()),
+            ("--start-gate", s.start_gate),
+            ("--replica-volume-prefix", s.replica_volume_prefix.is_some()),
         ];
         if let Some((name, _)) = set.iter().find(|(_, on)| *on) {
             return Err(format!(
@@ -89,10 +99,7 @@ impl Confinement {
             ));
         }
         for j in &plan.jobs {
-            if [&j.logs.lat, &j.logs.bw, &j.logs.iops, &j.logs.hist]
-                .iter()
-                .any(|l| l.is_some())
-            {
+            if j.logs.any() {
                 return Err(format!(
                     "job {}: write_*_log options are not taken in a job order (the logs would be written on the host)",
                     j.name
@@ -102,60 +109,55 @@ impl Confinement {
         Ok(())
     }
 
-    /// Every target inside a `--dir` (a file) or among the `--allow-device`s (a device).
-    pub fn check_targets(&self, layout: &Layout) -> Result<(), String> {
-        for t in &layout.targets {
-            let shown = t.path.display();
-            match t.kind {
-                TargetKind::BlockDevice => {
-                    let real = t.path.canonicalize().map_err(|e| format!("{shown}: {e}"))?;
-                    if !self.devices.contains(&real) {
-                        return Err(format!(
-                            "{shown}: this host allows no job on that device (`loadgen serve --allow-device` names the ones it does)"
-                        ));
-                    }
-                }
-                TargetKind::File => {
-                    let real = resolved(&t.path).map_err(|e| format!("{shown}: {e}"))?;
-                    if !self.dirs.iter().any(|d| real.starts_with(d)) {
-                        return Err(format!(
-                            "{shown}: outside the directories this host serves ({})",
-                            self.dirs
-                                .iter()
-                                .map(|d| d.display().to_string())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ));
-                    }
-                }
+    /// Opens one target of an anchored plan: a file beneath a served directory (created
+    /// empty if missing) or an allowed device. The one place a job's targets are opened.
+    pub fn open(&self, path: &Path) -> Result<Opened, String> {
+        let refused = |r: Refusal| match r {
+            Refusal::Inside(why) => format!("refused: {} {why}", path.display()),
+            Refusal::Outside => format!(
+                "refused: {} is outside the directories this host serves ({}) and not a device it allows (`loadgen serve --allow-device`)",
+                path.display(),
+                self.dirs
+                    .iter()
+                    .map(|d| d.path.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        for d in &self.dirs {
+            if let Some(rel) = confine::beneath(&d.path, path) {
+                return confine::open_file(d, path, &rel).map_err(refused);
             }
         }
-        Ok(())
+        match self.devices.iter().find(|d| d.named(path)) {
+            Some(dev) => dev.open(path).map_err(refused),
+            None => Err(refused(Refusal::Outside)),
+        }
     }
-}
 
-/// The path with every symbolic link and `..` resolved; a file that does not exist yet is
-/// resolved through its directory.
-fn resolved(p: &Path) -> std::io::Result<PathBuf> {
-    match p.canonicalize() {
-        Ok(r) => Ok(r),
-        // A link to nothing would be followed by the job's open: refused, not resolved.
-        Err(e) if p.symlink_metadata().is_ok() => Err(e),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let (Some(parent), Some(name)) = (p.parent(), p.file_name()) else {
-                return Err(e);
-            };
-            if name == ".." {
-                return Err(e);
+    /// Every target of an anchored plan opened and checked as `loadgen run` checks it; on a
+    /// refusal, the files opening them created are taken back.
+    pub fn targets(&self, plan: &Plan) -> Result<Targets, String> {
+        let mut opened: Vec<Opened> = Vec::new();
+        let resolved = crate::target::resolve_with(plan, &mut |path| {
+            let o = self.open(path)?;
+            let t = crate::target::inspect(path, &confine::proc_path(&o.fd), o.created);
+            opened.push(o);
+            t
+        });
+        match resolved {
+            Ok((layout, placements)) => Ok(Targets {
+                layout,
+                placements,
+                opened,
+            }),
+            Err(e) => {
+                for o in &opened {
+                    o.remove_created();
+                }
+                Err(e)
             }
-            let parent = if parent.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                parent
-            };
-            Ok(parent.canonicalize()?.join(name))
         }
-        Err(e) => Err(e),
     }
 }
 
@@ -174,16 +176,18 @@ mod tests {
 
     fn scratch(tag: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("loadgen-policy-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
-        d
+        d.canonicalize().unwrap()
     }
 
     fn targets_of(c: &Confinement, args: &str) -> Result<(), String> {
         let mut p = plan(args);
         c.check_options(&p)?;
         c.anchor(&mut p);
-        let (layout, _) = crate::target::resolve(&p)?;
-        c.check_targets(&layout)
+        let t = c.targets(&p)?;
+        t.remove_created();
+        Ok(())
     }
 
     #[test]
@@ -198,15 +202,16 @@ mod tests {
             Ok(()),
             "a file named after the job, in the directory"
         );
+        assert!(!served.join("w.0.0").exists(), "taken back");
         assert_eq!(
             targets_of(&c, &format!("{size} --filename=sub/../f")),
             Ok(())
         );
         let outside = format!("{size} --filename={}/f", other.display());
+        let e = targets_of(&c, &outside).unwrap_err();
         assert!(
-            targets_of(&c, &outside)
-                .unwrap_err()
-                .contains("outside the directories")
+            e.starts_with("refused") && e.contains("outside the directories"),
+            "{e}"
         );
         let up = format!(
             "{size} --filename=../{}/f",
@@ -215,17 +220,26 @@ mod tests {
         assert!(targets_of(&c, &up).unwrap_err().contains("outside"));
         std::os::unix::fs::symlink(other.join("f"), served.join("link")).unwrap();
         let link = format!("{size} --filename=link");
-        assert!(
-            targets_of(&c, &link).is_err(),
-            "a link out to nothing yet is refused"
-        );
+        assert!(targets_of(&c, &link).unwrap_err().contains("symbolic link"));
         std::fs::write(other.join("f"), vec![0u8; 1 << 20]).unwrap();
-        assert!(
-            targets_of(&c, &link).unwrap_err().contains("outside"),
-            "a link out is refused"
-        );
+        assert!(targets_of(&c, &link).unwrap_err().contains("symbolic link"));
+        assert_eq!(std::fs::metadata(other.join("f")).unwrap().len(), 1 << 20);
         std::fs::remove_dir_all(&served).unwrap();
         std::fs::remove_dir_all(&other).unwrap();
+    }
+
+    #[test]
+    fn a_refusal_outside_says_nothing_of_what_is_there() {
+        let served = scratch("oracle");
+        let c = Confinement::new(std::slice::from_ref(&served), &[]).unwrap();
+        let read = |p: &str| targets_of(&c, &format!("--rw=read --name=r --filename={p}"));
+        let present = read("/etc/passwd").unwrap_err();
+        let absent = read("/etc/no-such-file-here").unwrap_err();
+        assert_eq!(
+            present.replace("passwd", "X"),
+            absent.replace("no-such-file-here", "X")
+        );
+        std::fs::remove_dir_all(&served).unwrap();
     }
 
     #[test]
@@ -247,11 +261,23 @@ mod tests {
                 "--name=w --rw=write --size=1m --write_lat_log=/tmp/x",
                 "write_*_log",
             ),
+            (
+                "--agent-insecure-skip-verify --name=w --rw=write --size=1m",
+                "--agent-insecure-skip-verify",
+            ),
+            (
+                "--client-token-file=/etc/shadow --name=w --rw=write --size=1m",
+                "--client-token-file",
+            ),
         ] {
             let e = targets_of(&c, args).unwrap_err();
             assert!(e.contains(named), "{args}: {e}");
         }
-        assert!(targets_of(&c, "--name=w --rw=read --size=1m --filename=/dev/null").is_err());
+        assert!(
+            targets_of(&c, "--name=w --rw=read --size=1m --filename=/dev/null")
+                .unwrap_err()
+                .contains("outside")
+        );
         assert!(
             Confinement::new(&[served.join("missing")], &[])
                 .unwrap_err()

@@ -90,6 +90,8 @@ pub struct JobSpec {
 #[derive(Clone, Debug)]
 pub struct FileRegion {
     pub path: PathBuf,
+    /// What is opened (see `target::Target::open`).
+    pub open: PathBuf,
     pub offset: u64,
     pub len: u64,
 }

@@ -3,9 +3,9 @@
 //! each IO's intended start) with fixed buckets, so that Prometheus can merge hosts with
 //! `histogram_quantile`; the last interval's quantiles are a summary.
 
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -23,10 +23,67 @@ const BUCKETS_S: [f64; 16] = [
     5.0, 10.0,
 ];
 
-/// Scrapers served at once; more connections are closed unanswered.
-const MAX_CLIENTS: usize = 32;
+/// Scrapers answered at once; more requests are closed unanswered.
+const MAX_ANSWERING: usize = 32;
+/// Connections that have not sent their request yet (a thread each, blocked on a read):
+/// idle connections take these, never a scraper's place; at the cap a new connection closes
+/// the oldest of them.
+const MAX_WAITING: usize = 256;
 /// Time a client has to send its request, and to take each part of the answer.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The connections being served, oldest first, and whether each has sent its request.
+#[derive(Default)]
+struct Clients {
+    next: u64,
+    open: BTreeMap<u64, (TcpStream, bool)>,
+}
+
+impl Clients {
+    /// A place for `s` among the connections waiting for their request; at the cap the
+    /// oldest of them is closed to make room.
+    fn admit(me: &Mutex<Clients>, s: &TcpStream) -> Option<u64> {
+        let mut c = me.lock().unwrap_or_else(|e| e.into_inner());
+        if c.open.values().filter(|(_, asked)| !asked).count() >= MAX_WAITING {
+            let idle = c
+                .open
+                .iter()
+                .find(|(_, (_, asked))| !asked)
+                .map(|(id, _)| *id)?;
+            if let Some((victim, _)) = c.open.remove(&idle) {
+                let _ = victim.shutdown(Shutdown::Both);
+            }
+        }
+        let handle = s.try_clone().ok()?;
+        let id = c.next;
+        c.next += 1;
+        c.open.insert(id, (handle, false));
+        Some(id)
+    }
+
+    /// Whether connection `id`, its request read, may be answered now (at most
+    /// [`MAX_ANSWERING`] at once).
+    fn answering(me: &Mutex<Clients>, id: u64) -> bool {
+        let mut c = me.lock().unwrap_or_else(|e| e.into_inner());
+        if c.open.values().filter(|(_, asked)| *asked).count() >= MAX_ANSWERING {
+            return false;
+        }
+        match c.open.get_mut(&id) {
+            Some(e) => {
+                e.1 = true;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn leave(me: &Mutex<Clients>, id: u64) {
+        me.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .open
+            .remove(&id);
+    }
+}
 
 #[derive(Default)]
 struct State {
@@ -49,8 +106,8 @@ pub struct LiveMetrics {
 
 impl LiveMetrics {
     /// Binds `addr` and serves `/metrics` from background threads for the rest of the run:
-    /// one per connection, at most [`MAX_CLIENTS`] at once, so a slow client delays only
-    /// itself.
+    /// one per connection (see [`MAX_WAITING`] and [`MAX_ANSWERING`]), so a slow client
+    /// delays only itself.
     pub fn serve(addr: SocketAddr) -> std::io::Result<Arc<LiveMetrics>> {
         let listener = TcpListener::bind(addr)?;
         let m = Arc::new(LiveMetrics {
@@ -60,30 +117,31 @@ impl LiveMetrics {
         std::thread::Builder::new()
             .name("lg-metrics".into())
             .spawn(move || {
-                let clients = Arc::new(AtomicUsize::new(0));
+                let clients = Arc::new(Mutex::new(Clients::default()));
                 for stream in listener.incoming().flatten() {
-                    if clients.fetch_add(1, Ordering::AcqRel) >= MAX_CLIENTS {
-                        clients.fetch_sub(1, Ordering::AcqRel);
+                    let Some(id) = Clients::admit(&clients, &stream) else {
                         continue;
-                    }
-                    let (m, count) = (Arc::clone(&served), Arc::clone(&clients));
+                    };
+                    let (m, clients) = (Arc::clone(&served), Arc::clone(&clients));
+                    let gone = Arc::clone(&clients);
                     let spawned = std::thread::Builder::new()
                         .name("lg-metrics-conn".into())
                         .stack_size(128 << 10)
                         .spawn(move || {
-                            let _ = m.answer(stream);
-                            count.fetch_sub(1, Ordering::AcqRel);
+                            let _ = m.answer(stream, || Clients::answering(&clients, id));
+                            Clients::leave(&clients, id);
                         });
                     if spawned.is_err() {
-                        clients.fetch_sub(1, Ordering::AcqRel);
+                        Clients::leave(&gone, id);
                     }
                 }
             })?;
         Ok(m)
     }
 
-    /// Reads one request (all of its headers within [`CLIENT_TIMEOUT`]) and answers it.
-    fn answer(&self, mut s: TcpStream) -> std::io::Result<()> {
+    /// Reads one request (all of its headers within [`CLIENT_TIMEOUT`]) and answers it if
+    /// `read`, called once the request is in, allows.
+    fn answer(&self, mut s: TcpStream, read: impl FnOnce() -> bool) -> std::io::Result<()> {
         let deadline = Instant::now() + CLIENT_TIMEOUT;
         s.set_write_timeout(Some(CLIENT_TIMEOUT))?;
         let mut req = Vec::new();
@@ -99,6 +157,9 @@ impl LiveMetrics {
                 break;
             }
             req.extend_from_slice(&buf[..n]);
+        }
+        if !read() {
+            return Ok(());
         }
         let line = String::from_utf8_lossy(&req);
         let path = line.split_whitespace().nth(1).unwrap_or("");

@@ -32,7 +32,7 @@ fn keyword(word: &str) -> Option<String> {
 /// Expands `${NAME}` from the environment and fio's `$pagesize`, `$mb_memory`, `$ncpus`, as
 /// fio does. A variable that is not set, or any other `$NAME` (which fio would leave as it
 /// is, creating a file named `$FILE`, say), is refused.
-fn expand(v: &str, at: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+fn expand(v: &str, at: &str, env: Env<'_>) -> Result<String, String> {
     let mut out = String::with_capacity(v.len());
     let mut rest = v;
     while let Some(i) = rest.find('$') {
@@ -43,6 +43,12 @@ fn expand(v: &str, at: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Str
                 .find('}')
                 .ok_or_else(|| format!("{at}: `${{` without a closing `}}`"))?;
             let name = &braced[..end];
+            let Some(env) = env else {
+                return Err(format!(
+                    "{at}: `${{{}}}`: a job order takes nothing from the host's environment",
+                    excerpt(name)
+                ));
+            };
             let value = env(name).ok_or_else(|| {
                 format!(
                     "{at}: environment variable {} is not set (for `${{{}}}`)",
@@ -79,15 +85,22 @@ fn expand(v: &str, at: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Str
     Ok(out)
 }
 
+/// Where `${VAR}` comes from; `None`: nowhere (a job order's files).
+type Env<'a> = Option<&'a dyn Fn(&str) -> Option<String>>;
+
+/// A job file of this machine: `${VAR}` from this process's environment.
 pub fn parse(text: &str, origin: &str) -> Result<JobFile, String> {
-    parse_with(text, origin, &|k| std::env::var(k).ok())
+    parse_with(text, origin, Some(&|k| std::env::var(k).ok()))
 }
 
-fn parse_with(
-    text: &str,
-    origin: &str,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<JobFile, String> {
+/// A job file a job order carries: `${VAR}` is refused, never taken from the host.
+pub fn parse_order(text: &str, origin: &str) -> Result<JobFile, String> {
+    parse_with(text, origin, None)
+}
+
+fn parse_with(text: &str, origin: &str, env: Env<'_>) -> Result<JobFile, String> {
+    // Editors on some systems start UTF-8 files with a byte-order mark.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut global: Pairs = Vec::new();
     let mut jobs: Vec<(String, Pairs, Pairs)> = Vec::new();
     let mut in_global = false;
@@ -170,18 +183,38 @@ mod tests {
     #[test]
     fn variables_expand_as_fio_does() {
         let env = |k: &str| (k == "DEV").then(|| "/dev/loop7".to_string());
-        let jf = parse_with("[a]\nfilename=${DEV}\nnumjobs=$ncpus\n", "f", &env).unwrap();
+        let env: Env<'_> = Some(&env);
+        let jf = parse_with("[a]\nfilename=${DEV}\nnumjobs=$ncpus\n", "f", env).unwrap();
         assert_eq!(jf.jobs[0].2[0].1.as_deref(), Some("/dev/loop7"));
         let cpus = jf.jobs[0].2[1].1.clone().unwrap();
         assert!(cpus.parse::<u32>().unwrap() >= 1);
-        let e = parse_with("[a]\nfilename=$FILE\n", "f", &env).unwrap_err();
+        let e = parse_with("[a]\nfilename=$FILE\n", "f", env).unwrap_err();
         assert!(e.starts_with("f:2: `$FILE` is not expanded"), "{e}");
         assert!(e.contains("${FILE}"), "{e}");
-        let e = parse_with("[a]\nfilename=${NOPE}\n", "f", &env).unwrap_err();
+        let e = parse_with("[a]\nfilename=${NOPE}\n", "f", env).unwrap_err();
         assert!(e.contains("environment variable NOPE is not set"), "{e}");
-        assert!(parse_with("[a]\nfilename=${DEV\n", "f", &env).is_err());
-        let jf = parse_with("[a]\nfilename=/tmp/a$\n", "f", &env).unwrap();
+        assert!(parse_with("[a]\nfilename=${DEV\n", "f", env).is_err());
+        let jf = parse_with("[a]\nfilename=/tmp/a$\n", "f", env).unwrap();
         assert_eq!(jf.jobs[0].2[0].1.as_deref(), Some("/tmp/a$"));
+    }
+
+    #[test]
+    fn a_job_order_takes_nothing_from_the_environment() {
+        let path = std::env::var("PATH").unwrap();
+        let local = parse("[a]\nfilename=${PATH}\n", "f").unwrap();
+        assert_eq!(local.jobs[0].2[0].1.as_deref(), Some(path.as_str()));
+        let e = parse_order("[a]\nfilename=${PATH}\n", "f").unwrap_err();
+        assert!(e.contains("environment") && !e.contains(&path), "{e}");
+        assert!(
+            parse_order("[a]\nnumjobs=$ncpus\n", "f").is_ok(),
+            "fio's keywords stay"
+        );
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_skipped() {
+        let jf = parse("\u{feff}[a]\nrw=write\n", "f").unwrap();
+        assert_eq!(jf.jobs[0].0, "a");
     }
 
     #[test]

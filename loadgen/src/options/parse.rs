@@ -24,7 +24,22 @@ pub fn build_job(layers: &[&Pairs]) -> Result<JobOptions, String> {
     Ok(job)
 }
 
+/// Where the job files of a command line come from.
+#[derive(Clone, Copy, Debug)]
+pub enum JobFiles<'a> {
+    /// Read from this machine; `${VAR}` in them from this process's environment.
+    Local,
+    /// Carried by a job order as (name on its command line, content): nothing is read from
+    /// the machine and nothing taken from its environment.
+    Given(&'a [(String, String)]),
+}
+
 pub fn parse_args(args: &[String]) -> Result<Parsed, String> {
+    parse_args_from(args, JobFiles::Local)
+}
+
+/// As [`parse_args`], with the job files from `files`.
+pub fn parse_args_from(args: &[String], files_from: JobFiles<'_>) -> Result<Parsed, String> {
     let mut settings = RunSettings::default();
     let mut global: Pairs = Vec::new();
     let mut cli_jobs: Vec<Pairs> = Vec::new();
@@ -94,9 +109,23 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, String> {
     note_globals(&global);
     let mut jobs = Vec::new();
     for f in &files {
-        let text = crate::files::read_text(f, crate::files::MAX_JOB_FILE)
-            .map_err(|e| format!("cannot read job file {}: {e}", f.display()))?;
-        let jf = jobfile::parse(&text, &f.display().to_string())?;
+        let origin = f.display().to_string();
+        let jf = match files_from {
+            JobFiles::Local => {
+                let text = crate::files::read_text(f, crate::files::MAX_JOB_FILE)
+                    .map_err(|e| format!("cannot read job file {origin}: {e}"))?;
+                jobfile::parse(&text, &origin)?
+            }
+            JobFiles::Given(given) => {
+                let (_, text) = given.iter().find(|(n, _)| *n == origin).ok_or_else(|| {
+                    format!(
+                        "refused: job file {}: a job order carries its job files, the host reads none of its own",
+                        super::values::excerpt(&origin)
+                    )
+                })?;
+                jobfile::parse_order(text, &origin)?
+            }
+        };
         settings.group_reporting |= jf.group_reporting;
         for (name, section_global, section) in &jf.jobs {
             note_globals(section_global);

@@ -172,6 +172,14 @@ impl Record {
     }
 
     pub fn parse(text: &str) -> Result<Record, String> {
+        // A name is copied into every series of its host: a huge one would cost the analysis
+        // many times its size.
+        let longest = longest_string(text);
+        if longest > MAX_TEXT {
+            return Err(format!(
+                "the record holds a text of {longest} bytes; names and texts in a record are at most {MAX_TEXT}"
+            ));
+        }
         /// The two fields that say what the rest is; everything else is skipped unread.
         #[derive(Deserialize)]
         struct Head {
@@ -209,6 +217,31 @@ impl Record {
                 .map_err(|e| format!("point {}: {e}", p.index))?;
         }
         Ok(r)
+    }
+}
+
+/// The longest string a record may hold (a host or device name, a path list).
+pub const MAX_TEXT: usize = 64 << 10;
+
+/// The length in bytes (as written, escapes included) of the longest JSON string in `text`.
+fn longest_string(text: &str) -> usize {
+    let (mut longest, mut start, mut escaped) = (0, None, false);
+    for (i, b) in text.bytes().enumerate() {
+        match (start, b) {
+            (None, b'"') => start = Some(i),
+            (None, _) => {}
+            (Some(_), _) if escaped => escaped = false,
+            (Some(_), b'\\') => escaped = true,
+            (Some(s), b'"') => {
+                longest = longest.max(i - s - 1);
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    match start {
+        Some(s) => longest.max(text.len() - s - 1),
+        None => longest,
     }
 }
 
@@ -322,6 +355,20 @@ mod tests {
             r.result.points[0].merged[1].legs[0].lat.percentile(50.0)
         );
         assert_eq!(back.points[0].label(), "bs=4k iodepth=32");
+    }
+
+    #[test]
+    fn a_record_with_a_huge_name_is_refused_before_it_is_analysed() {
+        let mut r = sample();
+        r.points[0].run.hosts.push(analysis::Host {
+            name: "h".repeat(10 << 20),
+            ..Default::default()
+        });
+        let text = serde_json::to_string(&r).unwrap();
+        let e = Record::parse(&text).unwrap_err();
+        assert!(e.contains("at most 65536"), "{e}");
+        assert_eq!(longest_string(r#"{"a":"x\"y","b":"zz"}"#), 4);
+        assert_eq!(longest_string(r#"{"a":"unterminated"#), 12);
     }
 
     #[test]

@@ -97,7 +97,7 @@ impl Recorder {
             samplers,
             interval_ns: s.interval_ns,
             ramp: plan.jobs.iter().any(|j| j.ramp_time_ns > 0),
-            targets: layout.targets.iter().map(|t| t.path.clone()).collect(),
+            targets: layout.targets.iter().map(|t| t.open.clone()).collect(),
             bounds: latency::bounds(),
             points: Vec::new(),
             slots: 0,

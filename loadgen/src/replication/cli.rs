@@ -107,7 +107,39 @@ fn usage(msg: String) -> ExitCode {
     ExitCode::from(EXIT_USAGE)
 }
 
+/// Lifts the soft limit on open files to the hard one, as the agent does: the default soft
+/// limit of 1024 is less than `--max-connections` replication clients and the job service's
+/// connections together.
+fn raise_open_files_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit with a valid pointer to a plain struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}
+
+/// Opens /dev/null on any of descriptors 0–2 that is closed, so that no file a job uses is
+/// ever given one of their numbers (a child's standard streams are set up over them).
+fn fill_standard_descriptors() {
+    for fd in 0..3 {
+        // SAFETY: fcntl(F_GETFD) only asks; open returns the lowest free number, this one.
+        unsafe {
+            if libc::fcntl(fd, libc::F_GETFD) < 0 {
+                libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+            }
+        }
+    }
+}
+
 pub fn serve(args: ServeArgs) -> ExitCode {
+    fill_standard_descriptors();
+    raise_open_files_limit();
     let token = match args.token_file.as_deref().map(read_token).transpose() {
         Ok(t) => t,
         Err(e) => return usage(e),

@@ -225,6 +225,7 @@ mod tests {
             targets: (0..targets)
                 .map(|i| crate::target::Target {
                     path: format!("/t{i}").into(),
+                    open: format!("/t{i}").into(),
                     kind: crate::target::TargetKind::File,
                     size: 0,
                     logical_block: 512,

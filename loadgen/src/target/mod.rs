@@ -26,7 +26,11 @@ pub enum TargetKind {
 
 #[derive(Clone, Debug)]
 pub struct Target {
+    /// The name the job gives it (reports, messages).
     pub path: PathBuf,
+    /// What is opened to use it: the same path, or `/proc/self/fd/N` of a file the job
+    /// service opened for the job (so nothing is resolved by name again).
+    pub open: PathBuf,
     pub kind: TargetKind,
     /// Current size in bytes (0 for a file that does not exist yet).
     pub size: u64,
@@ -64,8 +68,8 @@ pub struct Layout {
     pub threads: Vec<Thread>,
 }
 
-fn block_device_geometry(path: &Path) -> Result<(u64, u64), String> {
-    let f = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+fn block_device_geometry(shown: &Path, path: &Path) -> Result<(u64, u64), String> {
+    let f = File::open(path).map_err(|e| format!("cannot open {}: {e}", shown.display()))?;
     let mut size: u64 = 0;
     let mut lbs: libc::c_int = 0;
     // SAFETY: both ioctls write one value of the given type through a valid pointer.
@@ -76,7 +80,7 @@ fn block_device_geometry(path: &Path) -> Result<(u64, u64), String> {
     if !ok {
         return Err(format!(
             "{}: cannot read the device size: {}",
-            path.display(),
+            shown.display(),
             std::io::Error::last_os_error()
         ));
     }
@@ -98,7 +102,8 @@ const PSEUDO_FILESYSTEMS: &[(i64, &str)] = &[
     (0x6165_676c, "pstore"),
     (0xde5e_81e4, "efivarfs"),
     (0x1cd1, "devpts"),
-    (0x6573_5546, "fusectl"),
+    // FUSE_CTL_SUPER_MAGIC; FUSE file systems themselves (0x6573_5546) are storage.
+    (0x6573_5543, "fusectl"),
     (0xf97c_ff8c, "selinuxfs"),
     (0x4249_4e4d, "binfmt_misc"),
     (0x6e73_6673, "nsfs"),
@@ -127,15 +132,18 @@ fn pseudo_filesystem(path: &Path) -> Option<&'static str> {
         .map(|(_, name)| *name)
 }
 
-fn inspect(path: &Path) -> Result<Target, String> {
+/// What `path` is, looked at through `open` (the path itself, or the job service's
+/// descriptor of it); `created`: the job service created it empty for this job.
+pub fn inspect(path: &Path, open: &Path, created: bool) -> Result<Target, String> {
     let shown = path.display();
-    if let Some(fs) = pseudo_filesystem(path) {
+    if let Some(fs) = pseudo_filesystem(open) {
         return Err(format!(
             "{shown} is on {fs}, a kernel interface, not storage: loadgen does not write there"
         ));
     }
     let mut t = Target {
         path: path.to_path_buf(),
+        open: open.to_path_buf(),
         kind: TargetKind::File,
         size: 0,
         logical_block: 512,
@@ -143,13 +151,14 @@ fn inspect(path: &Path) -> Result<Target, String> {
         needed: 0,
         written: false,
     };
-    match std::fs::metadata(path) {
+    match std::fs::metadata(open) {
         Ok(m) if m.file_type().is_block_device() => {
-            let (size, lbs) = block_device_geometry(path)?;
+            let (size, lbs) = block_device_geometry(path, open)?;
             t.kind = TargetKind::BlockDevice;
             t.size = size;
             t.logical_block = lbs;
         }
+        Ok(_) if created => t.exists = false,
         Ok(m) if m.is_file() => t.size = m.len(),
         Ok(m) if m.is_dir() => return Err(format!("{shown} is a directory, not a file")),
         Ok(_) => {
@@ -188,6 +197,37 @@ fn bytes_of(spec: SizeSpec, of: u64) -> u64 {
 
 /// Resolves every job thread's targets and checks sizes and alignment against them.
 pub fn resolve(plan: &Plan) -> Result<(Layout, Vec<Placement>), String> {
+    resolve_with(plan, &mut |p| inspect(p, p, false))
+}
+
+/// A target the job service opened for a job order: its name in the job, what to open
+/// instead of the name, and whether the service created it empty.
+#[derive(Clone, Debug)]
+pub struct Preopened {
+    pub path: PathBuf,
+    pub open: PathBuf,
+    pub created: bool,
+}
+
+/// As [`resolve`], every target among `preopened`: no name is resolved on the machine.
+pub fn resolve_preopened(
+    plan: &Plan,
+    preopened: &[Preopened],
+) -> Result<(Layout, Vec<Placement>), String> {
+    resolve_with(plan, &mut |p| {
+        let o = preopened
+            .iter()
+            .find(|o| o.path == p)
+            .ok_or_else(|| format!("refused: {} was not opened by the job service", p.display()))?;
+        inspect(p, &o.open, o.created)
+    })
+}
+
+/// As [`resolve`], with each target found through `target_of` (called once per path).
+pub fn resolve_with(
+    plan: &Plan,
+    target_of: &mut dyn FnMut(&Path) -> Result<Target, String>,
+) -> Result<(Layout, Vec<Placement>), String> {
     let mut targets: Vec<Target> = Vec::new();
     let mut threads = Vec::new();
     let mut placements = Vec::new();
@@ -211,7 +251,7 @@ pub fn resolve(plan: &Plan) -> Result<(Layout, Vec<Placement>), String> {
                 let ti = match targets.iter().position(|t| t.path == path) {
                     Some(i) => i,
                     None => {
-                        targets.push(inspect(&path)?);
+                        targets.push(target_of(&path)?);
                         targets.len() - 1
                     }
                 };
@@ -325,7 +365,7 @@ pub fn prepare(layout: &Layout) -> anyhow::Result<()> {
             .write(true)
             .create(true)
             .truncate(false)
-            .open(&t.path)
+            .open(&t.open)
             .with_context(|| format!("creating {}", t.path.display()))?;
         let chunk: Vec<u8> = (0..1 << 20)
             .map(|i: u32| (i.wrapping_mul(2654435761) >> 24) as u8)
@@ -381,21 +421,128 @@ fn available_memory() -> Option<u64> {
     Some(kb * 1024)
 }
 
-/// Refuses a run whose IO buffers would not fit in the memory available (the kernel would
-/// kill loadgen part way instead).
+fn read_number(p: &Path) -> Option<u64> {
+    std::fs::read_to_string(p).ok()?.trim().parse().ok()
+}
+
+/// What the memory cgroups this process is in still allow: the least room (limit less use)
+/// of its group and of the groups above it, in either hierarchy; `None` without a limit.
+fn cgroup_room() -> Option<u64> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let mut least: Option<u64> = None;
+    for line in own.lines() {
+        let mut f = line.splitn(3, ':');
+        let (Some(_), Some(controllers), Some(path)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        let (root, limit, usage) = if controllers.is_empty() {
+            ("/sys/fs/cgroup", "memory.max", "memory.current")
+        } else if controllers.split(',').any(|c| c == "memory") {
+            (
+                "/sys/fs/cgroup/memory",
+                "memory.limit_in_bytes",
+                "memory.usage_in_bytes",
+            )
+        } else {
+            continue;
+        };
+        let mut dir = Path::new(root).join(path.trim_start_matches('/'));
+        loop {
+            if let (Some(l), Some(u)) =
+                (read_number(&dir.join(limit)), read_number(&dir.join(usage)))
+            {
+                let room = l.saturating_sub(u);
+                least = Some(least.map_or(room, |r| r.min(room)));
+            }
+            if dir.as_os_str().len() <= root.len() || !dir.pop() {
+                break;
+            }
+        }
+    }
+    least
+}
+
+/// The memory a run may use: the machine's available memory, or less where its cgroup
+/// allows less; and whether the cgroup is what limits it.
+fn memory_room(machine: Option<u64>, cgroup: Option<u64>) -> Option<(u64, bool)> {
+    match (machine, cgroup) {
+        (Some(m), Some(c)) if c < m => Some((c, true)),
+        (None, Some(c)) => Some((c, true)),
+        (Some(m), _) => Some((m, false)),
+        (None, None) => None,
+    }
+}
+
+/// Refuses a run whose IO buffers would not fit in the memory available to it (the kernel
+/// would kill loadgen part way instead).
 pub fn check_memory(
     layout: &Layout,
     points: &[crate::options::sweep::Point],
 ) -> Result<(), String> {
     let need = buffer_bytes(layout, points);
-    match available_memory() {
-        Some(free) if need > free / 10 * 9 => Err(format!(
-            "the IO buffers need {} (bs × iodepth × numjobs), but only {} of memory is available",
+    match memory_room(available_memory(), cgroup_room()) {
+        Some((free, by_cgroup)) if need > free / 10 * 9 => Err(format!(
+            "the IO buffers need {} (bs × iodepth × numjobs), but only {} of memory is available{}",
             human(need),
-            human(free)
+            human(free),
+            if by_cgroup {
+                " to loadgen's memory cgroup"
+            } else {
+                ""
+            }
         )),
         _ => Ok(()),
     }
+}
+
+/// Refuses a layout larger than the free space of the file systems it goes on: a `--size`
+/// given by mistake (or in a job order) would otherwise fill them.
+pub fn check_space(layout: &Layout) -> Result<(), String> {
+    // (file system, bytes to write on it, bytes free, a target on it)
+    let mut per_fs: Vec<(u64, u64, u64, &Path)> = Vec::new();
+    for t in &layout.targets {
+        if t.kind != TargetKind::File || t.needed <= t.size {
+            continue;
+        }
+        let on = if t.exists || t.open != t.path {
+            t.open.clone()
+        } else {
+            match t.open.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+                _ => PathBuf::from("."),
+            }
+        };
+        let Some((fsid, free)) = free_space(&on) else {
+            continue;
+        };
+        let grow = t.needed - t.size;
+        match per_fs.iter_mut().find(|f| f.0 == fsid) {
+            Some(f) => f.1 = f.1.saturating_add(grow),
+            None => per_fs.push((fsid, grow, free, &t.path)),
+        }
+    }
+    match per_fs.iter().find(|f| f.1 > f.2) {
+        Some((_, need, free, path)) => Err(format!(
+            "laying out {} needs {} bytes, more than the {} bytes ({}) free on its file system",
+            path.display(),
+            need,
+            free,
+            human(*free)
+        )),
+        None => Ok(()),
+    }
+}
+
+/// (file system id, bytes free to an unprivileged user) of the file system `path` is on.
+fn free_space(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs writes one struct through a valid pointer; the path is NUL-terminated.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some((st.f_fsid, st.f_bavail.saturating_mul(st.f_frsize)))
 }
 
 /// `1.5 GiB`, `640.0 MiB`.
@@ -406,4 +553,51 @@ fn human(n: u64) -> String {
         ((1u64 << 20) as f64, "MiB")
     };
     format!("{:.1} {unit}", n as f64 / div)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_memory_cgroup_limits_the_buffers_when_it_allows_less() {
+        assert_eq!(
+            memory_room(Some(8 << 30), Some(64 << 20)),
+            Some((64 << 20, true))
+        );
+        assert_eq!(
+            memory_room(Some(64 << 20), Some(8 << 30)),
+            Some((64 << 20, false))
+        );
+        assert_eq!(memory_room(Some(1 << 30), None), Some((1 << 30, false)));
+        assert_eq!(memory_room(None, None), None);
+    }
+
+    #[test]
+    fn a_layout_larger_than_the_free_space_is_refused() {
+        let dir = std::env::temp_dir().join(format!("loadgen-space-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let plan = |size: &str| {
+            let args: Vec<String> = [
+                "--name=w",
+                "--rw=write",
+                &format!("--size={size}"),
+                &format!("--filename={}", dir.join("f").display()),
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            match crate::options::parse::parse_args(&args).unwrap() {
+                crate::options::parse::Parsed::Plan(p) => *p,
+                _ => unreachable!(),
+            }
+        };
+        let (layout, _) = resolve(&plan("16383p")).unwrap();
+        let e = check_space(&layout).unwrap_err();
+        assert!(e.contains("free on its file system"), "{e}");
+        let (layout, _) = resolve(&plan("1m")).unwrap();
+        assert_eq!(check_space(&layout), Ok(()));
+        assert!(!dir.join("f").exists(), "nothing was created");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -117,10 +117,16 @@ fn devnums(sys: &Path, own: &str) -> Vec<String> {
     out
 }
 
-/// Checks a block device before loadgen writes to it. Err is a one-line refusal.
-pub fn check_block_device(path: &Path, dev_size: u64, force: bool) -> Result<DeviceGuard, String> {
+/// Checks a block device before loadgen writes to it, opened through `open` (its path, or the
+/// job service's descriptor of it). Err is a one-line refusal.
+pub fn check_block_device(
+    path: &Path,
+    open: &Path,
+    dev_size: u64,
+    force: bool,
+) -> Result<DeviceGuard, String> {
     let shown = path.display();
-    let meta = std::fs::metadata(path).map_err(|e| format!("{shown}: {e}"))?;
+    let meta = std::fs::metadata(open).map_err(|e| format!("{shown}: {e}"))?;
     let rdev = meta.rdev();
     let (maj, min) = (libc::major(rdev), libc::minor(rdev));
     let own = format!("{maj}:{min}");
@@ -167,7 +173,7 @@ pub fn check_block_device(path: &Path, dev_size: u64, force: bool) -> Result<Dev
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_EXCL | libc::O_DIRECT)
-        .open(path)
+        .open(open)
         .map_err(|e| {
             if e.raw_os_error() == Some(libc::EBUSY) {
                 format!("{shown} is held open exclusively by another program (a filesystem, RAID, or volume manager): loadgen does not write to it")

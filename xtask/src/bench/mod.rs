@@ -3,6 +3,7 @@
 
 mod agent_scrape;
 mod block_overhead;
+mod ceph;
 mod diagnosis;
 mod loadgen_vs_fio;
 mod multi_host;
@@ -31,6 +32,8 @@ pub enum Bench {
     Diagnosis,
     /// One coordinated 3-host run against three independent runs at once.
     MultiHost,
+    /// rados bench on a lab Ceph cluster with and without the agents on its OSD hosts.
+    Ceph,
 }
 
 pub fn run(bench: Bench, minutes: u64, cases: Option<&str>, reps: usize) -> Result<()> {
@@ -43,6 +46,7 @@ pub fn run(bench: Bench, minutes: u64, cases: Option<&str>, reps: usize) -> Resu
         Bench::Soak => soak::run(minutes),
         Bench::Diagnosis => diagnosis::run(cases, reps),
         Bench::MultiHost => multi_host::run(),
+        Bench::Ceph => ceph::run(),
     }
 }
 

@@ -185,7 +185,7 @@ fn new_interval(index: u64, legs: usize) -> IntervalSample {
     s
 }
 
-fn open(spec: &JobSpec, path: &std::path::Path, writes: bool) -> Result<File> {
+fn open(spec: &JobSpec, f: &crate::engine::FileRegion, writes: bool) -> Result<File> {
     let mut flags = 0;
     if spec.direct {
         flags |= libc::O_DIRECT;
@@ -194,11 +194,11 @@ fn open(spec: &JobSpec, path: &std::path::Path, writes: bool) -> Result<File> {
         .read(true)
         .write(writes)
         .custom_flags(flags)
-        .open(path)
+        .open(&f.open)
         .with_context(|| {
             format!(
                 "opening {}{}",
-                path.display(),
+                f.path.display(),
                 if spec.direct {
                     " with O_DIRECT (--direct=0 if the filesystem has no direct IO)"
                 } else {
@@ -219,7 +219,7 @@ pub fn run(
     let files = spec
         .files
         .iter()
-        .map(|f| open(spec, &f.path, writes))
+        .map(|f| open(spec, f, writes))
         .collect::<Result<Vec<File>>>()?;
     let fds: Vec<RawFd> = files.iter().map(|f| f.as_raw_fd()).collect();
     let max_bs = spec.sizes.iter().map(|s| s.max()).max().unwrap_or(4096);
