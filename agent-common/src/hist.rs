@@ -250,7 +250,19 @@ mod tests {
     #[test]
     fn ceil_div_250_minus_1_edges() {
         let want = |v: u64| v.div_ceil(250).saturating_sub(1);
-        for v in [0u64, 1, 249, 250, 251, 499, 500, 501, 1_000, 123_456_789, u64::MAX] {
+        for v in [
+            0u64,
+            1,
+            249,
+            250,
+            251,
+            499,
+            500,
+            501,
+            1_000,
+            123_456_789,
+            u64::MAX,
+        ] {
             assert_eq!(ceil_div_250_minus_1(v), want(v), "{v}");
         }
         for v in (1u64 << 32) - 1000..(1u64 << 32) + 1000 {

@@ -75,9 +75,21 @@ fn on_demand_probes_follow_the_devices() {
         "dispatch probe, {} stamped by the kernel: {stamped}",
         disk.name
     );
-    for probe in ["block_bio_queue", "block_bio_completion", "block_completion"] {
-        let want = if probe == "block_completion" { 1.0 } else { 0.0 };
-        assert_eq!(attached(&before, probe), want, "{probe}, no sized bio-based device");
+    for probe in [
+        "block_bio_queue",
+        "block_bio_completion",
+        "block_completion",
+    ] {
+        let want = if probe == "block_completion" {
+            1.0
+        } else {
+            0.0
+        };
+        assert_eq!(
+            attached(&before, probe),
+            want,
+            "{probe}, no sized bio-based device"
+        );
     }
     direct_reads(&disk.dev, 400, 4096).unwrap();
     let (after, stat1) = settled(&scrape, &disk);
@@ -93,10 +105,8 @@ fn on_demand_probes_follow_the_devices() {
     );
 
     zram.set_size(16 << 20).unwrap();
+    wait_attached(&agent, &["block_bio_queue", "block_bio_completion"], 1.0);
     let (before, zstat0) = settled(&scrape, &zram);
-    for probe in ["block_bio_queue", "block_bio_completion"] {
-        assert_eq!(attached(&before, probe), 1.0, "{probe} with {} sized", zram.name);
-    }
     direct_writes(&zram.dev, 200, 4096).unwrap();
     let (after, zstat1) = settled(&scrape, &zram);
     let labels = [("device", zram.name.as_str()), ("op", "write")];
@@ -110,9 +120,29 @@ fn on_demand_probes_follow_the_devices() {
         zram.name
     );
 
+    // Detached by the next look at /sys/block.
     zram.reset().unwrap();
-    let s = agent.scrape().unwrap();
-    for probe in ["block_bio_queue", "block_bio_completion"] {
-        assert_eq!(attached(&s, probe), 0.0, "{probe} with {} reset", zram.name);
+    wait_attached(&agent, &["block_bio_queue", "block_bio_completion"], 0.0);
+}
+
+/// Scrapes until each of `probes` is attached (1) or not (0) as `want`: the agent looks at
+/// /sys/block every second and at each scrape (whose status may have been read before).
+fn wait_attached(
+    agent: &AgentProcess,
+    probes: &[&str],
+    want: f64,
+) -> Vec<stornet_lab::metrics::Sample> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let s = agent.scrape().unwrap();
+        let on: Vec<f64> = probes.iter().map(|p| attached(&s, p)).collect();
+        if on.iter().all(|v| *v == want) {
+            return s;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{probes:?} attached {on:?} after 10 s, want {want}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
     }
 }

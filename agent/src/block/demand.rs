@@ -170,8 +170,7 @@ impl Demand {
         let missed = snap.counters[UNREC_NO_DISPATCH_STAMP as usize];
         if missed > self.no_dispatch_stamp {
             for (dev, n) in &untimed {
-                if *n > self.untimed.get(dev).copied().unwrap_or(0) && self.unstamped.insert(*dev)
-                {
+                if *n > self.untimed.get(dev).copied().unwrap_or(0) && self.unstamped.insert(*dev) {
                     info!(
                         dev = format!("{}:{}", dev >> 20, dev & 0xfffff),
                         "requests completed without the kernel's dispatch stamp: the dispatch \

@@ -9,8 +9,8 @@ mod nbd;
 pub mod topology;
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use agent_common::block::{STAMP_BIO, STAMP_KERNEL, STAMP_PROBE};
 

@@ -733,7 +733,11 @@ fn report(
             .zip(base_cpu)
             .map(|(a, b)| 100.0 * (a - b) / b)
             .collect();
-        let ratios: Vec<f64> = sat[&mode].iter().zip(base_iops).map(|(a, b)| a / b).collect();
+        let ratios: Vec<f64> = sat[&mode]
+            .iter()
+            .zip(base_iops)
+            .map(|(a, b)| a / b)
+            .collect();
         println!(
             "  {:<24} {:>14} {:>8} {:>14} {:>18} {:>20} {:>16} {:>16}",
             mode.name(),
@@ -761,7 +765,11 @@ fn report(
     for (mode, c) in costs {
         let mut names: Vec<(&str, &str)> = c
             .iter()
-            .flat_map(|c| c.programs.iter().map(|p| (p.name.as_str(), p.hook.as_str())))
+            .flat_map(|c| {
+                c.programs
+                    .iter()
+                    .map(|p| (p.name.as_str(), p.hook.as_str()))
+            })
             .collect();
         names.sort();
         names.dedup();
