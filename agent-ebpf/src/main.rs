@@ -5,7 +5,10 @@
 #![no_main]
 // Atomic read-modify-write: the BPF target has no `fetch_add` on atomics.
 #![feature(core_intrinsics)]
-#![allow(internal_features)]
+#![allow(
+    internal_features,
+    reason = "core_intrinsics is the one way to an atomic add on the BPF target"
+)]
 
 mod block;
 mod net;

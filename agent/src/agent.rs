@@ -3,12 +3,13 @@
 use tracing::{info, warn};
 
 use crate::block;
-use crate::btf::KernelBtf;
 use crate::cgroups::Labeller;
+use crate::collectors::probe_spec::{BLOCK_ISSUER, ProbeSpec, TCP_RETRANSMIT};
+use crate::collectors::{self as registry, Snapshot};
 use crate::config::Config;
+use crate::kernel::btf::KernelBtf;
 use crate::model::{Collector, MetricFamily};
 use crate::probes::Probes;
-use crate::probes::spec::{BLOCK_ISSUER, PROBES, ProbeSpec, TCP_RETRANSMIT};
 use crate::self_metrics::SelfMetrics;
 
 pub struct Agent {
@@ -45,19 +46,9 @@ impl Agent {
         if let Some(c) = block::collector(&mut probes, &config.block, block_labeller) {
             collectors.push(Box::new(c));
         }
-        if config.collector_enabled(crate::collectors::PRESSURE) {
-            collectors.push(Box::new(match &config.pressure.cgroup {
-                Some(dir) => crate::pressure::Pressure::of_cgroup(dir),
-                None => crate::pressure::Pressure::default(),
-            }));
-        }
-        if config.collector_enabled(crate::collectors::BLOCK_TOPOLOGY) {
-            collectors.push(Box::new(block::topology::Topology::new(
-                std::path::Path::new("/sys"),
-                std::path::Path::new("/proc"),
-                config.block.device_filter(),
-                config.block.max_devices,
-            )));
+        let enabled = |name: &str| config.collector_enabled(name);
+        for (_, snapshot) in registry::snapshots().filter(|(name, _)| enabled(name)) {
+            collectors.extend(snapshot_collector(snapshot, config));
         }
         let snapshots = crate::net::snapshots::Parts::of(config);
         collectors.extend(crate::net::collectors(
@@ -69,7 +60,7 @@ impl Agent {
         ));
         Agent {
             probes,
-            collectors_enabled: crate::collectors::names()
+            collectors_enabled: registry::names()
                 .filter(|n| config.collector_enabled(n))
                 .collect(),
             collectors,
@@ -90,11 +81,28 @@ impl Agent {
     }
 }
 
+/// The collector of a snapshot read on its own; the network snapshots share one pass over
+/// the namespaces (`net::collectors`, by `net::snapshots::Parts`).
+fn snapshot_collector(snapshot: Snapshot, config: &Config) -> Option<Box<dyn Collector>> {
+    match snapshot {
+        Snapshot::Pressure => Some(Box::new(match &config.pressure.cgroup {
+            Some(dir) => crate::host::pressure::Pressure::of_cgroup(dir),
+            None => crate::host::pressure::Pressure::default(),
+        })),
+        Snapshot::BlockTopology => Some(Box::new(block::topology::Topology::new(
+            std::path::Path::new("/sys"),
+            std::path::Path::new("/proc"),
+            config.block.device_filter(),
+            config.block.max_devices,
+        ))),
+        Snapshot::Netlink | Snapshot::SockDiag | Snapshot::Ethtool => None,
+    }
+}
+
 /// The probes to attach: those enabled, and the issuer probe only when IO is attributed to
 /// cgroups (it costs a map update per request).
 pub fn wanted_probes(config: &Config, cgroups: bool) -> Vec<&'static str> {
-    PROBES
-        .iter()
+    registry::probes()
         .map(|p| p.name)
         .filter(|p| config.collector_enabled(p))
         .filter(|p| cgroups || *p != BLOCK_ISSUER.name)

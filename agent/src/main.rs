@@ -1,8 +1,8 @@
 use std::process::ExitCode;
 
-use stornet_agent::cli::{self, Command, EXIT_USAGE};
 use stornet_agent::config::Config;
-use stornet_agent::{check, logging, service, snapshot};
+use stornet_agent::daemon::cli::{self, Command, EXIT_USAGE};
+use stornet_agent::daemon::{check, logging, service, snapshot};
 
 fn main() -> ExitCode {
     let args = match cli::parse() {

@@ -39,6 +39,10 @@ pub struct MetricFamily {
     pub help: String,
     pub kind: MetricKind,
     pub series: Vec<Series>,
+    /// The label names its series must carry, in order, when it is one of the agent's
+    /// metrics (`metric_names::Metric::labels`); tests check every series added.
+    #[serde(skip)]
+    pub declared: Option<&'static [&'static str]>,
 }
 
 impl From<metric_names::MetricType> for MetricKind {
@@ -56,7 +60,10 @@ impl MetricFamily {
     /// An empty family of one of the agent's metrics (name, help and type from
     /// `metric_names`).
     pub fn of(m: &metric_names::Metric) -> MetricFamily {
-        MetricFamily::new(m.name, m.help, m.kind.into())
+        MetricFamily {
+            declared: Some(m.labels),
+            ..MetricFamily::new(m.name, m.help, m.kind.into())
+        }
     }
 
     /// An empty family of a metric named elsewhere (the `prometheus` crate's process metrics).
@@ -66,11 +73,13 @@ impl MetricFamily {
             help: help.to_string(),
             kind,
             series: Vec::new(),
+            declared: None,
         }
     }
 
     /// Adds a counter or gauge sample.
     pub fn scalar(&mut self, labels: &[(&str, &str)], v: f64) -> &mut Self {
+        self.check_labels(labels);
         self.series.push(Series {
             labels: owned(labels),
             value: Value::Scalar(v),
@@ -79,11 +88,32 @@ impl MetricFamily {
     }
 
     pub fn histogram(&mut self, labels: &[(&str, &str)], h: HistogramValue) -> &mut Self {
+        self.check_labels(labels);
         self.series.push(Series {
             labels: owned(labels),
             value: Value::Histogram(h),
         });
         self
+    }
+}
+
+impl MetricFamily {
+    /// A series of one of the agent's metrics has exactly the label names `metric_names`
+    /// declares for it (which docs/metrics.md is checked against). Checked by the unit tests,
+    /// which run the exporters, and in debug builds; the released agent trusts them.
+    fn check_labels(&self, labels: &[(&str, &str)]) {
+        if !cfg!(any(test, debug_assertions)) {
+            return;
+        }
+        if let Some(declared) = self.declared {
+            assert!(
+                labels.iter().map(|(k, _)| *k).eq(declared.iter().copied()),
+                "{}: labels {:?}, declared {:?}",
+                self.name,
+                labels.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+                declared
+            );
+        }
     }
 }
 
@@ -97,4 +127,24 @@ fn owned(labels: &[(&str, &str)]) -> Vec<(String, String)> {
 /// Anything that contributes metric families to a scrape.
 pub trait Collector: Send + Sync {
     fn collect(&self, out: &mut Vec<MetricFamily>) -> anyhow::Result<()>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use metric_names::block;
+    use metric_names::labels::{DEVICE, OP};
+
+    #[test]
+    fn series_with_the_declared_labels_are_taken() {
+        let mut f = MetricFamily::of(&block::REQUEUES_TOTAL);
+        f.scalar(&[(DEVICE, "vda"), (OP, "read")], 1.0);
+        assert_eq!(f.series.len(), 1);
+    }
+
+    #[test]
+    #[should_panic(expected = "stornet_block_requeues_total: labels")]
+    fn a_series_without_its_declared_labels_is_refused() {
+        MetricFamily::of(&block::REQUEUES_TOTAL).scalar(&[(DEVICE, "vda")], 1.0);
+    }
 }

@@ -11,5 +11,5 @@ fuzz_target!(|data: &[u8]| {
         // Reported on one line.
         assert!(!e.to_string().contains('\n'), "{e}");
     }
-    let _ = stornet_agent::cli::parse_duration(text);
+    let _ = stornet_agent::config::duration::parse_duration(text);
 });

@@ -3,8 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use loadgen::sampling::agent_signals::Field;
-use loadgen::analyze::fleet::{self, Grid, Target};
+use diagnose::signals::Field;
+use diagnose::fleet::{self, Grid, Target};
 
 fuzz_target!(|data: &[u8]| {
     // The HTTP layer is ureq's; the seeds are whole answers, so their body is what counts.
@@ -28,7 +28,7 @@ fuzz_target!(|data: &[u8]| {
         (Target::Family(Field::TcpRetransmits), matrix.clone()),
         (
             Target::Quantile {
-                histogram: loadgen::sampling::agent_signals::SERVICE_HISTOGRAM,
+                histogram: diagnose::signals::SERVICE_HISTOGRAM,
                 q: 0.99,
             },
             matrix,

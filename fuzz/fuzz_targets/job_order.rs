@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use loadgen::cluster::policy::Confinement;
+use loadgen::serve::jobs::policy::Confinement;
 use loadgen::cluster::protocol::{self, Msg};
-use loadgen::cluster::service::check_order;
+use loadgen::serve::jobs::check_order;
 
 struct Host {
     served: PathBuf,

@@ -17,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
         let _ = values::parse_bool(v);
         let _ = values::parse_count(v);
         let _ = values::parse_list(v, values::parse_bytes);
-        let _ = loadgen::analyze::time::parse(v, 1_700_000_000.0);
+        let _ = diagnose::time::parse(v, 1_700_000_000.0);
     }
     let args: Vec<String> = text
         .lines()

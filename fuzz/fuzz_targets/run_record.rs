@@ -7,7 +7,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    if let Ok(record) = loadgen::record::Record::parse(text) {
+    if let Ok(record) = record::Record::parse(text) {
         for p in &record.points {
             let _ = p.label();
             let _ = analysis::analyze(&p.run);

@@ -211,6 +211,30 @@ impl Netns {
         snmp_field(&self.run("cat", &["/proc/net/snmp"])?, "Tcp:", field)
     }
 
+    /// A counter of `dev` as `ip -s link` prints it: `dir` is `rx` or `tx`, `field` e.g.
+    /// `bytes` or `packets` (from its JSON form).
+    pub fn ip_link_stat(&self, dev: &str, dir: &str, field: &str) -> Result<u64> {
+        let out = self.ip(&["-j", "-s", "link", "show", "dev", dev])?;
+        let v: serde_json::Value =
+            serde_json::from_str(&out).with_context(|| format!("ip -j output {out:?}"))?;
+        v[0]["stats64"][dir][field]
+            .as_u64()
+            .with_context(|| format!("no {dir} {field} of {dev} in ip -s link: {out}"))
+    }
+
+    /// A field of the `TcpExt:` lines of this namespace's /proc/net/netstat (e.g.
+    /// `TCPDeliveredCE`).
+    pub fn netstat_tcp_ext(&self, field: &str) -> Result<u64> {
+        snmp_field(&self.run("cat", &["/proc/net/netstat"])?, "TcpExt:", field)
+    }
+
+    /// `tc -s -j qdisc show dev DEV`: the qdiscs of `dev` with their options and
+    /// statistics, as tc's JSON (rates in bytes per second, `bytes` and `packets` sent).
+    pub fn tc_qdiscs(&self, dev: &str) -> Result<serde_json::Value> {
+        let out = self.tc(&["-s", "-j", "qdisc", "show", "dev", dev])?;
+        serde_json::from_str(&out).with_context(|| format!("tc -j output {out:?}"))
+    }
+
     /// The `dropped` count of a qdisc on `dev` as `tc -s qdisc show` prints it.
     pub fn qdisc_dropped(&self, dev: &str) -> Result<u64> {
         let out = self.tc(&["-s", "qdisc", "show", "dev", dev])?;

@@ -3,7 +3,8 @@
 //! iou-sqp), which live in the process as threads, including those that have exited. The
 //! system-wide figure comes from /proc/stat.
 
-use serde::{Deserialize, Serialize};
+pub use record::stats::CpuUsage;
+use record::stats::ThreadCpu;
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CpuSnapshot {
@@ -16,23 +17,6 @@ pub struct CpuSnapshot {
     pub system_total_ticks: u64,
 }
 
-/// CPU used over a window.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct CpuUsage {
-    pub window_s: f64,
-    pub user_s: f64,
-    pub sys_s: f64,
-    /// Part of user+sys spent in io_uring worker threads (seen alive at the window's ends).
-    pub io_workers_s: f64,
-    /// user+sys in % of one CPU.
-    pub process_pct: f64,
-    /// user+sys per IO, in microseconds.
-    pub per_io_us: f64,
-    /// Busy time of all CPUs (everything but idle and iowait), in % of all of them.
-    pub system_pct: f64,
-    pub cpus: u32,
-}
-
 fn tv_ns(t: libc::timeval) -> u64 {
     t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000
 }
@@ -41,6 +25,22 @@ fn ticks_ns() -> u64 {
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     1_000_000_000 / if hz > 0 { hz as u64 } else { 100 }
+}
+
+/// The calling thread's CPU so far (getrusage RUSAGE_THREAD), as fio reports per job.
+pub fn thread_cpu() -> ThreadCpu {
+    // SAFETY: an all-zero rusage is valid, and getrusage fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer to a rusage.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+    ThreadCpu {
+        user_ns: ns(ru.ru_utime),
+        sys_ns: ns(ru.ru_stime),
+        ctx: (ru.ru_nvcsw + ru.ru_nivcsw) as u64,
+        majf: ru.ru_majflt as u64,
+        minf: ru.ru_minflt as u64,
+    }
 }
 
 /// user+sys of this process's io_uring worker threads, from /proc/self/task/*/stat.

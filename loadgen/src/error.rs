@@ -35,3 +35,13 @@ impl From<anyhow::Error> for Failure {
         Failure::Runtime(e)
     }
 }
+
+/// `loadgen analyze` fails as `stornet analyze` does.
+impl From<diagnose::Failure> for Failure {
+    fn from(f: diagnose::Failure) -> Failure {
+        match f {
+            diagnose::Failure::Usage(m) => Failure::Usage(m),
+            diagnose::Failure::Runtime(e) => Failure::Runtime(e),
+        }
+    }
+}

@@ -1,7 +1,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use loadgen::replication;
+use loadgen::{replication, serve};
 
 /// io_uring load generator for networked storage.
 #[derive(Parser, Debug)]
@@ -19,13 +19,13 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },
-    /// Name the root cause of a latency rise from a run record or from Prometheus.
-    Analyze(loadgen::analyze::AnalyzeArgs),
+    /// Now `stornet analyze` (and `stornet watch`): the same options and output.
+    Analyze(diagnose::cli::AnalyzeArgs),
     /// Serve as a replica: write the blocks clients send into files in a directory.
-    Serve(replication::cli::ServeArgs),
+    Serve(serve::ServeArgs),
     /// Stream deterministic writes to one replica and print a JSON summary.
     #[command(hide = true)]
-    ReplicaClient(replication::cli::ReplicaClientArgs),
+    ReplicaClient(replication::client::ReplicaClientArgs),
     /// Run a job order `loadgen serve` checked and hands over (its own use).
     #[command(hide = true)]
     JobOrder,
@@ -34,9 +34,15 @@ enum Command {
 fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Run { args } => loadgen::run::run(&args, None),
-        Command::Analyze(args) => loadgen::analyze::run(&args),
-        Command::Serve(args) => return replication::cli::serve(args),
-        Command::ReplicaClient(args) => return replication::cli::replica_client(args),
+        Command::Analyze(args) => {
+            let now = if args.watch { "watch" } else { "analyze" };
+            loadgen::note!(
+                "loadgen: note: `loadgen analyze` is now `stornet {now}` (same options, same output)"
+            );
+            diagnose::analyze::run(&args).map_err(Into::into)
+        }
+        Command::Serve(args) => return serve::serve(args),
+        Command::ReplicaClient(args) => return replication::client::replica_client(args),
         Command::JobOrder => loadgen::run::job_order(),
     };
     match result {

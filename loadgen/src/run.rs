@@ -8,12 +8,12 @@ use crate::live::metrics::LiveMetrics;
 use crate::live::progress::Progress;
 use crate::options::parse::{Parsed, parse_args};
 use crate::options::sweep::{self, Point};
-use crate::options::{IoEngine, Plan, RateProcess, table, validate::validate};
-use crate::record::Recorder;
+use crate::options::{IoEngine, Plan, RateProcess, RunSettings, table, validate::validate};
+use crate::recording::Recorder;
 use crate::results::latency_search::Target as LatencyTarget;
-use crate::results::report;
 use crate::results::stats::{PointResult, RunResult};
 use crate::results::timeline::{DirInterval, TimelineRow};
+use crate::results::{given, report};
 use crate::sampling::diskstats::DiskWatch;
 use crate::target::safety::{self, DeviceGuard};
 use crate::target::{self, Layout, Placement, TargetKind};
@@ -24,8 +24,8 @@ struct Monitor {
     progress: Progress,
     metrics: Option<Arc<LiveMetrics>>,
     recorder: Option<Recorder>,
-    /// `--status-interval`: what an interim report needs, and the points already done.
-    status: Option<(RunResult, u64)>,
+    /// `--status-interval`: what an interim report needs, and how often.
+    status: Option<(RunResult, RunSettings, u64)>,
     out: report::Output,
 }
 
@@ -52,15 +52,15 @@ impl Watcher for Monitor {
         }
     }
     fn status_interval_ns(&self) -> Option<u64> {
-        self.status.as_ref().map(|s| s.1)
+        self.status.as_ref().map(|s| s.2)
     }
     /// An interim report, in the run's formats: the results so far of the running point.
     fn status(&mut self, partial: &PointResult) {
-        let Some((run, _)) = &mut self.status else {
+        let Some((run, settings, _)) = &mut self.status else {
             return;
         };
         run.points = vec![partial.clone()];
-        let text = report::render(run, &run.plan.settings);
+        let text = report::render(run, settings);
         if let Err(e) = self.out.write(&text) {
             crate::note!("loadgen: {e}");
         }
@@ -216,9 +216,9 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
 }
 
 /// `loadgen job-order`: the job order `loadgen serve` checked and hands over on stdin, run
-/// with the targets it opened (see `cluster::order`).
+/// with the targets it opened (see `serve::jobs::order`).
 pub fn job_order() -> Result<u8, Failure> {
-    let order = crate::cluster::order::read()?;
+    let order = crate::serve::jobs::order::read()?;
     let preopened = order.preopened();
     run_plan(order.plan, None, Some(&preopened))
 }
@@ -230,15 +230,7 @@ pub fn run_plan(
     legs: Option<&LegsFactory>,
     preopened: Option<&[target::Preopened]>,
 ) -> Result<u8, Failure> {
-    for j in &plan.jobs {
-        if j.ioengine != IoEngine::IoUring && j.depths().iter().any(|&d| d > 1) {
-            crate::note!(
-                "loadgen: note: job {}: ioengine {} is synchronous, so iodepth is capped at 1 (as in fio)",
-                j.name,
-                j.given.get("ioengine").map_or("sync", String::as_str)
-            );
-        }
-    }
+    note_synchronous_depths(&plan);
     let points = sweep::points(&plan).map_err(Failure::Usage)?;
     let (layout, placements) = match preopened {
         None => target::resolve(&plan),
@@ -247,21 +239,7 @@ pub fn run_plan(
     .map_err(Failure::Usage)?;
     target::check_space(&layout).map_err(Failure::Usage)?;
     target::check_memory(&layout, &points).map_err(Failure::Usage)?;
-
-    let mut guards: Vec<DeviceGuard> = Vec::new();
-    for t in &layout.targets {
-        if t.kind == TargetKind::BlockDevice && t.written {
-            guards.push(
-                safety::check_block_device(
-                    &t.path,
-                    &t.open,
-                    t.size,
-                    plan.settings.force_destroy_data,
-                )
-                .map_err(Failure::Usage)?,
-            );
-        }
-    }
+    let guards = guard_block_devices(&plan, &layout)?;
     let replicas = crate::replication::replicas::Replicas::new(&plan, &layout)
         .map_err(Failure::Usage)?
         .map(|r| r.factory());
@@ -297,65 +275,26 @@ pub fn run_plan(
                 version: env!("CARGO_PKG_VERSION").to_string(),
                 started_unix_ms: started.as_millis() as u64,
                 safety_probe_reads: 0,
-                plan: plan.clone(),
+                options: given::options(&plan),
                 points: Vec::new(),
                 disk_util: Vec::new(),
             };
-            (run, every)
+            (run, plan.settings.clone(), every)
         }),
         out: output,
     };
     let disks = DiskWatch::start(layout.targets.iter().map(|t| t.open.as_path()));
+    let run = Run {
+        plan: &plan,
+        layout: &layout,
+        placements: &placements,
+        points: &points,
+        run_id,
+        entropy,
+    };
     let mut results = Vec::with_capacity(points.len());
     for point in &points {
-        let specs = specs(
-            &plan,
-            &layout,
-            &placements,
-            points.len(),
-            point,
-            run_id,
-            entropy,
-        );
-        let planned_ns = specs
-            .iter()
-            .filter_map(|s| s.runtime_ns.map(|r| r + s.ramp_ns))
-            .max();
-        let planned_ios = specs
-            .iter()
-            .all(|s| !s.time_based)
-            .then(|| specs.iter().map(|s| s.io_bytes / s.bs.max(1)).sum());
-        let slots = specs.iter().map(|s| s.iodepth).sum();
-        let label = if points.len() > 1 {
-            format!("point {}/{}", point.index + 1, points.len())
-        } else {
-            "loadgen".to_string()
-        };
-        monitor.progress.begin(label, planned_ns, planned_ios);
-        if let Some(m) = &monitor.metrics {
-            m.begin_point(point.index);
-        }
-        if let Some(rec) = &mut monitor.recorder {
-            rec.before_point(slots);
-        }
-        let r = engine::run_point(
-            point.index,
-            specs,
-            plan.settings.interval_ns,
-            legs,
-            &mut monitor,
-        );
-        monitor.progress.finish();
-        if let Some(m) = &monitor.metrics {
-            m.end_point();
-        }
-        if let Some(rec) = &mut monitor.recorder {
-            rec.end_point(r.as_ref().map_or(0, |p| p.timeline.len()));
-        }
-        let mut r = r?;
-        if let Some(rec) = &monitor.recorder {
-            rec.verdicts_into(&mut r.timeline);
-        }
+        let r = run.point(point, legs, &mut monitor)?;
         let failed = r.jobs.iter().any(|j| j.error.is_some());
         results.push(r);
         if failed {
@@ -373,17 +312,129 @@ pub fn run_plan(
         version: env!("CARGO_PKG_VERSION").to_string(),
         started_unix_ms: started.as_millis() as u64,
         safety_probe_reads,
-        plan: plan.clone(),
+        options: given::options(&plan),
         points: results,
         disk_util: disks.finish(),
     };
+    finish(&result, &plan.settings, &mut monitor)
+}
+
+/// As fio, a synchronous engine runs one IO at a time whatever the iodepth; said once.
+fn note_synchronous_depths(plan: &Plan) {
+    for j in &plan.jobs {
+        if j.ioengine != IoEngine::IoUring && j.depths().iter().any(|&d| d > 1) {
+            crate::note!(
+                "loadgen: note: job {}: ioengine {} is synchronous, so iodepth is capped at 1 (as in fio)",
+                j.name,
+                j.given.get("ioengine").map_or("sync", String::as_str)
+            );
+        }
+    }
+}
+
+/// The safety checks of every block device the run writes, each kept for the run.
+fn guard_block_devices(plan: &Plan, layout: &Layout) -> Result<Vec<DeviceGuard>, Failure> {
+    let mut guards: Vec<DeviceGuard> = Vec::new();
+    for t in &layout.targets {
+        if t.kind == TargetKind::BlockDevice && t.written {
+            guards.push(
+                safety::check_block_device(
+                    &t.path,
+                    &t.open,
+                    t.size,
+                    plan.settings.force_destroy_data,
+                )
+                .map_err(Failure::Usage)?,
+            );
+        }
+    }
+    Ok(guards)
+}
+
+/// What every sweep point of one run shares.
+struct Run<'a> {
+    plan: &'a Plan,
+    layout: &'a Layout,
+    placements: &'a [Placement],
+    points: &'a [Point],
+    run_id: u32,
+    entropy: u64,
+}
+
+impl Run<'_> {
+    /// Runs one sweep point, shown and recorded as it runs.
+    fn point(
+        &self,
+        point: &Point,
+        legs: Option<&LegsFactory>,
+        monitor: &mut Monitor,
+    ) -> Result<PointResult, Failure> {
+        let n = self.points.len();
+        let specs = specs(
+            self.plan,
+            self.layout,
+            self.placements,
+            n,
+            point,
+            self.run_id,
+            self.entropy,
+        );
+        let planned_ns = specs
+            .iter()
+            .filter_map(|s| s.runtime_ns.map(|r| r + s.ramp_ns))
+            .max();
+        let planned_ios = specs
+            .iter()
+            .all(|s| !s.time_based)
+            .then(|| specs.iter().map(|s| s.io_bytes / s.bs.max(1)).sum());
+        let slots = specs.iter().map(|s| s.iodepth).sum();
+        let label = if n > 1 {
+            format!("point {}/{}", point.index + 1, n)
+        } else {
+            "loadgen".to_string()
+        };
+        monitor.progress.begin(label, planned_ns, planned_ios);
+        if let Some(m) = &monitor.metrics {
+            m.begin_point(point.index);
+        }
+        if let Some(rec) = &mut monitor.recorder {
+            rec.before_point(slots);
+        }
+        let r = engine::run_point(
+            point.index,
+            specs,
+            self.plan.settings.interval_ns,
+            legs,
+            monitor,
+        );
+        monitor.progress.finish();
+        if let Some(m) = &monitor.metrics {
+            m.end_point();
+        }
+        if let Some(rec) = &mut monitor.recorder {
+            rec.end_point(r.as_ref().map_or(0, |p| p.timeline.len()));
+        }
+        let mut r = r?;
+        if let Some(rec) = &monitor.recorder {
+            rec.verdicts_into(&mut r.timeline);
+        }
+        Ok(r)
+    }
+}
+
+/// The run's end: its record, its report, and its exit status.
+fn finish(
+    result: &RunResult,
+    settings: &RunSettings,
+    monitor: &mut Monitor,
+) -> Result<u8, Failure> {
     // A record that cannot be written fails the run, after the report is out.
     let recorded = match monitor.recorder.take() {
-        Some(rec) => rec.write(&result),
+        Some(rec) => rec.write(result),
         None => Ok(()),
     };
     // A job that failed (an IO error, a replica) fails the run, with no report; its run
-    // record holds what was measured until then, for `loadgen analyze`.
+    // record holds what was measured until then, for `stornet analyze`.
     if let Some(e) = result
         .points
         .iter()
@@ -395,7 +446,7 @@ pub fn run_plan(
         }
         return Err(Failure::Runtime(anyhow::anyhow!("{e}")));
     }
-    let text = report::render(&result, &plan.settings);
+    let text = report::render(result, settings);
     monitor
         .out
         .write(&text)

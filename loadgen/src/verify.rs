@@ -3,7 +3,7 @@
 //! from offset and generation. A read checks the header: a block from somewhere else, an old
 //! generation (a lost write), or any flipped byte is reported with its offset.
 
-use serde::{Deserialize, Serialize};
+pub use record::stats::Corruption;
 
 pub const HEADER_LEN: usize = 32;
 const MAGIC: u64 = u64::from_le_bytes(*b"stornetV");
@@ -38,13 +38,6 @@ pub fn fill(block: &mut [u8], offset: u64, generation: u64) {
     block[24..28].copy_from_slice(&len.to_le_bytes());
     let crc = crc_of(block);
     block[CRC_AT..HEADER_LEN].copy_from_slice(&crc.to_le_bytes());
-}
-
-/// A block that failed verification.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Corruption {
-    pub offset: u64,
-    pub problem: String,
 }
 
 fn u64_at(b: &[u8], at: usize) -> u64 {

@@ -309,8 +309,10 @@ fn fake_host(
 
 /// Runs a controller against `host` with `args`; kills it after `limit`. Returns its
 /// stderr, how long it ran, and its peak resident memory in kB.
-// Reaped by wait4 below, which also gives its resource usage.
-#[allow(clippy::zombie_processes)]
+#[allow(
+    clippy::zombie_processes,
+    reason = "reaped by wait4 below, which also gives its resource usage"
+)]
 fn controller_against(host: &str, args: &[&str], limit: Duration) -> (String, Duration, u64) {
     let mut child = Command::new(LOADGEN)
         .arg("run")
@@ -345,8 +347,9 @@ fn controller_against(host: &str, args: &[&str], limit: Duration) -> (String, Du
         unsafe { libc::kill(pid, libc::SIGKILL) };
     });
     let mut status = 0;
-    // SAFETY: wait4 on our own child with valid pointers; its rusage is the child's alone.
+    // SAFETY: an all-zero rusage is a valid value of the plain C struct.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 on our own child with valid pointers; its rusage is the child's alone.
     unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     let took = start.elapsed();
     killer.join().unwrap();

@@ -2,8 +2,8 @@
 //! are the agent's own constants (the `metric-names` crate), which the agent exports
 //! (tests/privileged/service_metric_names.rs) and docs/metrics.md documents.
 
-use loadgen::sampling::agent_signals::{FAMILIES, QUEUE_HISTOGRAM, SERVICE_HISTOGRAM};
-use stornet_lab::metric_docs::{load, series_names};
+use diagnose::signals::{FAMILIES, QUEUE_HISTOGRAM, SERVICE_HISTOGRAM};
+use stornet_repo_checks::metric_docs::{load, series_names};
 
 #[test]
 fn loadgen_reads_only_documented_metrics() {

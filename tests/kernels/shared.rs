@@ -4,7 +4,7 @@
 
 use std::sync::OnceLock;
 
-use loadgen::sampling::agent_signals::{host, reading};
+use diagnose::signals::{host, reading};
 use loadgen::sampling::deltas::Deltas;
 use stornet_lab::agent::AgentProcess;
 use stornet_lab::blockdev::{Counted, DiskStat};

@@ -1,14 +1,15 @@
 //! Fleet mode against a real Prometheus that scraped a real agent during a lab run: a loop
 //! device driven past its short request queue, and two namespaces pushing TCP through a
-//! shallow tbf buffer (retransmits and qdisc drops) at the same time. `loadgen analyze
+//! shallow tbf buffer (retransmits and qdisc drops) at the same time. `stornet analyze
 //! --prometheus` finds the host and names the saturated device, and the counts it read back
-//! agree with the kernel's own (/sys/block/*/stat, /proc/net/snmp, tc).
+//! agree with the kernel's own (/sys/block/*/stat, /proc/net/snmp, tc); its alias `loadgen
+//! analyze` prints the same bytes, and `stornet watch` names the host every step.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use loadgen::analyze::fleet::{self, Fleet};
+use diagnose::fleet::{self, Fleet};
 use promclient::{Client, Url};
 use serde_json::Value;
 use stornet_lab::agent::AgentProcess;
@@ -194,23 +195,24 @@ fn correlate_fleet_names_the_congested_host_with_kernel_counts() {
     );
 
     let html = std::env::temp_dir().join(format!("stornet-fleet-{}.html", std::process::id()));
+    let fleet = [
+        "--prometheus".to_string(),
+        format!("http://{}", prom.addr),
+        format!("--start={start}"),
+        format!("--end={end}"),
+        "--step=2s".to_string(),
+        // Only this test's device among the block series (other tests may run IO).
+        format!(
+            "--selector={{job=\"stornet\",instance=\"{}\",device=~\"{}|\"}}",
+            agent.addr, disk.name
+        ),
+        "--format=json".to_string(),
+    ];
     let t0 = Instant::now();
-    let out = Command::new(stornet_lab::bins::path("loadgen"))
-        .args([
-            "analyze",
-            "--prometheus",
-            &format!("http://{}", prom.addr),
-            &format!("--start={start}"),
-            &format!("--end={end}"),
-            "--step=2s",
-            // Only this test's device among the block series (other tests may run IO).
-            &format!(
-                "--selector={{job=\"stornet\",instance=\"{}\",device=~\"{}|\"}}",
-                agent.addr, disk.name
-            ),
-            "--format=json",
-            &format!("--html={}", html.display()),
-        ])
+    let out = Command::new(stornet_lab::bins::path("stornet"))
+        .arg("analyze")
+        .args(&fleet)
+        .arg(format!("--html={}", html.display()))
         .output()
         .unwrap();
     println!("analyze took {:?}", t0.elapsed());
@@ -219,6 +221,19 @@ fn correlate_fleet_names_the_congested_host_with_kernel_counts() {
         Some(0),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+    // Its alias prints the same bytes from the same answers (the window is past).
+    let alias = Command::new(stornet_lab::bins::path("loadgen"))
+        .arg("analyze")
+        .args(&fleet)
+        .output()
+        .unwrap();
+    assert_eq!(alias.status.code(), Some(0));
+    assert!(
+        alias.stdout == out.stdout,
+        "loadgen analyze printed otherwise than stornet analyze:\n{}\n{}",
+        String::from_utf8_lossy(&alias.stdout),
+        String::from_utf8_lossy(&out.stdout)
     );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let verdict = &v["verdict"];
@@ -291,12 +306,11 @@ fn correlate_fleet_names_the_congested_host_with_kernel_counts() {
 
     // Watched: the last 30 s evaluated again every step, a JSON line each, still naming the
     // congested host while the window holds the congestion.
-    let mut watch = Command::new(stornet_lab::bins::path("loadgen"))
+    let mut watch = Command::new(stornet_lab::bins::path("stornet"))
         .args([
-            "analyze",
+            "watch",
             "--prometheus",
             &format!("http://{}", prom.addr),
-            "--watch",
             "--start=now-30s",
             "--end=now",
             "--step=2s",

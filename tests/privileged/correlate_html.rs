@@ -3,14 +3,17 @@
 //! other from a synthetic record of congestion on the path to a replica, so every chart has
 //! lines: latency, retransmits and drops, the breakdown by replica.
 
-#[allow(dead_code)]
+#[allow(
+    dead_code,
+    reason = "the synthetic lab of the analysis tests; this test uses a part"
+)]
 #[path = "../../analysis/tests/synth/mod.rs"]
 mod synth;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use loadgen::record::Record;
+use record::Record;
 use stornet_lab::agent::AgentProcess;
 use stornet_lab::blockdev::LoopDevice;
 use stornet_lab::chromium::screenshot;
@@ -31,8 +34,8 @@ fn kept(name: &str) -> PathBuf {
 }
 
 fn analyze_html(record: &Path, html: &Path) {
-    let o = Command::new(stornet_lab::bins::path("loadgen"))
-        .args(["analyze", record.to_str().unwrap(), "--html"])
+    let o = Command::new(stornet_lab::bins::path("stornet"))
+        .args(["report", record.to_str().unwrap(), "--html"])
         .arg(html)
         .output()
         .unwrap();

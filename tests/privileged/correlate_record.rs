@@ -3,7 +3,7 @@
 //! device's own counts in /sys/block/*/stat; a dead agent is missing data, not a failure.
 
 use anyhow::ensure;
-use loadgen::record::Record;
+use record::Record;
 use stornet_lab::agent::{AgentProcess, free_port};
 use stornet_lab::blockdev::LoopDevice;
 use stornet_lab::loadgen::{num, run};

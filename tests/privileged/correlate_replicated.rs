@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::process::Stdio;
 use std::time::Duration;
 
-use loadgen::record::Record;
+use record::Record;
 use serde_json::Value;
 use stornet_lab::agent::{AgentProcess, Launch};
 use stornet_lab::bins;
@@ -135,14 +135,14 @@ fn correlate_replicated_writes_through_a_congested_link_name_the_path() {
     // The report stays in the build's temp directory for a reader to look at.
     let html =
         std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("correlate-replicated.html");
-    let out = std::process::Command::new(bins::path("loadgen"))
-        .args(["analyze", rec.to_str().unwrap(), "--format=json", "--html"])
+    let out = std::process::Command::new(bins::path("stornet"))
+        .args(["report", rec.to_str().unwrap(), "--format=json", "--html"])
         .arg(&html)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let text = std::process::Command::new(bins::path("loadgen"))
+    let text = std::process::Command::new(bins::path("stornet"))
         .args(["analyze", rec.to_str().unwrap()])
         .output()
         .unwrap();

@@ -4,7 +4,7 @@
 //! the run before any IO with one line naming the agent, its URL and the cause; the explicit
 //! insecure flag accepts the certificate. All traffic is on loopback.
 
-use loadgen::record::Record;
+use record::Record;
 use stornet_lab::agent::{AgentProcess, Launch};
 use stornet_lab::blockdev::LoopDevice;
 use stornet_lab::loadgen::run;

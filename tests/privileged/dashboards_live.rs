@@ -19,13 +19,13 @@ use std::time::{Duration, Instant};
 
 use stornet_lab::agent::AgentProcess;
 use stornet_lab::blockdev::{AlignedBuf, LoopDevice, open_direct};
-use stornet_lab::grafana::{Dashboard, PanelResult, Window, resolve_variables, run_panels};
 use stornet_lab::netns::{Netns, Subnet, tbf, veth};
 use stornet_lab::privilege::{require_root, require_tool};
-use stornet_lab::prom_rules::{self, RULE_FILES};
-use stornet_lab::promql;
 use stornet_lab::promserver::{PromConfig, PromServer, now};
-use stornet_lab::repo;
+use stornet_repo_checks::grafana::{Dashboard, PanelResult, Window, resolve_variables, run_panels};
+use stornet_repo_checks::prom_rules::{self, RULE_FILES};
+use stornet_repo_checks::promql;
+use stornet_repo_checks::repo;
 
 /// How long the lab load runs while Prometheus scrapes.
 const LOAD: Duration = Duration::from_secs(25);
@@ -260,7 +260,7 @@ fn why_empty(
                 reasons.push(format!("the agent exports no {name}"));
             }
         }
-        for v in stornet_lab::grafana::variable_refs(&t.expr) {
+        for v in stornet_repo_checks::grafana::variable_refs(&t.expr) {
             if let (Some((values, _)), Some(why)) = (vars.get(&v), empty_vars.get(&v))
                 && values.is_empty()
             {

@@ -89,5 +89,5 @@ fn loadgen_serves_live_metrics() {
     let total = num(&r.json().unwrap(), "jobs/0/read/total_ios");
     assert!(b <= total, "scraped {b} > reported {total}");
 
-    stornet_lab::prom_rules::check_metrics(&scrapes[1]).unwrap();
+    stornet_repo_checks::prom_rules::check_metrics(&scrapes[1]).unwrap();
 }

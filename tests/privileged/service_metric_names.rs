@@ -9,8 +9,8 @@ use metric_names::MetricType;
 
 use stornet_lab::agent::AgentProcess;
 use stornet_lab::blockdev::{LoopDevice, direct_writes};
-use stornet_lab::metric_docs;
 use stornet_lab::privilege::require_root;
+use stornet_repo_checks::metric_docs;
 
 #[test]
 fn every_exported_series_is_documented() {

@@ -29,7 +29,7 @@ fn service_promtool_accepts_a_real_scrape() {
         body.contains(&format!("device=\"{}\"", disk.name)),
         "{body}"
     );
-    let report = stornet_lab::prom_rules::check_metrics(&body).unwrap();
+    let report = stornet_repo_checks::prom_rules::check_metrics(&body).unwrap();
     assert!(
         report.trim().is_empty(),
         "promtool found problems: {report}"

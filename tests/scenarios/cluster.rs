@@ -189,7 +189,7 @@ fn run_cluster(lab: &Lab, hosts: &[StorageHost], dir: &RunDir) -> (Outcome, Vec<
     let o = Outcome {
         report,
         failure: None,
-        analysis: analyze(&record, None).expect("loadgen analyze"),
+        analysis: analyze(&record, None).expect("stornet analyze"),
         record,
         loadgen_stderr: stderr,
         retransmits: retransmits() - snmp0,

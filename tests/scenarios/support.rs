@@ -34,7 +34,7 @@ impl Drop for RunDir {
     fn drop(&mut self) {
         if std::thread::panicking() || std::env::var_os("STORNET_KEEP_RUNS").is_some() {
             eprintln!(
-                "the run records are kept in {} (loadgen analyze FILE explains each)",
+                "the run records are kept in {} (stornet analyze FILE explains each)",
                 self.path.display()
             );
         } else {
@@ -85,7 +85,7 @@ pub fn check_live_verdicts(name: &str, o: &Outcome) {
     let rows = o.report["loadgen"]["points"][0]["timeline"]
         .as_array()
         .expect("the report's timeline");
-    let record = loadgen::record::Record::read(&o.record).expect("the run record");
+    let record = record::Record::read(&o.record).expect("the run record");
     let run = &record.points[0].run;
     let mut causes: Vec<String> = Vec::new();
     for (i, row) in rows.iter().enumerate() {

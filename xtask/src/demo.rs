@@ -1,7 +1,7 @@
 //! `cargo xtask demo`: the buffer shootout. The same replicated workload (reads and writes,
 //! every write also sent to a replica host) runs through a switch with shallow port buffers
 //! and through one with deep buffers, at 4 KiB and 64 KiB blocks, with stornet-agent
-//! watching and `loadgen analyze` naming the cause; a side-by-side table and HTML reports.
+//! watching and `stornet analyze` naming the cause; a side-by-side table and HTML reports.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -60,7 +60,7 @@ pub fn demo(skip_setup: bool) -> Result<()> {
     if !skip_setup {
         crate::setup::setup()?;
     }
-    cmd::step("build stornet-agent and loadgen", || {
+    cmd::step("build stornet-agent, loadgen and stornet", || {
         cmd::run(cmd::cargo().args(["build", "--release", "--bins"]))
     })?;
     interrupt::install()?;

@@ -1,6 +1,6 @@
 //! `cargo xtask image`: the stornet-agent container image for the Kubernetes DaemonSet,
 //! built without a container daemon and without a base image from a registry. It also holds
-//! loadgen, for the cluster stress runs of loadgen-cluster.yaml and loadgen-run.yaml: one
+//! `stornet`, the diagnosis command, and loadgen, for the cluster stress runs of loadgen-cluster.yaml and loadgen-run.yaml: one
 //! image gives the hosts and the controller the same loadgen version, which they require.
 //!
 //! buildah (Debian's package, installed if missing) starts from an empty image (`scratch`)
@@ -13,7 +13,7 @@
 //! from the host's own container storage.
 //!
 //! The image is checked before the command succeeds: its layers are unpacked into a
-//! directory and both binaries must print their version there under `chroot`, i.e. with no
+//! directory and every binary must print its version there under `chroot`, i.e. with no
 //! library but the ones in the image.
 
 use std::path::{Path, PathBuf};
@@ -26,6 +26,8 @@ use crate::cmd::{self, run};
 
 /// Where the agent lives in the image (the DaemonSet runs it as the entrypoint).
 const BIN: &str = "/usr/bin/stornet-agent";
+/// Where the diagnosis command lives in the image.
+const STORNET: &str = "/usr/bin/stornet";
 /// Where loadgen lives in the image (the loadgen pods name it as their command).
 const LOADGEN: &str = "/usr/bin/loadgen";
 /// The metrics port (the DaemonSet's `metrics` container port).
@@ -128,7 +130,7 @@ fn unpack(archive: &Path, dir: &Path) -> Result<(PathBuf, Value)> {
     Ok((rootfs, config))
 }
 
-/// The image must start the agent and loadgen with nothing from the host.
+/// The image must start the agent, stornet and loadgen with nothing from the host.
 fn verify(archive: &Path, dir: &Path, version: &str) -> Result<()> {
     let (rootfs, config) = unpack(archive, dir)?;
     let entry = &config["config"]["Entrypoint"];
@@ -138,7 +140,11 @@ fn verify(archive: &Path, dir: &Path, version: &str) -> Result<()> {
     if config["config"]["ExposedPorts"][PORT].is_null() {
         bail!("image does not expose {PORT}");
     }
-    for (bin, name) in [(BIN, "stornet-agent"), (LOADGEN, "loadgen")] {
+    for (bin, name) in [
+        (BIN, "stornet-agent"),
+        (STORNET, "stornet"),
+        (LOADGEN, "loadgen"),
+    ] {
         let out = stdout(Command::new("chroot").arg(&rootfs).args([bin, "--version"]))?;
         let want = format!("{name} {version}");
         if out.trim() != want {
@@ -162,14 +168,24 @@ pub fn image(tag: Option<String>) -> Result<()> {
     let archive = target.join("stornet-agent-image.tar");
 
     cmd::step("image: buildah", || crate::setup::apt_install(&["buildah"]))?;
-    cmd::step("image: build stornet-agent and loadgen", || {
-        run(cmd::cargo().args(["build", "--release", "-p", "stornet-agent", "-p", "loadgen"]))
+    cmd::step("image: build stornet-agent, stornet and loadgen", || {
+        run(cmd::cargo().args([
+            "build",
+            "--release",
+            "-p",
+            "stornet-agent",
+            "-p",
+            "stornet-diagnose",
+            "-p",
+            "loadgen",
+        ]))
     })?;
     let staged = target.join("image/rootfs");
     cmd::step("image: stage the binaries and their libraries", || {
         stage(
             &[
                 (target.join("release/stornet-agent"), BIN),
+                (target.join("release/stornet"), STORNET),
                 (target.join("release/loadgen"), LOADGEN),
             ],
             &staged,
@@ -226,9 +242,10 @@ pub fn image(tag: Option<String>) -> Result<()> {
         result.and(removed)
     })?;
 
-    cmd::step("image: run the agent and loadgen inside it", || {
-        verify(&archive, &target.join("image/check"), version)
-    })?;
+    cmd::step(
+        "image: run the agent, stornet and loadgen inside it",
+        || verify(&archive, &target.join("image/check"), version),
+    )?;
     let size = std::fs::metadata(&archive)?.len();
     println!(
         "{} ({:.1} MiB), tag {tag}. Push it with e.g.\n  skopeo copy oci-archive:{} docker://REGISTRY/{tag}",

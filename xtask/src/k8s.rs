@@ -1,9 +1,9 @@
 //! `cargo xtask k8s`: the Kubernetes manifests generated from the monitoring sources
-//! (rendered by `stornet_lab::k8s`, which the unit tests also use to catch drift).
+//! (rendered by `stornet_repo_checks::k8s`, which the unit tests also use to catch drift).
 
 use anyhow::{Context, Result, bail};
 
-use stornet_lab::k8s;
+use stornet_repo_checks::k8s;
 
 /// Writes the generated manifests, or with `check` only reports the stale ones.
 pub fn manifests(check: bool) -> Result<()> {
@@ -19,7 +19,7 @@ pub fn manifests(check: bool) -> Result<()> {
         return Ok(());
     }
     for g in k8s::render()? {
-        let path = stornet_lab::repo::path(g.path);
+        let path = stornet_repo_checks::repo::path(g.path);
         let old = std::fs::read_to_string(&path).ok();
         if old.as_deref() == Some(g.text.as_str()) {
             println!("{}: unchanged", g.path);

@@ -39,7 +39,7 @@ pub fn ceph(osds: usize, skip_setup: bool) -> Result<()> {
     if !skip_setup {
         crate::setup::setup()?;
     }
-    crate::cmd::step("build stornet-agent and loadgen", || {
+    crate::cmd::step("build stornet-agent, loadgen and stornet", || {
         crate::cmd::run(crate::cmd::cargo().args(["build", "--release", "--bins"]))
     })?;
     interrupt::install()?;
@@ -100,7 +100,7 @@ fn describe(c: &CephLab) -> String {
             "\nAnalyse the last 5 minutes (from the mon host's namespace, where Prometheus runs):\n  ip netns exec {} {} analyze --prometheus http://{} --start now-5m --end now\n",
             mon.ns.name,
             crate::cmd::workspace_root()
-                .join("target/release/loadgen")
+                .join("target/release/stornet")
                 .display(),
             p.addr
         ));

@@ -1,7 +1,6 @@
 //! stornet's task runner: `cargo xtask <task>`.
 
 mod background;
-mod bench;
 mod circles;
 mod cmd;
 mod demo;
@@ -57,7 +56,7 @@ enum Task {
     /// Run a benchmark (root); prints stornet against its reference, as ratios.
     Bench {
         #[arg(value_enum)]
-        name: bench::Bench,
+        name: stornet_bench::Bench,
         /// How long the soak bench runs.
         #[arg(long, default_value_t = 30)]
         minutes: u64,
@@ -115,8 +114,8 @@ enum Task {
         #[arg(long)]
         bless: bool,
     },
-    /// Build the Debian packages (stornet-agent, loadgen) into target/debian and check them
-    /// with lintian.
+    /// Build the Debian packages (stornet-agent, stornet, loadgen) into target/debian and
+    /// check them with lintian.
     Package {
         /// Do not run setup first.
         #[arg(long)]
@@ -203,7 +202,7 @@ fn main() -> ExitCode {
             minutes,
             cases,
             reps,
-        } => bench::run(name, minutes, cases.as_deref(), reps),
+        } => stornet_bench::run(name, minutes, cases.as_deref(), reps),
         Task::K8s { check } => k8s::manifests(check),
         Task::Image { tag } => image::image(tag),
         Task::Vm {

@@ -1,5 +1,6 @@
-//! `cargo xtask package`: the Debian packages `stornet-agent` and `loadgen`, built by cargo-deb
-//! from the `[package.metadata.deb]` tables of agent/Cargo.toml and loadgen/Cargo.toml, with
+//! `cargo xtask package`: the Debian packages `stornet-agent`, `stornet` and `loadgen`, built
+//! by cargo-deb from the `[package.metadata.deb]` tables of agent/Cargo.toml,
+//! diagnose/Cargo.toml and loadgen/Cargo.toml, with
 //! man pages written from each program's `--help` (help2man), then checked: the files an
 //! operator relies on are in them, and lintian reports nothing that packaging/debian/*.lintian-overrides
 //! does not explain.
@@ -11,9 +12,11 @@ use anyhow::{Context, Result, bail};
 
 use crate::cmd::{self, cargo, run};
 
-/// A package: its cargo package, binary, man page summary and files it must carry.
+/// A package: its name (also its binary's), its cargo package, man page summary and files it
+/// must carry.
 struct Package {
     name: &'static str,
+    cargo_package: &'static str,
     summary: &'static str,
     must_carry: &'static [&'static str],
 }
@@ -21,6 +24,7 @@ struct Package {
 const PACKAGES: &[Package] = &[
     Package {
         name: "stornet-agent",
+        cargo_package: "stornet-agent",
         summary: "eBPF telemetry of storage and network paths for Prometheus",
         must_carry: &[
             "./usr/bin/stornet-agent",
@@ -35,8 +39,20 @@ const PACKAGES: &[Package] = &[
         ],
     },
     Package {
+        name: "stornet",
+        cargo_package: "stornet-diagnose",
+        summary: "name the root cause of storage latency from Prometheus or a run record",
+        must_carry: &[
+            "./usr/bin/stornet",
+            "./usr/share/man/man1/stornet.1.gz",
+            "./usr/share/doc/stornet/copyright",
+            "./usr/share/doc/stornet/run-record.md",
+        ],
+    },
+    Package {
         name: "loadgen",
-        summary: "io_uring storage load generator with root-cause analysis",
+        cargo_package: "loadgen",
+        summary: "io_uring storage load generator for stress runs",
         must_carry: &[
             "./usr/bin/loadgen",
             "./usr/share/man/man1/loadgen.1.gz",
@@ -50,7 +66,7 @@ pub fn out_dir() -> PathBuf {
     cmd::workspace_root().join("target/debian")
 }
 
-/// Builds both packages (release binaries included) and checks them; returns their paths.
+/// Builds the packages (release binaries included) and checks them; returns their paths.
 pub fn package() -> Result<Vec<PathBuf>> {
     crate::setup::cargo_tool(crate::setup::CARGO_DEB)?;
     // The test tiers' build: another selection would unify features differently and
@@ -65,7 +81,7 @@ pub fn package() -> Result<Vec<PathBuf>> {
     for p in PACKAGES {
         man_page(&root.join("target/release").join(p.name), p.summary, &man)?;
         run(cargo()
-            .args(["deb", "-p", p.name, "--no-build", "--output"])
+            .args(["deb", "-p", p.cargo_package, "--no-build", "--output"])
             .arg(out_dir()))?;
         let deb = out_dir().join(format!(
             "{}_{}-1_amd64.deb",

@@ -40,6 +40,7 @@ const _: () = assert!(agent_common::maps::same(
     agent_common::block::LAYOUT_GLOBAL
 ));
 #[unsafe(no_mangle)]
+// SAFETY: all zeros is a valid `BlockLayout` (plain integers); user space fills it before load.
 pub(crate) static BLOCK_LAYOUT: BlockLayout = unsafe { core::mem::zeroed() };
 
 crate::ready::shared_map_names!(
@@ -347,6 +348,7 @@ pub fn leave_request(req: &Request) {
 /// `p` must be valid for reads and writes.
 #[inline(always)]
 pub unsafe fn atomic_add<T: Copy>(p: *mut T, delta: T) {
+    // SAFETY: the caller keeps `p` valid for reads and writes.
     unsafe { core::intrinsics::atomic_xadd::<T, T, { AtomicOrdering::Relaxed }>(p, delta) };
 }
 

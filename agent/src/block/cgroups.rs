@@ -12,9 +12,9 @@ use anyhow::{Context, Result};
 use aya::maps::{MapData, PerCpuHashMap};
 
 use super::maps::{fd_of, per_cpu, read};
-use crate::cgroup_counts::CgroupCounts;
 use crate::cgroups::Labeller;
-use crate::map_batch::{lookup_all, value_bytes};
+use crate::cgroups::counts::CgroupCounts;
+use crate::kernel::map_batch::{lookup_all, value_bytes};
 use crate::probes::Probes;
 
 /// Counters by (device `dev_t`, op, `cgroup` label).

@@ -23,7 +23,7 @@ use anyhow::Result;
 use tracing::{info, warn};
 
 use super::maps::BlockSnapshot;
-use crate::devices::{DeviceFilter, hidden_number};
+use crate::host::devices::{DeviceFilter, hidden_number};
 use crate::probes::on_demand::OnDemand;
 
 /// How often /sys/block is looked at between scrapes.

@@ -12,8 +12,9 @@ use agent_common::hist::{
 };
 
 use super::maps::{BlockSnapshot, add_stats};
-use crate::devices::{DeviceFilter, DeviceLabels, OTHER};
+use crate::host::devices::{DeviceFilter, DeviceLabels, OTHER};
 use crate::model::{HistogramValue, MetricFamily};
+use metric_names::labels::{CGROUP, DEVICE, ERROR, LIMIT, OP, REASON, SOURCE};
 use metric_names::{Metric, block};
 
 /// How devices are named, filtered and capped, and how fine the histograms are.
@@ -260,7 +261,7 @@ pub fn cgroup_families(by: &super::cgroups::ByCgroup, view: &View) -> Vec<Metric
     let mut service = MetricFamily::of(&block::CGROUP_SERVICE_SECONDS_TOTAL);
     for ((device, op, cgroup), s) in &grouped {
         let op = OP_NAMES.get(*op as usize).copied().unwrap_or("other");
-        let labels = [("device", device.as_str()), ("op", op), ("cgroup", *cgroup)];
+        let labels = [(DEVICE, device.as_str()), (OP, op), (CGROUP, *cgroup)];
         ios.scalar(&labels, s.ios as f64);
         bytes.scalar(&labels, s.bytes as f64);
         queue.scalar(&labels, s.queue_ns as f64 / 1e9);
@@ -281,7 +282,7 @@ pub fn families(snap: &BlockSnapshot, view: &View) -> Vec<MetricFamily> {
     for (label, d) in &devices {
         let mut all_ops = OpStats::ZERO;
         for (op, s) in &d.ops {
-            let labels = [("device", label.as_str()), ("op", op_name(*op))];
+            let labels = [(DEVICE, label.as_str()), (OP, op_name(*op))];
             for (f, h) in per_op_hist.iter_mut().zip(&OP_HISTOGRAMS) {
                 f.histogram(&labels, h.value(s, view.fine));
             }
@@ -290,27 +291,27 @@ pub fn families(snap: &BlockSnapshot, view: &View) -> Vec<MetricFamily> {
             }
             add_stats(&mut all_ops, s);
         }
-        let device = [("device", label.as_str())];
+        let device = [(DEVICE, label.as_str())];
         inflight.scalar(&device, d.inflight.max(0) as f64);
         at_issue.histogram(&device, depth(&all_ops, view.fine));
         for (limit, n) in &d.limits {
-            limits.scalar(&[("device", label.as_str()), ("limit", limit)], *n as f64);
+            limits.scalar(&[(DEVICE, label.as_str()), (LIMIT, limit)], *n as f64);
         }
     }
     let mut errs = MetricFamily::of(&block::ERRORS_TOTAL);
     for ((label, op, status), n) in &errors {
         errs.scalar(
             &[
-                ("device", label.as_str()),
-                ("op", op_name(*op)),
-                ("error", &status_name(*status)),
+                (DEVICE, label.as_str()),
+                (OP, op_name(*op)),
+                (ERROR, &status_name(*status)),
             ],
             *n as f64,
         );
     }
     let mut unrecorded = MetricFamily::of(&block::UNRECORDED_TOTAL);
     for (reason, n) in UNREC_NAMES.iter().zip(snap.counters) {
-        unrecorded.scalar(&[("reason", reason)], n as f64);
+        unrecorded.scalar(&[(REASON, reason)], n as f64);
     }
     let mut stamps = MetricFamily::of(&block::DISPATCH_STAMPS_TOTAL);
     for (source, i) in [
@@ -318,7 +319,7 @@ pub fn families(snap: &BlockSnapshot, view: &View) -> Vec<MetricFamily> {
         ("probe", STAMP_PROBE),
         ("bio", STAMP_BIO),
     ] {
-        stamps.scalar(&[("source", source)], snap.counters[i as usize] as f64);
+        stamps.scalar(&[(SOURCE, source)], snap.counters[i as usize] as f64);
     }
     let mut all: Vec<MetricFamily> = per_op_hist.into_iter().chain(per_op_count).collect();
     all.push(inflight);

@@ -11,7 +11,7 @@ use agent_common::block::{
 use anyhow::{Context, Result};
 use aya::maps::{Array, HashMap, MapData, PerCpuArray, PerCpuHashMap, PerCpuValues};
 
-use crate::map_batch::{Batch, lookup_all, value_bytes};
+use crate::kernel::map_batch::{Batch, lookup_all, value_bytes};
 use crate::probes::Probes;
 use agent_common::maps;
 

@@ -17,11 +17,13 @@ use agent_common::block::{STAMP_BIO, STAMP_KERNEL, STAMP_PROBE};
 use anyhow::Result;
 use tracing::warn;
 
+use crate::collectors::probe_spec::{
+    BLOCK_BIO_COMPLETION, BLOCK_BIO_QUEUE, BLOCK_ISSUE, ProbeCollector,
+};
 use crate::config::{BlockConfig, DispatchTime, HistogramDetail};
-use crate::devices::{DeviceFilter, DeviceLabels, DeviceNames, queue_limits};
+use crate::host::devices::{DeviceFilter, DeviceLabels, DeviceNames, queue_limits};
 use crate::model::{Collector, MetricFamily};
 use crate::probes::Probes;
-use crate::probes::spec::{BLOCK_BIO_COMPLETION, BLOCK_BIO_QUEUE, BLOCK_ISSUE, ProbeCollector};
 use demand::Demand;
 use export::View;
 use maps::BlockMaps;
@@ -57,7 +59,7 @@ pub fn collector(
         let mut maps = BlockMaps::take(probes)?;
         // Counting per cgroup needs the issuer probe; without it the completion does not try.
         let cgroups = match labeller {
-            Some(l) if probes.is_up(crate::probes::spec::BLOCK_ISSUER.name) => {
+            Some(l) if probes.is_up(crate::collectors::probe_spec::BLOCK_ISSUER.name) => {
                 Some(Mutex::new(cgroups::CgroupCounters::take(probes, l)?))
             }
             _ => None,

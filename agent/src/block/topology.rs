@@ -8,9 +8,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::devices::{DeviceFilter, DeviceLabels, OTHER};
+use crate::host::devices::{DeviceFilter, DeviceLabels, OTHER};
 use crate::model::{Collector, MetricFamily};
 use metric_names::block;
+use metric_names::labels::{DEVICE, KIND, PARENT, PEER, TRANSPORT};
 
 /// `transport` of a device whose transport should be readable but is not.
 pub const UNKNOWN: &str = "unknown";
@@ -177,7 +178,7 @@ fn read_one(root: &Path, proc: &Path, names: &[String], name: &str) -> Option<De
     let dev = match read_trim(&dir.join("dev")) {
         Some(d) => parse_dev(&d)?,
         // A hidden disk (an NVMe multipath path) has no number of its own.
-        None => crate::devices::hidden_number(&dir)?,
+        None => crate::host::devices::hidden_number(&dir)?,
     };
     let mut info = DeviceInfo {
         name: name.to_string(),
@@ -277,11 +278,11 @@ pub fn family(
         for p in parents {
             f.scalar(
                 &[
-                    ("device", &d.name),
-                    ("parent", p),
-                    ("kind", d.kind),
-                    ("transport", &d.transport),
-                    ("peer", &d.peer),
+                    (DEVICE, &d.name),
+                    (PARENT, p),
+                    (KIND, d.kind),
+                    (TRANSPORT, &d.transport),
+                    (PEER, &d.peer),
                 ],
                 1.0,
             );
@@ -289,11 +290,11 @@ pub fn family(
     }
     if folded {
         let labels = [
-            ("device", OTHER),
-            ("parent", ""),
-            ("kind", ""),
-            ("transport", ""),
-            ("peer", ""),
+            (DEVICE, OTHER),
+            (PARENT, ""),
+            (KIND, ""),
+            (TRANSPORT, ""),
+            (PEER, ""),
         ];
         f.scalar(&labels, 1.0);
     }
@@ -567,7 +568,7 @@ mod tests {
         assert_eq!(by_name(&all, "loop1").dev, (7 << 20) | 1);
         assert_eq!(
             by_name(&all, "nvme3c3n1").dev,
-            crate::devices::hidden_dev(31)
+            crate::host::devices::hidden_dev(31)
         );
     }
 
@@ -581,7 +582,8 @@ mod tests {
         let all = s.read();
         assert_eq!(
             by_name(&all, "nvme2c2n1").dev,
-            (agent_common::block::HIDDEN_MAJOR << 20) | crate::devices::name_minor("nvme2c2n1")
+            (agent_common::block::HIDDEN_MAJOR << 20)
+                | crate::host::devices::name_minor("nvme2c2n1")
         );
     }
 

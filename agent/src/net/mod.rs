@@ -12,11 +12,11 @@ use std::sync::Arc;
 
 use tracing::warn;
 
-use crate::btf::Btf;
 use crate::cgroups::Labeller;
 use crate::config::NetConfig;
+use crate::host::netns::Namespace;
+use crate::kernel::btf::Btf;
 use crate::model::Collector;
-use crate::netns::Namespace;
 use crate::probes::Probes;
 use peers::PeerLabels;
 

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use crate::model::MetricFamily;
+use metric_names::labels::NETNS;
 
 #[derive(Default)]
 struct Ns {
@@ -52,7 +53,7 @@ impl Unattributed {
                     ns.total = ns.total.max(seen.saturating_sub(counted));
                 }
             }
-            f.scalar(&[("netns", &ns.label)], ns.total as f64);
+            f.scalar(&[(NETNS, &ns.label)], ns.total as f64);
         }
         f
     }

@@ -6,7 +6,7 @@
 use agent_common::block::{BlockLayout, DISK_NAME_LEN, OFFSET_NONE};
 use anyhow::{Context, Result, bail, ensure};
 
-use crate::btf::{ArgType, Btf};
+use crate::kernel::btf::{ArgType, Btf};
 
 /// A kernel macro that BTF cannot carry, with the value it has on a range of kernel versions
 /// (inclusive). Kernels after the range define it as an enumerator, which BTF carries.
@@ -246,7 +246,7 @@ fn hidden_disks(btf: &Btf, version: Option<(u32, u32)>) -> BlockLayout {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::btf::testing::Builder;
+    use crate::kernel::btf::testing::Builder;
 
     /// How a kernel generation lays out what the block probes read.
     #[derive(Clone, Copy)]
@@ -510,7 +510,7 @@ mod tests {
     #[test]
     fn the_running_kernel_resolves() {
         // Only where the kernel exposes BTF (every supported kernel does).
-        if let Ok(btf) = crate::btf::KernelBtf::read().btf {
+        if let Ok(btf) = crate::kernel::btf::KernelBtf::read().btf {
             let l = layout(&btf, crate::kernel::version()).unwrap();
             assert_ne!(l.rq_io_start_time_ns, l.rq_start_time_ns);
         }

@@ -1,13 +1,12 @@
 //! Loads stornet's eBPF object and attaches each probe on its own, recording a status per
 //! probe: a hook missing on this kernel takes that probe down, never the agent. The probes
-//! are declared in `spec`; what they read from this kernel is resolved from BTF in
+//! are declared in the collector registry (`crate::collectors`); what they read from this kernel is resolved from BTF in
 //! `block_layout` and `net_layout` and handed over as load-time globals, with a ready bit for
 //! each probe whose part resolved.
 
 pub mod block_layout;
 pub mod net_layout;
 pub mod on_demand;
-pub mod spec;
 
 use std::os::fd::AsFd;
 use std::sync::Arc;
@@ -18,10 +17,12 @@ use aya::programs::{BtfTracePoint, RawTracePoint, TracePoint};
 use aya::{Btf as AyaBtf, Ebpf, EbpfLoader};
 use tracing::{debug, info, warn};
 
-use crate::btf::{Btf, KernelBtf};
+use crate::collectors::probe_spec::{self as spec, Attach, Hook, ProbeCollector, ProbeSpec};
+use crate::collectors::probes as all_probes;
+use crate::kernel::btf::{Btf, KernelBtf};
 use crate::model::{Collector, MetricFamily};
+use metric_names::labels::PROBE;
 use on_demand::OnDemand;
-use spec::{Attach, Hook, PROBES, ProbeCollector, ProbeSpec};
 
 /// The eBPF object built by `build.rs` from the `agent-ebpf` crate.
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/stornet"));
@@ -124,8 +125,7 @@ impl Globals {
 
     /// The `PROBES_READY` bits: every probe whose layout resolved.
     fn ready(&self) -> u32 {
-        PROBES
-            .iter()
+        all_probes()
             .filter(|p| self.missing_for(p).is_none())
             .fold(0, |bits, p| bits | p.ready)
     }
@@ -145,7 +145,7 @@ impl Probes {
         if let Some(reason) = &globals.net.cgroups_missing {
             warn!(%reason, "retransmits cannot be counted per cgroup on this kernel");
         }
-        let specs: Vec<&ProbeSpec> = PROBES.iter().filter(|p| wanted.contains(&p.name)).collect();
+        let specs: Vec<&ProbeSpec> = all_probes().filter(|p| wanted.contains(&p.name)).collect();
         let ebpf = match load_object(&globals) {
             Ok(e) => e,
             Err(e) => {
@@ -338,7 +338,7 @@ impl Collector for StatusCollector {
         let mut up = MetricFamily::of(&metric_names::agent::PROBE_UP);
         let mut attached = MetricFamily::of(&metric_names::agent::PROBE_ATTACHED);
         for s in &self.status {
-            let l = [("probe", s.name.as_str())];
+            let l = [(PROBE, s.name.as_str())];
             up.scalar(&l, if s.up { 1.0 } else { 0.0 });
             let on = match self.attached.iter().find(|(name, _)| *name == s.name) {
                 Some((_, flag)) => flag.load(Ordering::Relaxed),
@@ -375,7 +375,7 @@ mod tests {
     #[test]
     fn the_specs_match_the_object() {
         let obj = aya_obj::Object::parse(OBJECT).unwrap();
-        for p in PROBES {
+        for p in all_probes() {
             assert!(obj.programs.contains_key(p.program), "{}", p.program);
             assert!(obj.programs.contains_key(spec::BLOCK_ISSUER_AFTER_QUEUE));
             assert!(obj.programs.contains_key(spec::BLOCK_BIO_QUEUE_AFTER_QUEUE));
@@ -385,7 +385,7 @@ mod tests {
         }
         for name in obj.maps.keys().filter(|n| !n.starts_with('.')) {
             assert!(
-                PROBES.iter().any(|p| p.maps.contains(&name.as_str())),
+                all_probes().any(|p| p.maps.contains(&name.as_str())),
                 "map {name} belongs to no probe"
             );
         }

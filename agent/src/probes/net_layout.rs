@@ -12,8 +12,9 @@ use agent_common::ready::{
 };
 use anyhow::{Result, bail};
 
-use super::spec::{PROBES, ProbeCollector};
-use crate::btf::{ArgType, Btf};
+use crate::collectors::probe_spec::ProbeCollector;
+use crate::collectors::probes;
+use crate::kernel::btf::{ArgType, Btf};
 
 /// The layout global and, per probe (by ready bit), why it cannot run on this kernel.
 #[derive(Debug)]
@@ -38,9 +39,7 @@ impl NetGlobals {
         let btf = match btf {
             Ok(b) => b,
             Err(e) => {
-                let net = PROBES
-                    .iter()
-                    .filter(|p| p.collector != ProbeCollector::Block);
+                let net = probes().filter(|p| p.collector != ProbeCollector::Block);
                 for p in net {
                     g.errors.push((p.ready, format!("{e:#}")));
                 }
@@ -225,7 +224,7 @@ fn exceed(btf: &Btf, _l: &mut NetLayout) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::btf::testing::Builder;
+    use crate::kernel::btf::testing::Builder;
     use agent_common::ready::BLOCK_COMPLETION;
 
     /// A kernel like this one: 6.18 tracepoint signatures and struct layouts; without the

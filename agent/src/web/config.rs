@@ -147,7 +147,8 @@ impl WebConfig {
     /// Reads and checks the file; every problem is one line naming the file (and line).
     pub fn load(path: &Path) -> Result<WebConfig, String> {
         let at = |msg: String| format!("web config file {}: {msg}", path.display());
-        let bytes = crate::files::read_regular(path, crate::files::MAX_FILE_BYTES).map_err(at)?;
+        let bytes = crate::config::files::read_regular(path, crate::config::files::MAX_FILE_BYTES)
+            .map_err(at)?;
         let text = String::from_utf8(bytes).map_err(|_| at("is not UTF-8 text".into()))?;
         let file = parse(&text).map_err(at)?;
         let protection = Protection::of(&file);
@@ -285,8 +286,8 @@ fn rate_interval(r: &RateLimitConfig) -> Result<Option<Duration>, String> {
     if text.trim().trim_end_matches(['s', 'm', 'h']) == "0" {
         return Ok(None);
     }
-    let every =
-        crate::cli::parse_duration(text).map_err(|e| format!("rate_limit.interval: {e}"))?;
+    let every = crate::config::duration::parse_duration(text)
+        .map_err(|e| format!("rate_limit.interval: {e}"))?;
     if r.burst == 0 {
         return Err("rate_limit.burst: must be at least 1 when an interval is set (0 refuses every request)".into());
     }

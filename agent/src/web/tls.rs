@@ -233,7 +233,7 @@ fn pem(base: &Path, file: Option<&Path>, inline: Option<&str>, key: &str) -> Res
     match (file, inline) {
         (Some(f), _) => {
             let path = base.join(f);
-            crate::files::read_regular(&path, crate::files::MAX_FILE_BYTES)
+            crate::config::files::read_regular(&path, crate::config::files::MAX_FILE_BYTES)
                 .map_err(|e| anyhow!("tls_server_config.{key}_file {}: {e}", path.display()))
         }
         (None, Some(text)) => Ok(text.as_bytes().to_vec()),

@@ -126,8 +126,9 @@ impl FuseMount<'_> {
     pub fn fs_type(&self) -> Result<i64> {
         use std::os::unix::ffi::OsStrExt;
         let c = std::ffi::CString::new(self.dir.as_os_str().as_bytes())?;
-        // SAFETY: statfs writes one struct through a valid pointer; the path is NUL-terminated.
+        // SAFETY: an all-zero statfs is a valid value of the plain C struct.
         let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+        // SAFETY: statfs writes one struct through a valid pointer; the path is NUL-terminated.
         if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
             return Err(std::io::Error::last_os_error()).context("statfs of the CephFS mount");
         }

@@ -1,6 +1,6 @@
 //! A replicated-write run in the lab, end to end: stornet-agent on the client host (watching
 //! every lab namespace), `loadgen serve` on each replica host, `loadgen run --replica … --agent
-//! … --record` on the client host (inside its disk's cgroup), then `loadgen analyze` of the
+//! … --record` on the client host (inside its disk's cgroup), then `stornet analyze` of the
 //! record. What the scenario tests and the demo run; [`device_run`] runs the same on a device
 //! that no replica backs (one served over NVMe/TCP).
 
@@ -130,7 +130,7 @@ pub struct Outcome {
     pub report: Value,
     /// loadgen's error line when the run failed after writing its record.
     pub failure: Option<String>,
-    /// `loadgen analyze --format json`.
+    /// `stornet analyze --format json`.
     pub analysis: Value,
     pub record: PathBuf,
     pub loadgen_stderr: String,
@@ -366,9 +366,9 @@ fn finish(
     })
 }
 
-/// `loadgen analyze RECORD --format json [--html FILE]`.
+/// `stornet analyze RECORD --format json [--html FILE]`.
 pub fn analyze(record: &Path, html: Option<&Path>) -> Result<Value> {
-    let mut cmd = Command::new(crate::bins::path("loadgen"));
+    let mut cmd = Command::new(crate::bins::path("stornet"));
     cmd.arg("analyze").arg(record).args(["--format", "json"]);
     if let Some(h) = html {
         cmd.arg("--html").arg(h);
@@ -376,12 +376,12 @@ pub fn analyze(record: &Path, html: Option<&Path>) -> Result<Value> {
     let (code, stdout, stderr) = run_interruptible(cmd)?;
     if code != Some(0) {
         bail!(
-            "loadgen analyze {} exited with {code:?}: {}",
+            "stornet analyze {} exited with {code:?}: {}",
             record.display(),
             stderr.trim()
         );
     }
-    serde_json::from_str(&stdout).context("loadgen analyze printed no JSON")
+    serde_json::from_str(&stdout).context("stornet analyze printed no JSON")
 }
 
 /// Runs a command to its end, capturing stdout and stderr (through files, so neither pipe

@@ -21,8 +21,8 @@ use crate::console::plain;
 use crate::error::Failure;
 use crate::options::Plan;
 use crate::options::parse::{JobFiles, Parsed, parse_args_from};
-use crate::record::Record;
 use crate::results::report::{self, fio_json};
+use record::Record;
 
 /// Exchanges per host for its clock estimate.
 const CLOCK_EXCHANGES: usize = 8;
@@ -158,6 +158,83 @@ fn planned(h: &HostJob, files: &[JobFile]) -> Option<Duration> {
 
 pub fn run(args: &[String], plan: &Plan) -> Result<u8, Failure> {
     let s = &plan.settings;
+    check_options(s)?;
+    let hosts = args::split(args).map_err(Failure::Usage)?;
+    if hosts.is_empty() {
+        return Err(Failure::Usage("--client names no host".into()));
+    }
+    let token = match &s.client_token_file {
+        Some(p) => crate::files::read_token(p)
+            .map_err(|e| Failure::Usage(e.replace("--token-file", "--client-token-file")))?,
+        None => Vec::new(),
+    };
+    let timeout = s
+        .client_timeout_ns
+        .map_or(DEFAULT_TIMEOUT, Duration::from_nanos);
+    for h in &hosts {
+        protocol::check_name(&h.name).map_err(|e| {
+            Failure::Usage(format!(
+                "--client: {} (name the host with NAME=HOST)",
+                e.trim_start_matches("refused: ")
+            ))
+        })?;
+    }
+    let jobs = read_job_files(&hosts)?;
+    // Where the report and record go is checked before any host is asked to do anything.
+    let mut output = report::Output::new(s.output.as_deref())
+        .map_err(|e| Failure::Usage(format!("--output: {e}")))?;
+    let record_out = s
+        .record
+        .as_deref()
+        .map(crate::results::outfile::OutFile::create)
+        .transpose()
+        .map_err(|e| Failure::Usage(format!("--record: {e}")))?;
+
+    let mut conns = reach_all(&hosts, &token, timeout)?;
+    prepare(&hosts, &jobs, &mut conns, timeout)?;
+    start_together(&mut conns, timeout);
+    let outcomes = collect(&hosts, &jobs, conns, timeout);
+
+    let all = merge::all_clients(&outcomes, plan);
+    let mut text = String::new();
+    let f = s.output_format;
+    if f.json {
+        text.push_str(&fio_json::to_string(&merge::fio_json(
+            &outcomes,
+            &all,
+            f.json_plus,
+        )));
+    }
+    if f.normal {
+        text.push_str(&merge::text_report(&outcomes, &all));
+    }
+    output
+        .write(&text)
+        .and_then(|()| output.finish())
+        .map_err(|e| Failure::Runtime(anyhow::anyhow!("{e}")))?;
+    if let Some(out) = record_out {
+        let record = merge::record(&outcomes, &all, &crate::recording::system::hostname());
+        out.commit(|w| record.write_json(w))
+            .map_err(|e| Failure::Runtime(anyhow::anyhow!("the run record: {e}")))?;
+        if let Some(p) = &s.record {
+            crate::note!("loadgen: run record written to {}", p.display());
+        }
+    }
+    let failed: Vec<(String, String)> = outcomes
+        .iter()
+        .filter_map(|o| o.error.clone().map(|e| (o.name.clone(), e)))
+        .collect();
+    if !failed.is_empty() {
+        return Err(Failure::Runtime(anyhow::anyhow!(named(
+            &failed,
+            "the run is incomplete, the others were stopped"
+        ))));
+    }
+    Ok(0)
+}
+
+/// The options a cluster run does not take.
+fn check_options(s: &crate::options::RunSettings) -> Result<(), Failure> {
     if !s.agents.is_empty() {
         return Err(Failure::Usage(
             "--agent with --client: each host samples its own agent (`loadgen serve --agent URL`)"
@@ -175,28 +252,13 @@ pub fn run(args: &[String], plan: &Plan) -> Result<u8, Failure> {
             )));
         }
     }
-    let hosts = args::split(args).map_err(Failure::Usage)?;
-    if hosts.is_empty() {
-        return Err(Failure::Usage("--client names no host".into()));
-    }
-    let token = match &s.client_token_file {
-        Some(p) => crate::files::read_token(p)
-            .map_err(|e| Failure::Usage(e.replace("--token-file", "--client-token-file")))?,
-        None => Vec::new(),
-    };
-    let timeout = s
-        .client_timeout_ns
-        .map_or(DEFAULT_TIMEOUT, Duration::from_nanos);
-    for h in &hosts {
-        super::service::check_name(&h.name).map_err(|e| {
-            Failure::Usage(format!(
-                "--client: {} (name the host with NAME=HOST)",
-                e.trim_start_matches("refused: ")
-            ))
-        })?;
-    }
+    Ok(())
+}
+
+/// Each host's job files, read here: a job order carries them.
+fn read_job_files(hosts: &[HostJob]) -> Result<Vec<Vec<JobFile>>, Failure> {
     let mut jobs: Vec<Vec<JobFile>> = Vec::new();
-    for h in &hosts {
+    for h in hosts {
         let mut files = Vec::new();
         for f in args::job_files(&h.args) {
             let text = crate::files::read_text(f.as_ref(), crate::files::MAX_JOB_FILE)
@@ -213,21 +275,19 @@ pub fn run(args: &[String], plan: &Plan) -> Result<u8, Failure> {
         }
         jobs.push(files);
     }
-    // Where the report and record go is checked before any host is asked to do anything.
-    let mut output = report::Output::new(s.output.as_deref())
-        .map_err(|e| Failure::Usage(format!("--output: {e}")))?;
-    let record_out = s
-        .record
-        .as_deref()
-        .map(crate::results::outfile::OutFile::create)
-        .transpose()
-        .map_err(|e| Failure::Usage(format!("--record: {e}")))?;
+    Ok(jobs)
+}
 
-    // Reach every host, in parallel.
+/// Every host reached, in parallel; the run fails naming each host that was not.
+fn reach_all(
+    hosts: &[HostJob],
+    token: &[u8],
+    timeout: Duration,
+) -> Result<Vec<(Conn, String, Estimate)>, Failure> {
     let reached: Vec<Result<(Conn, String, Estimate), String>> = std::thread::scope(|sc| {
         let hs: Vec<_> = hosts
             .iter()
-            .map(|h| sc.spawn(|| reach(h, &token, timeout)))
+            .map(|h| sc.spawn(|| reach(h, token, timeout)))
             .collect();
         hs.into_iter()
             .map(|t| t.join().unwrap_or_else(|_| Err("panicked".into())))
@@ -248,12 +308,18 @@ pub fn run(args: &[String], plan: &Plan) -> Result<u8, Failure> {
             "cannot start"
         ))));
     }
-    let mut conns: Vec<(Conn, String, Estimate)> =
-        reached.into_iter().map(Result::unwrap).collect();
+    Ok(reached.into_iter().map(Result::unwrap).collect())
+}
 
-    // Every job checked and laid out before any starts.
+/// Every job checked and laid out before any starts; if one is refused, all are called off.
+fn prepare(
+    hosts: &[HostJob],
+    jobs: &[Vec<JobFile>],
+    conns: &mut [(Conn, String, Estimate)],
+    timeout: Duration,
+) -> Result<(), Failure> {
     let mut failures = Vec::new();
-    for ((h, files), (c, _, _)) in hosts.iter().zip(&jobs).zip(&mut conns) {
+    for ((h, files), (c, _, _)) in hosts.iter().zip(jobs).zip(conns.iter_mut()) {
         let job = Msg::Job {
             name: h.name.clone(),
             args: h.args.clone(),
@@ -264,7 +330,7 @@ pub fn run(args: &[String], plan: &Plan) -> Result<u8, Failure> {
         }
         c.timeout(PREPARE);
     }
-    for (h, (c, _, _)) in hosts.iter().zip(&mut conns) {
+    for (h, (c, _, _)) in hosts.iter().zip(conns.iter_mut()) {
         if failures.iter().any(|(n, _)| n == &h.name) {
             continue;
         }
@@ -275,7 +341,7 @@ pub fn run(args: &[String], plan: &Plan) -> Result<u8, Failure> {
         }
     }
     if !failures.is_empty() {
-        for (c, _, _) in &mut conns {
+        for (c, _, _) in conns.iter_mut() {
             c.timeout(timeout);
             let _ = c.send(&Msg::Abort);
         }
@@ -284,31 +350,43 @@ pub fn run(args: &[String], plan: &Plan) -> Result<u8, Failure> {
             "the job was refused, nothing ran",
         )));
     }
+    Ok(())
+}
 
-    // One instant for all, far enough ahead for every start message to arrive.
+/// One instant for all, far enough ahead for every start message to arrive, each told it
+/// on its own clock.
+fn start_together(conns: &mut [(Conn, String, Estimate)], timeout: Duration) {
     let slowest = conns.iter().map(|(_, _, e)| e.rtt_ns).max().unwrap_or(0);
     let at = clock::unix_ns() + 4 * slowest + 200_000_000;
-    for (c, _, e) in &mut conns {
+    for (c, _, e) in conns.iter_mut() {
         c.timeout(timeout);
         let _ = c.send(&Msg::Start {
             unix_ns: e.to_host(at),
         });
     }
     crate::note!("loadgen: {} hosts start together", conns.len());
+}
 
-    // Results, with a heartbeat from each host every second. A host whose job should have
-    // ended by now (with time to spare) is stopped, and given up if it still does not end.
+/// Results, with a heartbeat from each host every second. A host whose job should have
+/// ended by now (with time to spare) is stopped, and given up if it still does not end; a
+/// host that fails stops the others.
+fn collect(
+    hosts: &[HostJob],
+    jobs: &[Vec<JobFile>],
+    conns: Vec<(Conn, String, Estimate)>,
+    timeout: Duration,
+) -> Vec<Outcome> {
     let started = Instant::now();
     let ends: Vec<Option<Instant>> = hosts
         .iter()
-        .zip(&jobs)
+        .zip(jobs)
         .map(|(h, files)| planned(h, files).map(|p| started + p + p / 10 + 3 * timeout))
         .collect();
     let (tx, rx) = mpsc::channel::<(usize, Result<Msg, String>)>();
     let mut sockets: Vec<Arc<TcpStream>> = Vec::new();
     let mut outcomes: Vec<Outcome> = Vec::new();
     std::thread::scope(|sc| {
-        for (i, ((c, hostname, est), h)) in conns.into_iter().zip(&hosts).enumerate() {
+        for (i, ((c, hostname, est), h)) in conns.into_iter().zip(hosts).enumerate() {
             sockets.push(Arc::clone(&c.s));
             outcomes.push(Outcome {
                 name: h.name.clone(),
@@ -370,45 +448,11 @@ pub fn run(args: &[String], plan: &Plan) -> Result<u8, Failure> {
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
                 Err(mpsc::RecvTimeoutError::Timeout) => continue,
             };
-            if done[i] {
+            if done[i] || matches!(m, Ok(Msg::Running { .. })) {
                 continue;
             }
             let o = &mut outcomes[i];
-            match m {
-                Ok(Msg::Running { .. }) => continue,
-                Ok(Msg::Result {
-                    exit,
-                    stopped,
-                    record,
-                    log,
-                }) => {
-                    o.exit = Some(exit);
-                    o.stopped = stopped;
-                    match record.as_deref().map(Record::parse).transpose() {
-                        Ok(r) => o.record = r,
-                        Err(e) => o.error = Some(format!("its run record: {e}")),
-                    }
-                    if o.record.is_none() && o.error.is_none() && exit == 0 {
-                        o.error = Some("its job ended without a run record".into());
-                    }
-                    if exit != 0 && !stopped && o.error.is_none() {
-                        let last = log
-                            .lines()
-                            .rev()
-                            .find(|l| !l.trim().is_empty())
-                            .unwrap_or("");
-                        o.error = Some(format!(
-                            "its job failed (exit {exit}): {}",
-                            plain(last.trim_start_matches("loadgen: error: "), 400)
-                        ));
-                    }
-                }
-                Ok(m) => o.error = Some(format!("unexpected {} message", m.kind())),
-                Err(e) if e.contains("within the timeout") => {
-                    o.error = Some(format!("silent for {:.0} s: {e}", timeout.as_secs_f64()))
-                }
-                Err(e) => o.error = Some(e),
-            }
+            take_result(o, m, timeout);
             done[i] = true;
             if o.error.is_some() && !stopping {
                 stopping = true;
@@ -416,42 +460,43 @@ pub fn run(args: &[String], plan: &Plan) -> Result<u8, Failure> {
             }
         }
     });
+    outcomes
+}
 
-    let all = merge::all_clients(&outcomes, plan);
-    let mut text = String::new();
-    let f = s.output_format;
-    if f.json {
-        text.push_str(&fio_json::to_string(&merge::fio_json(
-            &outcomes,
-            &all,
-            s,
-            f.json_plus,
-        )));
-    }
-    if f.normal {
-        text.push_str(&merge::text_report(&outcomes, &all));
-    }
-    output
-        .write(&text)
-        .and_then(|()| output.finish())
-        .map_err(|e| Failure::Runtime(anyhow::anyhow!("{e}")))?;
-    if let Some(out) = record_out {
-        merge::record(&outcomes, &all, &crate::record::system::hostname())
-            .write_to(out)
-            .map_err(|e| Failure::Runtime(anyhow::anyhow!("the run record: {e}")))?;
-        if let Some(p) = &s.record {
-            crate::note!("loadgen: run record written to {}", p.display());
+/// A host's last message (its result, or why there is none) into its outcome.
+fn take_result(o: &mut Outcome, m: Result<Msg, String>, timeout: Duration) {
+    match m {
+        Ok(Msg::Result {
+            exit,
+            stopped,
+            record,
+            log,
+        }) => {
+            o.exit = Some(exit);
+            o.stopped = stopped;
+            match record.as_deref().map(Record::parse).transpose() {
+                Ok(r) => o.record = r,
+                Err(e) => o.error = Some(format!("its run record: {e}")),
+            }
+            if o.record.is_none() && o.error.is_none() && exit == 0 {
+                o.error = Some("its job ended without a run record".into());
+            }
+            if exit != 0 && !stopped && o.error.is_none() {
+                let last = log
+                    .lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("");
+                o.error = Some(format!(
+                    "its job failed (exit {exit}): {}",
+                    plain(last.trim_start_matches("loadgen: error: "), 400)
+                ));
+            }
         }
+        Ok(m) => o.error = Some(format!("unexpected {} message", m.kind())),
+        Err(e) if e.contains("within the timeout") => {
+            o.error = Some(format!("silent for {:.0} s: {e}", timeout.as_secs_f64()))
+        }
+        Err(e) => o.error = Some(e),
     }
-    let failed: Vec<(String, String)> = outcomes
-        .iter()
-        .filter_map(|o| o.error.clone().map(|e| (o.name.clone(), e)))
-        .collect();
-    if !failed.is_empty() {
-        return Err(Failure::Runtime(anyhow::anyhow!(named(
-            &failed,
-            "the run is incomplete, the others were stopped"
-        ))));
-    }
-    Ok(0)
 }

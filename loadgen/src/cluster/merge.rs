@@ -5,12 +5,12 @@
 //! host's own results and the analysis input of every host on one timeline.
 
 use super::clock::Estimate;
-use crate::options::{Plan, RunSettings};
-use crate::record::{ClientEntry, PointRecord, Record};
+use crate::options::Plan;
 use crate::results::report::fio_json::{self, job, point};
 use crate::results::report::ordered::{J, Obj};
 use crate::results::report::{entries, rates, text};
 use crate::results::stats::{DirStats, PointResult, RunResult};
+use record::{ClientEntry, PointRecord, Record};
 
 /// What became of one host.
 #[derive(Clone, Debug, Default)]
@@ -95,7 +95,7 @@ pub fn all_clients(outcomes: &[Outcome], plan: &Plan) -> RunResult {
             .map(|(_, r)| r.started_unix_ms)
             .min()
             .unwrap_or(0),
-        plan: plan.clone(),
+        options: crate::results::given::options(plan),
         safety_probe_reads: results.iter().map(|(_, r)| r.safety_probe_reads).sum(),
         points,
         disk_util: results
@@ -145,7 +145,7 @@ fn hosts_json(outcomes: &[Outcome]) -> serde_json::Value {
 
 /// fio's client/server JSON: `client_stats` holds each host's job entries with `hostname`
 /// and `port`, then per sweep point an "All clients" entry of every host's IOs.
-pub fn fio_json(outcomes: &[Outcome], all: &RunResult, s: &RunSettings, plus: bool) -> Obj {
+pub fn fio_json(outcomes: &[Outcome], all: &RunResult, plus: bool) -> Obj {
     let mut stats: Vec<J> = Vec::new();
     for o in outcomes {
         let Some(r) = o.result() else { continue };
@@ -155,8 +155,8 @@ pub fn fio_json(outcomes: &[Outcome], all: &RunResult, s: &RunSettings, plus: bo
             .and_then(|(_, p)| p.parse::<u64>().ok())
             .unwrap_or(0);
         for p in &r.points {
-            for (j, members) in entries(p, r.plan.settings.group_reporting) {
-                let mut e = job(r, &r.plan.settings, p, &j, &members, plus);
+            for (j, members) in entries(p, r.options.group_reporting) {
+                let mut e = job(r, p, &j, &members, plus);
                 e.put("hostname", o.name.as_str());
                 e.put("port", port);
                 stats.push(e.into());
@@ -166,7 +166,7 @@ pub fn fio_json(outcomes: &[Outcome], all: &RunResult, s: &RunSettings, plus: bo
     for p in &all.points {
         if let Some((mut j, members)) = entries(p, true).into_iter().next() {
             j.name = "All clients".into();
-            let mut e = job(all, s, p, &j, &members, plus);
+            let mut e = job(all, p, &j, &members, plus);
             e.put("hostname", "All clients");
             stats.push(e.into());
         }
@@ -176,9 +176,9 @@ pub fn fio_json(outcomes: &[Outcome], all: &RunResult, s: &RunSettings, plus: bo
         .with("timestamp", all.started_unix_ms / 1000)
         .with("timestamp_ms", all.started_unix_ms)
         .with("time", fio_json::ctime(all.started_unix_ms / 1000));
-    if !all.plan.global_options.is_empty() {
+    if !all.options.global.is_empty() {
         let mut g = Obj::new();
-        for (k, v) in &all.plan.global_options {
+        for (k, v) in &all.options.global {
             g.put(k.as_str(), v.as_str());
         }
         o.put("global options", g);
@@ -317,14 +317,14 @@ pub fn record(outcomes: &[Outcome], all: &RunResult, controller: &str) -> Record
         })
         .collect();
     Record {
-        format: crate::record::FORMAT.into(),
-        version: crate::record::VERSION,
+        format: record::FORMAT.into(),
+        version: record::VERSION,
         loadgen_version: env!("CARGO_PKG_VERSION").into(),
         host: controller.into(),
         agents: recs
             .iter()
             .flat_map(|(o, r)| {
-                r.agents.iter().map(move |a| crate::record::AgentEntry {
+                r.agents.iter().map(move |a| record::AgentEntry {
                     name: o.name.clone(),
                     url: a.url.clone(),
                 })

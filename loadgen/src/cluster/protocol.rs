@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::console::plain;
+
 /// Longest line a host reads before the token is checked: a hello fits many times over.
 pub const MAX_HELLO: u64 = 4 << 10;
 /// Longest line a host reads after the hello: a job order with its job files.
@@ -276,6 +278,25 @@ pub fn hex(bytes: &[u8]) -> String {
 /// how much of a guessed token was right.
 pub fn same_token(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// A job's name is a plain name: it becomes the agent's name in the record and a prefix of
+/// replica volumes, so nothing in it may read as more than a name.
+pub fn check_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with(['.', '-'])
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "refused: the job name {:?} is not a plain name (letters, digits, `.`, `_`, `-` and `:`, at most 64)",
+            plain(name, 64)
+        ))
+    }
 }
 
 #[cfg(test)]

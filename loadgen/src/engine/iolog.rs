@@ -95,7 +95,10 @@ impl IoLogs {
     }
 
     /// One measured IO, completed `t_ns` after the end of the ramp.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the fields of one log line, as fio writes them"
+    )]
     pub fn io(
         &mut self,
         t_ns: u64,

@@ -402,31 +402,13 @@ pub fn run_point(
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
             }
-            for (mut row, dirs) in timeline.ready() {
-                let snap = cpu::snapshot();
-                if let Some(prev) = row_cpu {
-                    let u = cpu::usage(&prev, &snap, 0);
-                    row.cpu_process_pct = u.process_pct;
-                    row.cpu_system_pct = u.system_pct;
-                }
-                row_cpu = Some(snap);
-                watcher.row(&row, &dirs);
-                rows.push(row);
-            }
+            take_rows(&mut timeline, &mut row_cpu, watcher, &mut rows);
             watcher.tick(&shared.live, clock::now_ns().saturating_sub(t0));
             if let (Some(at), Some(p), Some(every)) = (next_status, &progress, status_every)
                 && clock::now_ns() >= at
                 && done < n
             {
-                let cpu = match cpu_start {
-                    Some(s) => cpu::usage(
-                        &s,
-                        &cpu::snapshot(),
-                        p.jobs.iter().map(|j| j.dirs[0].ios + j.dirs[1].ios).sum(),
-                    ),
-                    None => Default::default(),
-                };
-                watcher.status(&p.point(index, &rows, cpu));
+                watcher.status(&p.point(index, &rows, cpu_so_far(cpu_start, p)));
                 next_status = Some(at + every);
             }
         }
@@ -435,25 +417,70 @@ pub fn run_point(
                 return Err(anyhow!("a job thread panicked"));
             }
         }
-        let mut jobs = Vec::with_capacity(n);
-        for r in results {
-            jobs.push(r.ok_or_else(|| anyhow!("a job thread ended without a result"))??);
+        point_result(index, results, rows, cpu_start, cpu_end)
+    })
+}
+
+/// The timeline's finished rows, each with the process's and the system's CPU since the
+/// previous row, to the watcher and the point's rows.
+fn take_rows(
+    timeline: &mut TimelineBuilder,
+    row_cpu: &mut Option<cpu::CpuSnapshot>,
+    watcher: &mut dyn Watcher,
+    rows: &mut Vec<TimelineRow>,
+) {
+    for (mut row, dirs) in timeline.ready() {
+        let snap = cpu::snapshot();
+        if let Some(prev) = *row_cpu {
+            let u = cpu::usage(&prev, &snap, 0);
+            row.cpu_process_pct = u.process_pct;
+            row.cpu_system_pct = u.system_pct;
         }
-        let mut merged: [DirStats; 2] = Default::default();
-        for j in &jobs {
-            merged[0].merge(&j.dirs[0]);
-            merged[1].merge(&j.dirs[1]);
-        }
-        let ios = merged[0].ios + merged[1].ios;
-        let end = cpu_end.unwrap_or_else(cpu::snapshot);
-        let cpu = cpu::usage(&cpu_start.unwrap_or(end), &end, ios);
-        Ok(PointResult {
-            index,
-            runtime_ns: jobs.iter().map(|j| j.runtime_ns).max().unwrap_or(0),
-            jobs,
-            merged,
-            timeline: rows,
-            cpu,
-        })
+        *row_cpu = Some(snap);
+        watcher.row(&row, &dirs);
+        rows.push(row);
+    }
+}
+
+/// The CPU used since measuring started, for an interim report.
+fn cpu_so_far(start: Option<cpu::CpuSnapshot>, p: &SoFar) -> cpu::CpuUsage {
+    match start {
+        Some(s) => cpu::usage(
+            &s,
+            &cpu::snapshot(),
+            p.jobs.iter().map(|j| j.dirs[0].ios + j.dirs[1].ios).sum(),
+        ),
+        None => Default::default(),
+    }
+}
+
+/// The point's result from its jobs' (every job thread must have given one), with the
+/// process's CPU from the start of measuring to the end of the workloads.
+fn point_result(
+    index: usize,
+    results: Vec<Option<Result<JobResult>>>,
+    rows: Vec<TimelineRow>,
+    cpu_start: Option<cpu::CpuSnapshot>,
+    cpu_end: Option<cpu::CpuSnapshot>,
+) -> Result<PointResult> {
+    let mut jobs = Vec::with_capacity(results.len());
+    for r in results {
+        jobs.push(r.ok_or_else(|| anyhow!("a job thread ended without a result"))??);
+    }
+    let mut merged: [DirStats; 2] = Default::default();
+    for j in &jobs {
+        merged[0].merge(&j.dirs[0]);
+        merged[1].merge(&j.dirs[1]);
+    }
+    let ios = merged[0].ios + merged[1].ios;
+    let end = cpu_end.unwrap_or_else(cpu::snapshot);
+    let cpu = cpu::usage(&cpu_start.unwrap_or(end), &end, ios);
+    Ok(PointResult {
+        index,
+        runtime_ns: jobs.iter().map(|j| j.runtime_ns).max().unwrap_or(0),
+        jobs,
+        merged,
+        timeline: rows,
+        cpu,
     })
 }

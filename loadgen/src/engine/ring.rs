@@ -49,7 +49,10 @@ impl Ring {
 
     /// Queues a read or write of `len` bytes at `offset` of fixed file `file` from slot
     /// `slot`'s buffer.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the fields of one submission queue entry"
+    )]
     pub fn push_rw(
         &mut self,
         write: bool,

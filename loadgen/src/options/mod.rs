@@ -18,11 +18,11 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use distribution::Distribution;
+pub use record::workload::Rw;
 pub use settings::{Eta, OutputFormat, RunSettings};
 use sizes::SizeDist;
 use values::{SizeSpec, excerpt, parse_bool, parse_count, parse_list, parse_size, parse_time_ns};
 
-/// fio's `rw` values.
 /// The logs a job writes (`write_*_log` give the names' stem; None: not written).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LogOptions {
@@ -39,60 +39,6 @@ pub struct LogOptions {
 impl LogOptions {
     pub fn any(&self) -> bool {
         self.lat.is_some() || self.bw.is_some() || self.iops.is_some() || self.hist.is_some()
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Rw {
-    Read,
-    Write,
-    RandRead,
-    RandWrite,
-    ReadWrite,
-    RandRw,
-}
-
-impl Rw {
-    pub fn parse(s: &str) -> Result<Rw, String> {
-        Ok(match s.trim().to_ascii_lowercase().as_str() {
-            "read" => Rw::Read,
-            "write" => Rw::Write,
-            "randread" => Rw::RandRead,
-            "randwrite" => Rw::RandWrite,
-            "readwrite" | "rw" => Rw::ReadWrite,
-            "randrw" => Rw::RandRw,
-            _ => {
-                return Err(format!(
-                    "unknown rw `{}` (use read, write, randread, randwrite, readwrite or randrw)",
-                    excerpt(s)
-                ));
-            }
-        })
-    }
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Rw::Read => "read",
-            Rw::Write => "write",
-            Rw::RandRead => "randread",
-            Rw::RandWrite => "randwrite",
-            Rw::ReadWrite => "readwrite",
-            Rw::RandRw => "randrw",
-        }
-    }
-    pub fn random(self) -> bool {
-        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
-    }
-    pub fn mixed(self) -> bool {
-        matches!(self, Rw::ReadWrite | Rw::RandRw)
-    }
-    /// Share of reads in percent, given `rwmixread` for mixed workloads.
-    pub fn read_pct(self, rwmixread: u8) -> u8 {
-        match self {
-            Rw::Read | Rw::RandRead => 100,
-            Rw::Write | Rw::RandWrite => 0,
-            Rw::ReadWrite | Rw::RandRw => rwmixread,
-        }
     }
 }
 
@@ -606,6 +552,12 @@ pub struct Plan {
     /// given: fio's `global options`.
     #[serde(default)]
     pub global_options: BTreeMap<String, String>,
+    /// The command line as given, and the job files it named with their text as read (name
+    /// on the command line, text): the options a run record keeps.
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub job_files: Vec<(String, String)>,
 }
 
 #[cfg(test)]

@@ -108,13 +108,16 @@ pub fn parse_args_from(args: &[String], files_from: JobFiles<'_>) -> Result<Pars
     };
     note_globals(&global);
     let mut jobs = Vec::new();
+    let mut job_files = Vec::new();
     for f in &files {
         let origin = f.display().to_string();
         let jf = match files_from {
             JobFiles::Local => {
                 let text = crate::files::read_text(f, crate::files::MAX_JOB_FILE)
                     .map_err(|e| format!("cannot read job file {origin}: {e}"))?;
-                jobfile::parse(&text, &origin)?
+                let jf = jobfile::parse(&text, &origin)?;
+                job_files.push((origin, text));
+                jf
             }
             JobFiles::Given(given) => {
                 let (_, text) = given.iter().find(|(n, _)| *n == origin).ok_or_else(|| {
@@ -123,7 +126,9 @@ pub fn parse_args_from(args: &[String], files_from: JobFiles<'_>) -> Result<Pars
                         super::values::excerpt(&origin)
                     )
                 })?;
-                jobfile::parse_order(text, &origin)?
+                let jf = jobfile::parse_order(text, &origin)?;
+                job_files.push((origin, text.clone()));
+                jf
             }
         };
         settings.group_reporting |= jf.group_reporting;
@@ -150,6 +155,8 @@ pub fn parse_args_from(args: &[String], files_from: JobFiles<'_>) -> Result<Pars
         settings,
         jobs,
         global_options,
+        args: args.to_vec(),
+        job_files,
     })))
 }
 

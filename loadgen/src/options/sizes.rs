@@ -7,72 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::values::{parse_bytes, parse_count};
 
-/// How the sizes of one direction's IOs are drawn.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SizeDist {
-    /// Every IO has this size (`bs`).
-    Fixed(u64),
-    /// Uniform over the multiples of `min` from `min` to `max` (`bsrange`).
-    Range { min: u64, max: u64 },
-    /// Each size with its share in percent, the shares adding up to 100 (`bssplit`).
-    Split(Vec<(u64, u32)>),
-}
-
-impl Default for SizeDist {
-    fn default() -> Self {
-        SizeDist::Fixed(4096)
-    }
-}
-
-impl SizeDist {
-    /// The smallest size: offsets of random IOs are multiples of it (fio's `blockalign`).
-    pub fn min(&self) -> u64 {
-        match self {
-            SizeDist::Fixed(b) => *b,
-            SizeDist::Range { min, .. } => *min,
-            SizeDist::Split(v) => v.iter().map(|x| x.0).min().unwrap_or(0),
-        }
-    }
-    pub fn max(&self) -> u64 {
-        match self {
-            SizeDist::Fixed(b) => *b,
-            SizeDist::Range { max, .. } => *max,
-            SizeDist::Split(v) => v.iter().map(|x| x.0).max().unwrap_or(0),
-        }
-    }
-    /// Every size an IO can have, for the checks of alignment and limits (a range gives
-    /// its ends: the sizes between are multiples of its minimum).
-    pub fn sizes(&self) -> Vec<u64> {
-        match self {
-            SizeDist::Fixed(b) => vec![*b],
-            SizeDist::Range { min, max } => vec![*min, *max],
-            SizeDist::Split(v) => v.iter().map(|x| x.0).collect(),
-        }
-    }
-    /// fio's spelling: `4k`, `4k-64k`, `4k/70:64k/30`.
-    pub fn label(&self) -> String {
-        use super::values::format_bytes as f;
-        match self {
-            SizeDist::Fixed(b) => f(*b),
-            SizeDist::Range { min, max } => format!("{}-{}", f(*min), f(*max)),
-            SizeDist::Split(v) => v
-                .iter()
-                .map(|(b, p)| format!("{}/{p}", f(*b)))
-                .collect::<Vec<_>>()
-                .join(":"),
-        }
-    }
-}
-
-/// The label of both directions: `4k` when they agree, else `4k,64k` (reads, writes).
-pub fn label(sizes: &[SizeDist; 2]) -> String {
-    if sizes[0] == sizes[1] {
-        sizes[0].label()
-    } else {
-        format!("{},{}", sizes[0].label(), sizes[1].label())
-    }
-}
+pub use record::workload::{SizeDist, label};
 
 /// Splits a per-direction value into (reads, writes): one item applies to both, an empty
 /// item leaves its direction unset. A third item (trims) is checked and ignored.

@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 
 use promclient::Url;
+pub use record::units::{excerpt, format_bytes, parse_time_ns};
 use serde::{Deserialize, Serialize};
 
 /// A size as fio accepts it: bytes, or a percentage of the target's size.
@@ -63,35 +64,6 @@ pub fn parse_size(s: &str) -> Result<SizeSpec, String> {
     parse_bytes(s).map(SizeSpec::Bytes)
 }
 
-/// A duration in nanoseconds; a bare number is seconds, as in fio.
-pub fn parse_time_ns(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let n: f64 = t[..split].parse().map_err(|_| {
-        format!(
-            "`{}` is not a time (examples: 60, 500ms, 2m, 1h)",
-            excerpt(s)
-        )
-    })?;
-    let unit_ns = match t[split..].to_ascii_lowercase().as_str() {
-        "" | "s" | "sec" => 1e9,
-        "ms" | "msec" => 1e6,
-        "us" | "usec" => 1e3,
-        "ns" | "nsec" => 1.0,
-        "m" | "min" => 60e9,
-        "h" => 3600e9,
-        "d" => 86400e9,
-        u => return Err(format!("`{}` has an unknown time unit `{u}`", excerpt(s))),
-    };
-    let ns = n * unit_ns;
-    if !ns.is_finite() || ns >= u64::MAX as f64 {
-        return Err(format!("`{}` is too long", excerpt(s)));
-    }
-    Ok(ns as u64)
-}
-
 /// A boolean as fio writes it; a flag given without a value is true.
 pub fn parse_bool(s: &str) -> Result<bool, String> {
     match s.trim().to_ascii_lowercase().as_str() {
@@ -127,29 +99,6 @@ pub fn parse_list<T>(s: &str, item: impl Fn(&str) -> Result<T, String>) -> Resul
         return Err("empty list".into());
     }
     Ok(v)
-}
-
-/// User text for an error message: one line, at most 60 characters.
-pub fn excerpt(s: &str) -> String {
-    let one: String = s
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    if one.chars().count() <= 60 {
-        return one;
-    }
-    let head: String = one.chars().take(57).collect();
-    format!("{head}...")
-}
-
-/// Formats a byte count the way fio prints sizes in job options (`4k`, `128k`, `1m`).
-pub fn format_bytes(n: u64) -> String {
-    for (shift, unit) in [(40, "t"), (30, "g"), (20, "m"), (10, "k")] {
-        if n >= 1 << shift && n.is_multiple_of(1 << shift) {
-            return format!("{}{unit}", n >> shift);
-        }
-    }
-    n.to_string()
 }
 
 /// `--replica`: an IP address and a port (`198.18.0.2:7480`, `[fd00::2]:7480`).

@@ -4,9 +4,10 @@
 //! - [`legs`]: `loadgen run --replica`: each job's connections driven on its io_uring.
 //! - [`health`]: failures per replica, and the error a job fails with.
 //! - [`replicas`]: the `--replica` options, volume names, connecting, failure accounting.
-//! - [`cli`]: the command-line arguments and entry points of `serve` and `replica-client`.
+//! - [`client`]: `loadgen replica-client`, a plain client of one replica (the replica
+//!   server is `loadgen serve`'s: [`crate::serve`]).
 
-pub mod cli;
+pub mod client;
 pub mod health;
 pub mod legs;
 pub mod replicas;

@@ -1,11 +1,11 @@
-//! What a run measured and how it is reported: log-linear latency histograms, the
-//! per-interval timeline, the run's results, and the text, fio JSON and terse reports, with
-//! the output files they go to.
+//! What a run measured and how it is reported: the per-interval timeline as the jobs hand it
+//! over, and the text, fio JSON and terse reports, with the output files they go to. The
+//! results themselves (histograms, per-job and per-point statistics) are the run record's
+//! data, from the `record` crate.
 
-pub mod histogram;
-pub mod latency_search;
-pub mod live_verdict;
+pub use record::{histogram, latency_search, live_verdict, stats};
+
+pub mod given;
 pub mod outfile;
 pub mod report;
-pub mod stats;
 pub mod timeline;

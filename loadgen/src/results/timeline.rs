@@ -4,9 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+pub use record::timeline::{DirRow, LegRow, TimelineRow};
 
-use crate::results::histogram::{Histogram, Summary};
+use crate::results::histogram::Histogram;
 
 /// One direction of one job in one interval.
 #[derive(Clone, Debug, Default)]
@@ -49,44 +49,6 @@ pub struct IntervalSample {
     pub dirs: [DirInterval; 2],
     /// Integral of IOs in flight over the interval, in IO·ns.
     pub inflight_area: u128,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct LegRow {
-    pub name: String,
-    pub lat_ns: Summary,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct DirRow {
-    pub ios: u64,
-    pub bytes: u64,
-    pub iops: f64,
-    pub bw_bytes: f64,
-    /// From intended start to completion.
-    pub lat_ns: Summary,
-    /// From submission to completion.
-    pub clat_ns: Summary,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub legs: Vec<LegRow>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct TimelineRow {
-    /// Start of the interval, seconds after the end of the ramp.
-    pub t_s: f64,
-    pub duration_s: f64,
-    pub read: DirRow,
-    pub write: DirRow,
-    /// Average IOs in flight over the interval, all jobs together.
-    pub queue_depth: f64,
-    /// CPU of the whole loadgen process (all threads, io_uring workers included), in % of
-    /// one CPU, and of the whole system, in % of all CPUs.
-    pub cpu_process_pct: f64,
-    pub cpu_system_pct: f64,
-    /// With `--agent`: the verdict on the point's intervals so far, reached at this row.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verdict: Option<crate::results::live_verdict::LiveVerdict>,
 }
 
 #[derive(Default)]

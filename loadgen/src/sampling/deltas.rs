@@ -3,7 +3,7 @@
 //! counter that went down (reset) or an agent restart make the interval missing, never
 //! zero.
 
-use crate::sampling::agent_signals::{Field, Key, MetricType, Reading, Values, family_of};
+use diagnose::signals::{Field, Key, MetricType, Reading, Values, family_of};
 
 /// Accumulates readings taken at consecutive boundaries; boundary `k` closes interval
 /// `k - 1`.

@@ -10,27 +10,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use record::sampling::SampleStatus;
 
 use super::deltas::Deltas;
 use crate::clock;
 use crate::options::values::AgentSpec;
-use crate::sampling::agent_signals::{self, Reading, Values};
+use diagnose::signals::{self, Reading, Values};
 use promclient::text as promtext;
 use promclient::{self as http, Client, Url};
-
-/// How one agent's sampling of one point went.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct SampleStatus {
-    /// Boundaries scraped in time / missed.
-    pub samples: usize,
-    pub missing: usize,
-    /// Largest delay between a boundary and the end of its scrape, in seconds.
-    pub max_delay_seconds: f64,
-    /// The first few problems, e.g. "at 3.0 s: cannot connect to …".
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub errors: Vec<String>,
-}
 
 /// What a sampler hands back for a point.
 pub struct PointSamples {
@@ -72,8 +59,8 @@ fn fetch(client: &Client, url: &Url, timeout: Duration) -> Result<Reading, http:
         let first = r.body.lines().next().unwrap_or("").trim();
         return Err(other(format!("HTTP {} {first}", r.status)));
     }
-    let samples = promtext::parse_filtered(&r.body, agent_signals::wanted).map_err(other)?;
-    Ok(agent_signals::reading(&samples))
+    let samples = promtext::parse_filtered(&r.body, signals::wanted).map_err(other)?;
+    Ok(signals::reading(&samples))
 }
 
 /// Why sampling could not start.
@@ -492,7 +479,7 @@ mod tests {
         server.join().unwrap();
         let (s, p) = &got[0];
         assert_eq!(s.name, "h1");
-        let key = agent_signals::Key::new(agent_signals::Field::TcpRetransmits, &["198.18.0.2"]);
+        let key = signals::Key::new(signals::Field::TcpRetransmits, &["198.18.0.2"]);
         // Five boundaries; the server answers two of them (13 and 20) and is gone for the
         // rest. However the threads are scheduled, an interval has data only between two
         // answered boundaries: 7 retransmits, once at most.

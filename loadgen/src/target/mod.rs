@@ -121,8 +121,9 @@ fn pseudo_filesystem(path: &Path) -> Option<&'static str> {
         }
     };
     let c = std::ffi::CString::new(on.as_os_str().as_bytes()).ok()?;
-    // SAFETY: statfs writes one struct through a valid pointer; the path is NUL-terminated.
+    // SAFETY: an all-zero statfs is a valid value of the plain C struct.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: statfs writes one struct through a valid pointer; the path is NUL-terminated.
     if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
         return None;
     }
@@ -537,8 +538,9 @@ pub fn check_space(layout: &Layout) -> Result<(), String> {
 fn free_space(path: &Path) -> Option<(u64, u64)> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    // SAFETY: statvfs writes one struct through a valid pointer; the path is NUL-terminated.
+    // SAFETY: an all-zero statvfs is a valid value of the plain C struct.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: statvfs writes one struct through a valid pointer; the path is NUL-terminated.
     if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
         return None;
     }

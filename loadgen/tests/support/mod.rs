@@ -2,7 +2,7 @@
 //! an address of its own on loopback, the controller, and a raw client of the job service's
 //! protocol (docs/loadgen.md), written here from the documented messages.
 
-#![allow(dead_code)]
+#![allow(dead_code, reason = "each test target uses a part of the support")]
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;

@@ -124,6 +124,7 @@ const TOOLS: &[(&str, &str)] = &[
     ("setpriv", "the agent without privileges"),
     ("dd", "writes from a cgroup of their own"),
     ("dmsetup", "stacked device-mapper devices"),
+    ("ethtool", "pause statistics against the agent's"),
 ];
 
 /// Privileged tests that run in every full boot (module path and name). Left out: tests of
@@ -154,6 +155,10 @@ const KERNELS_PROBES: &[&str] = &[
     "probes::kernel_info_names_release_and_lockdown",
     "net::lossy_link_counts_match_the_kernel",
 ];
+
+/// The standard pause statistics against `ethtool`, on netdevsim where the vm tier could
+/// build it for the kernel (see [`super::netdevsim`]).
+const PAUSE_TEST: &str = "pause::netdevsim_pause_frames_match_ethtool";
 
 /// The host binaries a guest runs.
 pub struct Binaries {
@@ -193,6 +198,16 @@ fn host_tool(name: &str) -> Result<PathBuf> {
         .with_context(|| format!("`{name}` is not installed (cargo xtask setup installs it)"))
 }
 
+/// What a boot's kernel offers beyond the drivers: NVMe over TCP, nbd, dm and md stacks,
+/// netdevsim.
+struct Extras {
+    fabrics: bool,
+    nbd: bool,
+    stacked: bool,
+    /// netdevsim is in the tree, for the pause-frame test.
+    pause: bool,
+}
+
 /// Builds the guest of one boot: its initramfs in `work`, its disks, its command line.
 /// `only`: run just the tests whose names contain one of these (all when empty).
 pub fn plan(
@@ -201,38 +216,74 @@ pub fn plan(
     bins: &Binaries,
     work: &Path,
     only: &[String],
+    netdevsim: Option<&Path>,
 ) -> Result<Plan> {
-    let tree = ModuleTree::open(&kernel.modules)?;
+    let mut tree = ModuleTree::open(&kernel.modules)?;
     let drivers: Vec<&Driver> = DRIVERS
         .iter()
         .filter(|d| boot.full || d.name == "nvme")
         .filter(|d| d.modules.iter().all(|m| tree.has(m)))
         .collect();
-    let mut modules: Vec<&str> = vec!["loop", "veth", "sch_tbf", "sch_netem", "bridge"];
-    if boot.sock_diag {
-        modules.extend(["inet_diag", "tcp_diag"]);
+    // netdevsim only where its test runs.
+    let selected = |test: &str| only.is_empty() || only.iter().any(|o| test.contains(o.as_str()));
+    let pause = match netdevsim {
+        Some(ko) if boot.full && selected(PAUSE_TEST) => {
+            tree.add("netdevsim", ko);
+            true
+        }
+        _ => false,
+    };
+    // NVMe over TCP (target and initiator), nbd, and dm and md stacks over loop devices and
+    // null_blk, in every full boot of a kernel that has them.
+    let extras = Extras {
+        pause,
+        fabrics: boot.full && NVME_TCP.iter().all(|m| tree.has(m)),
+        nbd: boot.full && tree.has(NBD),
+        stacked: boot.full
+            && STACKED.iter().all(|m| tree.has(m))
+            && drivers.iter().any(|d| d.name == "null_blk"),
+    };
+    let mut root = base_root(bins)?;
+    add_modules(&mut root, &tree, boot, &drivers, &extras)?;
+    let tests = tests(boot, &drivers, &extras, only);
+    let spec: Vec<String> = drivers
+        .iter()
+        .map(|d| format!("{}:{}:{}:{}", d.name, d.disk, d.tags, d.queues))
+        .collect();
+    let lockdown = if boot.lockdown {
+        "confidentiality"
+    } else {
+        "none"
+    };
+    root.bytes(
+        "/etc/stornet/env",
+        format!(
+            "export PATH=/stornet/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TMPDIR=/tmp CI=true \
+             RUST_BACKTRACE=1 STORNET_BIN_DIR=/stornet/bin STORNET_GUEST_DISKS={} \
+             STORNET_GUEST_LOCKDOWN={lockdown}\n",
+            spec.join(",")
+        ),
+        0o644,
+    );
+    root.bytes("/init", init_script(&drivers, &tests), 0o755);
+    let initrd = work.join(format!("{}-{}.cpio", kernel.series.series, boot.name));
+    root.write(&initrd)?;
+    let mut append = format!("console=ttyS0 quiet loglevel=1 panic=-1 oops=panic {NVME_DEPTH}");
+    if boot.lockdown {
+        append.push_str(" lockdown=confidentiality");
     }
-    // NVMe over TCP, target and initiator, in every full boot of a kernel that has them.
-    let fabrics = boot.full && NVME_TCP.iter().all(|m| tree.has(m));
-    if fabrics {
-        modules.extend(NVME_TCP);
-    }
-    let nbd = boot.full && tree.has(NBD);
-    if nbd {
-        modules.push(NBD);
-    }
-    // dm and md stacks over loop devices and null_blk, in every full boot that has them.
-    let stacked = boot.full
-        && STACKED.iter().all(|m| tree.has(m))
-        && drivers.iter().any(|d| d.name == "null_blk");
-    if stacked {
-        modules.extend(STACKED);
-    }
-    for d in &drivers {
-        modules.extend(d.modules);
-    }
-    let loaded = tree.load_order(&modules)?;
+    Ok(Plan {
+        initrd,
+        append,
+        disks: disks(&drivers, work)?,
+        drivers: drivers.iter().map(|d| d.name).collect(),
+        tests,
+    })
+}
 
+/// The guest's file tree without its kernel modules: directories, busybox and the host
+/// tools, stornet's binaries and the test binaries.
+fn base_root(bins: &Binaries) -> Result<Root> {
     let mut root = Root::default();
     for dir in [
         "/proc", "/sys", "/dev", "/tmp", "/run", "/root", "/var/tmp", "/etc",
@@ -251,8 +302,40 @@ pub fn plan(
     for (name, path) in &bins.tests {
         root.program(&format!("/stornet/tests/{name}"), path)?;
     }
+    // The tests look users up by id only; ip netns wants /etc/netns-less defaults.
+    root.bytes("/etc/passwd", "root:x:0:0:root:/root:/bin/sh\n", 0o644);
+    Ok(root)
+}
+
+/// The kernel modules the boot loads, in load order, and the list the init script reads.
+fn add_modules(
+    root: &mut Root,
+    tree: &ModuleTree,
+    boot: &Boot,
+    drivers: &[&Driver],
+    extras: &Extras,
+) -> Result<()> {
+    let mut modules: Vec<&str> = vec!["loop", "veth", "sch_tbf", "sch_netem", "bridge"];
+    if boot.sock_diag {
+        modules.extend(["inet_diag", "tcp_diag"]);
+    }
+    if extras.fabrics {
+        modules.extend(NVME_TCP);
+    }
+    if extras.nbd {
+        modules.push(NBD);
+    }
+    if extras.pause {
+        modules.push("netdevsim");
+    }
+    if extras.stacked {
+        modules.extend(STACKED);
+    }
+    for d in drivers {
+        modules.extend(d.modules);
+    }
     let mut list = String::new();
-    for (name, bytes) in loaded {
+    for (name, bytes) in tree.load_order(&modules)? {
         let params = match name.as_str() {
             "null_blk" => NULL_BLK_PARAMS,
             // Two devices, not sixteen idle ones.
@@ -263,27 +346,26 @@ pub fn plan(
         root.bytes(&format!("/lib/modules/stornet/{name}.ko"), bytes, 0o644);
     }
     root.bytes("/etc/stornet/modules", list, 0o644);
-    // The tests look users up by id only; ip netns wants /etc/netns-less defaults.
-    root.bytes("/etc/passwd", "root:x:0:0:root:/root:/bin/sh\n", 0o644);
+    Ok(())
+}
 
-    let spec: Vec<String> = drivers
-        .iter()
-        .map(|d| format!("{}:{}:{}:{}", d.name, d.disk, d.tags, d.queues))
-        .collect();
-    let lockdown = if boot.lockdown {
-        "confidentiality"
-    } else {
-        "none"
-    };
-    let mut tests = Vec::new();
+/// (test binary, test names) the boot runs, in order: the `kernels` tests its drivers and
+/// extras allow, then the `privileged` ones; `only` keeps those whose names contain one of
+/// its words (all when empty).
+fn tests(
+    boot: &Boot,
+    drivers: &[&Driver],
+    extras: &Extras,
+    only: &[String],
+) -> Vec<(String, Vec<String>)> {
     let mut kernels: Vec<String> = KERNELS_PROBES.iter().map(|s| s.to_string()).collect();
-    for d in &drivers {
+    for d in drivers {
         kernels.push(format!("drivers::{}::counts_match_sysfs", d.name));
         if boot.full {
             kernels.push(format!("drivers::{}::inflight_within_tags", d.name));
         }
     }
-    if fabrics {
+    if extras.fabrics {
         kernels.push("fabrics::nvme_tcp_device_names_its_target_and_its_retransmits".into());
         kernels.push(
             "dispatch::dispatch_probe_attaches_for_passthrough_and_detaches_with_the_device".into(),
@@ -292,10 +374,13 @@ pub fn plan(
             "fabrics::nvme_tcp_through_a_shallow_buffer_is_congestion_toward_its_target".into(),
         );
     }
-    if nbd {
+    if extras.nbd {
         kernels.push("nbd::nbd_device_names_its_server_and_its_retransmits".into());
     }
-    if stacked {
+    if extras.pause {
+        kernels.push(PAUSE_TEST.into());
+    }
+    if extras.stacked {
         kernels.push("stacked::dm_layers_are_counted_each_for_its_own_device".into());
         kernels.push("stacked::md_raid0_is_counted_for_itself_and_for_each_member".into());
         kernels.push("stacked::dm_multipath_is_counted_for_itself_and_for_each_path".into());
@@ -303,37 +388,31 @@ pub fn plan(
     if !boot.sock_diag {
         kernels.push("snapshots::without_sock_diag_only_that_snapshot_is_lost".into());
     }
-    tests.push(("kernels".to_string(), kernels));
     let privileged = if boot.full {
         PRIVILEGED_FULL
     } else {
         PRIVILEGED_LOCKDOWN
     };
-    tests.push((
-        "privileged".to_string(),
-        privileged.iter().map(|s| s.to_string()).collect(),
-    ));
+    let mut tests = vec![
+        ("kernels".to_string(), kernels),
+        (
+            "privileged".to_string(),
+            privileged.iter().map(|s| s.to_string()).collect(),
+        ),
+    ];
     for (_, names) in &mut tests {
         names.retain(|n| only.is_empty() || only.iter().any(|o| n.contains(o.as_str())));
     }
     // (A test binary given no names would run all of its tests.)
     tests.retain(|(_, names)| !names.is_empty());
-    root.bytes(
-        "/etc/stornet/env",
-        format!(
-            "export PATH=/stornet/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TMPDIR=/tmp CI=true \
-             RUST_BACKTRACE=1 STORNET_BIN_DIR=/stornet/bin STORNET_GUEST_DISKS={} \
-             STORNET_GUEST_LOCKDOWN={lockdown}\n",
-            spec.join(",")
-        ),
-        0o644,
-    );
-    root.bytes("/init", init_script(&drivers, &tests), 0o755);
-    let initrd = work.join(format!("{}-{}.cpio", kernel.series.series, boot.name));
-    root.write(&initrd)?;
+    tests
+}
 
+/// An emulated disk and its 256 MiB image in `work` for each driver qemu provides a device
+/// for (the others, null_blk for one, make their own).
+fn disks(drivers: &[&Driver], work: &Path) -> Result<Vec<(Disk, PathBuf)>> {
     let mut disks = Vec::new();
-    for d in &drivers {
+    for d in drivers {
         let disk = match d.name {
             "nvme" => Disk::Nvme,
             "virtio_blk" => Disk::VirtioBlk {
@@ -348,17 +427,7 @@ pub fn plan(
         f.set_len(256 << 20)?;
         disks.push((disk, image));
     }
-    let mut append = format!("console=ttyS0 quiet loglevel=1 panic=-1 oops=panic {NVME_DEPTH}");
-    if boot.lockdown {
-        append.push_str(" lockdown=confidentiality");
-    }
-    Ok(Plan {
-        initrd,
-        append,
-        disks,
-        drivers: drivers.iter().map(|d| d.name).collect(),
-        tests,
-    })
+    Ok(disks)
 }
 
 /// busybox applets the init script and the tests use (real tools from [`TOOLS`] win).
@@ -381,6 +450,7 @@ fn init_script(drivers: &[&Driver], tests: &[(String, Vec<String>)]) -> String {
          mount -t tmpfs tmp /tmp\n\
          mount -t tmpfs run /run\n\
          mount -t tracefs nodev /sys/kernel/tracing\n\
+         mount -t debugfs nodev /sys/kernel/debug\n\
          mount -t securityfs none /sys/kernel/security\n\
          mount -t bpf bpf /sys/fs/bpf\n\
          mount -t tmpfs cgroup /sys/fs/cgroup && mkdir /sys/fs/cgroup/unified\n\

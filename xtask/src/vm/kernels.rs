@@ -168,12 +168,12 @@ fn unpacked(root: &Path, s: &Series, release: &str) -> Result<Kernel> {
 
 /// apt with its own sources list (the machine's Debian mirror, the suites of the matrix) and
 /// its own lists and cache.
-struct Apt {
+pub struct Apt {
     options: Vec<String>,
 }
 
 impl Apt {
-    fn new(dir: &Path) -> Result<Apt> {
+    pub fn new(dir: &Path) -> Result<Apt> {
         let mirror = debian_mirror()?;
         let security = mirror.replace("/debian", "/debian-security");
         for sub in ["lists/partial", "cache/archives/partial"] {
@@ -210,7 +210,7 @@ impl Apt {
         Ok(apt)
     }
 
-    fn command(&self, program: &str) -> Command {
+    pub fn command(&self, program: &str) -> Command {
         let mut c = Command::new(program);
         c.args(&self.options);
         c

@@ -10,6 +10,7 @@ pub mod guest;
 pub mod initramfs;
 pub mod kernels;
 pub mod modules;
+pub mod netdevsim;
 pub mod qemu;
 pub mod support;
 pub mod systemd;
@@ -83,15 +84,28 @@ pub fn run(opts: &Options) -> Result<()> {
         .iter()
         .filter(|b| opts.boots.is_empty() || opts.boots.iter().any(|n| n == b.name))
         .collect();
+    // netdevsim for the pause-frame test of the full boots, built where this machine can.
+    let netdevsim: Vec<Option<PathBuf>> = if boots.iter().any(|b| b.full) {
+        let mut apt = None;
+        cmd::step("vm: netdevsim", || {
+            kernels
+                .iter()
+                .map(|k| netdevsim::module(k, &mut apt))
+                .collect()
+        })?
+    } else {
+        vec![None; kernels.len()]
+    };
     let work = cmd::workspace_root().join("target/vm");
     std::fs::create_dir_all(&work)?;
     let accel = choose_accel(&kernels[0], &work)?;
     println!("vm: guests run under {}", accel.name());
     let mut runs = Vec::new();
-    for k in &kernels {
+    for (k, nsim) in kernels.iter().zip(&netdevsim) {
         for b in &boots {
             let name = format!("vm: {} ({}) {}", k.series.series, k.release, b.name);
-            let mut r = cmd::step(&name, || boot(k, b, &bins, &work, accel, &opts.tests))?;
+            let nsim = nsim.as_deref();
+            let mut r = cmd::step(&name, || boot(k, b, &bins, &work, accel, &opts.tests, nsim))?;
             // A guest whose kernel died or hung before /init said anything ran none of
             // stornet: under TCG a boot now and then oopses while the kernel patches its own
             // code (int3 in sched_clock_cpu, seen on 7.3), or prints nothing at all
@@ -99,7 +113,7 @@ pub fn run(opts: &Options) -> Result<()> {
             // after /init started, fails the tier.
             if r.outcome.release.is_none() && !r.outcome.passed() {
                 println!("vm: the guest's kernel stopped before /init ran; booting it once more");
-                r = cmd::step(&name, || boot(k, b, &bins, &work, accel, &opts.tests))?;
+                r = cmd::step(&name, || boot(k, b, &bins, &work, accel, &opts.tests, nsim))?;
             }
             runs.push(r);
         }
@@ -146,11 +160,12 @@ fn boot(
     work: &std::path::Path,
     accel: Accel,
     only: &[String],
+    netdevsim: Option<&std::path::Path>,
 ) -> Result<Run> {
     let dir = work.join(format!("{}-{}", k.series.series, b.name));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
-    let plan = guest::plan(k, b, bins, &dir, only)?;
+    let plan = guest::plan(k, b, bins, &dir, only, netdevsim)?;
     let expected = plan.expected();
     let log = dir.join("console.log");
     let start = Instant::now();

@@ -47,6 +47,13 @@ impl ModuleTree {
         Ok(ModuleTree { files, builtin })
     }
 
+    /// Adds a module built apart from the package (`file`, uncompressed or not), which
+    /// `load_order` then loads like the others.
+    pub fn add(&mut self, name: &str, file: &Path) {
+        self.files
+            .insert(name.replace('-', "_"), file.to_path_buf());
+    }
+
     pub fn is_builtin(&self, name: &str) -> bool {
         self.builtin.contains(&name.replace('-', "_"))
     }

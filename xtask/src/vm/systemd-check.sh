@@ -143,6 +143,14 @@ purge_leaves_nothing() {
 	[ -z "$left" ] || { echo "left behind: $left"; return 1; }
 }
 
+stornet_package() {
+	dpkg -i $DEBS/stornet_*.deb || return 1
+	stornet --version || return 1
+	stornet analyze --help | grep -q -- --prometheus || return 1
+	dpkg -P stornet || return 1
+	[ ! -e /usr/bin/stornet ] || { echo "/usr/bin/stornet left"; return 1; }
+}
+
 loadgen_package() {
 	dpkg -i $DEBS/loadgen_*.deb || return 1
 	loadgen --version || return 1
@@ -152,7 +160,7 @@ loadgen_package() {
 
 for c in install_without_btf_says_so install_enables_nothing start_reports_ready probes_attached_in_sandbox journal_is_logfmt \
 	exposure_at_most_2 watchdog_restarts_a_stopped_agent stop_detaches_everything \
-	remove_keeps_conffiles purge_leaves_nothing loadgen_package; do
+	remove_keeps_conffiles purge_leaves_nothing stornet_package loadgen_package; do
 	check $c
 done
 echo "STORNET done"

@@ -33,6 +33,7 @@ pub const CHECKS: &[&str] = &[
     "stop_detaches_everything",
     "remove_keeps_conffiles",
     "purge_leaves_nothing",
+    "stornet_package",
     "loadgen_package",
 ];
 

@@ -14,10 +14,11 @@ use aya::maps::{MapData, PerCpuHashMap};
 
 use super::counters::Counters;
 use super::retransmits::peer_addr;
-use crate::cgroup_counts::CgroupCounts;
+use crate::cgroups::counts::CgroupCounts;
 use crate::cgroups::{Labeller, OTHER};
 use crate::model::{Collector, MetricFamily};
 use crate::net::peers::PeerLabels;
+use metric_names::labels::{CGROUP, PEER};
 
 pub struct CgroupRetransmits {
     counters: Arc<Counters>,
@@ -92,7 +93,7 @@ impl Collector for CgroupRetransmits {
         let mut f = MetricFamily::of(&metric_names::net::TCP_CGROUP_RETRANSMITS_TOTAL);
         for (peer, by_label) in by_peer {
             for (cgroup, n) in by_label {
-                f.scalar(&[("peer", &peer), ("cgroup", &cgroup)], n as f64);
+                f.scalar(&[(PEER, &peer), (CGROUP, &cgroup)], n as f64);
             }
         }
         out.push(f);

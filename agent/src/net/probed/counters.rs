@@ -12,6 +12,7 @@ use anyhow::{Context, Result};
 use aya::maps::{MapData, PerCpuArray};
 
 use crate::model::{Collector, MetricFamily};
+use metric_names::labels::{DIRECTION, MAP};
 
 pub struct Counters(Mutex<PerCpuArray<MapData, u64>>);
 
@@ -46,7 +47,7 @@ impl Collector for PressureCollector {
                 ("receive", COUNTER_EXCEED_RECV),
                 ("other", COUNTER_EXCEED_OTHER),
             ] {
-                f.scalar(&[("direction", dir)], c.get(slot)? as f64);
+                f.scalar(&[(DIRECTION, dir)], c.get(slot)? as f64);
             }
             out.push(f);
         }
@@ -57,15 +58,15 @@ impl Collector for PressureCollector {
         }
         let mut full = MetricFamily::of(&metric_names::net::MAP_FULL_TOTAL);
         full.scalar(
-            &[("map", "tcp_retransmits")],
+            &[(MAP, "tcp_retransmits")],
             c.get(COUNTER_RETRANS_OVERFLOW)? as f64,
         );
         full.scalar(
-            &[("map", "tcp_cgroup_retransmits")],
+            &[(MAP, "tcp_cgroup_retransmits")],
             c.get(COUNTER_CGROUP_RETRANS_OVERFLOW)? as f64,
         );
         full.scalar(
-            &[("map", "skb_drops_unspecified")],
+            &[(MAP, "skb_drops_unspecified")],
             c.get(COUNTER_UNSPECIFIED_OVERFLOW)? as f64,
         );
         out.push(full);

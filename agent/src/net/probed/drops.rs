@@ -13,9 +13,10 @@ use anyhow::{Context, Result};
 use aya::maps::{MapData, PerCpuArray, PerCpuHashMap};
 
 use super::counters::Counters;
-use super::kallsyms::Symbols;
-use crate::btf::Btf;
+use crate::kernel::btf::Btf;
+use crate::kernel::kallsyms::Symbols;
 use crate::model::{Collector, MetricFamily};
+use metric_names::labels::{FUNCTION, REASON};
 
 const ENUM: &str = "skb_drop_reason";
 
@@ -130,12 +131,12 @@ impl Collector for DropCollector {
     fn collect(&self, out: &mut Vec<MetricFamily>) -> Result<()> {
         let mut f = MetricFamily::of(&metric_names::net::SKB_DROPS_TOTAL);
         for (reason, n) in self.reasons()? {
-            f.scalar(&[("reason", &reason)], n as f64);
+            f.scalar(&[(REASON, &reason)], n as f64);
         }
         out.push(f);
         let mut u = MetricFamily::of(&metric_names::net::SKB_DROPS_UNSPECIFIED_TOTAL);
         for (function, n) in self.unspecified()? {
-            u.scalar(&[("function", &function)], n as f64);
+            u.scalar(&[(FUNCTION, &function)], n as f64);
         }
         out.push(u);
         Ok(())
@@ -145,7 +146,7 @@ impl Collector for DropCollector {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::btf::testing::Builder;
+    use crate::kernel::btf::testing::Builder;
 
     #[test]
     fn labels_drop_the_prefix_and_lower_the_case() {

@@ -4,7 +4,6 @@
 pub mod cgroups;
 pub mod counters;
 pub mod drops;
-pub mod kallsyms;
 pub mod retransmits;
 
 use std::sync::Arc;
@@ -13,13 +12,13 @@ use anyhow::{Context, Result};
 
 use agent_common::maps;
 
-use crate::btf::Btf;
 use crate::cgroups::Labeller;
+use crate::collectors::probe_spec::{ProbeCollector, SOCK_EXCEED_BUF_LIMIT, SOCK_RCVQUEUE_FULL};
+use crate::kernel::btf::Btf;
 use crate::model::Collector;
 use crate::net::peers::PeerLabels;
 use crate::net::unattributed::Unattributed;
 use crate::probes::Probes;
-use crate::probes::spec::{ProbeCollector, SOCK_EXCEED_BUF_LIMIT, SOCK_RCVQUEUE_FULL};
 use counters::{Counters, PressureCollector};
 
 /// Map readers for the network probes that are up. `btf` is the kernel's (the drop reasons'

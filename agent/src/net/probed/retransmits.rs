@@ -13,6 +13,7 @@ use super::counters::Counters;
 use crate::model::{Collector, MetricFamily};
 use crate::net::peers::PeerLabels;
 use crate::net::unattributed::Unattributed;
+use metric_names::labels::PEER;
 
 pub struct RetransmitCollector {
     map: Mutex<PerCpuHashMap<MapData, PeerKey, u64>>,
@@ -69,7 +70,7 @@ impl Collector for RetransmitCollector {
         let mut f = MetricFamily::of(&metric_names::net::TCP_RETRANSMITS_TOTAL);
         for (peer, n) in by_label {
             if n > 0 || peer != crate::net::peers::OTHER {
-                f.scalar(&[("peer", &peer)], n as f64);
+                f.scalar(&[(PEER, &peer)], n as f64);
             }
         }
         out.push(f);

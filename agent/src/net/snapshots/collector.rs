@@ -9,11 +9,13 @@ use tracing::{info, warn};
 
 use super::export::{Families, socket_families};
 use super::sockdiag::TcpSocket;
-use super::{Parts, snapshot};
+use super::tcp_totals::TcpTotals;
+use super::{PART_SOCK_DIAG, Parts, snapshot};
+use crate::host::netns::{Namespace, run_in};
 use crate::model::{Collector, MetricFamily};
 use crate::net::peers::PeerLabels;
 use crate::net::unattributed::Unattributed;
-use crate::netns::{Namespace, run_in};
+use metric_names::labels::{NETNS, SNAPSHOT};
 use metric_names::net;
 
 /// Reads the host namespace and the configured ones at every scrape.
@@ -27,6 +29,8 @@ pub struct SnapshotCollector {
     errors: Mutex<BTreeMap<(String, &'static str), u64>>,
     /// Each namespace's `RetransSegs` goes here, for the retransmit collector.
     unattributed: Arc<Unattributed>,
+    /// Per-peer counters summed over sockets that come and go.
+    totals: Mutex<TcpTotals>,
     parts: Parts,
 }
 
@@ -46,6 +50,7 @@ impl SnapshotCollector {
             failing: Mutex::new(HashSet::new()),
             errors: Mutex::new(BTreeMap::new()),
             unattributed,
+            totals: Mutex::new(TcpTotals::default()),
             parts,
         }
     }
@@ -80,7 +85,7 @@ impl SnapshotCollector {
     fn errors_family(&self) -> MetricFamily {
         let mut f = MetricFamily::of(&net::SNAPSHOT_ERRORS_TOTAL);
         for ((ns, part), n) in self.errors.lock().expect("snapshot errors").iter() {
-            f.scalar(&[("netns", ns), ("snapshot", part)], *n as f64);
+            f.scalar(&[(NETNS, ns), (SNAPSHOT, part)], *n as f64);
         }
         f
     }
@@ -89,7 +94,9 @@ impl SnapshotCollector {
 impl Collector for SnapshotCollector {
     fn collect(&self, out: &mut Vec<MetricFamily>) -> Result<()> {
         let mut fams = Families::new();
-        let mut sockets: Vec<TcpSocket> = Vec::new();
+        let mut sockets: Vec<(u64, TcpSocket)> = Vec::new();
+        // Namespaces whose sockets were read: a socket missing from one of them has closed.
+        let mut read = HashSet::new();
         let mut seen = HashSet::new();
         for ns in std::iter::once(&Namespace::Host).chain(&self.namespaces) {
             let label = ns.label();
@@ -110,19 +117,25 @@ impl Collector for SnapshotCollector {
                     if let Some(v) = s.retrans_segs {
                         self.unattributed.snmp(inode, &label, v);
                     }
-                    fams.up.scalar(&[("netns", &label)], 1.0);
+                    fams.up.scalar(&[(NETNS, &label)], 1.0);
                     fams.add(&label, &s, self.parts.netlink);
-                    sockets.extend(s.sockets);
+                    if !s.failed.iter().any(|(p, _)| *p == PART_SOCK_DIAG) {
+                        read.insert(inode);
+                    }
+                    sockets.extend(s.sockets.into_iter().map(|x| (inode, x)));
                 }
                 Err(e) => {
                     self.record(&label, &[(WHOLE, format!("{e:#}"))], &[WHOLE]);
-                    fams.up.scalar(&[("netns", &label)], 0.0);
+                    fams.up.scalar(&[(NETNS, &label)], 0.0);
                 }
             }
         }
         out.extend(fams.into_vec());
         out.push(self.errors_family());
-        out.extend(socket_families(&self.peers, sockets));
+        if self.parts.sock_diag {
+            let mut totals = self.totals.lock().expect("tcp totals");
+            out.extend(socket_families(&self.peers, sockets, &read, &mut totals));
+        }
         Ok(())
     }
 }

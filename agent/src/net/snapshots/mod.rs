@@ -1,14 +1,17 @@
 //! Scrape-time snapshots in each watched network namespace: interface counters, MTU and speed,
-//! pause-frame counters, qdisc statistics (rtnetlink, ethtool) and TCP sockets (sock_diag).
-//! Per-packet signals come from here, never from packet hooks.
+//! pause-frame counters, qdisc statistics and rates (rtnetlink, ethtool) and TCP sockets
+//! (sock_diag, /proc/net/netstat). Per-packet signals come from here, never from packet hooks.
 
 pub mod collector;
 pub mod ethtool;
 pub mod export;
 pub mod links;
 pub mod netlink;
+pub mod netstat;
+pub mod pause_stats;
 pub mod qdisc;
 pub mod sockdiag;
+pub mod tcp_totals;
 
 use std::collections::HashMap;
 
@@ -17,6 +20,7 @@ use anyhow::Result;
 use ethtool::Ethtool;
 use links::Link;
 use netlink::Netlink;
+use pause_stats::PauseStats;
 use qdisc::Qdisc;
 use sockdiag::TcpSocket;
 
@@ -24,11 +28,16 @@ use sockdiag::TcpSocket;
 pub struct NetSnapshot {
     pub links: Vec<Link>,
     pub speeds: HashMap<i32, u64>,
+    /// The driver's pause-frame counters by name (`ethtool -S`), and the kernel's standard
+    /// ones (`ethtool -I -a`), by interface index.
     pub pause: HashMap<i32, Vec<(String, u64)>>,
+    pub pause_stats: HashMap<i32, PauseStats>,
     pub qdiscs: Vec<Qdisc>,
     pub sockets: Vec<TcpSocket>,
     /// `RetransSegs` of the namespace (/proc/net/snmp, as the reading thread sees it).
     pub retrans_segs: Option<u64>,
+    /// `TCPDeliveredCE` of the namespace (/proc/net/netstat).
+    pub delivered_ce: Option<u64>,
     /// Parts that could not be read (`PART_*`), with why: a kernel without one netlink
     /// family or ioctl loses that part only.
     pub failed: Vec<(&'static str, String)>,
@@ -39,10 +48,13 @@ pub struct NetSnapshot {
 pub const PART_QDISC: &str = "qdisc";
 pub const PART_SOCK_DIAG: &str = "sock_diag";
 pub const PART_ETHTOOL: &str = "ethtool";
+pub const PART_PAUSE_STATS: &str = "pause_stats";
 pub const PART_SNMP: &str = "snmp";
+pub const PART_NETSTAT: &str = "netstat";
 
 /// Which parts a snapshot reads: the snapshot collectors that are enabled (`netlink`,
-/// `sock_diag`, `ethtool`), and `snmp` for the retransmit probes' unattributed count.
+/// `sock_diag` with the namespace's ECN count from /proc/net/netstat, `ethtool` with the
+/// standard pause statistics), and `snmp` for the retransmit probes' unattributed count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Parts {
     pub netlink: bool,
@@ -59,7 +71,7 @@ impl Parts {
             netlink: on(NETLINK),
             sock_diag: on(SOCK_DIAG),
             ethtool: on(ETHTOOL),
-            snmp: crate::probes::spec::ProbeCollector::Retransmits
+            snmp: crate::collectors::probe_spec::ProbeCollector::Retransmits
                 .probes()
                 .any(|p| on(p.name)),
         }
@@ -74,7 +86,9 @@ impl Parts {
         [
             (self.netlink, PART_QDISC),
             (self.sock_diag, PART_SOCK_DIAG),
+            (self.sock_diag, PART_NETSTAT),
             (self.ethtool, PART_ETHTOOL),
+            (self.ethtool, PART_PAUSE_STATS),
             (self.snmp, PART_SNMP),
         ]
         .into_iter()
@@ -115,6 +129,18 @@ pub fn snapshot(parts: Parts) -> Result<NetSnapshot> {
                 .map(|s| sockets = s),
         );
     }
+    let mut delivered_ce = None;
+    if parts.sock_diag {
+        part(
+            PART_NETSTAT,
+            std::fs::read_to_string("/proc/thread-self/net/netstat")
+                .map_err(anyhow::Error::from)
+                .and_then(|t| {
+                    delivered_ce = netstat::tcp_ext(&t, "TCPDeliveredCE")?;
+                    Ok(())
+                }),
+        );
+    }
     // /proc/thread-self/net is this thread's namespace (/proc/self/net is the process's).
     let mut retrans_segs = None;
     if parts.snmp {
@@ -133,6 +159,7 @@ pub fn snapshot(parts: Parts) -> Result<NetSnapshot> {
     }
     let mut speeds = HashMap::new();
     let mut pause = HashMap::new();
+    let mut pause_stats = HashMap::new();
     if parts.ethtool {
         part(
             PART_ETHTOOL,
@@ -150,19 +177,26 @@ pub fn snapshot(parts: Parts) -> Result<NetSnapshot> {
                 }
             }),
         );
+        part(
+            PART_PAUSE_STATS,
+            pause_stats::dump().map(|p| pause_stats = p),
+        );
     }
     Ok(NetSnapshot {
         links,
         speeds,
         pause,
+        pause_stats,
         qdiscs,
         sockets,
         retrans_segs,
+        delivered_ce,
         failed,
     })
 }
 
-/// Per-peer socket statistics, merged over sockets and namespaces.
+/// Per-peer socket statistics at one scrape, merged over sockets and namespaces. Sums
+/// that are None: no socket's `tcp_info` has the field (an older kernel).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PeerSockets {
     pub sockets: u64,
@@ -173,6 +207,22 @@ pub struct PeerSockets {
     /// Smallest path MTU and send MSS over the sockets (0: none known).
     pub pmtu_min: u32,
     pub mss_min: u32,
+    /// Bytes written and not yet acknowledged, and those not sent yet, summed.
+    pub send_queue_bytes: u64,
+    pub notsent_bytes: Option<u64>,
+    /// Delivery rates summed over the sockets with data not yet acknowledged (an idle
+    /// socket keeps its last sample, which does not count), and how many of those had
+    /// their latest sample limited by the application, not the path.
+    pub delivery_rate: Option<u64>,
+    pub app_limited: u64,
+}
+
+/// Sums of fields a kernel may lack: None only when every part is None.
+pub fn add_known(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (None, x) | (x, None) => x,
+        (Some(a), Some(b)) => Some(a.saturating_add(b)),
+    }
 }
 
 impl PeerSockets {
@@ -184,6 +234,12 @@ impl PeerSockets {
             srtt_max_us: s.srtt_us,
             pmtu_min: s.pmtu,
             mss_min: s.snd_mss,
+            send_queue_bytes: s.send_queue.into(),
+            notsent_bytes: s.notsent.map(u64::from),
+            delivery_rate: s
+                .delivery_rate
+                .map(|r| if s.send_queue > 0 { r } else { 0 }),
+            app_limited: u64::from(s.send_queue > 0 && s.app_limited),
         }
     }
 
@@ -199,5 +255,9 @@ impl PeerSockets {
         self.srtt_max_us = self.srtt_max_us.max(o.srtt_max_us);
         self.pmtu_min = min(self.pmtu_min, o.pmtu_min);
         self.mss_min = min(self.mss_min, o.mss_min);
+        self.send_queue_bytes += o.send_queue_bytes;
+        self.notsent_bytes = add_known(self.notsent_bytes, o.notsent_bytes);
+        self.delivery_rate = add_known(self.delivery_rate, o.delivery_rate);
+        self.app_limited += o.app_limited;
     }
 }

@@ -5,12 +5,13 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 
 const NLMSG_HDRLEN: usize = 16;
 const NLMSG_ERROR: u16 = 2;
 const NLMSG_DONE: u16 = 3;
 const NLM_F_REQUEST: u16 = 1;
+const NLM_F_ACK: u16 = 4;
 const NLM_F_DUMP: u16 = 0x300;
 /// Attribute type bits that are flags, not the type.
 const NLA_TYPE_MASK: u16 = !(1 << 15 | 1 << 14);
@@ -110,11 +111,40 @@ pub fn u64_at(b: &[u8], at: usize) -> Result<u64> {
     Ok(u64::from_ne_bytes(s.try_into().expect("8 bytes")))
 }
 
+/// Appends an attribute (length, type, payload, padding) to a message being built.
+pub fn put_attr(buf: &mut Vec<u8>, kind: u16, payload: &[u8]) {
+    buf.extend_from_slice(&((4 + payload.len()) as u16).to_ne_bytes());
+    buf.extend_from_slice(&kind.to_ne_bytes());
+    buf.extend_from_slice(payload);
+    buf.resize(align(buf.len()), 0);
+}
+
 /// A NUL-terminated string attribute.
 pub fn string(b: &[u8]) -> String {
     let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
     String::from_utf8_lossy(&b[..end]).into_owned()
 }
+
+/// The kernel refused a request: its errno, which callers may tell apart (a netlink family
+/// or an operation this kernel lacks).
+#[derive(Debug)]
+pub struct Refused {
+    pub kind: u16,
+    pub errno: i32,
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "netlink request {}: {}",
+            self.kind,
+            io::Error::from_raw_os_error(self.errno)
+        )
+    }
+}
+
+impl std::error::Error for Refused {}
 
 /// A netlink socket of one protocol, in the network namespace of the thread that opened it.
 pub struct Netlink {
@@ -157,13 +187,29 @@ impl Netlink {
 
     /// Sends a dump request of `kind` with `body`, and calls `each` with every answer's
     /// payload until the kernel says it is done.
-    pub fn dump(&mut self, kind: u16, body: &[u8], mut each: impl FnMut(&[u8])) -> Result<()> {
+    pub fn dump(&mut self, kind: u16, body: &[u8], each: impl FnMut(&[u8])) -> Result<()> {
+        self.exchange(kind, NLM_F_REQUEST | NLM_F_DUMP, body, each)
+    }
+
+    /// Sends a request of `kind` for one object with `body`, and calls `each` with the
+    /// answer's payload; done at the kernel's acknowledgement.
+    pub fn request(&mut self, kind: u16, body: &[u8], each: impl FnMut(&[u8])) -> Result<()> {
+        self.exchange(kind, NLM_F_REQUEST | NLM_F_ACK, body, each)
+    }
+
+    fn exchange(
+        &mut self,
+        kind: u16,
+        flags: u16,
+        body: &[u8],
+        mut each: impl FnMut(&[u8]),
+    ) -> Result<()> {
         self.seq = self.seq.wrapping_add(1);
         let len = NLMSG_HDRLEN + body.len();
         let mut req = Vec::with_capacity(align(len));
         req.extend_from_slice(&(len as u32).to_ne_bytes());
         req.extend_from_slice(&kind.to_ne_bytes());
-        req.extend_from_slice(&(NLM_F_REQUEST | NLM_F_DUMP).to_ne_bytes());
+        req.extend_from_slice(&flags.to_ne_bytes());
         req.extend_from_slice(&self.seq.to_ne_bytes());
         req.extend_from_slice(&0u32.to_ne_bytes());
         req.extend_from_slice(body);
@@ -207,10 +253,11 @@ impl Netlink {
                     NLMSG_ERROR => {
                         let code = u32_at(m.payload, 0)? as i32;
                         if code != 0 {
-                            bail!(
-                                "netlink request {kind}: {}",
-                                io::Error::from_raw_os_error(-code)
-                            );
+                            return Err(Refused { kind, errno: -code }.into());
+                        }
+                        // An acknowledgement ends a request that was not a dump.
+                        if flags & NLM_F_DUMP == 0 {
+                            return Ok(());
                         }
                     }
                     _ => each(m.payload),

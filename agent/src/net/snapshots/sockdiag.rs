@@ -5,7 +5,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use anyhow::{Result, ensure};
 
-use super::netlink::{Netlink, attr, u32_at};
+use super::netlink::{Netlink, attr, u32_at, u64_at};
 
 const NETLINK_SOCK_DIAG: i32 = 4;
 const SOCK_DIAG_BY_FAMILY: u16 = 20;
@@ -16,16 +16,47 @@ const TCP_ESTABLISHED: u32 = 1;
 const INET_DIAG_MSG_LEN: usize = 72;
 /// `inet_diag_sockid.idiag_dst`, within `inet_diag_msg`.
 const DST_OFFSET: usize = 4 + 20;
+/// `inet_diag_sockid.idiag_cookie` (two u32, low word first).
+const COOKIE_OFFSET: usize = 4 + 40;
+/// `idiag_wqueue`: for TCP, bytes written and not yet acknowledged (`ss`'s Send-Q).
+const WQUEUE_OFFSET: usize = 4 + 48 + 8;
+/// `tcp_info`'s byte after the window scales: `tcpi_delivery_rate_app_limited` is its low
+/// bit (a bit field libc does not name).
+const APP_LIMITED_OFFSET: usize = offset_of!(libc::tcp_info, tcpi_snd_rcv_wscale) + 1;
 
-/// One established TCP socket: its peer and what `TCP_INFO` says about the path.
+/// One established TCP socket: its peer and what `TCP_INFO` says about the path and the
+/// data waiting to go. Fields a kernel's `tcp_info` is too short for are None: sent bytes
+/// not yet sent since 4.6, the delivery rate since 4.9, the time limits since 4.10, the
+/// delivered counts since 4.18.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TcpSocket {
     pub peer: IpAddr,
+    /// The kernel's identifier of the socket (unique while it lives).
+    pub cookie: u64,
     /// Smoothed RTT (`tcpi_rtt`), microseconds.
     pub srtt_us: u32,
     /// Path MTU (`tcpi_pmtu`) and send MSS (`tcpi_snd_mss`), bytes.
     pub pmtu: u32,
     pub snd_mss: u32,
+    /// Bytes written and not yet acknowledged: in flight or not sent yet (`idiag_wqueue`).
+    pub send_queue: u32,
+    /// Bytes written and not sent yet (`tcpi_notsent_bytes`).
+    pub notsent: Option<u32>,
+    /// The latest delivery rate sample (`tcpi_delivery_rate`), bytes per second, and
+    /// whether the application, not the path, limited it (`tcpi_delivery_rate_app_limited`:
+    /// the socket had nothing more to send).
+    pub delivery_rate: Option<u64>,
+    pub app_limited: bool,
+    /// Time limits, microseconds since the socket started: with data to send
+    /// (`tcpi_busy_time`, which includes the two below), stopped by the receiver's window
+    /// (`tcpi_rwnd_limited`), starved by the sender's buffer (`tcpi_sndbuf_limited`).
+    pub busy_us: Option<u64>,
+    pub rwnd_limited_us: Option<u64>,
+    pub sndbuf_limited_us: Option<u64>,
+    /// Segments delivered (`tcpi_delivered`), and those acknowledged with an ECN echo
+    /// (`tcpi_delivered_ce`).
+    pub delivered: Option<u32>,
+    pub delivered_ce: Option<u32>,
 }
 
 /// Opens a sock_diag socket in the calling thread's network namespace.
@@ -100,13 +131,27 @@ pub fn parse(p: &[u8]) -> Result<Option<TcpSocket>> {
     let Some(info) = attr(&p[INET_DIAG_MSG_LEN..], INET_DIAG_INFO)? else {
         return Ok(None);
     };
-    // struct tcp_info is UAPI and only grows; libc mirrors its layout.
+    // struct tcp_info is UAPI and only grows; libc mirrors its layout. The kernel sends as
+    // much of it as it has: later fields are absent on older kernels.
     let field = |off: usize| u32_at(info, off);
+    let newer = |off: usize| u32_at(info, off).ok();
+    let newer64 = |off: usize| u64_at(info, off).ok();
     Ok(Some(TcpSocket {
         peer,
+        cookie: u64::from(u32_at(p, COOKIE_OFFSET)?)
+            | u64::from(u32_at(p, COOKIE_OFFSET + 4)?) << 32,
         srtt_us: field(offset_of!(libc::tcp_info, tcpi_rtt))?,
         pmtu: field(offset_of!(libc::tcp_info, tcpi_pmtu))?,
         snd_mss: field(offset_of!(libc::tcp_info, tcpi_snd_mss))?,
+        send_queue: u32_at(p, WQUEUE_OFFSET)?,
+        notsent: newer(offset_of!(libc::tcp_info, tcpi_notsent_bytes)),
+        delivery_rate: newer64(offset_of!(libc::tcp_info, tcpi_delivery_rate)),
+        app_limited: info.get(APP_LIMITED_OFFSET).is_some_and(|b| b & 1 != 0),
+        busy_us: newer64(offset_of!(libc::tcp_info, tcpi_busy_time)),
+        rwnd_limited_us: newer64(offset_of!(libc::tcp_info, tcpi_rwnd_limited)),
+        sndbuf_limited_us: newer64(offset_of!(libc::tcp_info, tcpi_sndbuf_limited)),
+        delivered: newer(offset_of!(libc::tcp_info, tcpi_delivered)),
+        delivered_ce: newer(offset_of!(libc::tcp_info, tcpi_delivered_ce)),
     }))
 }
 
@@ -124,12 +169,45 @@ mod tests {
             .map(|p| parse(p).unwrap().unwrap())
             .collect();
         assert_eq!(socks.len(), 2);
-        for s in socks {
+        for s in &socks {
             assert_eq!(s.peer, "198.19.245.2".parse::<IpAddr>().unwrap());
             assert_eq!(s.pmtu, 65535);
             assert!(s.srtt_us > 0 && s.srtt_us < 1_000_000);
             assert!(s.snd_mss > 0);
+            // Idle: nothing queued, nothing limited, the handshake delivered.
+            assert_eq!((s.send_queue, s.notsent), (0, Some(0)));
+            assert_eq!(
+                (s.busy_us, s.rwnd_limited_us, s.sndbuf_limited_us),
+                (Some(0), Some(0), Some(0))
+            );
+            assert_eq!((s.delivered, s.delivered_ce), (Some(1), Some(0)));
+            assert!(s.app_limited);
         }
+        assert_ne!(socks[0].cookie, socks[1].cookie);
+    }
+
+    /// A kernel whose `tcp_info` ends before a field leaves that field unknown.
+    #[test]
+    fn an_older_kernels_shorter_tcp_info() {
+        let full = &captured_payloads(include_str!("testdata/sockdiag.hex"))[0];
+        let info = attr(&full[INET_DIAG_MSG_LEN..], INET_DIAG_INFO)
+            .unwrap()
+            .unwrap();
+        let cut = |len: usize| {
+            let mut p = full[..INET_DIAG_MSG_LEN].to_vec();
+            p.extend_from_slice(&((4 + len) as u16).to_ne_bytes());
+            p.extend_from_slice(&INET_DIAG_INFO.to_ne_bytes());
+            p.extend_from_slice(&info[..len]);
+            parse(&p).unwrap().unwrap()
+        };
+        // 4.9: up to the delivery rate.
+        let s = cut(offset_of!(libc::tcp_info, tcpi_busy_time));
+        assert_eq!((s.notsent, s.delivery_rate), (Some(0), Some(0)));
+        assert_eq!((s.busy_us, s.delivered_ce), (None, None));
+        // 4.10: the time limits, not yet the delivered segments.
+        let s = cut(offset_of!(libc::tcp_info, tcpi_delivered));
+        assert_eq!((s.busy_us, s.sndbuf_limited_us), (Some(0), Some(0)));
+        assert_eq!(s.delivered, None);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use super::{Job, new_interval};
 use crate::engine::Msg;
 use crate::results::histogram::Histogram;
-use crate::results::stats::{DirStats, IntervalCount, IoDists, LegStats, SyncStats, ThreadCpu};
+use crate::results::stats::{DirStats, IntervalCount, IoDists, LegStats, SyncStats};
 
 impl Job<'_> {
     /// The last window of a latency-target search begins: the job's results are its.
@@ -26,7 +26,7 @@ impl Job<'_> {
         self.dists = IoDists::default();
         self.intervals.clear();
         self.sync = SyncStats::default();
-        self.cpu_start = Some(ThreadCpu::now());
+        self.cpu_start = Some(crate::cpu::thread_cpu());
         self.results_from = now;
     }
 

@@ -150,7 +150,10 @@ impl Job<'_> {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the fields of one IO, on the hot path"
+    )]
     pub(super) fn start_io(
         &mut self,
         slot: u32,

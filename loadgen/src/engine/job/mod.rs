@@ -215,103 +215,7 @@ pub fn run(
     tx: &Sender<Msg>,
     legs: Option<Box<dyn ExtraLegs>>,
 ) -> Result<JobResult> {
-    let writes = spec.read_pct < 100;
-    let files = spec
-        .files
-        .iter()
-        .map(|f| open(spec, f, writes))
-        .collect::<Result<Vec<File>>>()?;
-    let fds: Vec<RawFd> = files.iter().map(|f| f.as_raw_fd()).collect();
-    let max_bs = spec.sizes.iter().map(|s| s.max()).max().unwrap_or(4096);
-    let bufs = Buffers::new(spec.iodepth as usize, max_bs as usize)?;
-    let extra_sqes = legs.as_ref().map_or(0, |l| l.sqes_per_io());
-    // Room for the syncs of every file too.
-    let sqes = spec.iodepth * (1 + extra_sqes) + fds.len() as u32;
-    let ring = Ring::new(sqes, &fds, &bufs)?;
-    let leg_names: Vec<String> = match &legs {
-        Some(l) => std::iter::once("local".to_string())
-            .chain(l.names())
-            .collect(),
-        None => Vec::new(),
-    };
-    let block_size = spec.sizes[0].min();
-    let blocks = spec.files[0].len / block_size.max(1);
-    let regions: Vec<u64> = spec.files.iter().map(|f| f.len).collect();
-    let mut job = Job {
-        spec,
-        shared,
-        tx,
-        ring,
-        bufs,
-        _files: files,
-        file_pos: vec![None; fds.len()],
-        fds,
-        legs,
-        timer: None,
-        timer_ts: io_uring::types::Timespec::new(),
-        slots: vec![IDLE; spec.iodepth as usize],
-        free: (0..spec.iodepth).rev().collect(),
-        prepared: Vec::with_capacity(spec.iodepth as usize),
-        cqes: Vec::with_capacity(spec.iodepth as usize * 2),
-        legs_done: Vec::new(),
-        inflight: 0,
-        work: Workload::new(
-            &regions,
-            spec.rw.random(),
-            spec.read_pct,
-            &spec.sizes,
-            &spec.distribution,
-            spec.seed,
-        ),
-        pacer: None,
-        next_dir: None,
-        next_due: None,
-        issued_bytes: 0,
-        issued_ios: 0,
-        writes_issued: 0,
-        sync_due: SyncDue::None,
-        syncs_inflight: 0,
-        sync_submit: 0,
-        think_count: 0,
-        think_due: false,
-        think_until: None,
-        block_size,
-        map: spec.verify.then(|| BlockMap::new(blocks)),
-        writes,
-        counter: 0,
-        measure_start: 0,
-        deadline: None,
-        next_boundary: 0,
-        interval_index: 0,
-        qd_last: 0,
-        qd_inflight: 0,
-        dirs: Default::default(),
-        ivl: new_interval(0, leg_names.len()),
-        ramp_ios: [0; 2],
-        ramp_bytes: [0; 2],
-        dists: IoDists::default(),
-        intervals: Vec::new(),
-        cpu_start: None,
-        thread_cpu: ThreadCpu::default(),
-        sync: SyncStats::default(),
-        logs: IoLogs::open(&spec.logs, &spec.log_suffix)?,
-        search: None,
-        reset_pending: false,
-        results_from: 0,
-        vstats: VerifyStats::default(),
-        error: None,
-        leg_names,
-    };
-    for d in &mut job.dirs {
-        d.legs = job
-            .leg_names
-            .iter()
-            .map(|n| LegStats {
-                name: n.clone(),
-                lat: Histogram::new(),
-            })
-            .collect();
-    }
+    let mut job = Job::new(spec, shared, tx, legs)?;
     let fixed = job.ring.fixed_buffers();
     let Some(t0) = shared.gate.ready_wait() else {
         return Err(anyhow!("stopped before the start"));
@@ -356,6 +260,115 @@ pub fn run(
     })
 }
 
+impl<'a> Job<'a> {
+    /// The job's files opened, its buffers and ring set up, nothing issued yet.
+    fn new(
+        spec: &'a JobSpec,
+        shared: &'a Shared,
+        tx: &'a Sender<Msg>,
+        legs: Option<Box<dyn ExtraLegs>>,
+    ) -> Result<Job<'a>> {
+        let writes = spec.read_pct < 100;
+        let files = spec
+            .files
+            .iter()
+            .map(|f| open(spec, f, writes))
+            .collect::<Result<Vec<File>>>()?;
+        let fds: Vec<RawFd> = files.iter().map(|f| f.as_raw_fd()).collect();
+        let max_bs = spec.sizes.iter().map(|s| s.max()).max().unwrap_or(4096);
+        let bufs = Buffers::new(spec.iodepth as usize, max_bs as usize)?;
+        let extra_sqes = legs.as_ref().map_or(0, |l| l.sqes_per_io());
+        // Room for the syncs of every file too.
+        let sqes = spec.iodepth * (1 + extra_sqes) + fds.len() as u32;
+        let ring = Ring::new(sqes, &fds, &bufs)?;
+        let leg_names: Vec<String> = match &legs {
+            Some(l) => std::iter::once("local".to_string())
+                .chain(l.names())
+                .collect(),
+            None => Vec::new(),
+        };
+        let block_size = spec.sizes[0].min();
+        let blocks = spec.files[0].len / block_size.max(1);
+        let regions: Vec<u64> = spec.files.iter().map(|f| f.len).collect();
+        let mut job = Job {
+            spec,
+            shared,
+            tx,
+            ring,
+            bufs,
+            _files: files,
+            file_pos: vec![None; fds.len()],
+            fds,
+            legs,
+            timer: None,
+            timer_ts: io_uring::types::Timespec::new(),
+            slots: vec![IDLE; spec.iodepth as usize],
+            free: (0..spec.iodepth).rev().collect(),
+            prepared: Vec::with_capacity(spec.iodepth as usize),
+            cqes: Vec::with_capacity(spec.iodepth as usize * 2),
+            legs_done: Vec::new(),
+            inflight: 0,
+            work: Workload::new(
+                &regions,
+                spec.rw.random(),
+                spec.read_pct,
+                &spec.sizes,
+                &spec.distribution,
+                spec.seed,
+            ),
+            pacer: None,
+            next_dir: None,
+            next_due: None,
+            issued_bytes: 0,
+            issued_ios: 0,
+            writes_issued: 0,
+            sync_due: SyncDue::None,
+            syncs_inflight: 0,
+            sync_submit: 0,
+            think_count: 0,
+            think_due: false,
+            think_until: None,
+            block_size,
+            map: spec.verify.then(|| BlockMap::new(blocks)),
+            writes,
+            counter: 0,
+            measure_start: 0,
+            deadline: None,
+            next_boundary: 0,
+            interval_index: 0,
+            qd_last: 0,
+            qd_inflight: 0,
+            dirs: Default::default(),
+            ivl: new_interval(0, leg_names.len()),
+            ramp_ios: [0; 2],
+            ramp_bytes: [0; 2],
+            dists: IoDists::default(),
+            intervals: Vec::new(),
+            cpu_start: None,
+            thread_cpu: ThreadCpu::default(),
+            sync: SyncStats::default(),
+            logs: IoLogs::open(&spec.logs, &spec.log_suffix)?,
+            search: None,
+            reset_pending: false,
+            results_from: 0,
+            vstats: VerifyStats::default(),
+            error: None,
+            leg_names,
+        };
+        for d in &mut job.dirs {
+            d.legs = job
+                .leg_names
+                .iter()
+                .map(|n| LegStats {
+                    name: n.clone(),
+                    lat: Histogram::new(),
+                })
+                .collect();
+        }
+        Ok(job)
+    }
+}
+
 impl Job<'_> {
     fn sync_engine(&self) -> bool {
         self.spec.engine != IoEngine::IoUring
@@ -384,7 +397,7 @@ impl Job<'_> {
         let mut stopping = false;
         loop {
             if self.cpu_start.is_none() && now >= self.measure_start {
-                self.cpu_start = Some(ThreadCpu::now());
+                self.cpu_start = Some(crate::cpu::thread_cpu());
             }
             if !stopping
                 && (self.error.is_some()
@@ -462,7 +475,7 @@ impl Job<'_> {
             self.fail(e);
         }
         if let Some(start) = &self.cpu_start {
-            self.thread_cpu = ThreadCpu::now().since(start);
+            self.thread_cpu = crate::cpu::thread_cpu().since(start);
         }
         Ok(now)
     }

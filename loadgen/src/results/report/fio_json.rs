@@ -174,10 +174,10 @@ fn dists(o: &mut Obj, d: &IoDists, ios: u64) {
 /// sweep point's values in fio's spelling.
 fn job_options(r: &RunResult, j: &JobResult) -> Obj {
     let mut o = Obj::new();
-    let Some(job) = r.plan.jobs.get(j.group) else {
+    let Some(job) = r.options.jobs.get(j.group) else {
         return o.with("name", j.name.as_str());
     };
-    let global = &r.plan.global_options;
+    let global = &r.options.global;
     for (k, v) in &job.given {
         if global.get(k) == Some(v) && k != "name" {
             continue;
@@ -192,7 +192,7 @@ fn job_options(r: &RunResult, j: &JobResult) -> Obj {
 }
 
 fn percentile_list(r: &RunResult, j: &JobResult) -> Vec<f64> {
-    r.plan
+    r.options
         .jobs
         .get(j.group)
         .and_then(|g| g.percentile_list.clone())
@@ -201,7 +201,6 @@ fn percentile_list(r: &RunResult, j: &JobResult) -> Vec<f64> {
 
 pub(crate) fn job(
     r: &RunResult,
-    s: &RunSettings,
     p: &PointResult,
     j: &JobResult,
     members: &[usize],
@@ -213,7 +212,7 @@ pub(crate) fn job(
         plus,
     };
     let agg = |d: usize| rates(&p.merged[d], p.runtime_ns).1;
-    let iv = s.interval_ns;
+    let iv = r.options.interval_ns;
     // fio's CPU of a job is its own thread's over its run time; a group sums both.
     let run_ns: u64 = members.iter().map(|&m| p.jobs[m].runtime_ns).sum();
     let cpu = |ns: u64| {
@@ -224,7 +223,7 @@ pub(crate) fn job(
         }
     };
     let ios = j.dirs[0].ios + j.dirs[1].ios;
-    let spec = r.plan.jobs.get(j.group);
+    let spec = r.options.jobs.get(j.group);
     let ramp = spec.map_or(0, |g| g.ramp_time_ns);
     let mut o = Obj::new()
         .with("jobname", j.name.as_str())
@@ -340,7 +339,7 @@ pub fn render(r: &RunResult, s: &RunSettings, plus: bool) -> Obj {
     let mut jobs: Vec<J> = Vec::new();
     for p in &r.points {
         for (j, members) in entries(p, s.group_reporting) {
-            jobs.push(job(r, s, p, &j, &members, plus).into());
+            jobs.push(job(r, p, &j, &members, plus).into());
         }
     }
     let mut o = Obj::new()
@@ -348,9 +347,9 @@ pub fn render(r: &RunResult, s: &RunSettings, plus: bool) -> Obj {
         .with("timestamp", r.started_unix_ms / 1000)
         .with("timestamp_ms", r.started_unix_ms)
         .with("time", ctime(r.started_unix_ms / 1000));
-    if !r.plan.global_options.is_empty() {
+    if !r.options.global.is_empty() {
         let mut g = Obj::new();
-        for (k, v) in &r.plan.global_options {
+        for (k, v) in &r.options.global {
             g.put(k.as_str(), v.as_str());
         }
         o.put("global options", g);

@@ -113,11 +113,7 @@ fn merge_intervals(into: &mut Vec<IntervalCount>, other: &[IntervalCount]) {
 
 /// IOPS and bytes per second of a direction over `runtime_ns`.
 pub fn rates(d: &DirStats, runtime_ns: u64) -> (f64, f64) {
-    if runtime_ns == 0 {
-        return (0.0, 0.0);
-    }
-    let s = runtime_ns as f64 / 1e9;
-    (d.ios as f64 / s, d.bytes as f64 / s)
+    d.rates(runtime_ns)
 }
 
 /// fio's statistics over per-interval samples: min, max, mean and sample standard deviation

@@ -45,7 +45,7 @@ fn dir(
     lat(out, &d.slat);
     lat(out, &d.clat);
     let pcts = r
-        .plan
+        .options
         .jobs
         .get(j.group)
         .and_then(|g| g.percentile_list.clone())

@@ -301,7 +301,7 @@ fn point(out: &mut String, r: &RunResult, p: &PointResult, group: bool) {
         "  cpu: {:.2}us per IO (user {:.2}s, sys {:.2}s, io_uring workers {:.2}s); process {:.0}% of one CPU; system {:.0}% of {} CPUs",
         c.per_io_us, c.user_s, c.sys_s, c.io_workers_s, c.process_pct, c.system_pct, c.cpus
     );
-    timeline(out, &p.timeline, r.plan.settings.interval_ns);
+    timeline(out, &p.timeline, r.options.interval_ns);
     leg_timeline(out, &p.timeline);
 }
 

@@ -1,0 +1,8 @@
+//! What the host's procfs and sysfs say besides the probes: pressure stall information, a
+//! collector of its own (`pressure`); the block devices' kernel names, which of them to
+//! report and their queue limits (`devices`); the network namespaces the agent reads
+//! statistics in (`netns`).
+
+pub mod devices;
+pub mod netns;
+pub mod pressure;

@@ -1,0 +1,521 @@
+//! The metric-to-model table: which of stornet-agent's metrics the analysis reads (named by
+//! the `metric-names` crate, the agent's own source of names, so a metric renamed there is
+//! renamed here at compile time), how each folds into a per-interval value, and (`host`) how
+//! those values fill the analysis model (`analysis::Host`). A load generator's own scrapes
+//! during a run and fleet mode's Prometheus queries both go through this table.
+
+mod host;
+
+pub use host::host;
+
+use std::collections::BTreeMap;
+
+use analysis::{Host, Series};
+use serde::{Deserialize, Serialize};
+
+use metric_names::labels::{
+    DEVICE, HANDLE, INTERFACE, KIND, NETNS, OP, PARENT, PEER, QDISC as QDISC_KIND, REASON, RESOURCE,
+};
+use metric_names::{Metric, agent, block, net};
+use promclient::text::Sample;
+
+/// A value of the model, as read from one metric family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Field {
+    BlockQueueSum,
+    BlockQueueCount,
+    BlockServiceSum,
+    BlockServiceCount,
+    /// Requests completed (the IO-size histogram's count).
+    BlockRequests,
+    BlockErrors,
+    BlockInflight,
+    BlockQueueLimit,
+    /// A device, one device it sends its IO to, and the remote that serves it
+    /// (`stornet_block_device_info`).
+    BlockParent,
+    TcpRetransmits,
+    TcpSrtt,
+    TcpPathMtu,
+    TcpMss,
+    SkbDrops,
+    QdiscDrops,
+    QdiscOverlimits,
+    QdiscBacklog,
+    InterfaceMtu,
+    InterfaceRxPackets,
+    InterfaceTxPackets,
+    InterfaceRxDrops,
+    InterfaceTxDrops,
+    InterfaceRxErrors,
+    InterfaceTxErrors,
+    /// Time tasks stalled waiting for a resource (PSI), by resource and kind.
+    PressureStalled,
+    /// The agent's start time: a change means it restarted and its counters began again.
+    AgentStart,
+}
+
+/// How a family's samples become per-interval values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetricType {
+    /// A counter: the interval's increase. `born_at_zero`: the agent creates the series at
+    /// its first event (eBPF-counted), so a series absent from a complete scrape is 0;
+    /// otherwise (kernel counters read from netlink) a new series' history is unknown.
+    Counter { born_at_zero: bool },
+    /// A gauge: its value at the end of the interval.
+    Gauge,
+}
+
+/// How samples that share the key labels combine (other labels are folded away).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fold {
+    Sum,
+    Min,
+    Max,
+}
+
+/// Which series of a metric: its own, or a histogram's `_sum` or `_count`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    Value,
+    Sum,
+    Count,
+}
+
+impl Part {
+    fn suffix(self) -> &'static str {
+        match self {
+            Part::Value => "",
+            Part::Sum => "_sum",
+            Part::Count => "_count",
+        }
+    }
+}
+
+pub struct SignalFamily {
+    pub field: Field,
+    /// The agent's metric, named in one place (the `metric-names` crate).
+    pub metric: Metric,
+    pub part: Part,
+    /// The labels that tell series apart, in key order.
+    pub labels: &'static [&'static str],
+    pub kind: MetricType,
+    pub fold: Fold,
+}
+
+const EBPF: MetricType = MetricType::Counter { born_at_zero: true };
+const SNAPSHOT: MetricType = MetricType::Counter {
+    born_at_zero: false,
+};
+pub(crate) const DEV_OP: &[&str] = &[DEVICE, OP];
+pub(crate) const QDISC: &[&str] = &[NETNS, INTERFACE, QDISC_KIND, HANDLE, PARENT];
+pub(crate) const IFACE: &[&str] = &[NETNS, INTERFACE];
+
+const fn family(
+    field: Field,
+    metric: Metric,
+    part: Part,
+    labels: &'static [&'static str],
+    kind: MetricType,
+    fold: Fold,
+) -> SignalFamily {
+    SignalFamily {
+        field,
+        metric,
+        part,
+        labels,
+        kind,
+        fold,
+    }
+}
+
+/// Every family the analysis uses.
+pub const FAMILIES: &[SignalFamily] = &[
+    family(
+        Field::BlockQueueSum,
+        block::QUEUE_SECONDS,
+        Part::Sum,
+        DEV_OP,
+        EBPF,
+        Fold::Sum,
+    ),
+    family(
+        Field::BlockQueueCount,
+        block::QUEUE_SECONDS,
+        Part::Count,
+        DEV_OP,
+        EBPF,
+        Fold::Sum,
+    ),
+    family(
+        Field::BlockServiceSum,
+        block::SERVICE_SECONDS,
+        Part::Sum,
+        DEV_OP,
+        EBPF,
+        Fold::Sum,
+    ),
+    family(
+        Field::BlockServiceCount,
+        block::SERVICE_SECONDS,
+        Part::Count,
+        DEV_OP,
+        EBPF,
+        Fold::Sum,
+    ),
+    family(
+        Field::BlockRequests,
+        block::IO_SIZE_BYTES,
+        Part::Count,
+        DEV_OP,
+        EBPF,
+        Fold::Sum,
+    ),
+    family(
+        Field::BlockErrors,
+        block::ERRORS_TOTAL,
+        Part::Value,
+        DEV_OP,
+        EBPF,
+        Fold::Sum,
+    ),
+    family(
+        Field::BlockInflight,
+        block::INFLIGHT,
+        Part::Value,
+        &[DEVICE],
+        MetricType::Gauge,
+        Fold::Sum,
+    ),
+    // `limit` is nr_requests or the device's own queue depth: the smaller one binds.
+    family(
+        Field::BlockQueueLimit,
+        block::QUEUE_LIMIT,
+        Part::Value,
+        &[DEVICE],
+        MetricType::Gauge,
+        Fold::Min,
+    ),
+    family(
+        Field::BlockParent,
+        block::DEVICE_INFO,
+        Part::Value,
+        &[DEVICE, PARENT, PEER],
+        MetricType::Gauge,
+        Fold::Max,
+    ),
+    family(
+        Field::TcpRetransmits,
+        net::TCP_RETRANSMITS_TOTAL,
+        Part::Value,
+        &[PEER],
+        EBPF,
+        Fold::Sum,
+    ),
+    family(
+        Field::TcpSrtt,
+        net::TCP_SRTT_SECONDS,
+        Part::Value,
+        &[PEER],
+        MetricType::Gauge,
+        Fold::Max,
+    ),
+    family(
+        Field::TcpPathMtu,
+        net::TCP_PATH_MTU_BYTES,
+        Part::Value,
+        &[PEER],
+        MetricType::Gauge,
+        Fold::Min,
+    ),
+    family(
+        Field::TcpMss,
+        net::TCP_MSS_BYTES,
+        Part::Value,
+        &[PEER],
+        MetricType::Gauge,
+        Fold::Min,
+    ),
+    family(
+        Field::SkbDrops,
+        net::SKB_DROPS_TOTAL,
+        Part::Value,
+        &[REASON],
+        EBPF,
+        Fold::Sum,
+    ),
+    family(
+        Field::QdiscDrops,
+        net::QDISC_DROPS_TOTAL,
+        Part::Value,
+        QDISC,
+        SNAPSHOT,
+        Fold::Sum,
+    ),
+    family(
+        Field::QdiscOverlimits,
+        net::QDISC_OVERLIMITS_TOTAL,
+        Part::Value,
+        QDISC,
+        SNAPSHOT,
+        Fold::Sum,
+    ),
+    family(
+        Field::QdiscBacklog,
+        net::QDISC_BACKLOG_BYTES,
+        Part::Value,
+        QDISC,
+        MetricType::Gauge,
+        Fold::Sum,
+    ),
+    family(
+        Field::InterfaceMtu,
+        net::INTERFACE_MTU,
+        Part::Value,
+        IFACE,
+        MetricType::Gauge,
+        Fold::Max,
+    ),
+    family(
+        Field::InterfaceRxPackets,
+        net::INTERFACE_RECEIVE_PACKETS_TOTAL,
+        Part::Value,
+        IFACE,
+        SNAPSHOT,
+        Fold::Sum,
+    ),
+    family(
+        Field::InterfaceTxPackets,
+        net::INTERFACE_TRANSMIT_PACKETS_TOTAL,
+        Part::Value,
+        IFACE,
+        SNAPSHOT,
+        Fold::Sum,
+    ),
+    family(
+        Field::InterfaceRxDrops,
+        net::INTERFACE_RECEIVE_DROPPED_TOTAL,
+        Part::Value,
+        IFACE,
+        SNAPSHOT,
+        Fold::Sum,
+    ),
+    family(
+        Field::InterfaceTxDrops,
+        net::INTERFACE_TRANSMIT_DROPPED_TOTAL,
+        Part::Value,
+        IFACE,
+        SNAPSHOT,
+        Fold::Sum,
+    ),
+    family(
+        Field::InterfaceRxErrors,
+        net::INTERFACE_RECEIVE_ERRORS_TOTAL,
+        Part::Value,
+        IFACE,
+        SNAPSHOT,
+        Fold::Sum,
+    ),
+    family(
+        Field::InterfaceTxErrors,
+        net::INTERFACE_TRANSMIT_ERRORS_TOTAL,
+        Part::Value,
+        IFACE,
+        SNAPSHOT,
+        Fold::Sum,
+    ),
+    family(
+        Field::PressureStalled,
+        metric_names::host::PRESSURE_STALLED_SECONDS_TOTAL,
+        Part::Value,
+        &[RESOURCE, KIND],
+        SNAPSHOT,
+        Fold::Sum,
+    ),
+    family(
+        Field::AgentStart,
+        agent::START_TIME_SECONDS,
+        Part::Value,
+        &[],
+        MetricType::Gauge,
+        Fold::Max,
+    ),
+];
+
+/// The block-layer latency histograms (`_bucket` series with `le`), for fleet mode's
+/// percentiles.
+pub const QUEUE_HISTOGRAM: &str = block::QUEUE_SECONDS.name;
+pub const SERVICE_HISTOGRAM: &str = block::SERVICE_SECONDS.name;
+
+/// The namespace label value of the agent's own network namespace.
+const OWN_NAMESPACE: &str = "host";
+
+pub fn family_of(field: Field) -> &'static SignalFamily {
+    FAMILIES
+        .iter()
+        .find(|f| f.field == field)
+        .expect("every field has a family")
+}
+
+impl SignalFamily {
+    /// The name of the series read, e.g. `stornet_block_queue_seconds_sum`.
+    pub fn series(&self) -> String {
+        format!("{}{}", self.metric.name, self.part.suffix())
+    }
+
+    fn is_series(&self, name: &str) -> bool {
+        name.strip_suffix(self.part.suffix()) == Some(self.metric.name)
+    }
+}
+
+fn by_metric(name: &str) -> Option<&'static SignalFamily> {
+    FAMILIES.iter().find(|f| f.is_series(name))
+}
+
+/// Whether a scrape needs samples of this metric.
+pub fn wanted(metric: &str) -> bool {
+    by_metric(metric).is_some()
+}
+
+/// One series of a field: the field and its key label values (missing labels are empty).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Key {
+    pub field: Field,
+    pub labels: Vec<String>,
+}
+
+impl Key {
+    pub fn new(field: Field, labels: &[&str]) -> Key {
+        Key {
+            field,
+            labels: labels.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+}
+
+/// Values of one scrape, by key.
+pub type Reading = BTreeMap<Key, f64>;
+
+/// Folds a scrape's samples into one value per key. Values that are not finite are left out.
+pub fn reading(samples: &[Sample]) -> Reading {
+    let mut out = Reading::new();
+    for s in samples {
+        let Some(f) = by_metric(&s.name) else {
+            continue;
+        };
+        if !s.value.is_finite() {
+            continue;
+        }
+        let key = Key {
+            field: f.field,
+            labels: f
+                .labels
+                .iter()
+                .map(|l| s.label(l).unwrap_or_default().to_string())
+                .collect(),
+        };
+        out.entry(key)
+            .and_modify(|v| {
+                *v = match f.fold {
+                    Fold::Sum => *v + s.value,
+                    Fold::Min => v.min(s.value),
+                    Fold::Max => v.max(s.value),
+                }
+            })
+            .or_insert(s.value);
+    }
+    out
+}
+
+/// The model's name of an interface: its own name in the agent's namespace, `NS/NAME` in
+/// another one.
+pub fn interface_name(namespace: &str, interface: &str) -> String {
+    if namespace.is_empty() || namespace == OWN_NAMESPACE {
+        interface.to_string()
+    } else {
+        format!("{namespace}/{interface}")
+    }
+}
+
+/// The replica address a latency leg is about: the address in a leg name such as
+/// `replica 198.18.0.2:7000` (the port dropped), else the name itself.
+pub fn replica_address(leg: &str) -> String {
+    let last = leg.split_whitespace().last().unwrap_or(leg);
+    if let Ok(sa) = last.parse::<std::net::SocketAddr>() {
+        return sa.ip().to_string();
+    }
+    if let Ok(ip) = last.parse::<std::net::IpAddr>() {
+        return ip.to_string();
+    }
+    leg.to_string()
+}
+
+/// Leaves out TCP peers that are the host's own addresses: a connection to itself is no
+/// network path (an agent counts retransmits in every namespace, so its own address shows
+/// up as the peer of connections toward it).
+pub fn drop_own_peers(h: &mut Host) {
+    let own = h.addresses.clone();
+    h.peers.retain(|addr, _| !own.contains(addr));
+}
+
+/// Per-interval values of one agent (or one Prometheus instance), by key.
+pub type Values = BTreeMap<Key, Series>;
+
+#[cfg(test)]
+mod tests {
+    /// The labels a family keys its series by are labels its metric declares: a label
+    /// renamed on the agent's side cannot leave the analysis reading nothing.
+    #[test]
+    fn every_family_keys_by_labels_its_metric_has() {
+        for f in super::FAMILIES {
+            for l in f.labels {
+                assert!(
+                    f.metric.labels.contains(l),
+                    "{}: label {l} is not one of {:?}",
+                    f.metric.name,
+                    f.metric.labels
+                );
+            }
+        }
+    }
+
+    use super::*;
+    use promclient::text::parse;
+
+    #[test]
+    fn every_field_has_exactly_one_family() {
+        for f in FAMILIES {
+            assert_eq!(family_of(f.field).metric, f.metric);
+            assert_eq!(
+                FAMILIES.iter().filter(|g| g.series() == f.series()).count(),
+                1
+            );
+        }
+    }
+
+    #[test]
+    fn a_scrape_folds_into_keys() {
+        let text = "stornet_block_queue_limit{device=\"loop3\",limit=\"nr_requests\"} 128\n\
+                    stornet_block_queue_limit{device=\"loop3\",limit=\"device_queue_depth\"} 31\n\
+                    stornet_block_errors_total{device=\"loop3\",op=\"write\",error=\"ioerr\"} 2\n\
+                    stornet_block_errors_total{device=\"loop3\",op=\"write\",error=\"timeout\"} 3\n\
+                    stornet_block_queue_seconds_bucket{device=\"loop3\",op=\"write\",le=\"1\"} 3\n\
+                    stornet_tcp_srtt_seconds{peer=\"198.18.0.2\"} NaN\n\
+                    stornet_agent_start_time_seconds 1700000000\n\
+                    unrelated_total 5\n";
+        let r = reading(&parse(text).unwrap());
+        assert_eq!(r.len(), 3, "{r:?}");
+        assert_eq!(r[&Key::new(Field::BlockQueueLimit, &["loop3"])], 31.0);
+        assert_eq!(r[&Key::new(Field::BlockErrors, &["loop3", "write"])], 5.0);
+        assert_eq!(r[&Key::new(Field::AgentStart, &[])], 1.7e9);
+    }
+
+    #[test]
+    fn leg_names_give_replica_addresses() {
+        assert_eq!(replica_address("replica 198.18.0.2:7000"), "198.18.0.2");
+        assert_eq!(replica_address("replica [fd00::2]:7000"), "fd00::2");
+        assert_eq!(replica_address("198.18.0.3"), "198.18.0.3");
+        assert_eq!(replica_address("nop"), "nop");
+    }
+}
