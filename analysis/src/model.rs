@@ -150,6 +150,9 @@ pub struct Peer {
     /// Sender MSS toward the peer (gauge); used when the path MTU is not known.
     #[serde(default)]
     pub mss_bytes: Series,
+    /// Bytes written to the peer's sockets and not sent yet (gauge).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notsent_bytes: Series,
     /// The local interface the route to the peer leaves by, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interface: Option<String>,
@@ -352,6 +355,7 @@ impl Host {
                 &mut p.srtt_seconds,
                 &mut p.path_mtu_bytes,
                 &mut p.mss_bytes,
+                &mut p.notsent_bytes,
             ]);
         }
         out.extend(self.skb_drops.values_mut());
@@ -401,6 +405,7 @@ impl Host {
             check(&p.srtt_seconds, n, || format!("{} srtt_seconds", q()))?;
             check(&p.path_mtu_bytes, n, || format!("{} path_mtu_bytes", q()))?;
             check(&p.mss_bytes, n, || format!("{} mss_bytes", q()))?;
+            check(&p.notsent_bytes, n, || format!("{} notsent_bytes", q()))?;
         }
         for (reason, s) in &self.skb_drops {
             check(s, n, || format!("host {h} skb_drops {reason}"))?;

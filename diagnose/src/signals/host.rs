@@ -1,12 +1,13 @@
-//! How one host's per-interval values fill the analysis model: its block devices (per op,
-//! with what each sits on and who serves it), its TCP peers, the kernel's drops, CPU
-//! pressure, its qdiscs and its interfaces.
+//! How one host's per-interval values fill the analysis model: each family with a one-to-one
+//! [`Place`] goes where it says (a device's, peer's or interface's series); the rest are
+//! combined here: block devices per op (means from sums and counts), what each device sits
+//! on and who serves it, the kernel's drops, CPU pressure and the qdiscs.
 
 use std::collections::BTreeSet;
 
-use analysis::{BlockOp, Host, Interface, Peer, Qdisc, Series};
+use analysis::{BlockOp, Host, Peer, Qdisc, Series};
 
-use super::{DEV_OP, Field, IFACE, Key, QDISC, Values, family_of, interface_name, replica_address};
+use super::{DEV_OP, Field, Key, Place, QDISC, Values, family_of, interface_name, replica_address};
 
 /// Fills a host of the analysis model from its per-interval values (`n` intervals).
 pub fn host(name: &str, addresses: Vec<String>, v: &Values, n: usize) -> Host {
@@ -15,9 +16,12 @@ pub fn host(name: &str, addresses: Vec<String>, v: &Values, n: usize) -> Host {
         addresses,
         ..Host::default()
     };
-    block_devices(&mut h, v, n);
+    block_ops(&mut h, v, n);
+    for (k, s) in v {
+        place(&mut h, k, s);
+    }
+    h.devices.retain(|name, _| !name.is_empty());
     device_parents(&mut h, v);
-    tcp_peers(&mut h, v);
     for k in keys(v, Field::SkbDrops) {
         h.skb_drops.insert(k.labels[0].clone(), v[k].clone());
     }
@@ -26,8 +30,40 @@ pub fn host(name: &str, addresses: Vec<String>, v: &Values, n: usize) -> Host {
         h.cpu_stalled_seconds = s.clone();
     }
     qdiscs(&mut h, v);
-    interfaces(&mut h, v);
     h
+}
+
+/// Puts a series where its family's place says, if that is one series of the model.
+fn place(h: &mut Host, k: &Key, s: &Series) {
+    let series = match family_of(k.field).place {
+        Place::Device(_, field) => field(h.devices.entry(k.labels[0].clone()).or_default()),
+        Place::Peer(_, field) => match peer(h, &k.labels[0]) {
+            Some(p) => field(p),
+            None => return,
+        },
+        Place::Interface(_, field) => {
+            let (namespace, interface) = (&k.labels[0], &k.labels[1]);
+            if interface == "lo" || interface.is_empty() {
+                return;
+            }
+            let name = interface_name(namespace, interface);
+            field(h.interfaces.entry(name).or_default())
+        }
+        Place::Custom(_) => return,
+    };
+    *series = s.clone();
+}
+
+/// The peer of that address, unless it is no other host: `other` folds peers beyond the
+/// agent's cap, and a loopback peer is this host itself.
+fn peer<'a>(h: &'a mut Host, addr: &str) -> Option<&'a mut Peer> {
+    let local = addr
+        .parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| ip.is_loopback() || ip.is_unspecified());
+    if addr.is_empty() || addr == "other" || local {
+        return None;
+    }
+    Some(h.peers.entry(addr.to_string()).or_default())
 }
 
 fn get<'a>(v: &'a Values, field: Field, labels: &[String]) -> Option<&'a Series> {
@@ -54,9 +90,8 @@ fn ratio(a: Option<&Series>, b: Option<&Series>, n: usize) -> Series {
         .collect()
 }
 
-/// Block devices, per op: requests, mean queue and service time, errors; then in-flight
-/// requests and the queue limit per device.
-fn block_devices(h: &mut Host, v: &Values, n: usize) {
+/// Block devices, per op: requests, mean queue and service time, errors.
+fn block_ops(h: &mut Host, v: &Values, n: usize) {
     let dev_ops: BTreeSet<Vec<String>> = v
         .keys()
         .filter(|k| family_of(k.field).labels == DEV_OP)
@@ -84,16 +119,6 @@ fn block_devices(h: &mut Host, v: &Values, n: usize) {
             .ops
             .insert(l[1].clone(), op);
     }
-    for k in keys(v, Field::BlockInflight) {
-        h.devices.entry(k.labels[0].clone()).or_default().inflight = v[k].clone();
-    }
-    for k in keys(v, Field::BlockQueueLimit) {
-        h.devices
-            .entry(k.labels[0].clone())
-            .or_default()
-            .queue_limit = v[k].clone();
-    }
-    h.devices.retain(|name, _| !name.is_empty());
 }
 
 /// What each device with IO sits on, and who serves it over the network, as the last
@@ -110,34 +135,6 @@ fn device_parents(h: &mut Host, v: &Values) {
         }
         if !peer.is_empty() {
             d.peer = Some(replica_address(peer));
-        }
-    }
-}
-
-/// TCP peers: retransmits, smoothed RTT, path MTU and MSS per remote address.
-fn tcp_peers(h: &mut Host, v: &Values) {
-    let peer_fields = [
-        Field::TcpRetransmits,
-        Field::TcpSrtt,
-        Field::TcpPathMtu,
-        Field::TcpMss,
-    ];
-    for k in v.keys().filter(|k| peer_fields.contains(&k.field)) {
-        // `other` folds peers beyond the agent's cap; a loopback peer is this host itself.
-        let addr = &k.labels[0];
-        let local = addr
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback() || ip.is_unspecified());
-        if addr.is_empty() || addr == "other" || local {
-            continue;
-        }
-        let p: &mut Peer = h.peers.entry(addr.clone()).or_default();
-        let s = v[k].clone();
-        match k.field {
-            Field::TcpRetransmits => p.retransmits = s,
-            Field::TcpSrtt => p.srtt_seconds = s,
-            Field::TcpPathMtu => p.path_mtu_bytes = s,
-            _ => p.mss_bytes = s,
         }
     }
 }
@@ -172,29 +169,6 @@ fn qdiscs(h: &mut Host, v: &Values) {
                 .cloned()
                 .unwrap_or_default(),
         });
-    }
-}
-
-/// Interfaces, without loopback.
-fn interfaces(h: &mut Host, v: &Values) {
-    for k in v.keys().filter(|k| family_of(k.field).labels == IFACE) {
-        if k.labels[1] == "lo" || k.labels[1].is_empty() {
-            continue;
-        }
-        let i: &mut Interface = h
-            .interfaces
-            .entry(interface_name(&k.labels[0], &k.labels[1]))
-            .or_default();
-        let s = v[k].clone();
-        match k.field {
-            Field::InterfaceMtu => i.mtu_bytes = s,
-            Field::InterfaceRxPackets => i.rx_packets = s,
-            Field::InterfaceTxPackets => i.tx_packets = s,
-            Field::InterfaceRxDrops => i.rx_drops = s,
-            Field::InterfaceTxDrops => i.tx_drops = s,
-            Field::InterfaceRxErrors => i.rx_errors = s,
-            _ => i.tx_errors = s,
-        }
     }
 }
 

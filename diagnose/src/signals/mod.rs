@@ -1,16 +1,24 @@
 //! The metric-to-model table: which of stornet-agent's metrics the analysis reads (named by
 //! the `metric-names` crate, the agent's own source of names, so a metric renamed there is
-//! renamed here at compile time), how each folds into a per-interval value, and (`host`) how
-//! those values fill the analysis model (`analysis::Host`). A load generator's own scrapes
-//! during a run and fleet mode's Prometheus queries both go through this table.
+//! renamed here at compile time), how each folds into a per-interval value, and where its
+//! values go in the analysis model (`analysis::Host`). A load generator's own scrapes during
+//! a run and fleet mode's Prometheus queries both go through this table, and docs/metrics.md
+//! shows it (`docs`).
+//!
+//! Reading one more metric: a [`Field`], its entry in [`FAMILIES`] with the [`Place`] its
+//! values go (a device's, peer's or interface's series, added to `analysis`'s model; only
+//! families combined with others, [`Place::Custom`], need code in `host.rs`), and
+//! `UPDATE=1 cargo test -p stornet-diagnose` to render docs/metrics.md's table.
 
+#[cfg(test)]
+mod docs;
 mod host;
 
 pub use host::host;
 
 use std::collections::BTreeMap;
 
-use analysis::{Host, Series};
+use analysis::{Device, Host, Interface, Peer, Series};
 use serde::{Deserialize, Serialize};
 
 use metric_names::labels::{
@@ -39,6 +47,7 @@ pub enum Field {
     TcpSrtt,
     TcpPathMtu,
     TcpMss,
+    TcpNotsent,
     SkbDrops,
     QdiscDrops,
     QdiscOverlimits,
@@ -93,6 +102,22 @@ impl Part {
     }
 }
 
+/// Where a family's values go in the model.
+#[derive(Clone, Copy)]
+pub enum Place {
+    /// `devices[device].NAME`, keyed by `device`.
+    Device(&'static str, fn(&mut Device) -> &mut Series),
+    /// `peers[peer].NAME`, keyed by `peer`; a peer that is no other host (`other`, loopback)
+    /// is left out.
+    Peer(&'static str, fn(&mut Peer) -> &mut Series),
+    /// `interfaces[name].NAME`, keyed by `netns`, `interface` (named by [`interface_name`]);
+    /// loopback is left out.
+    Interface(&'static str, fn(&mut Interface) -> &mut Series),
+    /// Combined with other families, or picked out by label, in `host.rs`: the text says
+    /// where (Markdown, for the docs).
+    Custom(&'static str),
+}
+
 pub struct SignalFamily {
     pub field: Field,
     /// The agent's metric, named in one place (the `metric-names` crate).
@@ -102,6 +127,7 @@ pub struct SignalFamily {
     pub labels: &'static [&'static str],
     pub kind: MetricType,
     pub fold: Fold,
+    pub place: Place,
 }
 
 const EBPF: MetricType = MetricType::Counter { born_at_zero: true };
@@ -119,6 +145,7 @@ const fn family(
     labels: &'static [&'static str],
     kind: MetricType,
     fold: Fold,
+    place: Place,
 ) -> SignalFamily {
     SignalFamily {
         field,
@@ -127,6 +154,7 @@ const fn family(
         labels,
         kind,
         fold,
+        place,
     }
 }
 
@@ -139,6 +167,9 @@ pub const FAMILIES: &[SignalFamily] = &[
         DEV_OP,
         EBPF,
         Fold::Sum,
+        Place::Custom(
+            "`devices[device].ops[op].queue_seconds`: `_sum` / `_count`, the mean per request",
+        ),
     ),
     family(
         Field::BlockQueueCount,
@@ -147,6 +178,9 @@ pub const FAMILIES: &[SignalFamily] = &[
         DEV_OP,
         EBPF,
         Fold::Sum,
+        Place::Custom(
+            "`devices[device].ops[op].queue_seconds`: `_sum` / `_count`, the mean per request",
+        ),
     ),
     family(
         Field::BlockServiceSum,
@@ -155,6 +189,9 @@ pub const FAMILIES: &[SignalFamily] = &[
         DEV_OP,
         EBPF,
         Fold::Sum,
+        Place::Custom(
+            "`devices[device].ops[op].service_seconds`: `_sum` / `_count`, the mean per request",
+        ),
     ),
     family(
         Field::BlockServiceCount,
@@ -163,6 +200,9 @@ pub const FAMILIES: &[SignalFamily] = &[
         DEV_OP,
         EBPF,
         Fold::Sum,
+        Place::Custom(
+            "`devices[device].ops[op].service_seconds`: `_sum` / `_count`; and `ios` where the IO-size count is missing",
+        ),
     ),
     family(
         Field::BlockRequests,
@@ -171,6 +211,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         DEV_OP,
         EBPF,
         Fold::Sum,
+        Place::Custom("`devices[device].ops[op].ios`"),
     ),
     family(
         Field::BlockErrors,
@@ -179,6 +220,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         DEV_OP,
         EBPF,
         Fold::Sum,
+        Place::Custom("`devices[device].ops[op].errors`"),
     ),
     family(
         Field::BlockInflight,
@@ -187,6 +229,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         &[DEVICE],
         MetricType::Gauge,
         Fold::Sum,
+        Place::Device("inflight", |d| &mut d.inflight),
     ),
     // `limit` is nr_requests or the device's own queue depth: the smaller one binds.
     family(
@@ -196,6 +239,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         &[DEVICE],
         MetricType::Gauge,
         Fold::Min,
+        Place::Device("queue_limit", |d| &mut d.queue_limit),
     ),
     family(
         Field::BlockParent,
@@ -204,6 +248,9 @@ pub const FAMILIES: &[SignalFamily] = &[
         &[DEVICE, PARENT, PEER],
         MetricType::Gauge,
         Fold::Max,
+        Place::Custom(
+            "`devices[device].parents[]` and `.peer`, as the last interval that read them says",
+        ),
     ),
     family(
         Field::TcpRetransmits,
@@ -212,6 +259,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         &[PEER],
         EBPF,
         Fold::Sum,
+        Place::Peer("retransmits", |p| &mut p.retransmits),
     ),
     family(
         Field::TcpSrtt,
@@ -220,6 +268,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         &[PEER],
         MetricType::Gauge,
         Fold::Max,
+        Place::Peer("srtt_seconds", |p| &mut p.srtt_seconds),
     ),
     family(
         Field::TcpPathMtu,
@@ -228,6 +277,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         &[PEER],
         MetricType::Gauge,
         Fold::Min,
+        Place::Peer("path_mtu_bytes", |p| &mut p.path_mtu_bytes),
     ),
     family(
         Field::TcpMss,
@@ -236,6 +286,16 @@ pub const FAMILIES: &[SignalFamily] = &[
         &[PEER],
         MetricType::Gauge,
         Fold::Min,
+        Place::Peer("mss_bytes", |p| &mut p.mss_bytes),
+    ),
+    family(
+        Field::TcpNotsent,
+        net::TCP_NOTSENT_BYTES,
+        Part::Value,
+        &[PEER],
+        MetricType::Gauge,
+        Fold::Sum,
+        Place::Peer("notsent_bytes", |p| &mut p.notsent_bytes),
     ),
     family(
         Field::SkbDrops,
@@ -244,6 +304,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         &[REASON],
         EBPF,
         Fold::Sum,
+        Place::Custom("`skb_drops[reason]`"),
     ),
     family(
         Field::QdiscDrops,
@@ -252,6 +313,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         QDISC,
         SNAPSHOT,
         Fold::Sum,
+        Place::Custom("`qdiscs[].drops`"),
     ),
     family(
         Field::QdiscOverlimits,
@@ -260,6 +322,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         QDISC,
         SNAPSHOT,
         Fold::Sum,
+        Place::Custom("`qdiscs[].overlimits`"),
     ),
     family(
         Field::QdiscBacklog,
@@ -268,6 +331,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         QDISC,
         MetricType::Gauge,
         Fold::Sum,
+        Place::Custom("`qdiscs[].backlog_bytes`"),
     ),
     family(
         Field::InterfaceMtu,
@@ -276,6 +340,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         IFACE,
         MetricType::Gauge,
         Fold::Max,
+        Place::Interface("mtu_bytes", |i| &mut i.mtu_bytes),
     ),
     family(
         Field::InterfaceRxPackets,
@@ -284,6 +349,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         IFACE,
         SNAPSHOT,
         Fold::Sum,
+        Place::Interface("rx_packets", |i| &mut i.rx_packets),
     ),
     family(
         Field::InterfaceTxPackets,
@@ -292,6 +358,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         IFACE,
         SNAPSHOT,
         Fold::Sum,
+        Place::Interface("tx_packets", |i| &mut i.tx_packets),
     ),
     family(
         Field::InterfaceRxDrops,
@@ -300,6 +367,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         IFACE,
         SNAPSHOT,
         Fold::Sum,
+        Place::Interface("rx_drops", |i| &mut i.rx_drops),
     ),
     family(
         Field::InterfaceTxDrops,
@@ -308,6 +376,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         IFACE,
         SNAPSHOT,
         Fold::Sum,
+        Place::Interface("tx_drops", |i| &mut i.tx_drops),
     ),
     family(
         Field::InterfaceRxErrors,
@@ -316,6 +385,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         IFACE,
         SNAPSHOT,
         Fold::Sum,
+        Place::Interface("rx_errors", |i| &mut i.rx_errors),
     ),
     family(
         Field::InterfaceTxErrors,
@@ -324,6 +394,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         IFACE,
         SNAPSHOT,
         Fold::Sum,
+        Place::Interface("tx_errors", |i| &mut i.tx_errors),
     ),
     family(
         Field::PressureStalled,
@@ -332,6 +403,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         &[RESOURCE, KIND],
         SNAPSHOT,
         Fold::Sum,
+        Place::Custom("`cpu_stalled_seconds`: `resource=\"cpu\"`, `kind=\"some\"`"),
     ),
     family(
         Field::AgentStart,
@@ -340,6 +412,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         &[],
         MetricType::Gauge,
         Fold::Max,
+        Place::Custom("none: a change marks a restart, and the counters of that interval missing"),
     ),
 ];
 
@@ -482,6 +555,35 @@ mod tests {
 
     use super::*;
     use promclient::text::parse;
+
+    /// A place names the series it fills as the model's JSON does, and is keyed by the
+    /// labels that say which device, peer or interface.
+    #[test]
+    fn places_name_the_series_they_fill() {
+        let one: Series = vec![Some(1.0)];
+        for f in FAMILIES {
+            let (name, json, keys) = match f.place {
+                Place::Device(name, field) => {
+                    let mut d = Device::default();
+                    *field(&mut d) = one.clone();
+                    (name, serde_json::to_value(d).unwrap(), vec![DEVICE])
+                }
+                Place::Peer(name, field) => {
+                    let mut p = Peer::default();
+                    *field(&mut p) = one.clone();
+                    (name, serde_json::to_value(p).unwrap(), vec![PEER])
+                }
+                Place::Interface(name, field) => {
+                    let mut i = Interface::default();
+                    *field(&mut i) = one.clone();
+                    (name, serde_json::to_value(i).unwrap(), IFACE.to_vec())
+                }
+                Place::Custom(_) => continue,
+            };
+            assert_eq!(json[name], serde_json::json!([1.0]), "{}", f.metric.name);
+            assert_eq!(f.labels.to_vec(), keys, "{}", f.metric.name);
+        }
+    }
 
     #[test]
     fn every_field_has_exactly_one_family() {

@@ -7,10 +7,11 @@
 //! its alias `loadgen analyze` (loadgen/tests/analyze_alias.rs) are both held to them, so
 //! they print the same bytes. No root needed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -112,15 +113,21 @@ pub fn record_outputs_are_as_kept(analyze: Analyze, report: Analyze) {
 }
 
 /// Answers a real Prometheus gave to fleet mode's queries, by request path, served again on
-/// loopback; an unknown request gets 404.
-fn replay(answers: BTreeMap<String, String>) -> String {
+/// loopback. A query of a family read since they were kept gets what Prometheus answers for
+/// a metric it has no series of (an empty matrix); the paths asked are noted, so the test can
+/// hold every kept query to its kept text.
+fn replay(answers: BTreeMap<String, String>) -> (String, Arc<Mutex<BTreeSet<String>>>) {
+    const NO_SERIES: &str = r#"{"status":"success","data":{"resultType":"matrix","result":[]}}"#;
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
-    let answers = std::sync::Arc::new(answers);
+    let answers = Arc::new(answers);
+    let asked = Arc::new(Mutex::new(BTreeSet::new()));
+    let noted = asked.clone();
     std::thread::spawn(move || {
         for s in l.incoming() {
             let Ok(mut s) = s else { continue };
             let answers = answers.clone();
+            let noted = noted.clone();
             std::thread::spawn(move || {
                 let mut head = String::new();
                 let mut r = BufReader::new(s.try_clone().unwrap());
@@ -130,13 +137,11 @@ fn replay(answers: BTreeMap<String, String>) -> String {
                     line.clear();
                 }
                 let path = head.split(' ').nth(1).unwrap_or_default();
-                let (status, body) = match answers.get(path) {
-                    Some(b) => ("200 OK", b.as_str()),
-                    None => ("404 Not Found", "{}"),
-                };
+                let body = answers.get(path).map_or(NO_SERIES, String::as_str);
+                noted.lock().unwrap().insert(path.to_string());
                 let _ = write!(
                     s,
-                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                     body.len()
                 );
                 let _ = s.flush();
@@ -144,7 +149,7 @@ fn replay(answers: BTreeMap<String, String>) -> String {
             });
         }
     });
-    format!("http://{addr}")
+    (format!("http://{addr}"), asked)
 }
 
 /// Fleet mode's text, JSON and HTML (`report`) over the kept answers, as kept.
@@ -153,7 +158,7 @@ pub fn fleet_outputs_over_kept_answers_are_as_kept(analyze: Analyze, report: Ana
     let read = |n: &str| std::fs::read_to_string(dir.join(n)).unwrap();
     let args: serde_json::Value = serde_json::from_str(&read("args.json")).unwrap();
     let answers: Vec<serde_json::Value> = serde_json::from_str(&read("answers.json")).unwrap();
-    let answers = answers
+    let answers: BTreeMap<String, String> = answers
         .iter()
         .map(|a| {
             (
@@ -162,7 +167,8 @@ pub fn fleet_outputs_over_kept_answers_are_as_kept(analyze: Analyze, report: Ana
             )
         })
         .collect();
-    let url = replay(answers);
+    let kept: BTreeSet<String> = answers.keys().cloned().collect();
+    let (url, asked) = replay(answers);
     let arg = |k: &str| args[k].as_str().unwrap().to_string();
     let fleet = [
         "--prometheus".to_string(),
@@ -196,4 +202,10 @@ pub fn fleet_outputs_over_kept_answers_are_as_kept(analyze: Analyze, report: Ana
         &as_kept(std::fs::read(&html).unwrap()),
     );
     let _ = std::fs::remove_file(&html);
+    let asked = asked.lock().unwrap();
+    let unasked: Vec<&String> = kept.difference(&asked).collect();
+    assert!(
+        unasked.is_empty(),
+        "fleet mode no longer makes these kept queries: {unasked:#?}"
+    );
 }

@@ -165,6 +165,8 @@ pub struct Binaries {
     pub agent: PathBuf,
     /// loadgen, for the runs whose verdict a test checks.
     pub loadgen: PathBuf,
+    /// stornet, which judges those runs.
+    pub stornet: PathBuf,
     /// Test binaries by target name (`privileged`, `kernels`).
     pub tests: Vec<(String, PathBuf)>,
 }
@@ -299,6 +301,7 @@ fn base_root(bins: &Binaries) -> Result<Root> {
     }
     root.program("/stornet/bin/stornet-agent", &bins.agent)?;
     root.program("/stornet/bin/loadgen", &bins.loadgen)?;
+    root.program("/stornet/bin/stornet", &bins.stornet)?;
     for (name, path) in &bins.tests {
         root.program(&format!("/stornet/tests/{name}"), path)?;
     }

@@ -338,9 +338,13 @@ fn build() -> Result<Binaries> {
         }
     }
     let release = cmd::workspace_root().join("target/release");
-    let (agent, loadgen) = (release.join("stornet-agent"), release.join("loadgen"));
+    let (agent, loadgen, stornet) = (
+        release.join("stornet-agent"),
+        release.join("loadgen"),
+        release.join("stornet"),
+    );
     // The guests have no nightly toolchain: check that the binaries are there.
-    for bin in [&agent, &loadgen] {
+    for bin in [&agent, &loadgen, &stornet] {
         Command::new(bin)
             .arg("--version")
             .output()
@@ -349,6 +353,7 @@ fn build() -> Result<Binaries> {
     Ok(Binaries {
         agent,
         loadgen,
+        stornet,
         tests,
     })
 }
