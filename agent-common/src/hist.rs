@@ -12,7 +12,7 @@
 
 /// Index of the smallest base bound `>= u` (`u = 0` and `u = 1` both give 0).
 #[inline(always)]
-pub fn base_index(u: u64) -> u32 {
+pub const fn base_index(u: u64) -> u32 {
     if u <= 4 {
         return u.saturating_sub(1) as u32;
     }
@@ -21,6 +21,52 @@ pub fn base_index(u: u64) -> u32 {
     let msb = 63 - x.leading_zeros();
     let mantissa = ((x >> (msb - 2)) & 3) as u32;
     4 * msb + mantissa - 4
+}
+
+/// Values `x` below this have their slot in [`SLOT_TABLE`].
+pub const SLOT_TABLE_LEN: usize = 1 << 14;
+const _: () = assert!(SLOT_TABLE_LEN.is_power_of_two());
+/// How far a larger `x` is shifted to fall into the table: at least 4 remains, so the two
+/// bits below its highest one, all that `base_index` keeps of the rest, survive the shift,
+/// and the index moves down by four per bit shifted.
+const SLOT_TABLE_SHIFT: u32 = 12;
+
+/// The slot of `x = ceil(v / unit) - 1` on the scaled scales (latency, size) for every `x`
+/// below [`SLOT_TABLE_LEN`]: `base_index(x + 1) - 3`, at least 0. The probes look a slot up
+/// where computing it takes some 45 BPF instructions (the ISA counts no leading zeros); in
+/// the eBPF object this is 16 KiB of read-only data.
+pub static SLOT_TABLE: [u8; SLOT_TABLE_LEN] = {
+    let mut t = [0u8; SLOT_TABLE_LEN];
+    let mut x = 0;
+    while x < SLOT_TABLE_LEN {
+        t[x] = base_index(x as u64 + 1).saturating_sub(3) as u8;
+        x += 1;
+    }
+    t
+};
+
+/// `SLOT_TABLE_LEN - 1`, read from memory (see `scaled_slot_of`).
+static SLOT_MASK: usize = SLOT_TABLE_LEN - 1;
+
+/// The slot of `x = ceil(v / unit) - 1` (0 for v = 0), of `finite` buckets and the overflow
+/// slot: one or two table reads for `x` below 2^26 (a latency up to 16.8 s, a size up to
+/// 8 GiB), computed beyond.
+#[inline(always)]
+fn scaled_slot_of(x: u64, finite: usize) -> usize {
+    // Each index is also masked, with a mask the compiler cannot see through: it moves a
+    // bound check onto the value an index was computed from (and drops a plain mask as
+    // redundant), where the verifier cannot see it bound the index. The verifier knows the
+    // mask: read-only data.
+    // SAFETY: a plain read of an immutable static.
+    let mask = unsafe { core::ptr::read_volatile(&raw const SLOT_MASK) };
+    let i = if x < SLOT_TABLE_LEN as u64 {
+        SLOT_TABLE[x as usize & mask] as usize
+    } else if x >> SLOT_TABLE_SHIFT < SLOT_TABLE_LEN as u64 {
+        SLOT_TABLE[(x >> SLOT_TABLE_SHIFT) as usize & mask] as usize + 4 * SLOT_TABLE_SHIFT as usize
+    } else {
+        base_index(x + 1).saturating_sub(3) as usize
+    };
+    if i < finite { i } else { finite }
 }
 
 /// The base bound at `index`: 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, …
@@ -50,25 +96,19 @@ pub const SIZE_SLOTS: usize = SIZE_FINITE + 1;
 pub const DEPTH_FINITE: usize = 61;
 pub const DEPTH_SLOTS: usize = DEPTH_FINITE + 1;
 
-/// Slot on a scale of `unit` times the base bounds from 4 on; `finite` buckets, then overflow.
+/// `ceil(v / 250) - 1`, 0 for v = 0: `floor((v - 1) / 250)`. A division costs tens of
+/// cycles in a probe; below 2^32 (4.29 s in ns) a shift, a multiply and a shift give the same
+/// quotient: floor(n / 250) = floor((n >> 1) / 125), and floor(m / 125) = (m * k) >> 38 for
+/// every m < 2^31 with k = ceil(2^38 / 125), as k * 125 - 2^38 = 56 <= 2^7
+/// (Granlund–Montgomery).
 #[inline(always)]
-fn scaled_slot(v: u64, unit: u64, finite: usize) -> usize {
-    // ceil(v / unit) <= bound  <=>  v <= unit * bound, for integer bounds.
-    let u = v.div_ceil(unit);
-    let i = base_index(u).saturating_sub(3) as usize;
-    if i < finite { i } else { finite }
-}
-
-/// `ceil(v / 250)`. A division costs tens of cycles in a probe; below 2^32 - 249 (4.29 s in
-/// ns) a multiply and shifts give the same quotient: floor(n / 125) = (n * m) >> 38 for every
-/// n < 2^31 with m = ceil(2^38 / 125), as m * 125 - 2^38 = 56 <= 2^7 (Granlund–Montgomery).
-#[inline(always)]
-pub fn ceil_div_250(v: u64) -> u64 {
-    const M: u64 = 2_199_023_256;
-    if v < (1 << 32) - 249 {
-        (((v + 249) >> 1) * M) >> 38
+pub fn ceil_div_250_minus_1(v: u64) -> u64 {
+    const K: u64 = 2_199_023_256;
+    let n = v.saturating_sub(1);
+    if n < 1 << 32 {
+        ((n >> 1) * K) >> 38
     } else {
-        v.div_ceil(250)
+        n / 250
     }
 }
 
@@ -76,8 +116,7 @@ pub fn ceil_div_250(v: u64) -> u64 {
 #[inline(always)]
 pub fn latency_slot(ns: u64) -> usize {
     const _: () = assert!(LAT_UNIT_NS == 250);
-    let i = base_index(ceil_div_250(ns)).saturating_sub(3) as usize;
-    if i < LAT_FINITE { i } else { LAT_FINITE }
+    scaled_slot_of(ceil_div_250_minus_1(ns), LAT_FINITE)
 }
 
 /// Upper bound of a finite latency slot, in nanoseconds.
@@ -88,7 +127,8 @@ pub const fn latency_bound_ns(slot: usize) -> u64 {
 /// Slot of an IO size in bytes.
 #[inline(always)]
 pub fn size_slot(bytes: u64) -> usize {
-    scaled_slot(bytes, SIZE_UNIT, SIZE_FINITE)
+    const _: () = assert!(SIZE_UNIT.is_power_of_two());
+    scaled_slot_of(bytes.saturating_sub(1) / SIZE_UNIT, SIZE_FINITE)
 }
 
 /// Upper bound of a finite IO size slot, in bytes.
@@ -166,6 +206,70 @@ mod tests {
         assert_eq!(base_index(0), 0);
     }
 
+    /// The slots as `base_index` computes them, without the table or the multiply.
+    fn latency_slot_computed(ns: u64) -> usize {
+        (base_index(ns.div_ceil(250)).saturating_sub(3) as usize).min(LAT_FINITE)
+    }
+
+    fn size_slot_computed(bytes: u64) -> usize {
+        (base_index(bytes.div_ceil(SIZE_UNIT)).saturating_sub(3) as usize).min(SIZE_FINITE)
+    }
+
+    #[test]
+    fn the_table_gives_the_computed_slots() {
+        let check = |v: u64| {
+            assert_eq!(latency_slot(v), latency_slot_computed(v), "{v} ns");
+            assert_eq!(size_slot(v), size_slot_computed(v), "{v} bytes");
+        };
+        for v in 0..(1u64 << 22) {
+            check(v);
+        }
+        for k in 20..64 {
+            let p = 1u64 << k;
+            for d in [0, 1, 2, 125, 249, 250, 251, p >> 3, p >> 2, p >> 1] {
+                check(p - d);
+                check(p.saturating_add(d));
+                check(p.saturating_add(p >> 2).saturating_add(d));
+            }
+        }
+        for s in 0..LAT_FINITE {
+            let b = latency_bound_ns(s);
+            check(b);
+            check(b + 1);
+        }
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        for _ in 0..1_000_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            check(x >> (x % 64));
+        }
+        check(u64::MAX);
+    }
+
+    #[test]
+    fn ceil_div_250_minus_1_edges() {
+        let want = |v: u64| v.div_ceil(250).saturating_sub(1);
+        for v in [
+            0u64,
+            1,
+            249,
+            250,
+            251,
+            499,
+            500,
+            501,
+            1_000,
+            123_456_789,
+            u64::MAX,
+        ] {
+            assert_eq!(ceil_div_250_minus_1(v), want(v), "{v}");
+        }
+        for v in (1u64 << 32) - 1000..(1u64 << 32) + 1000 {
+            assert_eq!(ceil_div_250_minus_1(v), want(v), "{v}");
+        }
+    }
+
     #[test]
     fn multiply_shift_divides_by_125_exactly_below_2_pow_31() {
         const M: u64 = 2_199_023_256;
@@ -178,26 +282,6 @@ mod tests {
             let last = (n + 124).min((1 << 31) - 1);
             assert_eq!(q(last), last / 125, "n = {last}");
             n += 125;
-        }
-    }
-
-    #[test]
-    fn ceil_div_250_edges() {
-        for v in [0u64, 1, 249, 250, 251, 499, 500, 501, 1_000, 123_456_789] {
-            assert_eq!(ceil_div_250(v), v.div_ceil(250), "{v}");
-        }
-        let edge = (1u64 << 32) - 249;
-        for v in edge - 1000..edge + 1000 {
-            assert_eq!(ceil_div_250(v), v.div_ceil(250), "{v}");
-        }
-        assert_eq!(ceil_div_250(u64::MAX), u64::MAX.div_ceil(250));
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        for _ in 0..100_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let v = x >> (x % 40);
-            assert_eq!(ceil_div_250(v), v.div_ceil(250), "{v}");
         }
     }
 

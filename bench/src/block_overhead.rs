@@ -1,22 +1,25 @@
 //! `cargo xtask bench block-overhead`: what block tracing costs the IO it watches.
 //!
 //! fio (io_uring, 4 KiB random reads, iodepth 32, 2 jobs, time based) on a loop device over a
-//! file in /dev/shm, under seven modes alternated in rotated order each round: no tracing;
-//! the floor (empty programs on the agent's block hooks, from the agent's own object, so the
-//! hook and program type are the agent's); the agent in its default configuration; the agent
-//! with every block option on; the agent counting per cgroup (`[cgroups]`, its issuer probe
-//! on one hook more); the agent without its bio probes (which look at every bio, and count
-//! only those of bio-based devices); bpftrace's biolatency (two classic tracepoints and a start
-//! map keyed by device and sector, as most tracers do). Three passes:
+//! file in /dev/shm, under six modes alternated in rotated order each round: no tracing; the
+//! floor (empty programs on the agent's dispatch and completion hooks, from the agent's own
+//! object, so the hook and program type are the agent's); the clock program (the empty
+//! program plus one `bpf_ktime_get_ns()` on the completion hook: the cheapest probe that
+//! times IO); the agent in its default configuration; the agent with every option on (every
+//! block option and per-cgroup counts); bpftrace's biolatency (two classic tracepoints and a
+//! start map keyed by device and sector, as most tracers do). Three passes:
 //!
 //! 1. BPF time per IO: the kernel's run-time statistics, turned on by the bench only for
 //!    this pass, summed over the mode's programs and divided by the IOs the device completed
-//!    (/sys/block). The floor's time per program run is what statistics and the hook cost any
-//!    program; the agent's work above it is its time per IO minus the floor per program times
-//!    its programs per IO.
+//!    (/sys/block), with each program's runs per IO and its size (`bpf_prog_info`: translated
+//!    instructions). The floor's time per program run is what statistics and the hook cost
+//!    any program; a mode's work is its time per IO minus the floor per run times its runs
+//!    per IO, and beyond the one clock reading a service time needs, that minus the clock
+//!    program's work.
 //! 2. CPU time per IO at a fixed rate (60% of the median no-tracing IOPS of pass 3): all
 //!    CPUs' busy time from /proc/stat over the IOs done, which also shows the cost outside
-//!    the programs (tracepoint dispatch, cache misses).
+//!    the programs (tracepoint dispatch, cache misses), as the median over rounds of each
+//!    round's ratio to no tracing.
 //! 3. IOPS at saturation, as a ratio to no tracing in the same round.
 //!
 //! Then the default agent's RSS and scrape time. `STORNET_BENCH_ROUNDS` (default 5, at least
@@ -43,38 +46,28 @@ tracepoint:block:block_rq_complete /@start[args->dev, args->sector]/ { \
 @usecs = hist((nsecs - @start[args->dev, args->sector]) / 1000); \
 delete(@start[args->dev, args->sector]); }";
 
-/// Every block option of the agent on: the depth at dispatch, the issue probe's own dispatch
-/// stamps, fine histograms.
-const ALL_OPTIONS: &str =
-    "[block]\ninflight_at_issue = true\ndispatch_time = \"probe\"\nhistogram = \"fine\"\n";
-
-/// The default configuration with per-cgroup attribution on (every top-level cgroup
-/// followed): the issuer probe and the per-cgroup counters.
-const CGROUPS: &str = "[cgroups]\npaths = [\"*\"]\n";
-
-/// The default configuration without the bio probes: what they cost IO to a request-based
-/// device, whose bios they look at and leave. (It continues the `[probes]` section that
-/// `Agent::start` opens.)
-const NO_BIO: &str = "disable = [\"block_bio_queue\", \"block_bio_completion\"]\n";
+/// Every option of the agent on: the depth at dispatch, the issue probe's own dispatch
+/// stamps, fine histograms, and per-cgroup counts (every top-level cgroup followed: the
+/// issuer probe and the per-cgroup counters).
+const ALL_OPTIONS: &str = "[block]\ninflight_at_issue = true\ndispatch_time = \"probe\"\n\
+histogram = \"fine\"\n[cgroups]\npaths = [\"*\"]\n";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Mode {
     None,
     Floor,
+    Clock,
     Agent,
     AgentAll,
-    AgentCgroups,
-    AgentNoBio,
     Bpftrace,
 }
 
-const MODES: [Mode; 7] = [
+const MODES: [Mode; 6] = [
     Mode::None,
     Mode::Floor,
+    Mode::Clock,
     Mode::Agent,
-    Mode::AgentNoBio,
     Mode::AgentAll,
-    Mode::AgentCgroups,
     Mode::Bpftrace,
 ];
 
@@ -83,10 +76,9 @@ impl Mode {
         match self {
             Mode::None => "no tracing",
             Mode::Floor => "floor (empty programs)",
+            Mode::Clock => "clock program",
             Mode::Agent => "stornet-agent default",
-            Mode::AgentAll => "agent, all block options",
-            Mode::AgentCgroups => "agent, per-cgroup counts",
-            Mode::AgentNoBio => "agent, no bio probes",
+            Mode::AgentAll => "agent, every option",
             Mode::Bpftrace => "bpftrace biolatency",
         }
     }
@@ -284,7 +276,7 @@ fn bpftrace() -> Result<Running> {
     std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
     // It says "Attaching" before it loads: wait for both programs.
     let deadline = Instant::now() + Duration::from_secs(20);
-    while program_ids(run.child.id())?.len() < 2 {
+    while programs_of(run.child.id())?.len() < 2 {
         ensure!(
             Instant::now() < deadline,
             "bpftrace did not attach its programs"
@@ -319,22 +311,30 @@ fn agent_object() -> Result<PathBuf> {
         .context("no eBPF object under target/release/build/stornet-agent-*/out")
 }
 
-/// The floor: the agent object's empty programs, attached to the block hooks.
-struct Floor {
+/// The floor's empty programs, on the dispatch and completion hooks.
+const FLOOR: [(&str, &str); 2] = [
+    ("stornet_floor_block_rq_issue", "block_rq_issue"),
+    ("stornet_floor_block_rq_complete", "block_rq_complete"),
+];
+
+/// The clock program, on the completion hook.
+const CLOCK: [(&str, &str); 1] = [("stornet_clock_block_rq_complete", "block_rq_complete")];
+
+/// Reference programs of the agent's object (the floor or the clock program), attached to
+/// the block hooks.
+struct Reference {
     _ebpf: Ebpf,
-    ids: Vec<u32>,
+    /// Program ids, with the tracepoint each is on.
+    programs: BTreeMap<u32, Option<String>>,
 }
 
-impl Floor {
-    fn attach() -> Result<Floor> {
+impl Reference {
+    fn attach(programs: &[(&str, &str)]) -> Result<Reference> {
         let bytes = std::fs::read(agent_object()?)?;
         let mut ebpf = Ebpf::load(&bytes).context("loading the agent's eBPF object")?;
         let btf = Btf::from_sys_fs().context("kernel BTF")?;
-        let mut ids = Vec::new();
-        for (program, event) in [
-            ("stornet_floor_block_rq_issue", "block_rq_issue"),
-            ("stornet_floor_block_rq_complete", "block_rq_complete"),
-        ] {
+        let mut ids = BTreeMap::new();
+        for &(program, event) in programs {
             let p: &mut BtfTracePoint = ebpf
                 .program_mut(program)
                 .with_context(|| format!("{program} missing from the object"))?
@@ -342,16 +342,19 @@ impl Floor {
             p.load(event, &btf)
                 .with_context(|| format!("loading {program}"))?;
             p.attach().with_context(|| format!("attaching {program}"))?;
-            ids.push(p.info()?.id());
+            ids.insert(p.info()?.id(), Some(event.to_string()));
         }
-        Ok(Floor { _ebpf: ebpf, ids })
+        Ok(Reference {
+            _ebpf: ebpf,
+            programs: ids,
+        })
     }
 }
 
 /// Whatever a mode runs while fio does: kept alive, then dropped to stop it.
 enum Tracer {
     None,
-    Floor(Floor),
+    Reference(Reference),
     Agent(Agent),
     Bpftrace(Running),
 }
@@ -360,21 +363,21 @@ impl Tracer {
     fn start(mode: Mode) -> Result<Tracer> {
         Ok(match mode {
             Mode::None => Tracer::None,
-            Mode::Floor => Tracer::Floor(Floor::attach()?),
+            Mode::Floor => Tracer::Reference(Reference::attach(&FLOOR)?),
+            Mode::Clock => Tracer::Reference(Reference::attach(&CLOCK)?),
             Mode::Agent => Tracer::Agent(Agent::start("")?),
             Mode::AgentAll => Tracer::Agent(Agent::start(ALL_OPTIONS)?),
-            Mode::AgentCgroups => Tracer::Agent(Agent::start(CGROUPS)?),
-            Mode::AgentNoBio => Tracer::Agent(Agent::start(NO_BIO)?),
             Mode::Bpftrace => Tracer::Bpftrace(bpftrace()?),
         })
     }
 
-    fn program_ids(&self) -> Result<Vec<u32>> {
+    /// The programs it holds, by id, with the tracepoint each is attached to (where known).
+    fn programs(&self) -> Result<BTreeMap<u32, Option<String>>> {
         match self {
-            Tracer::None => Ok(Vec::new()),
-            Tracer::Floor(f) => Ok(f.ids.clone()),
-            Tracer::Agent(a) => program_ids(a.pid()),
-            Tracer::Bpftrace(r) => program_ids(r.child.id()),
+            Tracer::None => Ok(BTreeMap::new()),
+            Tracer::Reference(r) => Ok(r.programs.clone()),
+            Tracer::Agent(a) => programs_of(a.pid()),
+            Tracer::Bpftrace(r) => programs_of(r.child.id()),
         }
     }
 }
@@ -391,27 +394,58 @@ fn rss(pid: u32) -> Result<u64> {
     Ok(kb * 1024)
 }
 
-/// Ids of the BPF programs a process holds (from its fds' fdinfo).
-fn program_ids(pid: u32) -> Result<Vec<u32>> {
-    let mut ids = Vec::new();
+/// Ids of the BPF programs a process holds (from its fds' fdinfo), each with the tracepoint
+/// a link of the process attaches it to, if any (a program's name is cut to 15 characters:
+/// the hook tells the agent's programs apart).
+fn programs_of(pid: u32) -> Result<BTreeMap<u32, Option<String>>> {
+    let mut out: BTreeMap<u32, Option<String>> = BTreeMap::new();
     for fd in std::fs::read_dir(format!("/proc/{pid}/fdinfo"))? {
         let text = std::fs::read_to_string(fd?.path()).unwrap_or_default();
-        if let Some(id) = text.lines().find_map(|l| l.strip_prefix("prog_id:")) {
-            ids.push(id.trim().parse()?);
+        let field = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(|v| v.trim().to_string())
+        };
+        if let Some(id) = field("prog_id:") {
+            let hook = out.entry(id.parse()?).or_default();
+            if let Some(tp) = field("tp_name:") {
+                *hook = Some(tp);
+            }
         }
     }
-    Ok(ids)
+    Ok(out)
 }
 
-/// Run count and run time (ns) of the given programs, by id.
-fn program_stats(ids: &[u32]) -> Result<BTreeMap<u32, (u64, u64)>> {
+/// What the kernel says of one loaded program (`bpf_prog_info`).
+#[derive(Clone, Debug, Default)]
+struct ProgramStats {
+    name: String,
+    /// The tracepoint it is attached to, where known.
+    hook: Option<String>,
+    runs: u64,
+    run_ns: u64,
+    /// Instructions after the verifier's rewrites (`xlated_prog_len / 8`).
+    insns: u32,
+    /// Bytes of machine code the JIT made of them.
+    jited: u32,
+}
+
+/// Statistics of the given programs, by id.
+fn program_stats(ids: &BTreeMap<u32, Option<String>>) -> Result<BTreeMap<u32, ProgramStats>> {
     let mut out = BTreeMap::new();
     for info in aya::programs::loaded_programs() {
         let info = info?;
-        if ids.contains(&info.id()) {
+        if let Some(hook) = ids.get(&info.id()) {
             out.insert(
                 info.id(),
-                (info.run_count(), info.run_time().as_nanos() as u64),
+                ProgramStats {
+                    name: info.name_as_str().unwrap_or("?").to_string(),
+                    hook: hook.clone(),
+                    runs: info.run_count(),
+                    run_ns: info.run_time().as_nanos() as u64,
+                    insns: info.size_translated().unwrap_or(0) / 8,
+                    jited: info.size_jitted(),
+                },
             );
         }
     }
@@ -440,17 +474,27 @@ fn loadavg() -> String {
         .unwrap_or_default()
 }
 
-/// Pass 1, one mode: BPF ns per IO, ns per run of each program, and the programs that ran
-/// about once per IO.
+/// One program over one pass-1 run of a mode.
+#[derive(Clone, Debug)]
+struct ProgramCost {
+    name: String,
+    hook: String,
+    runs_per_io: f64,
+    ns_per_run: f64,
+    insns: u32,
+    jited: u32,
+}
+
+/// Pass 1, one mode: BPF ns per IO, program runs per IO, and each program that ran.
 struct BpfCost {
     per_io: f64,
-    per_run: Vec<f64>,
-    programs_per_io: usize,
+    runs_per_io: f64,
+    programs: Vec<ProgramCost>,
 }
 
 fn bpf_cost(mode: Mode, disk: &Loop, seconds: u64) -> Result<BpfCost> {
     let tracer = Tracer::start(mode)?;
-    let ids = tracer.program_ids()?;
+    let ids = tracer.programs()?;
     ensure!(!ids.is_empty(), "{}: no BPF programs found", mode.name());
     let stats = aya::sys::enable_stats(aya::sys::Stats::RunTime)
         .context("enabling BPF run-time statistics")?;
@@ -458,22 +502,34 @@ fn bpf_cost(mode: Mode, disk: &Loop, seconds: u64) -> Result<BpfCost> {
     let ios0 = disk.ios()?;
     fio(&disk.dev, seconds, None)?;
     let ios = (disk.ios()? - ios0).max(1) as f64;
+    // Again: a program attached on demand meanwhile has a link now.
+    let mut ids = ids;
+    for (id, hook) in tracer.programs()? {
+        if hook.is_some() {
+            ids.insert(id, hook);
+        }
+    }
     let after = program_stats(&ids)?;
     drop(stats);
     drop(tracer);
     let mut cost = BpfCost {
         per_io: 0.0,
-        per_run: Vec::new(),
-        programs_per_io: 0,
+        runs_per_io: 0.0,
+        programs: Vec::new(),
     };
-    for (id, (runs, ns)) in &after {
-        let (runs0, ns0) = before.get(id).copied().unwrap_or_default();
-        let (runs, ns) = (runs - runs0, ns - ns0);
+    for (id, p) in &after {
+        let p0 = before.get(id).cloned().unwrap_or_default();
+        let (runs, ns) = (p.runs - p0.runs, p.run_ns - p0.run_ns);
         cost.per_io += ns as f64 / ios;
-        if runs as f64 > ios / 2.0 {
-            cost.programs_per_io += 1;
-            cost.per_run.push(ns as f64 / runs.max(1) as f64);
-        }
+        cost.runs_per_io += runs as f64 / ios;
+        cost.programs.push(ProgramCost {
+            name: p.name.clone(),
+            hook: p.hook.clone().unwrap_or_else(|| "-".into()),
+            runs_per_io: runs as f64 / ios,
+            ns_per_run: ns as f64 / runs.max(1) as f64,
+            insns: p.insns,
+            jited: p.jited,
+        });
     }
     Ok(cost)
 }
@@ -605,49 +661,162 @@ pub fn run() -> Result<()> {
         costs.entry(m).or_default().push(c);
         Ok(v)
     })?;
-
-    // The floor per program run, and what each mode does above it.
-    let floor_runs: Vec<f64> = costs[&Mode::Floor]
-        .iter()
-        .flat_map(|c| c.per_run.iter().copied())
-        .collect();
-    let floor = median(&floor_runs);
-    let cpu_base = median(&cpu[&Mode::None]);
-    println!(
-        "\nresults (medians of {n} rounds, spread min–max); the floor is {floor:.0} ns per program \
-         run"
-    );
-    println!(
-        "  {:<26} {:>12} {:>14} {:>14} {:>12} {:>16}",
-        "mode", "BPF ns/IO", "above floor", "CPU ns/IO", "CPU added", "IOPS ratio"
-    );
-    for mode in MODES {
-        let (bpf, above) = match costs.get(&mode) {
-            Some(c) => {
-                let per_io: Vec<f64> = c.iter().map(|c| c.per_io).collect();
-                let progs = c.iter().map(|c| c.programs_per_io).max().unwrap_or(0);
-                let above: Vec<f64> = per_io.iter().map(|v| v - floor * progs as f64).collect();
-                (
-                    format!("{:.0} ({})", median(&per_io), spread(&per_io, 0)),
-                    format!("{:.0} ({progs} progs)", median(&above)),
-                )
-            }
-            None => ("-".into(), "-".into()),
-        };
-        let c = &cpu[&mode];
-        let added = 100.0 * (median(c) - cpu_base) / cpu_base;
-        let ratios: Vec<f64> = sat[&mode].iter().zip(base).map(|(a, b)| a / b).collect();
-        println!(
-            "  {:<26} {:>12} {:>14} {:>14} {:>11.1}% {:>16}",
-            mode.name(),
-            bpf,
-            above,
-            format!("{:.0} ({})", median(c), spread(c, 0)),
-            added,
-            format!("{:.3} ({})", median(&ratios), spread(&ratios, 3)),
-        );
-    }
+    report(n, &sat, &cpu, &costs);
     agent_footprint(&disk)?;
     println!("\nload average at the end: {}", loadavg());
     Ok(())
+}
+
+/// The floor's cost per program run: its time over its runs, per round.
+fn floor_per_run(costs: &[BpfCost]) -> f64 {
+    let per_run: Vec<f64> = costs
+        .iter()
+        .map(|c| c.per_io / c.runs_per_io.max(1e-9))
+        .collect();
+    median(&per_run)
+}
+
+/// The results table (the one docs/metrics.md shows) and each program's runs, time and size.
+fn report(
+    n: usize,
+    sat: &BTreeMap<Mode, Vec<f64>>,
+    cpu: &BTreeMap<Mode, Vec<f64>>,
+    costs: &BTreeMap<Mode, Vec<BpfCost>>,
+) {
+    let floor = floor_per_run(&costs[&Mode::Floor]);
+    // The clock program's work above the floor: one clock reading.
+    let clock: Vec<f64> = costs[&Mode::Clock]
+        .iter()
+        .map(|c| c.per_io - floor * c.runs_per_io)
+        .collect();
+    let clock = median(&clock);
+    let base_cpu = &cpu[&Mode::None];
+    let base_iops = &sat[&Mode::None];
+    println!(
+        "\nresults (medians of {n} rounds, spread min–max): the floor is {floor:.1} ns per program \
+         run, one clock reading {clock:.1} ns"
+    );
+    println!(
+        "  {:<24} {:>14} {:>8} {:>14} {:>18} {:>20} {:>16} {:>16}",
+        "mode",
+        "BPF ns/IO",
+        "runs/IO",
+        "above floor",
+        "beyond floor+clock",
+        "CPU ns/IO",
+        "CPU added",
+        "IOPS ratio"
+    );
+    for mode in MODES {
+        let (bpf, runs, above, beyond) = match costs.get(&mode) {
+            Some(c) => {
+                let per_io: Vec<f64> = c.iter().map(|c| c.per_io).collect();
+                let runs: Vec<f64> = c.iter().map(|c| c.runs_per_io).collect();
+                let above: Vec<f64> = c.iter().map(|c| c.per_io - floor * c.runs_per_io).collect();
+                let beyond: Vec<f64> = above.iter().map(|a| a - clock).collect();
+                (
+                    format!("{:.0} ({})", median(&per_io), spread(&per_io, 0)),
+                    format!("{:.2}", median(&runs)),
+                    format!("{:.0} ({})", median(&above), spread(&above, 0)),
+                    match mode {
+                        Mode::Floor | Mode::Clock => "-".to_string(),
+                        _ => format!("{:.0} ({})", median(&beyond), spread(&beyond, 0)),
+                    },
+                )
+            }
+            None => ("-".into(), "-".into(), "-".into(), "-".into()),
+        };
+        let c = &cpu[&mode];
+        // Each round against no tracing in the same round, then the median of the rounds.
+        let added: Vec<f64> = c
+            .iter()
+            .zip(base_cpu)
+            .map(|(a, b)| 100.0 * (a - b) / b)
+            .collect();
+        let ratios: Vec<f64> = sat[&mode]
+            .iter()
+            .zip(base_iops)
+            .map(|(a, b)| a / b)
+            .collect();
+        println!(
+            "  {:<24} {:>14} {:>8} {:>14} {:>18} {:>20} {:>16} {:>16}",
+            mode.name(),
+            bpf,
+            runs,
+            above,
+            beyond,
+            format!("{:.0} ({})", median(c), spread(c, 0)),
+            if mode == Mode::None {
+                "-".to_string()
+            } else {
+                format!("{:+.1}% ({})", median(&added), spread(&added, 1))
+            },
+            format!("{:.3} ({})", median(&ratios), spread(&ratios, 3)),
+        );
+    }
+    println!(
+        "\neach program (pass 1, medians over rounds; hook \"-\": loaded, not attached; insns: \
+         instructions after the verifier)"
+    );
+    println!(
+        "  {:<24} {:<16} {:<20} {:>8} {:>10} {:>7} {:>11}",
+        "mode", "program", "hook", "runs/IO", "ns/run", "insns", "JIT bytes"
+    );
+    for (mode, c) in costs {
+        let mut names: Vec<(&str, &str)> = c
+            .iter()
+            .flat_map(|c| {
+                c.programs
+                    .iter()
+                    .map(|p| (p.name.as_str(), p.hook.as_str()))
+            })
+            .collect();
+        names.sort();
+        names.dedup();
+        for (name, hook) in names {
+            let of: Vec<&ProgramCost> = c
+                .iter()
+                .flat_map(|c| {
+                    c.programs
+                        .iter()
+                        .filter(|p| p.name == name && p.hook == hook)
+                })
+                .collect();
+            let runs: Vec<f64> = of.iter().map(|p| p.runs_per_io).collect();
+            let ns: Vec<f64> = of.iter().map(|p| p.ns_per_run).collect();
+            println!(
+                "  {:<24} {:<16} {:<20} {:>8.3} {:>10.1} {:>7} {:>11}",
+                mode.name(),
+                name,
+                hook,
+                median(&runs),
+                median(&ns),
+                of[0].insns,
+                of[0].jited
+            );
+        }
+    }
+    let agent = &costs[&Mode::Agent];
+    let above: Vec<f64> = agent
+        .iter()
+        .map(|c| c.per_io - floor * c.runs_per_io - clock)
+        .collect();
+    let runs: Vec<f64> = agent.iter().map(|c| c.runs_per_io).collect();
+    let added: Vec<f64> = cpu[&Mode::Agent]
+        .iter()
+        .zip(base_cpu)
+        .map(|(a, b)| 100.0 * (a - b) / b)
+        .collect();
+    let verdict = |met: bool| if met { "met" } else { "NOT met" };
+    println!(
+        "\ntargets, default configuration: {:.0} ns per IO beyond the floor and one clock reading \
+         (at most 20: {}); {:.2} program runs per IO (at most 2: {}); CPU per IO {:+.1}% (at most \
+         1%: {})",
+        median(&above),
+        verdict(median(&above) <= 20.0),
+        median(&runs),
+        verdict(median(&runs) <= 2.05),
+        median(&added),
+        verdict(median(&added) <= 1.0)
+    );
 }

@@ -298,6 +298,62 @@ pub fn mbr(parts: &[(u32, u32)]) -> [u8; 512] {
     b
 }
 
+/// A zram device of its own (`/sys/class/zram-control/hot_add`): a bio-based device, made
+/// without any tool (the zram module is loaded if it is not built in); without a size until
+/// [`Zram::set_size`]. Reset and removed on drop.
+pub struct Zram {
+    pub dev: PathBuf,
+    pub name: String,
+    id: u32,
+}
+
+impl Zram {
+    pub fn new() -> Result<Zram> {
+        let control = Path::new("/sys/class/zram-control");
+        if !control.exists() {
+            // No devices of its own: the test adds one.
+            let _ = Command::new("modprobe")
+                .args(["zram", "num_devices=0"])
+                .status();
+        }
+        let id: u32 = std::fs::read_to_string(control.join("hot_add"))
+            .with_context(|| format!("adding a zram device ({})", control.display()))?
+            .trim()
+            .parse()
+            .context("zram hot_add")?;
+        let name = format!("zram{id}");
+        Ok(Zram {
+            dev: PathBuf::from("/dev").join(&name),
+            name,
+            id,
+        })
+    }
+
+    pub fn set_size(&self, bytes: u64) -> Result<()> {
+        let p = format!("/sys/block/{}/disksize", self.name);
+        std::fs::write(&p, bytes.to_string()).with_context(|| format!("writing {p}"))
+    }
+
+    /// Back to no size (its pages freed).
+    pub fn reset(&self) -> Result<()> {
+        let p = format!("/sys/block/{}/reset", self.name);
+        std::fs::write(&p, "1").with_context(|| format!("writing {p}"))
+    }
+}
+
+impl Counted for Zram {
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Drop for Zram {
+    fn drop(&mut self) {
+        let _ = self.reset();
+        let _ = std::fs::write("/sys/class/zram-control/hot_remove", self.id.to_string());
+    }
+}
+
 /// The first fields of `/sys/block/<dev>/stat` (Documentation/block/stat.rst).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DiskStat {

@@ -5,7 +5,14 @@ use crate::{Metric, counter, gauge, histogram};
 
 pub const PROBE_UP: Metric = gauge(
     "stornet_probe_up",
-    "Whether a probe is attached (1) or down (0); the log and / say why.",
+    "Whether a probe can run (1: loaded, and attached or attached when needed) or is down \
+     (0); the log and / say why.",
+)
+.with_labels(&[PROBE]);
+pub const PROBE_ATTACHED: Metric = gauge(
+    "stornet_probe_attached",
+    "Whether the probe's program is attached to its hook now (1) or not (0): a probe that \
+     attaches when needed is 0 while nothing on the host needs it.",
 )
 .with_labels(&[PROBE]);
 pub const KERNEL_INFO: Metric = gauge(
@@ -88,6 +95,7 @@ pub const BUILD_INFO: Metric = gauge(
 
 pub const ALL: &[Metric] = &[
     PROBE_UP,
+    PROBE_ATTACHED,
     KERNEL_INFO,
     SCRAPE_DURATION_SECONDS,
     SCRAPE_COLLECTOR_DURATION_SECONDS,

@@ -4,6 +4,7 @@
 //! stacks, and netdevsim's pause-frame statistics. The guest's `/init` hands its disks over
 //! in `STORNET_GUEST_DISKS`; outside a guest these tests fail, and nothing else runs them.
 
+mod dispatch;
 mod drivers;
 mod fabrics;
 mod nbd;

@@ -2,7 +2,7 @@
 //! driver completed `nr_bytes` of a request.
 
 use agent_common::block::{
-    DevOp, ERRNO_STATUS, ErrorKey, OP_READ, OP_WRITE, STAMP_KERNEL, STAMP_PROBE,
+    DevOp, ERRNO_STATUS, ErrorKey, OP_OTHER, OP_READ, OP_WRITE, STAMP_KERNEL, STAMP_PROBE,
     UNREC_NO_DISPATCH_STAMP, UNREC_NO_START_STAMP,
 };
 use agent_common::hist::{latency_slot, size_slot};
@@ -10,8 +10,8 @@ use aya_ebpf::helpers::bpf_ktime_get_ns;
 use aya_ebpf::programs::BtfTracePointContext;
 
 use super::{
-    Request, bio, control, count, count_error, issuer, kernel_path, lay, leave_request, load,
-    stamps, stats,
+    Request, bio, control, count, count_error, issuer, kernel_path, kernel_stamps, lay,
+    leave_request, load, stamps, stats,
 };
 use crate::ready::ready;
 use agent_common::ready as probe;
@@ -50,7 +50,12 @@ pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
         bio::complete_request_bios(rq, status);
     }
     let io_start = req.io_start_ns();
-    let (dispatch, source) = if kernel_path(ctl, &req, io_start) {
+    let (dispatch, source) = if kernel_path(ctl, io_start) {
+        // A kernel that stamps passthrough commands (before 6.x excluded them from queue
+        // statistics) stamped one the issue probe, if attached, stamped too: drop that.
+        if req.op == OP_OTHER && !kernel_stamps(rq) {
+            let _ = stamps().remove(req.key());
+        }
         (io_start, STAMP_KERNEL)
     } else {
         let map = stamps();

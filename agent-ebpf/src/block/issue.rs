@@ -1,7 +1,8 @@
 //! `block_rq_issue(struct request *rq)`: a request is dispatched to the driver.
 //!
-//! In the default configuration this probe only stamps the dispatches the kernel does not
-//! stamp itself (queue statistics off, passthrough): for the others it reads four fields and
+//! Attached only while user space finds a queue whose dispatches the kernel may not stamp
+//! (or an option needs every dispatch): it stamps the dispatches the kernel does not stamp
+//! itself (queue statistics off, passthrough); for the others it reads three fields and
 //! returns. Counting requests in flight (`track_inflight`) is what makes it do more.
 
 use agent_common::block::{DevOp, UNREC_STAMPS_FULL, UNREC_UNTRACKED};
@@ -9,7 +10,7 @@ use agent_common::hist::depth_slot;
 use aya_ebpf::helpers::bpf_ktime_get_ns;
 use aya_ebpf::programs::BtfTracePointContext;
 
-use super::{Request, control, count, enter, kernel_stamps, lay, load, stamps, stats};
+use super::{Request, control, count, enter, kernel_stamps, stamps, stats};
 use crate::ready::ready;
 use agent_common::ready as probe;
 
@@ -19,9 +20,9 @@ pub fn try_issue(ctx: &BtfTracePointContext) -> Result<(), i32> {
     }
     let ctl = control().ok_or(-1)?;
     let rq: *const u8 = ctx.arg(0);
-    // Stamp the dispatch where the kernel will not (the completion decides the same way).
-    let start_ns: u64 = load(rq, lay!(rq_start_time_ns));
-    if ctl.probe_stamps != 0 || start_ns == 0 || !kernel_stamps(rq) {
+    // Stamp the dispatch where the kernel will not (the completion takes the kernel's stamp
+    // wherever it finds one).
+    if ctl.probe_stamps != 0 || !kernel_stamps(rq) {
         stamp(rq);
     }
     if ctl.track_inflight == 0 {

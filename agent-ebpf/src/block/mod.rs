@@ -3,12 +3,13 @@
 //!
 //! Design: the completion probe reads the request's own stamps, `start_time_ns` (set when the
 //! request starts) and `io_start_time_ns` (set at dispatch when the queue keeps statistics),
-//! so the common path keeps no per-request map entry: no hash insert at dispatch and delete at
-//! completion, which is most of what a start map keyed by request costs (that is how bcc's
-//! biolatency works). Where the kernel does not stamp the dispatch (queue statistics off,
-//! passthrough), the issue probe stamps it in a map keyed by request; elsewhere it returns
-//! after four reads. Nothing on the default per-IO path is shared between CPUs: the stats
-//! are per-CPU, summed at scrape time, and the requests in flight are the kernel's own count.
+//! so the common path is one program run per request, with no per-request map entry: no
+//! hash insert at dispatch and delete at completion, which is most of what a start map keyed
+//! by request costs (that is how bcc's biolatency works). Where the kernel does not stamp the
+//! dispatch (queue statistics off, passthrough), the issue probe stamps it in a map keyed by
+//! request; user space attaches it only while such a queue exists. Nothing on the default
+//! per-IO path is shared between CPUs: the stats are per-CPU, summed at scrape time, and the
+//! requests in flight are the kernel's own count.
 //!
 //! Opt-in (`track_inflight`): the depth each request meets at dispatch, from a shared atomic
 //! count per request queue, moved only with the request's mark bit (see `MarkWords`), so a
@@ -276,11 +277,12 @@ pub fn control() -> Option<&'static BlockControl> {
     BLOCK_CONTROL.get(0)
 }
 
-/// Whether the completion takes the kernel's own dispatch stamp (as the issue probe decided
-/// when it did not stamp the request itself).
+/// Whether the completion takes the kernel's own dispatch stamp: wherever there is one (the
+/// issue probe, if attached, did not stamp the request then), unless probe stamps are
+/// asked for.
 #[inline(always)]
-pub fn kernel_path(ctl: &BlockControl, req: &Request, io_start_ns: u64) -> bool {
-    ctl.probe_stamps == 0 && req.start_ns != 0 && io_start_ns != 0
+pub fn kernel_path(ctl: &BlockControl, io_start_ns: u64) -> bool {
+    ctl.probe_stamps == 0 && io_start_ns != 0
 }
 
 /// A request's mark bit.

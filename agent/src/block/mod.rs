@@ -2,30 +2,36 @@
 //! that turns their maps into `stornet_block_*` families at each scrape.
 
 pub mod cgroups;
+pub mod demand;
 pub mod export;
 pub mod maps;
 mod nbd;
 pub mod topology;
 
 use std::path::Path;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use agent_common::block::{STAMP_BIO, STAMP_KERNEL, STAMP_PROBE};
 
 use anyhow::Result;
 use tracing::warn;
 
-use crate::collectors::probe_spec::ProbeCollector;
+use crate::collectors::probe_spec::{
+    BLOCK_BIO_COMPLETION, BLOCK_BIO_QUEUE, BLOCK_ISSUE, ProbeCollector,
+};
 use crate::config::{BlockConfig, DispatchTime, HistogramDetail};
 use crate::host::devices::{DeviceFilter, DeviceLabels, DeviceNames, queue_limits};
 use crate::model::{Collector, MetricFamily};
 use crate::probes::Probes;
+use demand::Demand;
 use export::View;
 use maps::BlockMaps;
 
 pub struct BlockCollector {
     maps: Mutex<BlockMaps>,
+    /// The probes that attach on demand (shared with the thread that looks between scrapes).
+    demand: Arc<Mutex<Demand>>,
     /// Per-cgroup counters, when `[cgroups]` is on and the issuer probe is up.
     cgroups: Option<Mutex<cgroups::CgroupCounters>>,
     names: DeviceNames,
@@ -64,8 +70,24 @@ pub fn collector(
             cgroups.is_some(),
         )?;
         maps.look_up_request_bios(has_md_arrays(Path::new("/sys/block")))?;
+        let bio = [BLOCK_BIO_COMPLETION.name, BLOCK_BIO_QUEUE.name]
+            .into_iter()
+            .filter_map(|name| probes.take_on_demand(name))
+            .collect();
+        let mut demand = Demand::new(
+            probes.take_on_demand(BLOCK_ISSUE.name),
+            bio,
+            config.dispatch_time == DispatchTime::Probe || config.inflight_at_issue,
+            config.device_filter(),
+        );
+        if let Err(e) = demand.reconcile(Path::new("/sys/block")) {
+            warn!(error = %format!("{e:#}"), "on-demand block probes");
+        }
+        let demand = Arc::new(Mutex::new(demand));
+        demand::watch(&demand);
         Ok(BlockCollector {
             maps: Mutex::new(maps),
+            demand,
             cgroups,
             names: DeviceNames::default(),
             filter: config.device_filter(),
@@ -93,6 +115,13 @@ impl Collector for BlockCollector {
         let mut maps = self.maps.lock().expect("block maps");
         maps.look_up_request_bios(has_md_arrays(Path::new("/sys/block")))?;
         let mut snap = maps.snapshot()?;
+        {
+            let mut demand = self.demand.lock().expect("on-demand probes");
+            demand.observe(&snap);
+            if let Err(e) = demand.reconcile(Path::new("/sys/block")) {
+                warn!(error = %format!("{e:#}"), "on-demand block probes");
+            }
+        }
         let devs: std::collections::BTreeSet<u32> = snap.ops.keys().map(|k| k.dev).collect();
         let gone: Vec<u32> = devs
             .into_iter()

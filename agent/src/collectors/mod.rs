@@ -19,7 +19,7 @@ pub use flags::CollectorFlags;
 /// Where a collector's data comes from.
 #[derive(Clone, Copy, Debug)]
 pub enum Source {
-    /// An eBPF probe, loaded and attached at start.
+    /// An eBPF probe, loaded at start and attached then or when needed ([`Attach`]).
     Probe(&'static ProbeSpec),
     /// Read at each scrape from procfs, sysfs or netlink.
     Snapshot(Snapshot),

@@ -26,6 +26,16 @@ impl Hook {
     }
 }
 
+/// When a probe's program is attached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Attach {
+    /// From start to exit.
+    Always,
+    /// Loaded at start, attached only while its collector needs it (`probes::on_demand`): a
+    /// `tp_btf` hook whose events cost nothing while nothing needs the probe's work.
+    OnDemand,
+}
+
 /// The collector that reads a probe's maps; it runs when any of its probes is up. The block
 /// probes need the block layout, the others their own part of the network layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +54,7 @@ pub struct ProbeSpec {
     /// The program in the eBPF object.
     pub program: &'static str,
     pub hook: Hook,
+    pub attach: Attach,
     /// Its bit in the `PROBES_READY` global (`agent_common::ready`).
     pub ready: u32,
     pub collector: ProbeCollector,
@@ -53,10 +64,13 @@ pub struct ProbeSpec {
     pub metrics: &'static [Metric],
 }
 
+/// Attached while a reported device's queue may not have its dispatches stamped by the
+/// kernel, or an option needs every dispatch (`block::demand`).
 pub const BLOCK_ISSUE: ProbeSpec = ProbeSpec {
     name: "block_issue",
     program: "stornet_block_rq_issue",
     hook: Hook::BtfTracePoint("block_rq_issue"),
+    attach: Attach::OnDemand,
     ready: ready::BLOCK_ISSUE,
     collector: ProbeCollector::Block,
     maps: maps::BLOCK,
@@ -67,6 +81,7 @@ pub const BLOCK_COMPLETION: ProbeSpec = ProbeSpec {
     name: "block_completion",
     program: "stornet_block_rq_complete",
     hook: Hook::BtfTracePoint("block_rq_complete"),
+    attach: Attach::Always,
     ready: ready::BLOCK_COMPLETION,
     collector: ProbeCollector::Block,
     maps: maps::BLOCK,
@@ -77,6 +92,7 @@ pub const BLOCK_REQUEUE: ProbeSpec = ProbeSpec {
     name: "block_requeue",
     program: "stornet_block_rq_requeue",
     hook: Hook::BtfTracePoint("block_rq_requeue"),
+    attach: Attach::Always,
     ready: ready::BLOCK_REQUEUE,
     collector: ProbeCollector::Block,
     maps: maps::BLOCK,
@@ -91,6 +107,7 @@ pub const BLOCK_ISSUER: ProbeSpec = ProbeSpec {
     name: "block_issuer",
     program: "stornet_block_getrq",
     hook: Hook::BtfTracePoint("block_getrq"),
+    attach: Attach::Always,
     ready: ready::BLOCK_ISSUER,
     collector: ProbeCollector::Block,
     maps: maps::BLOCK,
@@ -101,11 +118,13 @@ pub const BLOCK_ISSUER: ProbeSpec = ProbeSpec {
 pub const BLOCK_BIO_QUEUE_AFTER_QUEUE: &str = "stornet_block_bio_queue_q";
 
 /// Bio-based devices (dm, md, NVMe multipath heads), timed per bio from entering the device
-/// to completing; request-based devices stay with the request probes.
+/// to completing; request-based devices stay with the request probes. Both bio probes are
+/// attached while a reported bio-based device exists (`block::demand`).
 pub const BLOCK_BIO_QUEUE: ProbeSpec = ProbeSpec {
     name: "block_bio_queue",
     program: "stornet_block_bio_queue",
     hook: Hook::BtfTracePoint("block_bio_queue"),
+    attach: Attach::OnDemand,
     ready: ready::BLOCK_BIO_QUEUE,
     collector: ProbeCollector::Block,
     maps: maps::BLOCK,
@@ -116,6 +135,7 @@ pub const BLOCK_BIO_COMPLETION: ProbeSpec = ProbeSpec {
     name: "block_bio_completion",
     program: "stornet_block_bio_complete",
     hook: Hook::BtfTracePoint("block_bio_complete"),
+    attach: Attach::OnDemand,
     ready: ready::BLOCK_BIO_COMPLETION,
     collector: ProbeCollector::Block,
     maps: maps::BLOCK,
@@ -142,6 +162,7 @@ pub const TCP_RETRANSMIT: ProbeSpec = ProbeSpec {
     name: "tcp_retransmit",
     program: "stornet_tcp_retransmit_skb",
     hook: Hook::BtfTracePoint("tcp_retransmit_skb"),
+    attach: Attach::Always,
     ready: ready::TCP_RETRANSMIT,
     collector: ProbeCollector::Retransmits,
     maps: RETRANSMIT_MAPS,
@@ -152,6 +173,7 @@ pub const TCP_RETRANSMIT_SYNACK: ProbeSpec = ProbeSpec {
     name: "tcp_retransmit_synack",
     program: "stornet_tcp_retransmit_synack",
     hook: Hook::BtfTracePoint("tcp_retransmit_synack"),
+    attach: Attach::Always,
     ready: ready::TCP_RETRANSMIT_SYNACK,
     collector: ProbeCollector::Retransmits,
     maps: RETRANSMIT_MAPS,
@@ -162,6 +184,7 @@ pub const SKB_DROP: ProbeSpec = ProbeSpec {
     name: "skb_drop",
     program: "stornet_kfree_skb",
     hook: Hook::BtfTracePoint("kfree_skb"),
+    attach: Attach::Always,
     ready: ready::SKB_DROP,
     collector: ProbeCollector::Drops,
     maps: &[
@@ -180,6 +203,7 @@ pub const SOCK_EXCEED_BUF_LIMIT: ProbeSpec = ProbeSpec {
     name: "sock_exceed_buf_limit",
     program: "stornet_sock_exceed_buf_limit",
     hook: Hook::BtfTracePoint("sock_exceed_buf_limit"),
+    attach: Attach::Always,
     ready: ready::SOCK_EXCEED_BUF_LIMIT,
     collector: ProbeCollector::SocketPressure,
     maps: &[maps::NET_COUNTERS],
@@ -190,6 +214,7 @@ pub const SOCK_RCVQUEUE_FULL: ProbeSpec = ProbeSpec {
     name: "sock_rcvqueue_full",
     program: "stornet_sock_rcvqueue_full",
     hook: Hook::BtfTracePoint("sock_rcvqueue_full"),
+    attach: Attach::Always,
     ready: ready::SOCK_RCVQUEUE_FULL,
     collector: ProbeCollector::SocketPressure,
     maps: &[maps::NET_COUNTERS],

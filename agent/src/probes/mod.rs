@@ -6,17 +6,23 @@
 
 pub mod block_layout;
 pub mod net_layout;
+pub mod on_demand;
+
+use std::os::fd::AsFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result, bail};
 use aya::programs::{BtfTracePoint, RawTracePoint, TracePoint};
 use aya::{Btf as AyaBtf, Ebpf, EbpfLoader};
 use tracing::{debug, info, warn};
 
-use crate::collectors::probe_spec::{self as spec, Hook, ProbeCollector, ProbeSpec};
+use crate::collectors::probe_spec::{self as spec, Attach, Hook, ProbeCollector, ProbeSpec};
 use crate::collectors::probes as all_probes;
 use crate::kernel::btf::{Btf, KernelBtf};
 use crate::model::{Collector, MetricFamily};
 use metric_names::labels::PROBE;
+use on_demand::OnDemand;
 
 /// The eBPF object built by `build.rs` from the `agent-ebpf` crate.
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/stornet"));
@@ -35,6 +41,10 @@ pub struct Probes {
     pub status: Vec<ProbeStatus>,
     /// The network layout the probes were loaded with.
     net_layout: agent_common::net::NetLayout,
+    /// Probes loaded and detached, for their collector to take and attach when needed.
+    on_demand: Vec<OnDemand>,
+    /// Whether each probe that attaches on demand is attached now.
+    attached: Vec<(&'static str, Arc<AtomicBool>)>,
 }
 
 /// Load-time globals, resolved from kernel BTF, each needed by some probes.
@@ -152,6 +162,8 @@ impl Probes {
                         })
                         .collect(),
                     net_layout: globals.net.layout,
+                    on_demand: Vec::new(),
+                    attached: Vec::new(),
                 };
             }
         };
@@ -159,6 +171,8 @@ impl Probes {
             ebpf: Some(ebpf),
             status: Vec::new(),
             net_layout: globals.net.layout,
+            on_demand: Vec::new(),
+            attached: Vec::new(),
         };
         for spec in specs {
             let spec = &globals.program_for(spec);
@@ -167,6 +181,14 @@ impl Probes {
                 None => probes.attach(spec, kernel.aya.as_ref()),
             };
             let status = match result {
+                Ok(()) if spec.attach == Attach::OnDemand => {
+                    info!(probe = spec.name, hook = ?spec.hook, "probe loaded, attached when needed");
+                    ProbeStatus {
+                        name: spec.name.into(),
+                        up: true,
+                        detail: format!("{:?}, attached when needed", spec.hook),
+                    }
+                }
                 Ok(()) => {
                     info!(probe = spec.name, hook = ?spec.hook, "probe attached");
                     ProbeStatus {
@@ -208,6 +230,13 @@ impl Probes {
                 let p: &mut BtfTracePoint = prog.try_into()?;
                 p.load(event, btf)
                     .with_context(|| format!("loading tp_btf/{event}"))?;
+                if spec.attach == Attach::OnDemand {
+                    let p = OnDemand::new(spec.name, p.fd()?.as_fd())
+                        .with_context(|| format!("tp_btf/{event}"))?;
+                    self.attached.push((spec.name, p.flag()));
+                    self.on_demand.push(p);
+                    return Ok(());
+                }
                 p.attach()
                     .with_context(|| format!("attaching tp_btf/{event}"))?;
             }
@@ -242,13 +271,22 @@ impl Probes {
         self.status.iter().any(|s| s.name == probe && s.up)
     }
 
+    /// Takes a probe that attaches on demand, detached, for its collector to own.
+    pub fn take_on_demand(&mut self, name: &str) -> Option<OnDemand> {
+        let i = self.on_demand.iter().position(|p| p.name == name)?;
+        Some(self.on_demand.remove(i))
+    }
+
     /// Takes a map out of the object for a collector to own.
     pub fn take_map(&mut self, name: &str) -> Option<aya::maps::Map> {
         self.ebpf.as_mut()?.take_map(name)
     }
 
     pub fn status_collector(&self) -> StatusCollector {
-        StatusCollector(self.status.clone())
+        StatusCollector {
+            status: self.status.clone(),
+            attached: self.attached.clone(),
+        }
     }
 }
 
@@ -289,8 +327,11 @@ fn load_object(globals: &Globals) -> Result<Ebpf> {
     Ok(loader.load(OBJECT)?)
 }
 
-/// `stornet_probe_up{probe}`.
-pub struct StatusCollector(Vec<ProbeStatus>);
+/// `stornet_probe_up{probe}` and `stornet_probe_attached{probe}`.
+pub struct StatusCollector {
+    status: Vec<ProbeStatus>,
+    attached: Vec<(&'static str, Arc<AtomicBool>)>,
+}
 
 impl Collector for StatusCollector {
     fn name(&self) -> &'static str {
@@ -298,11 +339,18 @@ impl Collector for StatusCollector {
     }
 
     fn collect(&self, out: &mut Vec<MetricFamily>) -> Result<()> {
-        let mut f = MetricFamily::of(&metric_names::agent::PROBE_UP);
-        for s in &self.0 {
-            f.scalar(&[(PROBE, &s.name)], if s.up { 1.0 } else { 0.0 });
+        let mut up = MetricFamily::of(&metric_names::agent::PROBE_UP);
+        let mut attached = MetricFamily::of(&metric_names::agent::PROBE_ATTACHED);
+        for s in &self.status {
+            let l = [(PROBE, s.name.as_str())];
+            up.scalar(&l, if s.up { 1.0 } else { 0.0 });
+            let on = match self.attached.iter().find(|(name, _)| *name == s.name) {
+                Some((_, flag)) => flag.load(Ordering::Relaxed),
+                None => s.up,
+            };
+            attached.scalar(&l, if on { 1.0 } else { 0.0 });
         }
-        out.push(f);
+        out.extend([up, attached]);
         Ok(())
     }
 }

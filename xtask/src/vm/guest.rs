@@ -371,6 +371,9 @@ fn tests(
     if extras.fabrics {
         kernels.push("fabrics::nvme_tcp_device_names_its_target_and_its_retransmits".into());
         kernels.push(
+            "dispatch::dispatch_probe_attaches_for_passthrough_and_detaches_with_the_device".into(),
+        );
+        kernels.push(
             "fabrics::nvme_tcp_through_a_shallow_buffer_is_congestion_toward_its_target".into(),
         );
     }

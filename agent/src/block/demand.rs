@@ -1,0 +1,279 @@
+//! The block probes that attach on demand, and when they are needed:
+//!
+//! - the dispatch probe (`block_issue`), while a reported request-based device may not have
+//!   its dispatches stamped by the kernel, or a device's requests were seen completing
+//!   without that stamp, or an option needs every dispatch (`dispatch_time = "probe"`,
+//!   `inflight_at_issue`). The kernel stamps a request's dispatch (`io_start_time_ns`) on
+//!   a queue that keeps statistics (`QUEUE_FLAG_STATS`), which writeback throttling turns on
+//!   for good when it is set up: a queue whose `wbt_lat_usec` can be read is stamped. Its
+//!   passthrough commands are not: the first ones seen without a stamp mark the device.
+//! - the bio probes (`block_bio_queue`, `block_bio_completion`), while a reported bio-based
+//!   device (one without `mq/`: dm, md, NVMe multipath heads, drbd, zram) holds any sectors.
+//!
+//! Decided from /sys/block at each scrape (so a scrape after a device appears finds the
+//! probes it needs attached) and every second in between.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use agent_common::block::UNREC_NO_DISPATCH_STAMP;
+use anyhow::Result;
+use tracing::{info, warn};
+
+use super::maps::BlockSnapshot;
+use crate::host::devices::{DeviceFilter, hidden_number};
+use crate::probes::on_demand::OnDemand;
+
+/// How often /sys/block is looked at between scrapes.
+const EVERY: Duration = Duration::from_secs(1);
+
+/// What the devices in /sys/block need, by name, with the device numbers that exist.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Needs {
+    /// Reported request-based devices whose kernel may not stamp dispatches.
+    pub unstamped: Vec<String>,
+    /// Reported bio-based devices.
+    pub bio_based: Vec<String>,
+    /// Every device in /sys/block with sectors, by number (`dev_t` as the probes give it).
+    pub present: BTreeSet<u32>,
+}
+
+/// Reads what the reported devices in `sys_block` need.
+pub fn needs(sys_block: &Path, filter: &DeviceFilter) -> Needs {
+    let mut out = Needs::default();
+    let Ok(dir) = std::fs::read_dir(sys_block) else {
+        return out;
+    };
+    let mut entries: Vec<_> = dir.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let (name, path) = (e.file_name().to_string_lossy().into_owned(), e.path());
+        // A detached loop device, an unset zram: no sectors, no IO.
+        let sectors: u64 = std::fs::read_to_string(path.join("size"))
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0);
+        if sectors == 0 {
+            continue;
+        }
+        if let Some(dev) = number(&path) {
+            out.present.insert(dev);
+        }
+        if !filter.allows(&name) {
+            continue;
+        }
+        if !path.join("mq").is_dir() {
+            out.bio_based.push(name);
+        } else if std::fs::read_to_string(path.join("queue/wbt_lat_usec")).is_err() {
+            out.unstamped.push(name);
+        }
+    }
+    out
+}
+
+/// The number the probes give the disk in `dir`: its `dev`, or for a hidden disk its
+/// stand-in ([`hidden_number`]).
+fn number(dir: &Path) -> Option<u32> {
+    match std::fs::read_to_string(dir.join("dev")) {
+        Ok(s) => {
+            let (major, minor) = s.trim().split_once(':')?;
+            Some((major.parse::<u32>().ok()? << 20) | minor.parse::<u32>().ok()?)
+        }
+        Err(_) => hidden_number(dir),
+    }
+}
+
+/// The on-demand block probes and what keeps them attached.
+pub struct Demand {
+    dispatch: Option<OnDemand>,
+    /// Completion first: attached before the entry probe, detached after it.
+    bio: Vec<OnDemand>,
+    /// An option needs every dispatch.
+    dispatch_always: bool,
+    filter: DeviceFilter,
+    /// Devices whose requests completed without the kernel's dispatch stamp.
+    unstamped: BTreeSet<u32>,
+    /// Per device, requests counted but not timed, and the probes' `no_dispatch_stamp`
+    /// count, at the last scrape.
+    untimed: BTreeMap<u32, u64>,
+    no_dispatch_stamp: u64,
+    /// What the last decision was, to log changes.
+    last: (bool, bool),
+}
+
+impl Demand {
+    pub fn new(
+        dispatch: Option<OnDemand>,
+        bio: Vec<OnDemand>,
+        dispatch_always: bool,
+        filter: DeviceFilter,
+    ) -> Demand {
+        Demand {
+            dispatch,
+            bio,
+            dispatch_always,
+            filter,
+            unstamped: BTreeSet::new(),
+            untimed: BTreeMap::new(),
+            no_dispatch_stamp: 0,
+            last: (false, false),
+        }
+    }
+
+    /// Attaches or detaches each probe as the devices in `sys_block` need.
+    pub fn reconcile(&mut self, sys_block: &Path) -> Result<()> {
+        let needs = needs(sys_block, &self.filter);
+        self.unstamped.retain(|d| needs.present.contains(d));
+        let dispatch =
+            self.dispatch_always || !needs.unstamped.is_empty() || !self.unstamped.is_empty();
+        let bio = !needs.bio_based.is_empty();
+        if let Some(p) = &mut self.dispatch {
+            p.set(dispatch)?;
+        }
+        // The completion is attached before the entry and detached after it, so that no
+        // bio is timed in without being timed out.
+        if bio {
+            for p in &mut self.bio {
+                p.set(true)?;
+            }
+        } else {
+            for p in self.bio.iter_mut().rev() {
+                p.set(false)?;
+            }
+        }
+        if (dispatch, bio) != self.last {
+            info!(
+                dispatch,
+                bio,
+                unstamped = ?needs.unstamped,
+                seen_unstamped = self.unstamped.len(),
+                bio_based = ?needs.bio_based,
+                "on-demand block probes"
+            );
+            self.last = (dispatch, bio);
+        }
+        Ok(())
+    }
+
+    /// Marks the devices whose requests went untimed for want of a dispatch stamp since the
+    /// last scrape (the probes count those as `no_dispatch_stamp`, and per device as
+    /// requests counted but not timed): the kernel does not stamp some of their requests.
+    pub fn observe(&mut self, snap: &BlockSnapshot) {
+        let mut untimed: BTreeMap<u32, u64> = BTreeMap::new();
+        for (k, s) in &snap.ops {
+            let counted: u64 = s.size.iter().sum();
+            let timed: u64 = s.service.iter().sum();
+            *untimed.entry(k.dev).or_default() += counted.saturating_sub(timed);
+        }
+        let missed = snap.counters[UNREC_NO_DISPATCH_STAMP as usize];
+        if missed > self.no_dispatch_stamp {
+            for (dev, n) in &untimed {
+                if *n > self.untimed.get(dev).copied().unwrap_or(0) && self.unstamped.insert(*dev) {
+                    info!(
+                        dev = format!("{}:{}", dev >> 20, dev & 0xfffff),
+                        "requests completed without the kernel's dispatch stamp: the dispatch \
+                         probe stays attached while the device exists"
+                    );
+                }
+            }
+        }
+        self.no_dispatch_stamp = missed;
+        self.untimed = untimed;
+    }
+}
+
+/// Reconciles every second while `demand` lives.
+pub fn watch(demand: &Arc<Mutex<Demand>>) {
+    let weak: Weak<Mutex<Demand>> = Arc::downgrade(demand);
+    let spawned = std::thread::Builder::new()
+        .name("block-probes".into())
+        .spawn(move || {
+            while let Some(d) = weak.upgrade() {
+                if let Err(e) = d
+                    .lock()
+                    .expect("on-demand probes")
+                    .reconcile(Path::new("/sys/block"))
+                {
+                    warn!(error = %format!("{e:#}"), "on-demand block probes");
+                }
+                drop(d);
+                std::thread::sleep(EVERY);
+            }
+        });
+    if let Err(e) = spawned {
+        warn!(error = %e, "no thread for the on-demand block probes: they follow scrapes only");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn disk(root: &Path, name: &str, sectors: u64, mq: bool, wbt: bool, dev: Option<&str>) {
+        let d = root.join(name);
+        std::fs::create_dir_all(d.join("queue")).unwrap();
+        std::fs::write(d.join("size"), format!("{sectors}\n")).unwrap();
+        if mq {
+            std::fs::create_dir_all(d.join("mq/0")).unwrap();
+        }
+        if wbt {
+            std::fs::write(d.join("queue/wbt_lat_usec"), "2000\n").unwrap();
+        }
+        if let Some(dev) = dev {
+            std::fs::write(d.join("dev"), format!("{dev}\n")).unwrap();
+        }
+    }
+
+    #[test]
+    fn needs_come_from_reported_devices_with_sectors() {
+        let root = std::env::temp_dir().join(format!("stornet-demand-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        disk(&root, "loop0", 2048, true, true, Some("7:0"));
+        disk(&root, "loop1", 0, true, false, Some("7:1")); // detached
+        disk(&root, "sdb", 2048, true, false, Some("8:16")); // no wbt: may be unstamped
+        disk(&root, "dm-0", 2048, false, false, Some("253:0"));
+        disk(&root, "zram0", 2048, false, false, Some("252:0")); // excluded below
+        disk(&root, "md127", 0, false, false, Some("9:127")); // not assembled
+        let filter = DeviceFilter {
+            include: Vec::new(),
+            exclude: vec!["zram*".into()],
+        };
+        let n = needs(&root, &filter);
+        assert_eq!(n.unstamped, ["sdb"]);
+        assert_eq!(n.bio_based, ["dm-0"]);
+        let present: Vec<u32> = n.present.into_iter().collect();
+        assert_eq!(
+            present,
+            [7 << 20, 8 << 20 | 16, 252 << 20, 253 << 20],
+            "devices with sectors, reported or not"
+        );
+        assert_eq!(needs(&root.join("missing"), &filter), Needs::default());
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn devices_seen_untimed_are_marked_while_the_counter_moves() {
+        use agent_common::block::{DevOp, OpStats};
+        let mut d = Demand::new(None, Vec::new(), false, DeviceFilter::default());
+        let snap = |untimed_a: u64, untimed_b: u64, missed: u64| {
+            let mut s = BlockSnapshot::default();
+            for (dev, n) in [(1u32, untimed_a), (2, untimed_b)] {
+                let mut st = OpStats::ZERO;
+                st.size[3] = 10 + n;
+                st.service[5] = 10;
+                s.ops.insert(DevOp { dev, op: 0 }, st);
+            }
+            s.counters[UNREC_NO_DISPATCH_STAMP as usize] = missed;
+            s
+        };
+        d.observe(&snap(0, 0, 0));
+        assert!(d.unstamped.is_empty());
+        // Requests counted but not timed, without a missing stamp: never dispatched.
+        d.observe(&snap(2, 0, 0));
+        assert!(d.unstamped.is_empty());
+        d.observe(&snap(2, 3, 3));
+        assert_eq!(d.unstamped.iter().copied().collect::<Vec<_>>(), [2]);
+    }
+}
