@@ -10,4 +10,5 @@ mod loss;
 mod mtu;
 mod nodes;
 mod replicas;
+mod saturation;
 mod support;

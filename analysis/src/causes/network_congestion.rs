@@ -17,8 +17,15 @@ pub(super) fn is_congestion(s: &Signal) -> bool {
 
 /// `explained`: an MTU mismatch, counted loss, a starved CPU or needless retransmits (the
 /// receiver already had the data) account for retransmits and round trips, so only
-/// congestion's own signals (a queue that overflowed or stood) count.
-pub(super) fn network_congestion(cx: &Context, peer: Option<&str>, explained: bool) -> Candidate {
+/// congestion's own signals (a queue that overflowed or stood) count. `saturated`: the path
+/// runs at its rate ([`super::network_saturation`]), which accounts for a longer round trip
+/// but not for retransmits.
+pub(super) fn network_congestion(
+    cx: &Context,
+    peer: Option<&str>,
+    explained: bool,
+    saturated: bool,
+) -> Candidate {
     let sigs = net_signals(cx, peer);
     let picks = weigh(cx, &sigs, is_congestion, |s| {
         matches!(s.kind, SignalKind::Retransmits | SignalKind::Srtt)
@@ -27,13 +34,12 @@ pub(super) fn network_congestion(cx: &Context, peer: Option<&str>, explained: bo
     if cx.raised() {
         let (assoc, risen) = association(cx, &picks);
         // A queue that overflowed or stood, or the peer's retransmits or RTT unless
-        // something else explains them. A short queue alone (behind a burst of
+        // something else explains them (a path at its rate lengthens the RTT). A short queue alone (behind a burst of
         // retransmits, on a shaper's port) is not congestion.
-        let resent = risen.iter().any(|&i| {
-            matches!(
-                cx.signals[i].kind,
-                SignalKind::Retransmits | SignalKind::Srtt
-            )
+        let resent = risen.iter().any(|&i| match cx.signals[i].kind {
+            SignalKind::Retransmits => true,
+            SignalKind::Srtt => !saturated,
+            _ => false,
         });
         let queues: Vec<usize> = overflowing(cx, &sigs).collect();
         c.requirement_met = !queues.is_empty() || (!explained && resent);
