@@ -281,7 +281,13 @@ pub fn held_above_block(above: f64, local: f64) -> String {
 }
 
 /// The round trip per IO to a peer against the path's RTT and the replica's own time.
-pub fn round_trip_beyond_rtt(d: Direction, peer: &str, round_trip: f64, rtt: f64, own: f64) -> String {
+pub fn round_trip_beyond_rtt(
+    d: Direction,
+    peer: &str,
+    round_trip: f64,
+    rtt: f64,
+    own: f64,
+) -> String {
     let times = round_trip / (rtt + own).max(f64::MIN_POSITIVE);
     let own = if own > 0.0 {
         format!(" plus the replica's own {}", secs(own))
@@ -312,9 +318,17 @@ pub fn send_queue_wait(
         bit_rate(rate)
     );
     if let Some(b) = busy {
-        let _ = write!(out, "; the connections were busy {} of the time", pct(b.min(1.0)));
+        let _ = write!(
+            out,
+            "; the connections were busy {} of the time",
+            pct(b.min(1.0))
+        );
         if let Some(s) = sndbuf.filter(|s| *s > 0.0) {
-            let _ = write!(out, ", the writer waited for send buffer room {}", pct(s.min(1.0)));
+            let _ = write!(
+                out,
+                ", the writer waited for send buffer room {}",
+                pct(s.min(1.0))
+            );
         }
     }
     out
@@ -332,7 +346,10 @@ pub fn link_use(what: &str, bytes_per_second: f64, rate: f64) -> String {
 
 /// Pause frames counted on the path.
 pub fn pause_frames(frames: f64, most_on: &str) -> String {
-    format!("{} pause frames on the path, most on {most_on}", count(frames))
+    format!(
+        "{} pause frames on the path, most on {most_on}",
+        count(frames)
+    )
 }
 
 /// A qdisc, as the saturation findings name it: "the tbf qdisc on sw sb".

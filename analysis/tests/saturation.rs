@@ -292,7 +292,10 @@ fn saturation_that_sets_in_mid_run_is_named_on_the_raised_intervals() {
             mix(&mut p.srtt_seconds, &q.srtt_seconds);
             mix(&mut p.send_queue_bytes, &q.send_queue_bytes);
             mix(&mut p.notsent_bytes, &q.notsent_bytes);
-            mix(&mut p.delivery_rate_bytes_per_second, &q.delivery_rate_bytes_per_second);
+            mix(
+                &mut p.delivery_rate_bytes_per_second,
+                &q.delivery_rate_bytes_per_second,
+            );
         }
         for q in &mut h.qdiscs {
             q.sent_bytes[..FROM].fill(Some(0.6 * LINK));

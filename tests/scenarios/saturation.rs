@@ -90,7 +90,11 @@ fn scenario_3_a_link_at_its_rate_is_network_saturation() {
     let (o, used, ip) = run("s3", "40mbit", 40e6, None);
     // Independent counts: the port ran at its rate (tc -s) and dropped nothing, and the
     // client retransmitted (almost) nothing (/proc/net/snmp).
-    assert!(used >= 0.85, "the port carried {:.0}% of its rate", used * 100.0);
+    assert!(
+        used >= 0.85,
+        "the port carried {:.0}% of its rate",
+        used * 100.0
+    );
     assert_eq!(o.qdisc_drops, 0, "the deep buffer dropped");
     let writes = o.latency(0, "write");
     assert!(

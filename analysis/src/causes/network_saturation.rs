@@ -26,7 +26,13 @@ pub(super) fn network_saturation(cx: &Context, peer: Option<&str>, other_cause: 
         let (strength, findings) = p.judge(cx, other_cause);
         judge(cx, &mut c, strength, findings);
     }
-    c.score = score(cx, &c);
+    // Unconfirmed, it claims nothing: a share of the round trip alone is every network
+    // cause's, and the others say what they saw.
+    c.score = if c.requirement_met {
+        score(cx, &c)
+    } else {
+        0.0
+    };
     c
 }
 
@@ -136,13 +142,7 @@ impl<'a> Path<'a> {
         let paused = self.pause.as_ref().is_some_and(|p| p.0 >= t.min_events);
         if let (Some(q), Some(w)) = (&self.queued, queue_wait) {
             found.push(prose::send_queue_wait(
-                d,
-                w,
-                self.peer,
-                q.bytes,
-                q.rate,
-                q.busy,
-                q.sndbuf,
+                d, w, self.peer, q.bytes, q.rate, q.busy, q.sndbuf,
             ));
         }
         if let Some(l) = &self.link {
@@ -186,10 +186,17 @@ fn on_path<'h>(cx: &Context<'h>, peer: &str) -> Vec<(&'h Host, Option<&'h str>)>
         .and_then(|p| p.interface.as_deref());
     path_hosts(cx.run, cx.subject, cx.parts)
         .into_iter()
-        .filter(|h| {
-            h.name == cx.subject.name || h.switch || h.addresses.iter().any(|a| a == peer)
+        .filter(|h| h.name == cx.subject.name || h.switch || h.addresses.iter().any(|a| a == peer))
+        .map(|h| {
+            (
+                h,
+                if h.name == cx.subject.name {
+                    route
+                } else {
+                    None
+                },
+            )
         })
-        .map(|h| (h, if h.name == cx.subject.name { route } else { None }))
         .collect()
 }
 

@@ -500,9 +500,7 @@ pub const FAMILIES: &[SignalFamily] = &[
         IFACE,
         MetricType::Gauge,
         Fold::Max,
-        Place::Interface("speed_bytes_per_second", |i| {
-            &mut i.speed_bytes_per_second
-        }),
+        Place::Interface("speed_bytes_per_second", |i| &mut i.speed_bytes_per_second),
     ),
     family(
         Field::InterfaceRxPause,
