@@ -307,3 +307,17 @@ fn saturation_that_sets_in_mid_run_is_named_on_the_raised_intervals() {
     assert_eq!(d.raised_intervals, (FROM..N).collect::<Vec<_>>());
     assert_eq!(r.verdict.cause, Cause::NetworkSaturation, "{}", r.to_text());
 }
+
+#[test]
+fn a_queue_standing_at_a_saturated_shaper_is_saturation_and_elsewhere_congestion() {
+    // A shaper at its rate keeps a standing queue without dropping: that is saturation.
+    let mut run = Setup::saturated().run();
+    run.hosts[2].qdiscs[0].backlog_bytes = c(150_000.0);
+    let r = analyze(&run);
+    assert_eq!(r.verdict.cause, Cause::NetworkSaturation, "{}", r.to_text());
+    // The same queue on a path whose round trip stays short is a standing queue, as before.
+    let mut run = Setup::used_well().run();
+    run.hosts[2].qdiscs[0].backlog_bytes = c(150_000.0);
+    let r = analyze(&run);
+    assert_eq!(r.verdict.cause, Cause::NetworkCongestion, "{}", r.to_text());
+}

@@ -1,4 +1,4 @@
-//! Scenarios 3 and 4: a link at its rate drops nothing and still holds every write back;
+//! Scenarios 11 and 12: a link at its rate drops nothing and still holds every write back;
 //! the same link four times faster, used well, is healthy.
 //!
 //! The replica's switch port is a tbf with a deep buffer (4 MiB). At 40 Mbit/s, 64 KiB
@@ -51,13 +51,18 @@ fn port_sent_bytes(lab: &Lab) -> u64 {
 
 /// Runs the writes at `rate` through a port of `link_bits` bits per second; returns the
 /// outcome, the share of the port's rate the run used (from `tc -s`) and the replica's
-/// address.
-fn run(tag: &str, link: &str, link_bits: f64, rate: Option<u32>) -> (Outcome, f64, String) {
+/// address. The record stays in `dir` when the scenario fails.
+fn run(
+    tag: &str,
+    dir: &RunDir,
+    link: &str,
+    link_bits: f64,
+    rate: Option<u32>,
+) -> (Outcome, f64, String) {
     let lab = lab(tag, link);
     let disk = support::disk(tag, DiskSpec::new(support::DISK_BYTES));
-    let dir = RunDir::new(tag);
     let before = port_sent_bytes(&lab);
-    let o = support::run(&lab, &disk, &writes(rate), &dir, tag);
+    let o = support::run(&lab, &disk, &writes(rate), dir, tag);
     let sent = port_sent_bytes(&lab) - before;
     let used = sent as f64 * 8.0 / RUN_SECONDS / link_bits;
     let ip = support::replica_ip(&lab);
@@ -83,11 +88,12 @@ fn run(tag: &str, link: &str, link_bits: f64, rate: Option<u32>) -> (Outcome, f6
 }
 
 #[test]
-fn scenario_3_a_link_at_its_rate_is_network_saturation() {
-    if !require_root("scenario_3_a_link_at_its_rate_is_network_saturation") {
+fn scenario_11_a_link_at_its_rate_is_network_saturation() {
+    if !require_root("scenario_11_a_link_at_its_rate_is_network_saturation") {
         return;
     }
-    let (o, used, ip) = run("s3", "40mbit", 40e6, None);
+    let dir = RunDir::new("saturated");
+    let (o, used, ip) = run("s11", &dir, "40mbit", 40e6, None);
     // Independent counts: the port ran at its rate (tc -s) and dropped nothing, and the
     // client retransmitted (almost) nothing (/proc/net/snmp).
     assert!(
@@ -117,12 +123,13 @@ fn scenario_3_a_link_at_its_rate_is_network_saturation() {
 }
 
 #[test]
-fn scenario_4_a_link_four_times_faster_used_well_is_healthy() {
-    if !require_root("scenario_4_a_link_four_times_faster_used_well_is_healthy") {
+fn scenario_12_a_link_four_times_faster_used_well_is_healthy() {
+    if !require_root("scenario_12_a_link_four_times_faster_used_well_is_healthy") {
         return;
     }
     // 180 writes of 64 KiB per second: 94 Mbit/s of data, about 60% of 160 Mbit/s.
-    let (o, used, _) = run("s4", "160mbit", 160e6, Some(180));
+    let dir = RunDir::new("used-well");
+    let (o, used, _) = run("s12", &dir, "160mbit", 160e6, Some(180));
     assert!(
         (0.4..=0.8).contains(&used),
         "the port carried {:.0}% of its rate",

@@ -19,7 +19,8 @@ pub(super) fn is_congestion(s: &Signal) -> bool {
 /// receiver already had the data) account for retransmits and round trips, so only
 /// congestion's own signals (a queue that overflowed or stood) count. `saturated`: the path
 /// runs at its rate ([`super::network_saturation`]), which accounts for a longer round trip
-/// but not for retransmits.
+/// but not for retransmits, and a queue that stands without dropping is what a path at its
+/// rate has.
 pub(super) fn network_congestion(
     cx: &Context,
     peer: Option<&str>,
@@ -41,7 +42,9 @@ pub(super) fn network_congestion(
             SignalKind::Srtt => !saturated,
             _ => false,
         });
-        let queues: Vec<usize> = overflowing(cx, &sigs).collect();
+        let queues: Vec<usize> = overflowing(cx, &sigs)
+            .filter(|&i| !(saturated && standing(cx, i)))
+            .collect();
         c.requirement_met = !queues.is_empty() || (!explained && resent);
         c.findings = findings(cx, &risen, 4);
         // A queue that overflowed all run long does not rise with the intervals it raises:
@@ -59,12 +62,18 @@ pub(super) fn network_congestion(
         let anomalies: Vec<(usize, f64)> = picks
             .iter()
             .filter(|(i, _)| is_congestion(&cx.signals[*i]) || !explained)
+            .filter(|(i, _)| !(saturated && standing(cx, *i)))
             .filter_map(|&(i, _)| Some((i, congestion_anomaly(cx, i)?)))
             .collect();
         judge_signals(cx, &mut c, &anomalies);
     }
     c.score = score(cx, &c);
     c
+}
+
+/// A qdisc's backlog: a queue that stood, which a saturated path has without any drop.
+fn standing(cx: &Context, i: usize) -> bool {
+    cx.signals[i].kind == SignalKind::QdiscBacklog
 }
 
 /// Whole-run anomaly strength of a congestion signal (retransmits, drops, backlog).
