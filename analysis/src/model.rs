@@ -153,6 +153,24 @@ pub struct Peer {
     /// Bytes written to the peer's sockets and not sent yet (gauge).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notsent_bytes: Series,
+    /// Bytes written to the peer's sockets and not acknowledged yet, in flight or not sent
+    /// (gauge).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub send_queue_bytes: Series,
+    /// The latest delivery rate of the peer's sockets with data unacknowledged, summed, in
+    /// bytes per second (gauge).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub delivery_rate_bytes_per_second: Series,
+    /// Seconds of the interval the peer's sockets had data to send, summed over sockets
+    /// (including the time limited by the receive window or the send buffer).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub busy_seconds: Series,
+    /// Seconds of the interval the peer's receive window held data back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rwnd_limited_seconds: Series,
+    /// Seconds of the interval the writer waited for room in the send buffer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sndbuf_limited_seconds: Series,
     /// Segments the peer acknowledged, retransmitted ones included, in the interval: what
     /// the retransmits are a share of.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -177,6 +195,13 @@ pub struct Qdisc {
     /// Times the qdisc held a packet back for its rate limit, in the interval.
     #[serde(default)]
     pub overlimits: Series,
+    /// Bytes the qdisc let out in the interval.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sent_bytes: Series,
+    /// The rate a shaping qdisc lets out, bytes per second (gauge); empty for a qdisc that
+    /// does not shape.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rate_bytes_per_second: Series,
 }
 
 /// Counters of one network interface, per interval, and its MTU.
@@ -198,6 +223,20 @@ pub struct Interface {
     pub rx_errors: Series,
     #[serde(default)]
     pub tx_errors: Series,
+    /// Bytes received and sent in the interval.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rx_bytes: Series,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tx_bytes: Series,
+    /// Link speed the driver reports, bytes per second (gauge).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub speed_bytes_per_second: Series,
+    /// Pause frames received (the link partner stopped this interface) and sent (this
+    /// interface stopped its partner) in the interval.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rx_pause_frames: Series,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tx_pause_frames: Series,
 }
 
 /// Read or write.
@@ -360,13 +399,24 @@ impl Host {
                 &mut p.path_mtu_bytes,
                 &mut p.mss_bytes,
                 &mut p.notsent_bytes,
+                &mut p.send_queue_bytes,
+                &mut p.delivery_rate_bytes_per_second,
+                &mut p.busy_seconds,
+                &mut p.rwnd_limited_seconds,
+                &mut p.sndbuf_limited_seconds,
                 &mut p.delivered_segments,
             ]);
         }
         out.extend(self.skb_drops.values_mut());
         out.push(&mut self.cpu_stalled_seconds);
         for q in &mut self.qdiscs {
-            out.extend([&mut q.drops, &mut q.backlog_bytes, &mut q.overlimits]);
+            out.extend([
+                &mut q.drops,
+                &mut q.backlog_bytes,
+                &mut q.overlimits,
+                &mut q.sent_bytes,
+                &mut q.rate_bytes_per_second,
+            ]);
         }
         for i in self.interfaces.values_mut() {
             out.extend([
@@ -377,6 +427,11 @@ impl Host {
                 &mut i.tx_drops,
                 &mut i.rx_errors,
                 &mut i.tx_errors,
+                &mut i.rx_bytes,
+                &mut i.tx_bytes,
+                &mut i.speed_bytes_per_second,
+                &mut i.rx_pause_frames,
+                &mut i.tx_pause_frames,
             ]);
         }
         out
@@ -410,10 +465,20 @@ impl Host {
             check(&p.srtt_seconds, n, || format!("{} srtt_seconds", q()))?;
             check(&p.path_mtu_bytes, n, || format!("{} path_mtu_bytes", q()))?;
             check(&p.mss_bytes, n, || format!("{} mss_bytes", q()))?;
-            check(&p.notsent_bytes, n, || format!("{} notsent_bytes", q()))?;
-            check(&p.delivered_segments, n, || {
-                format!("{} delivered_segments", q())
-            })?;
+            for (field, s) in [
+                ("notsent_bytes", &p.notsent_bytes),
+                ("send_queue_bytes", &p.send_queue_bytes),
+                (
+                    "delivery_rate_bytes_per_second",
+                    &p.delivery_rate_bytes_per_second,
+                ),
+                ("busy_seconds", &p.busy_seconds),
+                ("rwnd_limited_seconds", &p.rwnd_limited_seconds),
+                ("sndbuf_limited_seconds", &p.sndbuf_limited_seconds),
+                ("delivered_segments", &p.delivered_segments),
+            ] {
+                check(s, n, || format!("{} {field}", q()))?;
+            }
         }
         for (reason, s) in &self.skb_drops {
             check(s, n, || format!("host {h} skb_drops {reason}"))?;
@@ -426,6 +491,10 @@ impl Host {
             check(&q.drops, n, || format!("{} drops", p()))?;
             check(&q.backlog_bytes, n, || format!("{} backlog_bytes", p()))?;
             check(&q.overlimits, n, || format!("{} overlimits", p()))?;
+            check(&q.sent_bytes, n, || format!("{} sent_bytes", p()))?;
+            check(&q.rate_bytes_per_second, n, || {
+                format!("{} rate_bytes_per_second", p())
+            })?;
         }
         for (name, i) in &self.interfaces {
             let p = || format!("host {h} interface {name}");
@@ -437,6 +506,11 @@ impl Host {
                 ("tx_drops", &i.tx_drops),
                 ("rx_errors", &i.rx_errors),
                 ("tx_errors", &i.tx_errors),
+                ("rx_bytes", &i.rx_bytes),
+                ("tx_bytes", &i.tx_bytes),
+                ("speed_bytes_per_second", &i.speed_bytes_per_second),
+                ("rx_pause_frames", &i.rx_pause_frames),
+                ("tx_pause_frames", &i.tx_pause_frames),
             ] {
                 check(s, n, || format!("{} {field}", p()))?;
             }

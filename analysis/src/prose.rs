@@ -8,7 +8,7 @@ use crate::context::{Context, Mode};
 use crate::model::Direction;
 use crate::report::{Candidate, Cause, DirectionResult, State};
 use crate::signals::{SignalKind, SignalScore};
-use crate::units::{count, level, pct, secs};
+use crate::units::{bit_rate, bytes, count, level, pct, secs};
 
 // ---- signals and parts ----
 
@@ -286,6 +286,88 @@ pub fn held_above_block(above: f64, local: f64) -> String {
         secs(above),
         pct(above / local)
     )
+}
+
+/// The round trip per IO to a peer against the path's RTT and the replica's own time.
+pub fn round_trip_beyond_rtt(
+    d: Direction,
+    peer: &str,
+    round_trip: f64,
+    rtt: f64,
+    own: f64,
+) -> String {
+    let times = round_trip / (rtt + own).max(f64::MIN_POSITIVE);
+    let own = if own > 0.0 {
+        format!(" plus the replica's own {}", secs(own))
+    } else {
+        String::new()
+    };
+    format!(
+        "the round trip per {d} to {peer} is {}, {times:.0}x the path's RTT of {}{own}",
+        secs(round_trip),
+        secs(rtt),
+    )
+}
+
+/// Data waiting toward a peer, and how long an IO waits behind it.
+pub fn send_queue_wait(
+    d: Direction,
+    wait: f64,
+    peer: &str,
+    queued: f64,
+    rate: f64,
+    busy: Option<f64>,
+    sndbuf: Option<f64>,
+) -> String {
+    let mut out = format!(
+        "{d}s wait {} in the send queue to {peer} ({} not yet acknowledged, delivered at {})",
+        secs(wait),
+        bytes(queued),
+        bit_rate(rate)
+    );
+    if let Some(b) = busy {
+        let _ = write!(
+            out,
+            "; the connections were busy {} of the time",
+            pct(b.min(1.0))
+        );
+        if let Some(s) = sndbuf.filter(|s| *s > 0.0) {
+            let _ = write!(
+                out,
+                ", the writer waited for send buffer room {}",
+                pct(s.min(1.0))
+            );
+        }
+    }
+    out
+}
+
+/// How much of its rate a shaper or link on the path carries.
+pub fn link_use(what: &str, bytes_per_second: f64, rate: f64) -> String {
+    format!(
+        "{what} carries {}, {} of its {}",
+        bit_rate(bytes_per_second),
+        pct(bytes_per_second / rate),
+        bit_rate(rate)
+    )
+}
+
+/// Pause frames counted on the path.
+pub fn pause_frames(frames: f64, most_on: &str) -> String {
+    format!(
+        "{} pause frames on the path, most on {most_on}",
+        count(frames)
+    )
+}
+
+/// A qdisc, as the saturation findings name it: "the tbf qdisc on sw sb".
+pub fn qdisc_on(qdisc: &str, host: &str, interface: &str) -> String {
+    format!("the {qdisc} qdisc on {host} {interface}")
+}
+
+/// A link, as the saturation findings name it: "the link eth0 of h1".
+pub fn link_on(host: &str, interface: &str) -> String {
+    format!("the link {interface} of {host}")
 }
 
 // ---- verdicts ----

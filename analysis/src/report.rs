@@ -12,6 +12,8 @@ use crate::signals::SignalScore;
 #[serde(rename_all = "snake_case")]
 pub enum Cause {
     NetworkCongestion,
+    /// A path at its capacity, or paused: IO waits in the queues, nothing is dropped.
+    NetworkSaturation,
     DeviceSaturation,
     SlowDevice,
     MtuMismatch,
@@ -31,6 +33,7 @@ impl Cause {
     pub fn name(self) -> &'static str {
         match self {
             Cause::NetworkCongestion => "network_congestion",
+            Cause::NetworkSaturation => "network_saturation",
             Cause::DeviceSaturation => "device_saturation",
             Cause::SlowDevice => "slow_device",
             Cause::MtuMismatch => "mtu_mismatch",
@@ -47,6 +50,7 @@ impl Cause {
         matches!(
             self,
             Cause::NetworkCongestion
+                | Cause::NetworkSaturation
                 | Cause::DeviceSaturation
                 | Cause::SlowDevice
                 | Cause::MtuMismatch

@@ -76,6 +76,16 @@ pub struct Thresholds {
     pub cpu_wait_seconds: f64,
     /// MSS plus this many bytes below the interface MTU means a smaller path MTU.
     pub mss_overhead_bytes: f64,
+    /// A saturated path: the round trip per IO to a peer is at least this multiple of the
+    /// path's RTT plus the replica's own time per IO...
+    pub saturation_round_trip_factor: f64,
+    /// ...and exceeds them by at least this long...
+    pub saturation_wait_seconds: f64,
+    /// ...and the data waiting in the send queue, at the rate it is delivered, accounts for
+    /// this share of that excess, or a shaper or link on the path carries
+    /// `saturation_link_use` of its rate, or `min_events` pause frames were counted.
+    pub saturation_queue_share: f64,
+    pub saturation_link_use: f64,
     /// A cause whose requirement is not met keeps this fraction of its score.
     pub unconfirmed_factor: f64,
     /// Raised intervals whose best cause scores below this are left unexplained.
@@ -113,6 +123,10 @@ impl Default for Thresholds {
             cpu_wait_seconds: 0.005,
             queue_seconds: 0.001,
             mss_overhead_bytes: 100.0,
+            saturation_round_trip_factor: 4.0,
+            saturation_wait_seconds: 0.010,
+            saturation_queue_share: 0.5,
+            saturation_link_use: 0.9,
             unconfirmed_factor: 0.3,
             min_cause_score: 0.15,
         }

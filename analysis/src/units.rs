@@ -54,6 +54,24 @@ pub fn bytes(v: f64) -> String {
     }
 }
 
+/// A rate given in bytes per second, in bits as links are rated: "39.8 Mbit/s",
+/// "10 Gbit/s".
+pub fn bit_rate(bytes_per_second: f64) -> String {
+    let bits = bytes_per_second * 8.0;
+    let (x, unit) = if bits >= 1e9 {
+        (bits / 1e9, "Gbit/s")
+    } else if bits >= 1e6 {
+        (bits / 1e6, "Mbit/s")
+    } else {
+        (bits / 1e3, "kbit/s")
+    };
+    if x >= 100.0 || x == x.round() {
+        format!("{x:.0} {unit}")
+    } else {
+        format!("{x:.1} {unit}")
+    }
+}
+
 /// A value of a signal, in its unit.
 pub fn level(kind: SignalKind, v: f64) -> String {
     use SignalKind::*;
@@ -84,5 +102,9 @@ mod tests {
         assert_eq!(pct(0.001), "<1%");
         assert_eq!(bytes(65536.0), "64 KiB");
         assert_eq!(bytes(4.0 * 1024.0 * 1024.0), "4.0 MiB");
+        assert_eq!(bit_rate(4.975e6), "39.8 Mbit/s");
+        assert_eq!(bit_rate(5e6), "40 Mbit/s");
+        assert_eq!(bit_rate(1.25e9), "10 Gbit/s");
+        assert_eq!(bit_rate(2e7), "160 Mbit/s");
     }
 }

@@ -11,4 +11,5 @@ mod loss;
 mod mtu;
 mod nodes;
 mod replicas;
+mod saturation;
 mod support;

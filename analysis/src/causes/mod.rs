@@ -13,6 +13,7 @@ mod device_saturation;
 mod mtu_mismatch;
 mod network;
 mod network_congestion;
+mod network_saturation;
 mod packet_loss;
 mod score;
 mod slow_device;
@@ -27,6 +28,7 @@ use device_saturation::device_saturation;
 use mtu_mismatch::mtu_mismatch;
 use network::{peers, served_device};
 use network_congestion::network_congestion;
+use network_saturation::network_saturation;
 use packet_loss::packet_loss;
 use slow_device::{cpu_wait, slow_device};
 use spurious::mostly_spurious;
@@ -45,15 +47,21 @@ pub fn rank(cx: &Context) -> Vec<Candidate> {
             || loss.requirement_met
             || cpu_explains(cx, peer.as_deref())
             || mostly_spurious(cx, peer.as_deref());
-        let congestion = network_congestion(cx, peer.as_deref(), explained);
+        let saturated = network_saturation(cx, peer.as_deref(), false).requirement_met;
+        let congestion = network_congestion(cx, peer.as_deref(), explained, saturated);
+        // A path that drops, or whose MTUs differ, is judged by those causes: saturation
+        // is what a path at its rate does without them.
+        let lossy = congestion.requirement_met || mtu.requirement_met || loss.requirement_met;
+        let saturation = network_saturation(cx, peer.as_deref(), lossy);
         if let (Some(p), Some(d), true) = (
             &peer,
             served_device(cx, peer.as_deref()),
-            congestion.requirement_met || mtu.requirement_met || loss.requirement_met,
+            lossy || saturation.requirement_met,
         ) {
             served_over_bad_paths.push((d, p.clone()));
         }
         out.push(congestion);
+        out.push(saturation);
         out.push(mtu);
         out.push(loss);
     }

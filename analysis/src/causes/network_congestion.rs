@@ -17,8 +17,16 @@ pub(super) fn is_congestion(s: &Signal) -> bool {
 
 /// `explained`: an MTU mismatch, counted loss, a starved CPU or needless retransmits (the
 /// receiver already had the data) account for retransmits and round trips, so only
-/// congestion's own signals (a queue that overflowed or stood) count.
-pub(super) fn network_congestion(cx: &Context, peer: Option<&str>, explained: bool) -> Candidate {
+/// congestion's own signals (a queue that overflowed or stood) count. `saturated`: the path
+/// runs at its rate ([`super::network_saturation`]), which accounts for a longer round trip
+/// but not for retransmits, and a queue that stands without dropping is what a path at its
+/// rate has.
+pub(super) fn network_congestion(
+    cx: &Context,
+    peer: Option<&str>,
+    explained: bool,
+    saturated: bool,
+) -> Candidate {
     let sigs = net_signals(cx, peer);
     let picks = weigh(cx, &sigs, is_congestion, |s| {
         matches!(s.kind, SignalKind::Retransmits | SignalKind::Srtt)
@@ -27,15 +35,16 @@ pub(super) fn network_congestion(cx: &Context, peer: Option<&str>, explained: bo
     if cx.raised() {
         let (assoc, risen) = association(cx, &picks);
         // A queue that overflowed or stood, or the peer's retransmits or RTT unless
-        // something else explains them. A short queue alone (behind a burst of
+        // something else explains them (a path at its rate lengthens the RTT). A short queue alone (behind a burst of
         // retransmits, on a shaper's port) is not congestion.
-        let resent = risen.iter().any(|&i| {
-            matches!(
-                cx.signals[i].kind,
-                SignalKind::Retransmits | SignalKind::Srtt
-            )
+        let resent = risen.iter().any(|&i| match cx.signals[i].kind {
+            SignalKind::Retransmits => true,
+            SignalKind::Srtt => !saturated,
+            _ => false,
         });
-        let queues: Vec<usize> = overflowing(cx, &sigs).collect();
+        let queues: Vec<usize> = overflowing(cx, &sigs)
+            .filter(|&i| !(saturated && standing(cx, i)))
+            .collect();
         c.requirement_met = !queues.is_empty() || (!explained && resent);
         c.findings = findings(cx, &risen, 4);
         // A queue that overflowed all run long does not rise with the intervals it raises:
@@ -53,12 +62,18 @@ pub(super) fn network_congestion(cx: &Context, peer: Option<&str>, explained: bo
         let anomalies: Vec<(usize, f64)> = picks
             .iter()
             .filter(|(i, _)| is_congestion(&cx.signals[*i]) || !explained)
+            .filter(|(i, _)| !(saturated && standing(cx, *i)))
             .filter_map(|&(i, _)| Some((i, congestion_anomaly(cx, i)?)))
             .collect();
         judge_signals(cx, &mut c, &anomalies);
     }
     c.score = score(cx, &c);
     c
+}
+
+/// A qdisc's backlog: a queue that stood, which a saturated path has without any drop.
+fn standing(cx: &Context, i: usize) -> bool {
+    cx.signals[i].kind == SignalKind::QdiscBacklog
 }
 
 /// Whole-run anomaly strength of a congestion signal (retransmits, drops, backlog).

@@ -312,6 +312,7 @@ impl Lab {
                 drops: s.get(|x| x.qdrops),
                 backlog_bytes: s.get(|x| x.backlog),
                 overlimits: s.get(|x| x.qdrops * 3.0),
+                ..Qdisc::default()
             });
             h1.interfaces
                 .insert("v1".into(), iface(s.get(|x| x.h1_mtu), c(0.0)));
@@ -355,6 +356,7 @@ fn iface(mtu: Series, rx_drops: Series) -> Interface {
         tx_drops: vec![Some(0.0); n],
         rx_errors: vec![Some(0.0); n],
         tx_errors: vec![Some(0.0); n],
+        ..Interface::default()
     }
 }
 

@@ -168,6 +168,10 @@ fn qdiscs(h: &mut Host, v: &Values) {
             overlimits: get(v, Field::QdiscOverlimits, l)
                 .cloned()
                 .unwrap_or_default(),
+            sent_bytes: get(v, Field::QdiscSentBytes, l)
+                .cloned()
+                .unwrap_or_default(),
+            rate_bytes_per_second: get(v, Field::QdiscRate, l).cloned().unwrap_or_default(),
         });
     }
 }

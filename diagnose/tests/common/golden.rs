@@ -51,8 +51,13 @@ pub fn run(program: &Path, args: &[&str]) -> Output {
 pub type Analyze<'a> = &'a dyn Fn(&[&str]) -> Vec<u8>;
 
 /// Fails naming where the output first differs from the kept one; what was printed is kept
-/// beside the test's scratch files for a closer look.
+/// beside the test's scratch files for a closer look. With `UPDATE=1` the kept output is
+/// replaced by what is printed now (review the difference with `git diff` before keeping it).
 fn same(kept: &Path, got: &[u8]) {
+    if std::env::var_os("UPDATE").is_some() {
+        std::fs::write(kept, got).unwrap_or_else(|e| panic!("{}: {e}", kept.display()));
+        return;
+    }
     let want = std::fs::read(kept).unwrap_or_else(|e| panic!("{}: {e}", kept.display()));
     if want == got {
         return;
