@@ -28,7 +28,22 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::lab::{Host, Lab};
+use crate::privilege::{require_root, require_tool};
 use crate::promserver::PromServer;
+
+/// Whether `test` can bring a Ceph lab up here (root, the daemons, their clients, Prometheus)
+/// with the clients it drives besides (`extra`): fails under CI, skips otherwise, when not.
+pub fn can_run(test: &str, extra: &[&str]) -> bool {
+    const TOOLS: &[&str] = &[
+        "ceph-mon",
+        "ceph-mgr",
+        "ceph-osd",
+        "ceph",
+        "rados",
+        "prometheus",
+    ];
+    require_root(test) && TOOLS.iter().chain(extra).all(|t| require_tool(test, t))
+}
 pub use cephfs::FuseMount;
 pub use cli::Clients;
 pub use clients::{FioRbd, RadosBench};

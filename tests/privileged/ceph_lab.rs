@@ -17,23 +17,10 @@ use stornet_lab::ceph::{CephLab, CephSpec, FioRbd, RadosBench};
 use stornet_lab::lab::Shaping;
 use stornet_lab::metrics::{Sample, sum};
 use stornet_lab::netns::ip;
-use stornet_lab::privilege::{require_root, require_tool};
 
 /// Fails under CI, skips otherwise, when the machine cannot run the lab.
 fn can_run(test: &str) -> bool {
-    require_root(test)
-        && [
-            "ceph-mon",
-            "ceph-mgr",
-            "ceph-osd",
-            "ceph",
-            "rados",
-            "rbd",
-            "fio",
-            "prometheus",
-        ]
-        .iter()
-        .all(|t| require_tool(test, t))
+    stornet_lab::ceph::can_run(test, &["rbd", "fio"])
 }
 
 fn up(tag: &str) -> CephLab {

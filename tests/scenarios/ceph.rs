@@ -13,7 +13,6 @@ use serde_json::Value;
 use stornet_lab::blockdev::DiskStat;
 use stornet_lab::ceph::{CephLab, CephSpec, RadosBench};
 use stornet_lab::lab::Shaping;
-use stornet_lab::privilege::{require_root, require_tool};
 use stornet_lab::promserver::now;
 
 /// Seconds of load before the fault, with it, and the evaluation step: the healthy part is
@@ -24,17 +23,7 @@ const STEP_S: u64 = 4;
 
 /// Fails under CI, skips otherwise, when the machine cannot run the lab.
 fn can_run(test: &str) -> bool {
-    require_root(test)
-        && [
-            "ceph-mon",
-            "ceph-mgr",
-            "ceph-osd",
-            "ceph",
-            "rados",
-            "prometheus",
-        ]
-        .iter()
-        .all(|t| require_tool(test, t))
+    stornet_lab::ceph::can_run(test, &[])
 }
 
 /// A cluster whose daemons report to the mgr, and Prometheus scrapes it, every 2 s: a 4 s
