@@ -541,17 +541,7 @@ mod tests {
     }
 
     fn series(labels: &[(&str, &str)], values: &[f64]) -> MatrixSeries {
-        (
-            labels
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            values
-                .iter()
-                .enumerate()
-                .map(|(i, v)| (1010.0 + 10.0 * i as f64, *v))
-                .collect(),
-        )
+        crate::fleet::tests::matrix(1010.0, 10.0, labels, values)
     }
 
     fn agent(instance: &str, ip: &str) -> Host {

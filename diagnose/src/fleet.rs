@@ -350,7 +350,7 @@ fn block_latency(o: &BlockOp, g: &Grid, q: Option<&Quantiles>) -> Option<Latency
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use promclient::query::parse_matrix;
 
@@ -453,6 +453,16 @@ mod tests {
     }
 
     fn answer(labels: &[(&str, &str)], values: &[f64]) -> MatrixSeries {
+        matrix(1005.0, 5.0, labels, values)
+    }
+
+    /// A range query's series: `values` every `step` seconds from `start`.
+    pub(crate) fn matrix(
+        start: f64,
+        step: f64,
+        labels: &[(&str, &str)],
+        values: &[f64],
+    ) -> MatrixSeries {
         (
             labels
                 .iter()
@@ -461,7 +471,7 @@ mod tests {
             values
                 .iter()
                 .enumerate()
-                .map(|(i, v)| (1005.0 + 5.0 * i as f64, *v))
+                .map(|(i, v)| (start + step * i as f64, *v))
                 .collect(),
         )
     }
