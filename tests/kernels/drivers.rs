@@ -166,6 +166,9 @@ fn mean(v: &[u64]) -> f64 {
 
 /// `OUTSTANDING` threads keep one O_DIRECT 4 KiB read each in flight for `run`, while the
 /// agent's and the kernel's in-flight counts are sampled. Returns the reads done.
+/// In-flight samples taken during the reads, at the least.
+const MIN_SAMPLES: usize = 5;
+
 fn outstanding_reads(disk: &Disk, agent: &AgentProcess, run: Duration) -> (u64, Samples) {
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
@@ -189,7 +192,8 @@ fn outstanding_reads(disk: &Disk, agent: &AgentProcess, run: Duration) -> (u64, 
     // Let every thread get its first read in.
     std::thread::sleep(Duration::from_millis(300));
     let start = Instant::now();
-    while start.elapsed() < run || samples.agent.is_empty() {
+    // At least a few samples, however slowly a starved guest answers.
+    while start.elapsed() < run || samples.agent.len() < MIN_SAMPLES {
         // A starved guest can take longer than the scrape timeout: that sample is skipped.
         let Ok(s) = agent.scrape() else {
             samples.skipped += 1;

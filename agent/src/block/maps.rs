@@ -1,7 +1,7 @@
 //! The block probes' maps, read into a plain snapshot (CPUs summed) at scrape time, each map
 //! in one batch read.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::os::fd::{AsFd, OwnedFd};
 
 use agent_common::block::{
@@ -36,6 +36,18 @@ pub fn add_stats(a: &mut OpStats, b: &OpStats) {
     }
     // Not a count: the device's in-flight slot, the same in every copy that knows it.
     a.queue_slot = a.queue_slot.max(b.queue_slot);
+}
+
+/// The (queue slot, device) pairs the probes' copies name, each CPU's copy on its own.
+#[derive(Default)]
+struct QueuesSeen(BTreeSet<(u32, u32)>);
+
+impl QueuesSeen {
+    fn note(&mut self, dev: u32, s: &OpStats) {
+        if s.queue_slot > 0 {
+            self.0.insert(((s.queue_slot - 1) as u32, dev));
+        }
+    }
 }
 
 pub struct BlockMaps {
@@ -172,9 +184,11 @@ impl BlockMaps {
         let mut snap = BlockSnapshot::default();
         let fds = &self.read_fds;
         // Each CPU's copy of a direct-mapped slot names the (device, op) it holds there.
+        let mut queues = QueuesSeen::default();
         let fast = batch::<u32, FastSlot>(&fds.fast, true, FAST_SLOTS, maps::BLOCK_FAST)?;
         for i in 0..fast.len {
             for slot in per_cpu::<FastSlot>(fast.value(i)).filter(|s| s.owner.dev != 0) {
+                queues.note(slot.owner.dev, &slot.stats);
                 add_stats(
                     snap.ops.entry(slot.owner).or_insert(OpStats::ZERO),
                     &slot.stats,
@@ -183,19 +197,17 @@ impl BlockMaps {
         }
         let stats = batch::<DevOp, OpStats>(&fds.stats, true, MAX_DEV_OPS, maps::BLOCK_STATS)?;
         for i in 0..stats.len {
-            let total = snap.ops.entry(read(stats.key(i))).or_insert(OpStats::ZERO);
+            let key: DevOp = read(stats.key(i));
+            let total = snap.ops.entry(key).or_insert(OpStats::ZERO);
             for v in per_cpu::<OpStats>(stats.value(i)) {
+                queues.note(key.dev, &v);
                 add_stats(total, &v);
             }
         }
-        // The in-flight count of each device's queue.
-        let mut slots: BTreeMap<u32, u32> = BTreeMap::new();
-        for (key, s) in &snap.ops {
-            if s.queue_slot > 0 {
-                slots.insert((s.queue_slot - 1) as u32, key.dev);
-            }
-        }
-        for (id, dev) in slots {
+        // The in-flight count of each device's queue. Every queue a device was seen on
+        // counts, as long as the queue still names it: a device removed and added again
+        // under the same number gets a new queue, and the old one must not hide it.
+        for (id, dev) in queues.0 {
             let slot = self
                 .queues
                 .get(&id, 0)
