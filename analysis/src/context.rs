@@ -30,6 +30,9 @@ pub struct Context<'a> {
     pub signals: &'a [Signal],
     pub scores: &'a [SignalScore],
     pub mode: Mode<'a>,
+    /// How far the p99 of the raised intervals rose above the baseline (their median less
+    /// the baseline); none when the run is judged as a whole.
+    pub rise_seconds: Option<f64>,
     /// The layers the local IO's time goes to: found once, when first asked for.
     pub(crate) local_layers: OnceCell<Vec<String>>,
 }

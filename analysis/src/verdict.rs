@@ -194,6 +194,17 @@ fn direction(run: &Run, h: &Host, d: Direction, lat: &Latency, t: &Thresholds) -
         signals: &signals,
         scores: &scores,
         mode,
+        rise_seconds: is_raised
+            .then(|| {
+                median(
+                    &mut raised_idx
+                        .iter()
+                        .filter_map(|&i| at(&p99, i))
+                        .collect::<Vec<_>>(),
+                )
+            })
+            .flatten()
+            .map(|m| m - base.p99_seconds),
         local_layers: Default::default(),
     };
     let candidates = rank(&cx);

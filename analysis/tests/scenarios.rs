@@ -827,3 +827,82 @@ fn the_report_and_the_run_are_json() {
     assert_eq!(back.verdict.cause, r.verdict.cause);
     assert_eq!(back.verdict.evidence, r.verdict.evidence);
 }
+
+/// Congestion toward 198.18.0.2 (retransmits), while the round trip to another peer,
+/// 198.18.0.3, rose by a millisecond against a p99 that rose by hundreds: that peer's RTT
+/// cannot account for the rise, so it does not compete with the path that resent. With
+/// the rule off (any RTT rise counts fully), it would.
+fn beside_a_peer_whose_rtt_rose_a_little(t: &analysis::Thresholds) -> Report {
+    let lab = Lab {
+        breakdown: false,
+        ..Lab::new(Fault::Congestion)
+    };
+    let mut run = lab.build();
+    let h1 = &mut run.hosts[0];
+    // Only the peers' own signals: no queue on the host that every path shares.
+    h1.qdiscs.clear();
+    h1.skb_drops.clear();
+    let srtt: Series = (0..lab.n)
+        .map(|i| {
+            Some(if (lab.from..lab.to).contains(&i) {
+                0.0013
+            } else {
+                0.0003
+            })
+        })
+        .collect();
+    h1.peers.insert(
+        "198.18.0.3".into(),
+        analysis::Peer {
+            retransmits: vec![Some(0.0); lab.n],
+            srtt_seconds: srtt,
+            ..analysis::Peer::default()
+        },
+    );
+    analysis::analyze_with(&run, t).expect("a synthetic run lines up")
+}
+
+fn score_toward(r: &Report, peer: &str) -> f64 {
+    write_result(r)
+        .candidates
+        .iter()
+        .filter(|c| c.cause == Cause::NetworkCongestion && c.location.contains(peer))
+        .map(|c| c.score)
+        .fold(0.0, f64::max)
+}
+
+#[test]
+fn a_round_trip_that_rose_a_little_does_not_explain_a_large_rise() {
+    let t = analysis::Thresholds::default();
+    let r = beside_a_peer_whose_rtt_rose_a_little(&t);
+    assert_cause(&r, Cause::NetworkCongestion, State::Raised);
+    let (resent, rtt) = (
+        score_toward(&r, "198.18.0.2"),
+        score_toward(&r, "198.18.0.3"),
+    );
+    assert!(
+        r.verdict
+            .location
+            .as_deref()
+            .unwrap_or("")
+            .contains("198.18.0.2"),
+        "{}",
+        r.to_text()
+    );
+    assert!(
+        rtt < 0.2 * resent,
+        "{rtt} against {resent}\n{}",
+        r.to_text()
+    );
+    let off = analysis::Thresholds {
+        rtt_rise_share: 1e-9,
+        ..t
+    };
+    let r = beside_a_peer_whose_rtt_rose_a_little(&off);
+    let rtt_off = score_toward(&r, "198.18.0.3");
+    assert!(
+        rtt_off > 0.5 * score_toward(&r, "198.18.0.2"),
+        "without the rule the RTT's path scores {rtt_off}\n{}",
+        r.to_text()
+    );
+}

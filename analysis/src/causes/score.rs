@@ -40,7 +40,7 @@ pub(super) fn association(cx: &Context, picks: &[(usize, f64)]) -> (Option<f64>,
     for &(i, w) in picks {
         let sc = &cx.scores[i];
         let Some(rho) = sc.rho else { continue };
-        let v = w * rho.max(0.0) * if sc.rose { 1.0 } else { NOT_RISEN };
+        let v = w * rho.max(0.0) * if sc.rose { 1.0 } else { NOT_RISEN } * explains(cx, i);
         best = Some(best.map_or(v, |b: f64| b.max(v)));
         if sc.rose {
             risen.push((i, v));
@@ -48,6 +48,21 @@ pub(super) fn association(cx: &Context, picks: &[(usize, f64)]) -> (Option<f64>,
     }
     risen.sort_by(|a, b| b.1.total_cmp(&a.1));
     (best, risen.into_iter().map(|r| r.0).collect())
+}
+
+/// How much of the latency's rise signal `i` can account for, from 0 to 1: a round trip's
+/// rise in proportion to the p99's (`rtt_rise_share`); every other signal fully.
+fn explains(cx: &Context, i: usize) -> f64 {
+    let sc = &cx.scores[i];
+    if cx.signals[i].kind != SignalKind::Srtt {
+        return 1.0;
+    }
+    match (sc.raised, sc.others, cx.rise_seconds) {
+        (Some(r), Some(o), Some(rise)) if rise > 0.0 => {
+            ((r - o).max(0.0) / rise / cx.t.rtt_rise_share).min(1.0)
+        }
+        _ => 1.0,
+    }
 }
 
 /// Sentences for the given signals (strongest first), one per kind, in the order of
