@@ -23,6 +23,7 @@ pub mod render;
 pub mod report;
 pub mod series;
 pub mod signals;
+pub mod slots;
 pub mod thresholds;
 pub mod units;
 pub mod verdict;

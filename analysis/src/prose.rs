@@ -518,6 +518,31 @@ pub fn slot_wait(mean: f64, full: usize, of: usize) -> String {
     )
 }
 
+/// `waiting`'s IOs waited for slots that `holder`'s IOs held.
+pub fn slot_holders(
+    waiting: Direction,
+    holder: Direction,
+    wait: f64,
+    full: usize,
+    of: usize,
+    held: f64,
+    own: f64,
+) -> String {
+    format!(
+        "{waiting}s waited {} on average for a free IO slot in {full} of {of} intervals, every slot busy; a {holder} held its slot {} from submission, a {waiting} {}: the {holder}s' cause holds the {waiting}s back",
+        secs(wait),
+        secs(held),
+        secs(own)
+    )
+}
+
+/// Confidence of a direction that takes the cause of the one holding its IO slots.
+pub fn slot_holders_confidence(holder: Direction, of: f64, share: f64, c: f64) -> String {
+    format!(
+        "the {holder}s' confidence {of:.2} × the share of the latency spent waiting for a slot {share:.2} = {c:.2}"
+    )
+}
+
 /// The best candidate of a rise no cause explains.
 pub fn best_candidate(top: Option<&Candidate>) -> String {
     top.map_or("no candidate could be formed".into(), |c| {

@@ -66,10 +66,11 @@ pub fn report(run: &Run, t: &Thresholds) -> Report {
 
 /// Analyses one host's reads and writes.
 pub fn host(run: &Run, h: &Host, t: &Thresholds) -> HostAnalysis {
-    let directions: Vec<DirectionResult> = Direction::ALL
+    let mut directions: Vec<DirectionResult> = Direction::ALL
         .iter()
         .filter_map(|&d| Some(direction(run, h, d, h.latency(d)?, t)))
         .collect();
+    crate::slots::charge_holders(h, &mut directions, t);
     let chosen = directions
         .iter()
         .max_by(|a, b| telling((a.cause, a.confidence), (b.cause, b.confidence)));

@@ -906,3 +906,72 @@ fn a_round_trip_that_rose_a_little_does_not_explain_a_large_rise() {
         r.to_text()
     );
 }
+
+/// Reads and writes share 16 IO slots at a fixed rate, and congestion toward the replica
+/// slows the writes all run long (the demo's 64 KiB run through a shallow buffer): every
+/// slot holds a write and the reads wait for one. `full` says whether the slots were all
+/// busy (else the reads' wait has no holder).
+fn reads_behind_writes(full: bool) -> Report {
+    let lab = Lab {
+        reads: true,
+        ..Lab::new(Fault::Congestion).throughout()
+    };
+    let mut run = lab.build();
+    let on = |i: usize| (lab.from..lab.to).contains(&i);
+    let h1 = &mut run.hosts[0];
+    let writes = h1.write.clone().expect("writes");
+    let in_use: Series = (0..lab.n)
+        .map(|i| Some(if on(i) && full { 1.0 } else { 0.4 }))
+        .collect();
+    let read = h1.read.as_mut().expect("reads");
+    for i in 0..lab.n {
+        let own = read.local_device_seconds[i].unwrap();
+        // Waiting for a slot: about half a write's time, when the slots are all busy.
+        let wait = if on(i) {
+            0.5 * writes.mean_seconds[i].unwrap()
+        } else {
+            0.0
+        };
+        read.mean_seconds[i] = Some(own + wait);
+        read.p99_seconds[i] = Some(2.5 * (own + wait));
+    }
+    read.slots_in_use = in_use.clone();
+    h1.write.as_mut().unwrap().slots_in_use = in_use;
+    analyze(&run).expect("a synthetic run lines up")
+}
+
+fn read_result(r: &Report) -> &analysis::DirectionResult {
+    r.hosts[0]
+        .directions
+        .iter()
+        .find(|d| d.direction == Direction::Read)
+        .expect("reads were recorded")
+}
+
+#[test]
+fn reads_waiting_for_slots_that_writes_hold_take_the_writes_cause() {
+    let r = reads_behind_writes(true);
+    let (w, rd) = (write_result(&r), read_result(&r));
+    assert_eq!(w.cause, Cause::NetworkCongestion, "{}", r.to_text());
+    assert_eq!(rd.cause, Cause::NetworkCongestion, "{}", r.to_text());
+    assert_eq!(rd.location, w.location, "{}", r.to_text());
+    assert!(
+        rd.confidence > 0.0 && rd.confidence <= w.confidence,
+        "{}",
+        r.to_text()
+    );
+    let said = rd.evidence.join("\n");
+    assert!(
+        said.contains("reads waited") && said.contains("writes' cause holds the reads back"),
+        "{said}"
+    );
+    // The host's verdict stays the writes': theirs is the cause itself.
+    assert_eq!(r.hosts[0].verdict.direction, Some(Direction::Write));
+    // The same reads without every slot busy: no holder, the reads keep their own verdict.
+    let r = reads_behind_writes(false);
+    assert!(
+        matches!(read_result(&r).cause, Cause::None | Cause::Unexplained),
+        "{}",
+        r.to_text()
+    );
+}
