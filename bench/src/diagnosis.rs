@@ -8,6 +8,8 @@
 //! - healthy: nothing; and healthy on a busy host (two CPU spinners and a direct-IO disk
 //!   writer for the whole run);
 //! - congestion: the switch port toward c gets a shallow buffer (three depths);
+//! - network saturation: the switch port toward c gets a rate below the writes' 52 Mbit/s
+//!   with a deep buffer (three rates): the writes queue and nothing drops;
 //! - slow device: the client's disk is throttled below the write rate (three limits);
 //! - loss: host c drops a share of the TCP segments it receives at random, with no queue
 //!   behind the loss (nftables; three rates), as a bad cable or NIC would;
@@ -57,6 +59,9 @@ enum Fault {
     Busy,
     /// The buffer (tbf limit) of the switch port toward c.
     Congestion(&'static str),
+    /// The rate of the switch port toward c, below the writes' 52 Mbit/s, with a deep
+    /// buffer: the link at its rate, nothing dropped.
+    NetSaturation(&'static str),
     /// The client disk's write limit, IOs per second.
     SlowDevice(u64),
     /// Segments host c drops at random on receipt, per mille.
@@ -72,12 +77,15 @@ enum Fault {
 }
 
 impl Fault {
-    const ALL: [Fault; 23] = [
+    const ALL: [Fault; 26] = [
         Fault::Healthy,
         Fault::Busy,
         Fault::Congestion("256kb"),
         Fault::Congestion("32kb"),
         Fault::Congestion("16kb"),
+        Fault::NetSaturation("45mbit"),
+        Fault::NetSaturation("35mbit"),
+        Fault::NetSaturation("25mbit"),
         Fault::SlowDevice(150),
         Fault::SlowDevice(80),
         Fault::SlowDevice(40),
@@ -102,6 +110,7 @@ impl Fault {
         match self {
             Fault::Healthy | Fault::Busy => "none",
             Fault::Congestion(_) => "network_congestion",
+            Fault::NetSaturation(_) => "network_saturation",
             Fault::SlowDevice(_) | Fault::ReplicaDisk(_) => "slow_device",
             Fault::ReplicaCpu(_) => "cpu",
             Fault::Loss(_) => "packet_loss",
@@ -115,6 +124,7 @@ impl Fault {
             Fault::Healthy => "healthy".into(),
             Fault::Busy => "healthy, busy host".into(),
             Fault::Congestion(l) => format!("congestion, {l} buffer toward c"),
+            Fault::NetSaturation(r) => format!("network saturation, {r} toward c"),
             Fault::SlowDevice(n) => format!("slow device, {n} writes/s"),
             Fault::Loss(n) => format!("loss, {:.1}% at c", f64::from(n) / 10.0),
             Fault::Mtu(n) => format!("mtu mismatch, port toward c at {n}"),
@@ -134,6 +144,7 @@ impl Fault {
             Fault::Healthy => "healthy",
             Fault::Busy => "healthy, busy host",
             Fault::Congestion(_) => "congestion",
+            Fault::NetSaturation(_) => "network saturation",
             Fault::SlowDevice(_) => "slow device",
             Fault::Loss(_) => "loss",
             Fault::Mtu(_) => "mtu mismatch",
@@ -292,6 +303,7 @@ fn one(
             std::thread::sleep(Duration::from_secs(RAMP_S + ONSET_S));
             let injected = match fault {
                 Fault::Congestion(limit) => lab.reshape(c, &Shaping::new("200mbit", "32kb", limit)),
+                Fault::NetSaturation(rate) => lab.reshape(c, &Shaping::new(rate, "32kb", "4mb")),
                 Fault::SlowDevice(n) => disk.throttle_now(Throttle::WriteIops(n)),
                 Fault::Loss(n) => lab.lose(c, n),
                 Fault::Mtu(n) => lab.set_port_mtu(c, n),
@@ -500,6 +512,7 @@ fn confusion_matrix(s: &mut String, judged: &[&Case]) {
         "healthy",
         "healthy, busy host",
         "congestion",
+        "network saturation",
         "slow device",
         "loss",
         "mtu mismatch",
@@ -510,6 +523,7 @@ fn confusion_matrix(s: &mut String, judged: &[&Case]) {
     let mut verdicts: Vec<&str> = vec![
         "none",
         "network_congestion",
+        "network_saturation",
         "packet_loss",
         "mtu_mismatch",
         "device_saturation",
