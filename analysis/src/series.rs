@@ -26,6 +26,12 @@ pub fn mean_over(s: &Series, idx: &[usize]) -> Option<f64> {
 }
 
 /// Sum of the present values at the given intervals.
+/// Median of the values at `idx`: a level that changed at the edge of the intervals (a
+/// shaper's rate set within the first of them) does not pull it.
+pub fn median_over(s: &Series, idx: &[usize]) -> Option<f64> {
+    median(&mut idx.iter().filter_map(|&i| at(s, i)).collect::<Vec<f64>>())
+}
+
 pub fn sum_over(s: &Series, idx: &[usize]) -> Option<f64> {
     let mut it = values(s, idx).peekable();
     it.peek()?;

@@ -321,3 +321,30 @@ fn a_queue_standing_at_a_saturated_shaper_is_saturation_and_elsewhere_congestion
     let r = analyze(&run);
     assert_eq!(r.verdict.cause, Cause::NetworkCongestion, "{}", r.to_text());
 }
+
+#[test]
+fn a_shaper_rate_set_within_the_first_judged_interval_does_not_hide_the_link_at_its_rate() {
+    // The shaper alone tells (little waits in the send queue), and its new rate was set
+    // during the first interval: there the agent still saw the old, four times faster rate
+    // and the traffic of a link used well. A mean over the intervals makes the link 77%
+    // used; the intervals themselves are at 99% but one.
+    let s = Setup {
+        queued: 20_000.0,
+        ..Setup::saturated()
+    };
+    let mut run = s.run();
+    for q in run.hosts.iter_mut().flat_map(|h| h.qdiscs.iter_mut()) {
+        q.rate_bytes_per_second[0] = Some(4.0 * LINK);
+        q.sent_bytes[0] = Some(0.6 * LINK);
+    }
+    let r = analyze(&run);
+    assert_eq!(r.verdict.cause, Cause::NetworkSaturation, "{}", r.to_text());
+    assert!(
+        saturation(&r)
+            .findings
+            .iter()
+            .any(|f| f.contains("99% of its 40 Mbit/s")),
+        "{}",
+        r.to_text()
+    );
+}

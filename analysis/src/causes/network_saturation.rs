@@ -16,7 +16,7 @@ use crate::context::Context;
 use crate::model::Host;
 use crate::prose;
 use crate::report::{Candidate, Cause};
-use crate::series::{mean_over, sum_over};
+use crate::series::{mean_over, median_over, sum_over};
 use crate::signals::path_hosts;
 
 /// `other_cause`: a loss, congestion or MTU cause already holds on this path.
@@ -202,7 +202,8 @@ fn on_path<'h>(cx: &Context<'h>, peer: &str) -> Vec<(&'h Host, Option<&'h str>)>
 
 /// The shaper or link on the path that carries the largest share of its rate: qdiscs with
 /// a rate (tbf, htb, cake) by bytes they let out, interfaces with a link speed by bytes
-/// sent.
+/// sent. Medians over the intervals: a rate set within the first judged interval leaves
+/// that interval's old rate and traffic behind, which a mean would carry.
 fn busiest_link(cx: &Context, peer: &str, idx: &[usize]) -> Option<Link> {
     let secs = cx.run.interval_seconds;
     let mut found: Vec<Link> = Vec::new();
@@ -210,8 +211,8 @@ fn busiest_link(cx: &Context, peer: &str, idx: &[usize]) -> Option<Link> {
         let here = |iface: &str| only.is_none_or(|o| o == iface);
         for q in h.qdiscs.iter().filter(|q| here(&q.interface)) {
             if let (Some(sent), Some(rate)) = (
-                mean_over(&q.sent_bytes, idx),
-                mean_over(&q.rate_bytes_per_second, idx),
+                median_over(&q.sent_bytes, idx),
+                median_over(&q.rate_bytes_per_second, idx),
             ) && rate > 0.0
             {
                 found.push(Link {
@@ -223,8 +224,8 @@ fn busiest_link(cx: &Context, peer: &str, idx: &[usize]) -> Option<Link> {
         }
         for (name, i) in h.interfaces.iter().filter(|(name, _)| here(name)) {
             if let (Some(sent), Some(speed)) = (
-                mean_over(&i.tx_bytes, idx),
-                mean_over(&i.speed_bytes_per_second, idx),
+                median_over(&i.tx_bytes, idx),
+                median_over(&i.speed_bytes_per_second, idx),
             ) && speed > 0.0
             {
                 found.push(Link {
