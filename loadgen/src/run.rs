@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use crate::engine::minrate::MinRate;
+use crate::engine::workload::OffsetRule;
 use crate::engine::{self, FileRegion, JobLive, JobSpec, Think, Watcher, legs::LegsFactory};
 use crate::error::Failure;
 use crate::live::metrics::LiveMetrics;
@@ -167,6 +169,24 @@ fn specs(run: &Run<'_>, point: &Point, group: &[usize]) -> Vec<JobSpec> {
                 direct: job.direct,
                 verify: job.verify,
                 seed: if job.randrepeat { base } else { base ^ entropy },
+                offsets: OffsetRule {
+                    seq_add: job.seq_add,
+                    seq_nr: job.seq_nr,
+                    identical: job.seq_identical,
+                    align: job.blockalign,
+                },
+                start_delay_ns: {
+                    // A range: each thread draws its own delay, as fio's.
+                    let (lo, hi) = job.startdelay_ns;
+                    let mut rng = crate::engine::rng::Rng::new(base ^ 0x5a17_de1a);
+                    lo + rng.below((hi - lo).saturating_add(1))
+                },
+                exitall: job.exitall,
+                min_rate: MinRate {
+                    bytes: job.rate_min,
+                    iops: job.rate_iops_min,
+                    cycle_ns: job.rate_cycle_ms * 1_000_000,
+                },
                 run_id,
                 interval_ns: plan.settings.interval_ns,
                 logs: {

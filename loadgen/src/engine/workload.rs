@@ -59,6 +59,17 @@ impl SizeGen {
     }
 }
 
+/// fio's offset modifiers: `rw=…:N` (`seq_add` bytes after each sequential IO; a new random
+/// offset every `seq_nr` random IOs, the ones between following on or, `identical`, at the
+/// same offset) and `blockalign` (random offsets are multiples of it, per direction).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OffsetRule {
+    pub seq_add: i64,
+    pub seq_nr: u32,
+    pub identical: bool,
+    pub align: [Option<u64>; 2],
+}
+
 pub struct Workload {
     /// Bytes of the region the job uses in each of its files.
     regions: Vec<u64>,
@@ -70,6 +81,11 @@ pub struct Workload {
     /// Per file and direction: where random IOs land, and the next sequential offset.
     spread: Vec<[Spread; 2]>,
     next_seq: Vec<[u64; 2]>,
+    /// Per file and direction: where the last IO started (for `identical`).
+    last_start: Vec<[u64; 2]>,
+    rule: OffsetRule,
+    /// IOs left until the next random offset (fio's `ddir_seq_nr` countdown).
+    seq_left: u32,
     /// Files take turns, one IO each (fio's `file_service_type=roundrobin`).
     next_file: usize,
     rng: Rng,
@@ -98,9 +114,53 @@ impl Workload {
             align,
             spread,
             next_seq: vec![[0, 0]; regions.len()],
+            last_start: vec![[0, 0]; regions.len()],
+            rule: OffsetRule::default(),
+            seq_left: 1,
             next_file: 0,
             rng,
         }
+    }
+
+    /// The same workload with fio's offset modifiers (`rw=…:N`, `rw_sequencer`,
+    /// `blockalign`).
+    pub fn with_rule(mut self, rule: OffsetRule, dist: &Distribution) -> Workload {
+        self.rule = rule;
+        self.seq_left = rule.seq_nr.max(1);
+        if rule.align.iter().any(Option::is_some) {
+            for d in 0..2 {
+                if let Some(a) = rule.align[d] {
+                    self.align[d] = a;
+                }
+            }
+            let align = self.align;
+            let rng = &mut self.rng;
+            self.spread = self
+                .regions
+                .iter()
+                .map(|&r| [0, 1].map(|d| Spread::new(dist, r / align[d], align[d], rng)))
+                .collect();
+        }
+        self
+    }
+
+    /// The next sequential offset after an IO that ended at `end`, as fio's: `seq_add`
+    /// bytes further (or back), wrapping to the start (or, going back, to the end); from
+    /// the start again when the IO would not fit.
+    fn seq_offset(&self, end: u64, len: u64, region: u64) -> u64 {
+        let add = self.rule.seq_add;
+        let mut pos = end;
+        if end > 0 && add != 0 {
+            let p = end as i128 + add as i128;
+            pos = if p >= 0 && (p as u64) < region {
+                p as u64
+            } else if add > 0 {
+                0
+            } else {
+                (region as i128 + add as i128).max(0) as u64
+            };
+        }
+        if pos + len > region { 0 } else { pos }
     }
 
     #[inline]
@@ -133,19 +193,27 @@ impl Workload {
         let region = self.regions[f];
         let len = self.sizes[d].next(&mut self.rng).min(region);
         for _ in 0..8 {
-            let off = if self.random {
+            // fio counts down `seq_nr` IOs: the last of them takes a new random offset.
+            let fresh = self.random && {
+                self.seq_left -= 1;
+                let hit = self.seq_left == 0;
+                if hit {
+                    self.seq_left = self.rule.seq_nr.max(1);
+                }
+                hit
+            };
+            let off = if fresh {
                 let a = self.align[d];
                 let u = self.spread[f][d].next(&mut self.rng);
                 (u * a).min((region - len) / a * a)
+            } else if self.random && self.rule.identical {
+                let last = self.last_start[f][d];
+                if last + len > region { 0 } else { last }
             } else {
-                let s = &mut self.next_seq[f][d];
-                if *s + len > region {
-                    *s = 0;
-                }
-                let off = *s;
-                *s += len;
-                off
+                self.seq_offset(self.next_seq[f][d], len, region)
             };
+            self.next_seq[f][d] = off + len;
+            self.last_start[f][d] = off;
             if !busy(f, off) {
                 return Some((f, off, len));
             }
@@ -289,5 +357,75 @@ mod tests {
             assert!(off == last_end || off == 0, "{off} after {last_end}");
             last_end = off + len;
         }
+    }
+
+    fn offsets(w: &mut Workload, n: usize) -> Vec<u64> {
+        (0..n)
+            .map(|_| w.next(Dir::Write, |_, _| false).unwrap().1 / 1024)
+            .collect()
+    }
+
+    fn with(random: bool, rule: OffsetRule) -> Workload {
+        let d = Distribution::Random;
+        Workload::new(&[64 << 10], random, 0, &fixed(4096), &d, 9).with_rule(rule, &d)
+    }
+
+    #[test]
+    fn sequential_ios_skip_or_step_back_as_fio() {
+        let skip = OffsetRule {
+            seq_add: 4096,
+            ..Default::default()
+        };
+        let v = offsets(&mut with(false, skip), 10);
+        assert_eq!(v, [0, 8, 16, 24, 32, 40, 48, 56, 0, 8], "KiB");
+        // fio's backwards-read.fio: `rw=read:-8k` with 4k IOs.
+        let back = OffsetRule {
+            seq_add: -8192,
+            ..Default::default()
+        };
+        let v = offsets(&mut with(false, back), 18);
+        let mut want = vec![0];
+        want.extend((1..=14).rev().map(|k| k * 4));
+        want.extend([0, 56, 52]);
+        assert_eq!(v, want, "KiB");
+    }
+
+    #[test]
+    fn random_ios_take_a_new_offset_every_n() {
+        let rule = OffsetRule {
+            seq_nr: 4,
+            ..Default::default()
+        };
+        let v = offsets(&mut with(true, rule), 12);
+        // As fio counts down: the 4th, 8th, 12th IO are random, the others follow on.
+        assert_eq!(&v[..3], [0, 4, 8]);
+        for k in [4, 5, 6, 8, 9, 10] {
+            assert!(v[k] == v[k - 1] + 4 || v[k] == 0, "{v:?}: IO {k} follows on");
+        }
+        let ident = OffsetRule {
+            seq_nr: 3,
+            identical: true,
+            ..Default::default()
+        };
+        let v = offsets(&mut with(true, ident), 9);
+        assert_eq!(&v[..2], [0, 0]);
+        assert!(v[3] == v[2] && v[4] == v[2], "{v:?}");
+        assert!(v[6] == v[5] && v[7] == v[5], "{v:?}");
+    }
+
+    #[test]
+    fn blockalign_sets_the_grid_of_random_offsets() {
+        let rule = OffsetRule {
+            align: [None, Some(1024)],
+            ..Default::default()
+        };
+        let mut w = with(true, rule);
+        let mut unaligned = 0;
+        for _ in 0..1000 {
+            let (_, off, len) = w.next(Dir::Write, |_, _| false).unwrap();
+            assert!(off % 1024 == 0 && off + len <= 64 << 10, "{off}");
+            unaligned += usize::from(off % 4096 != 0);
+        }
+        assert!(unaligned > 500, "{unaligned} of 1000 off the 4k grid");
     }
 }

@@ -168,6 +168,35 @@ pub struct JobOptions {
     /// fio's `wait_for=NAME`: starts when job NAME has ended.
     #[serde(default)]
     pub wait_for: Option<String>,
+    /// fio's `rw=…:N` for sequential IO: bytes added to the offset after each IO (negative:
+    /// taken from it, wrapping to the end of the region).
+    #[serde(default)]
+    pub seq_add: i64,
+    /// fio's `rw=…:N` for random IO: a new random offset every N IOs, the ones between
+    /// following on (`rw_sequencer=sequential`) or at the same offset (`identical`).
+    #[serde(default = "one")]
+    pub seq_nr: u32,
+    #[serde(default)]
+    pub seq_identical: bool,
+    /// fio's `blockalign`: random offsets of reads and writes are multiples of this
+    /// (default: the direction's smallest IO size).
+    #[serde(default)]
+    pub blockalign: [Option<u64>; 2],
+    /// fio's `startdelay`: the job starts this long after its group (a range: each thread
+    /// draws its own delay in it).
+    #[serde(default)]
+    pub startdelay_ns: (u64, u64),
+    /// fio's `exitall`: when this job ends, the other jobs of its group end too.
+    #[serde(default)]
+    pub exitall: bool,
+    /// fio's `rate_min` (bytes per second) and `rate_iops_min` of reads and writes: the job
+    /// fails when a `rate_cycle` window falls below them.
+    #[serde(default)]
+    pub rate_min: [Option<u64>; 2],
+    #[serde(default)]
+    pub rate_iops_min: [Option<u64>; 2],
+    #[serde(default = "thousand")]
+    pub rate_cycle_ms: u64,
     /// The options as given, for fio's `job options` in JSON.
     pub given: BTreeMap<String, String>,
 }
@@ -220,6 +249,15 @@ impl Default for JobOptions {
             stonewall: false,
             new_group: false,
             wait_for: None,
+            seq_add: 0,
+            seq_nr: 1,
+            seq_identical: false,
+            blockalign: [None, None],
+            startdelay_ns: (0, 0),
+            exitall: false,
+            rate_min: [None, None],
+            rate_iops_min: [None, None],
+            rate_cycle_ms: 1000,
             given: BTreeMap::new(),
         }
     }
@@ -231,6 +269,10 @@ fn one() -> u32 {
 
 fn one_second() -> u64 {
     1_000_000_000
+}
+
+fn thousand() -> u64 {
+    1000
 }
 
 fn hundred() -> f64 {
@@ -248,6 +290,33 @@ fn usec_time(v: &str) -> Result<u64, String> {
             .ok_or_else(|| format!("`{}` is too long", excerpt(v)));
     }
     parse_time_ns(v)
+}
+
+/// fio's signed sizes (`rw=read:-8k`): bytes, negative with a leading `-`.
+fn signed_bytes(v: &str) -> Result<i64, String> {
+    let t = v.trim();
+    let (neg, abs) = match t.strip_prefix('-') {
+        Some(a) => (true, a),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
+    };
+    let n = i64::try_from(values::parse_bytes(abs)?)
+        .map_err(|_| format!("`{}` is too large", excerpt(v)))?;
+    Ok(if neg { -n } else { n })
+}
+
+/// fio's `irange(time)`: one time, or `LOW-HIGH`; bare numbers are seconds.
+fn time_range(v: &str) -> Result<(u64, u64), String> {
+    let (lo, hi) = match v.split_once('-') {
+        Some((a, b)) => (parse_time_ns(a)?, parse_time_ns(b)?),
+        None => {
+            let t = parse_time_ns(v)?;
+            (t, t)
+        }
+    };
+    if lo > hi {
+        return Err(format!("`{}`: the low end is above the high end", excerpt(v)));
+    }
+    Ok((lo, hi))
 }
 
 fn count_u32(v: &str, min: u64) -> Result<u32, String> {
@@ -353,15 +422,40 @@ impl JobOptions {
         let err = |e: String| format!("--{key}: {e}");
         match key {
             "rw" => {
-                if let Some((_, gap)) = v.split_once(':') {
-                    return Err(err(format!(
-                        "`{}`: fio's `:{}` (skip or step back between IOs) is not run",
-                        excerpt(v),
-                        excerpt(gap)
-                    )));
+                let (rw, modifier) = match v.split_once(':') {
+                    Some((rw, m)) => (rw, Some(m)),
+                    None => (v, None),
+                };
+                self.rw = Rw::parse(rw).map_err(err)?;
+                (self.seq_add, self.seq_nr) = (0, 1);
+                if let Some(m) = modifier {
+                    if self.rw.random() {
+                        self.seq_nr = count_u32(m, 1).map_err(err)?;
+                    } else {
+                        self.seq_add = signed_bytes(m).map_err(err)?;
+                    }
                 }
-                self.rw = Rw::parse(v).map_err(err)?
             }
+            "rw_sequencer" => {
+                self.seq_identical = match v.to_ascii_lowercase().as_str() {
+                    "sequential" => false,
+                    "identical" => true,
+                    _ => {
+                        return Err(err(format!(
+                            "`{}` (use sequential or identical)",
+                            excerpt(v)
+                        )));
+                    }
+                }
+            }
+            "blockalign" => set_dirs(
+                &mut self.blockalign,
+                sizes::per_direction(v, |x| match values::parse_bytes(x)? {
+                    0 => Err("an alignment must be greater than 0".into()),
+                    b => Ok(Some(b)),
+                })
+                .map_err(err)?,
+            ),
             "rwmixread" => self.rwmixread = pct(v).map_err(err)?,
             "rwmixwrite" => self.rwmixread = 100 - pct(v).map_err(err)?,
             "bs" | "bsrange" | "bssplit" => {
@@ -450,6 +544,26 @@ impl JobOptions {
                     _ => {
                         return Err(err(format!("`{}` (use linear or poisson)", excerpt(v))));
                     }
+                }
+            }
+            "startdelay" => self.startdelay_ns = time_range(v).map_err(err)?,
+            "exitall" => self.exitall = parse_bool(v).map_err(err)?,
+            "rate_min" => set_dirs(
+                &mut self.rate_min,
+                sizes::parse_rate(v)
+                    .map_err(err)?
+                    .map(|x| x.map(|n| (n > 0).then_some(n))),
+            ),
+            "rate_iops_min" => set_dirs(
+                &mut self.rate_iops_min,
+                sizes::parse_rate_iops(v)
+                    .map_err(err)?
+                    .map(|x| x.map(|n| (n > 0).then_some(n))),
+            ),
+            "rate_cycle" => {
+                self.rate_cycle_ms = parse_count(v).map_err(err)?;
+                if self.rate_cycle_ms == 0 {
+                    return Err(err("must be at least 1 (milliseconds)".into()));
                 }
             }
             "thinktime" => self.thinktime_ns = usec_time(v).map_err(err)?,
@@ -724,8 +838,43 @@ mod tests {
         assert_eq!((j.logs.avg_msec, j.logs.hist_msec), (0, 0));
         assert_eq!(j.latency_percentile, 100.0);
         assert_eq!(j.percentile_list, None);
+        assert_eq!((j.seq_add, j.seq_nr, j.seq_identical), (0, 1, false));
+        assert_eq!(j.blockalign, [None, None], "ba: the IO size");
+        assert_eq!((j.startdelay_ns, j.exitall), ((0, 0), false));
+        assert_eq!((j.rate_min, j.rate_iops_min), ([None, None], [None, None]));
+        assert_eq!(j.rate_cycle_ms, 1000);
         // Where loadgen differs, on purpose (docs/loadgen.md says why).
         assert_eq!(j.ioengine, IoEngine::IoUring, "fio: psync");
+    }
+
+    #[test]
+    fn fios_offset_modifiers_delays_and_minimum_rates_parse() {
+        let mut j = JobOptions::default();
+        j.set("rw", Some("read:-8k")).unwrap();
+        assert_eq!((j.rw, j.seq_add, j.seq_nr), (Rw::Read, -8192, 1));
+        j.set("rw", Some("write:4k")).unwrap();
+        assert_eq!((j.rw, j.seq_add), (Rw::Write, 4096));
+        j.set("rw", Some("randread:8")).unwrap();
+        assert_eq!((j.rw, j.seq_add, j.seq_nr), (Rw::RandRead, 0, 8));
+        assert_eq!(j.given["rw"], "randread:8", "as given, for fio's JSON");
+        j.set("rw", Some("randread")).unwrap();
+        assert_eq!(j.seq_nr, 1, "a later rw= without `:N` drops it");
+        j.set("rw_sequencer", Some("identical")).unwrap();
+        assert!(j.seq_identical);
+        j.set("blockalign", Some("1k,2k")).unwrap();
+        assert_eq!(j.blockalign, [Some(1024), Some(2048)]);
+        j.set("startdelay", Some("2")).unwrap();
+        assert_eq!(j.startdelay_ns, (2_000_000_000, 2_000_000_000));
+        j.set("startdelay", Some("1s-3s")).unwrap();
+        assert_eq!(j.startdelay_ns, (1_000_000_000, 3_000_000_000));
+        j.set("exitall", None).unwrap();
+        assert!(j.exitall);
+        j.set("rate_min", Some("1m")).unwrap();
+        assert_eq!(j.rate_min, [Some(1 << 20), Some(1 << 20)]);
+        j.set("rate_iops_min", Some(",50")).unwrap();
+        assert_eq!(j.rate_iops_min, [None, Some(50)]);
+        j.set("rate_cycle", Some("500")).unwrap();
+        assert_eq!(j.rate_cycle_ms, 500);
     }
 
     #[test]
@@ -745,8 +894,12 @@ mod tests {
         assert!(j.set("ioengine", Some("posixaio")).is_err());
         assert!(j.set("thinktime", Some("soon")).is_err());
         assert!(j.set("loops", Some("0")).is_err());
-        let e = j.set("rw", Some("read:-8k")).unwrap_err();
-        assert!(e.contains("`:-8k`") && e.contains("not run"), "{e}");
+        assert!(j.set("rw", Some("read:soon")).is_err());
+        assert!(j.set("rw", Some("randread:0")).is_err());
+        assert!(j.set("rw_sequencer", Some("sideways")).is_err());
+        assert!(j.set("blockalign", Some("0")).is_err());
+        assert!(j.set("startdelay", Some("5-2")).is_err());
+        assert!(j.set("rate_cycle", Some("0")).is_err());
         assert!(j.set("verify", Some("md5")).is_err());
         assert!(j.set("output-format", Some("json")).is_err());
     }

@@ -46,6 +46,29 @@ pub fn validate(plan: &Plan) -> Result<(), String> {
                 "job {name}: --bs={bs} is not a multiple of 512 bytes, which direct IO needs (or give --direct=0)"
             ));
         }
+        if j.direct
+            && let Some(ba) = j.blockalign.iter().flatten().find(|&&b| b % 512 != 0)
+        {
+            return Err(format!(
+                "job {name}: --blockalign={ba} is not a multiple of 512 bytes, which direct IO needs (or give --direct=0)"
+            ));
+        }
+        if j.direct && j.seq_add % 512 != 0 {
+            return Err(format!(
+                "job {name}: --rw=…:{} is not a multiple of 512 bytes, which direct IO needs (or give --direct=0)",
+                j.seq_add
+            ));
+        }
+        if j.verify {
+            let bs = j.bs.iter().copied().max().unwrap_or(1);
+            let off_grid = j.blockalign.iter().flatten().any(|&b| b % bs != 0)
+                || j.seq_add % bs as i64 != 0;
+            if off_grid {
+                return Err(format!(
+                    "job {name}: --verify checks whole blocks of --bs={bs}; --blockalign or --rw=…:N would put IOs off them"
+                ));
+            }
+        }
         if let Some(SizeSpec::Bytes(size)) = j.size {
             let bs = j.bs.iter().max().copied().unwrap_or(0);
             if size < bs {
@@ -130,5 +153,12 @@ mod tests {
         ]))
         .unwrap_err();
         assert!(e.contains("--bs=1000"), "writes of 1000 bytes: {e}");
+        let e = validate(&plan_of(&[("blockalign", "1000"), ("direct", "1")])).unwrap_err();
+        assert!(e.contains("--blockalign=1000"), "{e}");
+        let e = validate(&plan_of(&[("rw", "read:100"), ("direct", "1")])).unwrap_err();
+        assert!(e.contains("--rw=…:100"), "{e}");
+        let e = validate(&plan_of(&[("rw", "write:2k"), ("verify", "1")])).unwrap_err();
+        assert!(e.contains("off them"), "{e}");
+        assert!(validate(&plan_of(&[("rw", "write:-8k"), ("verify", "1")])).is_ok());
     }
 }
