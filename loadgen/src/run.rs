@@ -182,9 +182,10 @@ fn specs(run: &Run<'_>, point: &Point, group: &[usize]) -> Vec<JobSpec> {
                     lo + rng.below((hi - lo).saturating_add(1))
                 },
                 exitall: job.exitall,
+                // Only the directions the job does are judged, as fio's.
                 min_rate: MinRate {
-                    bytes: job.rate_min,
-                    iops: job.rate_iops_min,
+                    bytes: [0, 1].map(|d| job.rate_min[d].filter(|_| used[d])),
+                    iops: [0, 1].map(|d| job.rate_iops_min[d].filter(|_| used[d])),
                     cycle_ns: job.rate_cycle_ms * 1_000_000,
                 },
                 run_id,

@@ -1,6 +1,6 @@
 //! fio's `rate_min` and `rate_iops_min`: once the job has run 2 s (and its ramp is over),
 //! every `rate_cycle` the bytes and IOs it completed in that window must reach the minimums
-//! of each direction it does, or the job fails naming the rate, as fio's does.
+//! of each direction it does, or the job fails naming the rate in fio's words.
 
 /// The minimums of reads and writes (None: no minimum) and the window, in ns.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -56,15 +56,12 @@ impl Checker {
         let per_s = |n: u64| (n as u128 * 1_000_000_000 / spent as u128) as u64;
         let ms = spent / 1_000_000;
         for (d, dir) in ["reads", "writes"].iter().enumerate() {
-            let (ios, bytes) = (
-                done[d].0 - self.last[d].0,
-                done[d].1 - self.last[d].1,
-            );
+            let (ios, bytes) = (done[d].0 - self.last[d].0, done[d].1 - self.last[d].1);
             if let Some(min) = self.min.bytes[d]
                 && per_s(bytes) < min
             {
                 return Err(format!(
-                    "rate_min={min}B/s of {dir} not met: {}B/s over the last {ms} ms",
+                    "rate_min={min}B/s not met, got {}B/s ({dir}, over the last {ms} ms)",
                     per_s(bytes)
                 ));
             }
@@ -72,7 +69,7 @@ impl Checker {
                 && per_s(ios) < min
             {
                 return Err(format!(
-                    "rate_iops_min={min} of {dir} not met: {} IOPS over the last {ms} ms",
+                    "rate_iops_min={min} not met, got {} IOPS ({dir}, over the last {ms} ms)",
                     per_s(ios)
                 ));
             }
@@ -103,18 +100,24 @@ mod tests {
         // 1 MiB and 100 writes in the window: met.
         assert!(c.check(3 * S, || [(256, 1 << 20), (100, 409_600)]).is_ok());
         // Half a window later: not judged yet.
-        assert!(c.check(3 * S + S / 2, || [(256, 1 << 20), (100, 409_600)]).is_ok());
+        assert!(
+            c.check(3 * S + S / 2, || [(256, 1 << 20), (100, 409_600)])
+                .is_ok()
+        );
         let e = c
             .check(4 * S, || [(384, 3 << 19), (200, 819_200)])
             .unwrap_err();
         assert_eq!(
             e,
-            "rate_min=1048576B/s of reads not met: 524288B/s over the last 1000 ms"
+            "rate_min=1048576B/s not met, got 524288B/s (reads, over the last 1000 ms)"
         );
         let mut c = Checker::new(min, 0, 0).unwrap();
         c.check(2 * S, || [(0, 0); 2]).unwrap();
         let e = c.check(3 * S, || [(256, 1 << 20), (99, 0)]).unwrap_err();
-        assert!(e.starts_with("rate_iops_min=100 of writes not met: 99 IOPS"), "{e}");
+        assert!(
+            e.starts_with("rate_iops_min=100 not met, got 99 IOPS (writes"),
+            "{e}"
+        );
         assert!(Checker::new(MinRate::default(), 0, 0).is_none());
     }
 

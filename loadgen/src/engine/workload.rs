@@ -400,7 +400,10 @@ mod tests {
         // As fio counts down: the 4th, 8th, 12th IO are random, the others follow on.
         assert_eq!(&v[..3], [0, 4, 8]);
         for k in [4, 5, 6, 8, 9, 10] {
-            assert!(v[k] == v[k - 1] + 4 || v[k] == 0, "{v:?}: IO {k} follows on");
+            assert!(
+                v[k] == v[k - 1] + 4 || v[k] == 0,
+                "{v:?}: IO {k} follows on"
+            );
         }
         let ident = OffsetRule {
             seq_nr: 3,

@@ -314,7 +314,10 @@ fn time_range(v: &str) -> Result<(u64, u64), String> {
         }
     };
     if lo > hi {
-        return Err(format!("`{}`: the low end is above the high end", excerpt(v)));
+        return Err(format!(
+            "`{}`: the low end is above the high end",
+            excerpt(v)
+        ));
     }
     Ok((lo, hi))
 }

@@ -61,11 +61,22 @@ pub fn validate(plan: &Plan) -> Result<(), String> {
         }
         if j.verify {
             let bs = j.bs.iter().copied().max().unwrap_or(1);
-            let off_grid = j.blockalign.iter().flatten().any(|&b| b % bs != 0)
-                || j.seq_add % bs as i64 != 0;
+            let off_grid =
+                j.blockalign.iter().flatten().any(|&b| b % bs != 0) || j.seq_add % bs as i64 != 0;
             if off_grid {
                 return Err(format!(
                     "job {name}: --verify checks whole blocks of --bs={bs}; --blockalign or --rw=…:N would put IOs off them"
+                ));
+            }
+        }
+        // As fio: a minimum above the job's own rate could never be met.
+        for d in (0..2).filter(|&d| j.directions()[d]) {
+            let over =
+                |min: Option<u64>, rate: Option<u64>| min.zip(rate).is_some_and(|(m, r)| m > r);
+            if over(j.rate_min[d], j.rate[d]) || over(j.rate_iops_min[d], j.rate_iops[d]) {
+                return Err(format!(
+                    "job {name}: the minimum rate of {} is above its --rate/--rate_iops, so it could never be met",
+                    ["reads", "writes"][d]
                 ));
             }
         }
@@ -160,5 +171,8 @@ mod tests {
         let e = validate(&plan_of(&[("rw", "write:2k"), ("verify", "1")])).unwrap_err();
         assert!(e.contains("off them"), "{e}");
         assert!(validate(&plan_of(&[("rw", "write:-8k"), ("verify", "1")])).is_ok());
+        let e = validate(&plan_of(&[("rate", "1m"), ("rate_min", "2m")])).unwrap_err();
+        assert!(e.contains("minimum rate of reads"), "{e}");
+        assert!(validate(&plan_of(&[("rate", "2m"), ("rate_min", "1m")])).is_ok());
     }
 }

@@ -239,7 +239,9 @@ pub fn run(
     }
     if spec.exitall {
         // fio's `exitall`: the other jobs of the group end with this one.
-        shared.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        shared
+            .stop
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
     let _ = tx.send(Msg::WorkloadDone(spec.index));
     if job.writes && job.map.is_some() && job.error.is_none() {
@@ -502,7 +504,7 @@ impl Job<'_> {
         let done = || [0, 1].map(|d| (dirs[d].ios + ramp_ios[d], dirs[d].bytes + ramp_bytes[d]));
         if let Err(e) = c.check(now, done) {
             self.min_rate = None;
-            self.fail(anyhow!("{e}"));
+            self.fail(anyhow!("job {}: {e}", self.spec.name));
         }
     }
 
