@@ -153,7 +153,7 @@ fn specs(run: &Run<'_>, point: &Point, group: &[usize]) -> Vec<JobSpec> {
                 bs,
                 sizes: shape.sizes.clone(),
                 // The synchronous engines do one IO at a time, as fio caps them.
-                iodepth: if job.ioengine == IoEngine::IoUring {
+                iodepth: if !job.ioengine.synchronous() {
                     shape.iodepth
                 } else {
                     1
@@ -174,6 +174,7 @@ fn specs(run: &Run<'_>, point: &Point, group: &[usize]) -> Vec<JobSpec> {
                     seq_nr: job.seq_nr,
                     identical: job.seq_identical,
                     align: job.blockalign,
+                    files: job.file_service,
                 },
                 start_delay_ns: {
                     // A range: each thread draws its own delay, as fio's.
@@ -342,6 +343,7 @@ pub fn run_plan(
             break;
         }
     }
+    unlink_files(&plan, &layout);
     let safety_probe_reads = guards.iter().map(|g| g.probe_reads).sum();
     drop(guards);
 
@@ -356,10 +358,44 @@ pub fn run_plan(
     finish(&result, &plan.settings, &mut monitor)
 }
 
+/// fio's `unlink`: the files of the jobs that ask for it are removed once the run is over
+/// (regular files only, never a device; `ioengine=null` has none).
+fn unlink_files(plan: &Plan, layout: &Layout) {
+    let mut done: Vec<usize> = Vec::new();
+    for t in &layout.threads {
+        let job = &plan.jobs[t.group];
+        if !job.unlink || job.ioengine == IoEngine::Null {
+            continue;
+        }
+        for path in job.files_of(t.jobnum) {
+            let Some(ti) = layout.targets.iter().position(|x| x.path == path) else {
+                continue;
+            };
+            let target = &layout.targets[ti];
+            if target.kind != TargetKind::File || done.contains(&ti) {
+                continue;
+            }
+            done.push(ti);
+            if let Err(e) = std::fs::remove_file(&target.open)
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                crate::note!("loadgen: cannot unlink {}: {e}", target.path.display());
+            }
+        }
+    }
+}
+
 /// As fio, a synchronous engine runs one IO at a time whatever the iodepth; said once.
 fn note_synchronous_depths(plan: &Plan) {
     for j in &plan.jobs {
-        if j.ioengine != IoEngine::IoUring && j.depths().iter().any(|&d| d > 1) {
+        if j.ioengine.synchronous() && j.depths().iter().any(|&d| d > 1) {
+            if j.ioengine == IoEngine::Null {
+                crate::note!(
+                    "loadgen: note: job {}: ioengine null completes each IO as it is issued, so iodepth is capped at 1",
+                    j.name
+                );
+                continue;
+            }
             crate::note!(
                 "loadgen: note: job {}: ioengine {} is synchronous, so iodepth is capped at 1 (as in fio)",
                 j.name,

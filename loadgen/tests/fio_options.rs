@@ -260,3 +260,123 @@ fn a_job_below_rate_min_fails_naming_the_rate() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `ioengine=null` (fio's null.fio) touches no file: the file it names is never created,
+/// and it counts `size / bs` IOs, as fio's null engine does.
+#[test]
+fn ioengine_null_creates_no_file_and_counts_as_fio() {
+    let dir = scratch("null");
+    for tool in [Tool::Loadgen, Tool::Fio] {
+        let (code, json, err) = run(
+            tool,
+            &dir,
+            &[
+                "--name=n",
+                "--filename=never",
+                "--ioengine=null",
+                "--rw=randread",
+                "--bs=4k",
+                "--size=64m",
+            ],
+        );
+        assert_eq!(code, Some(0), "{tool:?}: {err}");
+        let reads = json.unwrap()["jobs"][0]["read"]["total_ios"].as_u64();
+        assert_eq!(reads, Some(16384), "{tool:?}");
+        assert!(!dir.join("never").exists(), "{tool:?} created the file");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The files in `dir` and their sizes, sorted.
+fn listing(dir: &Path) -> Vec<(String, u64)> {
+    let mut v: Vec<(String, u64)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name, e.metadata().unwrap().len())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// `nrfiles` with `filename_format`: each job thread gets its own files, named and sized
+/// as fio's (`--size` divided among them), and `unlink` removes them at the end.
+#[test]
+fn file_sets_are_named_and_sized_as_fios_and_unlinked() {
+    let mut seen = Vec::new();
+    for tool in [Tool::Loadgen, Tool::Fio] {
+        let dir = scratch(&format!("nrfiles-{tool:?}"));
+        std::fs::create_dir(dir.join("d")).unwrap();
+        let args = |unlink: &'static str| {
+            vec![
+                "--name=t",
+                "--nrfiles=4",
+                "--filename_format=d/$jobname.$filenum.$jobnum",
+                "--numjobs=2",
+                "--size=64k",
+                "--bs=4k",
+                "--rw=write",
+                unlink,
+            ]
+        };
+        let (code, json, err) = run(tool, &dir, &args("--unlink=0"));
+        assert_eq!(code, Some(0), "{tool:?}: {err}");
+        let jobs = jobs(&json.unwrap());
+        assert!(jobs.iter().all(|j| j.1 == 16), "{tool:?}: {jobs:?}");
+        let files = listing(&dir.join("d"));
+        assert_eq!(files.len(), 8, "{tool:?}: {files:?}");
+        assert!(files.iter().all(|f| f.1 == 16 << 10), "{tool:?}: {files:?}");
+        seen.push(files);
+        let (code, _, err) = run(tool, &dir, &args("--unlink=1"));
+        assert_eq!(code, Some(0), "{tool:?}: {err}");
+        assert_eq!(listing(&dir.join("d")), [], "{tool:?}: unlinked");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    assert_eq!(seen[0], seen[1], "loadgen's files and fio's");
+}
+
+/// `file_service_type`: which of four zeroed files four writes land in, block by block,
+/// the same as fio's (`sequential` fills one file first, `roundrobin:2` gives each file
+/// two writes); `random` still writes four blocks in all.
+#[test]
+fn file_service_types_pick_files_as_fios() {
+    for (service, want) in [
+        ("sequential", Some("xxxx .... .... ....")),
+        ("roundrobin", Some("x... x... x... x...")),
+        ("roundrobin:2", Some("xx.. xx.. .... ....")),
+        ("random", None),
+    ] {
+        for tool in [Tool::Loadgen, Tool::Fio] {
+            let dir = scratch(&format!("service-{tool:?}"));
+            for i in 0..4 {
+                std::fs::write(dir.join(format!("t.0.{i}")), vec![0u8; 16 << 10]).unwrap();
+            }
+            let st = format!("--file_service_type={service}");
+            let (code, _, err) = run(
+                tool,
+                &dir,
+                &[
+                    "--name=t",
+                    "--nrfiles=4",
+                    "--size=64k",
+                    "--bs=4k",
+                    "--rw=write",
+                    "--number_ios=4",
+                    &st,
+                ],
+            );
+            assert_eq!(code, Some(0), "{tool:?} {service}: {err}");
+            let maps: Vec<String> = (0..4)
+                .map(|i| shown(&written(&dir.join(format!("t.0.{i}")), 4096)))
+                .collect();
+            let got = maps.join(" ");
+            match want {
+                Some(w) => assert_eq!(got, w, "{tool:?} {service}"),
+                None => assert_eq!(got.matches('x').count(), 4, "{tool:?} {service}: {got}"),
+            }
+            std::fs::remove_dir_all(&dir).unwrap();
+        }
+    }
+}

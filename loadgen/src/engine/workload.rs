@@ -4,6 +4,7 @@
 
 use super::distribution::Spread;
 pub use super::rng::Rng;
+use crate::options::FileService;
 use crate::options::distribution::Distribution;
 use crate::options::sizes::SizeDist;
 use crate::results::stats::Dir;
@@ -61,13 +62,15 @@ impl SizeGen {
 
 /// fio's offset modifiers: `rw=…:N` (`seq_add` bytes after each sequential IO; a new random
 /// offset every `seq_nr` random IOs, the ones between following on or, `identical`, at the
-/// same offset) and `blockalign` (random offsets are multiples of it, per direction).
+/// same offset), `blockalign` (random offsets are multiples of it, per direction), and
+/// `file_service_type` (which of the job's files the next IO goes to).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OffsetRule {
     pub seq_add: i64,
     pub seq_nr: u32,
     pub identical: bool,
     pub align: [Option<u64>; 2],
+    pub files: FileService,
 }
 
 pub struct Workload {
@@ -86,8 +89,11 @@ pub struct Workload {
     rule: OffsetRule,
     /// IOs left until the next random offset (fio's `ddir_seq_nr` countdown).
     seq_left: u32,
-    /// Files take turns, one IO each (fio's `file_service_type=roundrobin`).
-    next_file: usize,
+    /// The file of the next IO, the IOs left on it (round robin, random) and the bytes
+    /// issued on it (sequential).
+    file: usize,
+    file_left: u32,
+    file_bytes: u64,
     rng: Rng,
 }
 
@@ -117,7 +123,9 @@ impl Workload {
             last_start: vec![[0, 0]; regions.len()],
             rule: OffsetRule::default(),
             seq_left: 1,
-            next_file: 0,
+            file: 0,
+            file_left: 1,
+            file_bytes: 0,
             rng,
         }
     }
@@ -127,6 +135,9 @@ impl Workload {
     pub fn with_rule(mut self, rule: OffsetRule, dist: &Distribution) -> Workload {
         self.rule = rule;
         self.seq_left = rule.seq_nr.max(1);
+        if let FileService::RoundRobin(n) = rule.files {
+            self.file_left = n.max(1);
+        }
         if rule.align.iter().any(Option::is_some) {
             for d in 0..2 {
                 if let Some(a) = rule.align[d] {
@@ -142,6 +153,37 @@ impl Workload {
                 .collect();
         }
         self
+    }
+
+    /// The file of the next IO, as fio's `file_service_type`.
+    fn next_file(&mut self) -> usize {
+        let n = self.regions.len();
+        if n == 1 {
+            return 0;
+        }
+        match self.rule.files {
+            FileService::RoundRobin(per) => {
+                if self.file_left == 0 {
+                    self.file = (self.file + 1) % n;
+                    self.file_left = per.max(1);
+                }
+                self.file_left -= 1;
+            }
+            FileService::Random(per) => {
+                if self.file_left == 0 || self.file_bytes == 0 {
+                    self.file = self.rng.below(n as u64) as usize;
+                    self.file_left = per.max(1);
+                }
+                self.file_left -= 1;
+            }
+            FileService::Sequential => {
+                if self.file_bytes >= self.regions[self.file] {
+                    self.file = (self.file + 1) % n;
+                    self.file_bytes = 0;
+                }
+            }
+        }
+        self.file
     }
 
     /// The next sequential offset after an IO that ended at `end`, as fio's: `seq_add`
@@ -188,10 +230,10 @@ impl Workload {
         busy: impl Fn(usize, u64) -> bool,
     ) -> Option<(usize, u64, u64)> {
         let d = dir as usize;
-        let f = self.next_file;
-        self.next_file = (f + 1) % self.regions.len();
+        let f = self.next_file();
         let region = self.regions[f];
         let len = self.sizes[d].next(&mut self.rng).min(region);
+        self.file_bytes += len;
         for _ in 0..8 {
             // fio counts down `seq_nr` IOs: the last of them takes a new random offset.
             let fresh = self.random && {
@@ -430,5 +472,38 @@ mod tests {
             unaligned += usize::from(off % 4096 != 0);
         }
         assert!(unaligned > 500, "{unaligned} of 1000 off the 4k grid");
+    }
+
+    #[test]
+    fn files_are_served_as_fios_file_service_type() {
+        let d = Distribution::Random;
+        let files = |service: FileService, n: usize| -> Vec<usize> {
+            let rule = OffsetRule {
+                files: service,
+                ..Default::default()
+            };
+            let mut w =
+                Workload::new(&[4 * 4096; 3], false, 0, &fixed(4096), &d, 5).with_rule(rule, &d);
+            (0..n)
+                .map(|_| w.next(Dir::Write, |_, _| false).unwrap().0)
+                .collect()
+        };
+        assert_eq!(
+            files(FileService::RoundRobin(2), 8),
+            [0, 0, 1, 1, 2, 2, 0, 0]
+        );
+        // Sequential: a file's whole region (four IOs), then the next.
+        assert_eq!(
+            files(FileService::Sequential, 13),
+            [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 0]
+        );
+        let random = files(FileService::Random(3), 3000);
+        for run in random.chunks(3) {
+            assert!(run.iter().all(|&f| f == run[0]), "3 IOs per draw: {run:?}");
+        }
+        for f in 0..3 {
+            let n = random.iter().filter(|&&x| x == f).count();
+            assert!((800..1200).contains(&n), "file {f}: {n} of 3000");
+        }
     }
 }

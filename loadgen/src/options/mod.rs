@@ -65,6 +65,55 @@ pub enum IoEngine {
     Sync,
     /// pread(2)/pwrite(2), one IO at a time.
     Psync,
+    /// No IO: each IO completes as it is issued, one at a time (fio's `null`: what is
+    /// measured is loadgen's own cost per IO).
+    Null,
+}
+
+impl IoEngine {
+    /// Whether the job thread does its IOs itself, one at a time, rather than on its ring.
+    pub fn synchronous(self) -> bool {
+        self != IoEngine::IoUring
+    }
+}
+
+/// fio's `file_service_type`: how the next IO's file is chosen among a job's files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FileService {
+    /// Each file in turn, `N` IOs each (fio's default, `roundrobin`).
+    RoundRobin(u32),
+    /// One file until the job has covered its region, then the next.
+    Sequential,
+    /// A file drawn at random every `N` IOs.
+    Random(u32),
+}
+
+impl Default for FileService {
+    fn default() -> Self {
+        FileService::RoundRobin(1)
+    }
+}
+
+impl FileService {
+    fn parse(v: &str) -> Result<FileService, String> {
+        let (kind, n) = match v.split_once(':') {
+            Some((k, n)) => (k, Some(count_u32(n, 1)?)),
+            None => (v, None),
+        };
+        match (kind.to_ascii_lowercase().as_str(), n) {
+            ("roundrobin", n) => Ok(FileService::RoundRobin(n.unwrap_or(1))),
+            ("random", n) => Ok(FileService::Random(n.unwrap_or(1))),
+            ("sequential", None) => Ok(FileService::Sequential),
+            ("sequential", Some(_)) => Err(format!(
+                "`{}`: sequential finishes each file before the next; loadgen takes no `:N` with it",
+                excerpt(v)
+            )),
+            _ => Err(format!(
+                "`{}`: loadgen runs roundrobin, sequential and random (fio's zipf, pareto and normal are not run)",
+                excerpt(v)
+            )),
+        }
+    }
 }
 
 /// One job as the user wrote it (before `numjobs` clones and sweep points expand it).
@@ -197,6 +246,21 @@ pub struct JobOptions {
     pub rate_iops_min: [Option<u64>; 2],
     #[serde(default = "thousand")]
     pub rate_cycle_ms: u64,
+    /// fio's `nrfiles`: files per job thread when `filename` names none, named by
+    /// `filename_format` (fio's `$jobname.$jobnum.$filenum`).
+    #[serde(default = "one")]
+    pub nrfiles: u32,
+    #[serde(default)]
+    pub filename_format: Option<String>,
+    /// fio's `openfiles` (loadgen keeps every file open: at least `nrfiles`).
+    #[serde(default)]
+    pub openfiles: Option<u32>,
+    /// fio's `file_service_type`: which file the next IO goes to.
+    #[serde(default)]
+    pub file_service: FileService,
+    /// fio's `unlink`: the job's files are removed when the run ends.
+    #[serde(default)]
+    pub unlink: bool,
     /// The options as given, for fio's `job options` in JSON.
     pub given: BTreeMap<String, String>,
 }
@@ -258,6 +322,11 @@ impl Default for JobOptions {
             rate_min: [None, None],
             rate_iops_min: [None, None],
             rate_cycle_ms: 1000,
+            nrfiles: 1,
+            filename_format: None,
+            openfiles: None,
+            file_service: FileService::default(),
+            unlink: false,
             given: BTreeMap::new(),
         }
     }
@@ -411,6 +480,21 @@ impl JobOptions {
             "offset_increment" => self.offset_increment = Some(parse_size(v).map_err(err)?),
             "io_size" => self.io_size = Some(parse_size(v).map_err(err)?),
             "loops" => self.loops = count_u32(v, 1).map_err(err)?,
+            "nrfiles" => {
+                self.nrfiles = count_u32(v, 1).map_err(err)?;
+                if self.nrfiles > 4096 {
+                    return Err(err(format!("`{}` must be from 1 to 4096", excerpt(v))));
+                }
+            }
+            "filename_format" => {
+                if v.trim().is_empty() {
+                    return Err(err("needs a name".into()));
+                }
+                self.filename_format = Some(v.to_string());
+            }
+            "openfiles" => self.openfiles = Some(count_u32(v, 1).map_err(err)?),
+            "file_service_type" => self.file_service = FileService::parse(v).map_err(err)?,
+            "unlink" => self.unlink = parse_bool(v).map_err(err)?,
             "number_ios" => {
                 let n = parse_count(v).map_err(err)?;
                 self.number_ios = (n > 0).then_some(n);
@@ -600,9 +684,10 @@ impl JobOptions {
                     "io_uring" | "libaio" => IoEngine::IoUring,
                     "sync" => IoEngine::Sync,
                     "psync" => IoEngine::Psync,
+                    "null" => IoEngine::Null,
                     _ => {
                         return Err(err(format!(
-                            "`{}` is not supported (loadgen runs io_uring, sync and psync; libaio runs as io_uring)",
+                            "`{}` is not supported (loadgen runs io_uring, sync, psync and null; libaio runs as io_uring)",
                             excerpt(v)
                         )));
                     }
@@ -755,6 +840,38 @@ impl JobOptions {
             .collect()
     }
 
+    /// The files of job thread `jobnum`: those `--filename` names, or else `nrfiles` in
+    /// `--directory` named by `filename_format` as fio's (`$jobname.$jobnum.$filenum`).
+    pub fn files_of(&self, jobnum: u32) -> Vec<PathBuf> {
+        let names = self.filenames();
+        if !names.is_empty() {
+            return names;
+        }
+        let dir = self.directory.clone().unwrap_or_else(|| PathBuf::from("."));
+        let format = self
+            .filename_format
+            .as_deref()
+            .unwrap_or("$jobname.$jobnum.$filenum");
+        (0..self.nrfiles)
+            .map(|n| {
+                dir.join(
+                    format
+                        .replace("$jobname", &self.name)
+                        .replace("$jobnum", &jobnum.to_string())
+                        .replace("$filenum", &n.to_string()),
+                )
+            })
+            .collect()
+    }
+
+    /// How many files each job thread uses.
+    pub fn file_count(&self) -> usize {
+        match self.filenames().len() {
+            0 => self.nrfiles as usize,
+            n => n,
+        }
+    }
+
     /// The depths of the sweep points (one without a sweep).
     pub fn depths(&self) -> Vec<u32> {
         if self.iodepth_sweep.is_empty() {
@@ -846,6 +963,9 @@ mod tests {
         assert_eq!((j.startdelay_ns, j.exitall), ((0, 0), false));
         assert_eq!((j.rate_min, j.rate_iops_min), ([None, None], [None, None]));
         assert_eq!(j.rate_cycle_ms, 1000);
+        assert_eq!((j.nrfiles, j.openfiles, j.unlink), (1, None, false));
+        assert_eq!(j.file_service, FileService::RoundRobin(1), "roundrobin");
+        assert_eq!(j.filename_format, None, "$jobname.$jobnum.$filenum");
         // Where loadgen differs, on purpose (docs/loadgen.md says why).
         assert_eq!(j.ioengine, IoEngine::IoUring, "fio: psync");
     }
@@ -878,6 +998,43 @@ mod tests {
         assert_eq!(j.rate_iops_min, [None, Some(50)]);
         j.set("rate_cycle", Some("500")).unwrap();
         assert_eq!(j.rate_cycle_ms, 500);
+    }
+
+    #[test]
+    fn fios_file_sets_parse_and_name_their_files() {
+        let mut j = JobOptions::default();
+        assert_eq!(
+            j.files_of(3),
+            [PathBuf::from("./loadgen.3.0")],
+            "fio's default"
+        );
+        j.set("name", Some("t")).unwrap();
+        j.set("nrfiles", Some("2")).unwrap();
+        j.set("directory", Some("/srv")).unwrap();
+        assert_eq!(
+            j.files_of(1),
+            [PathBuf::from("/srv/t.1.0"), PathBuf::from("/srv/t.1.1")]
+        );
+        j.set("filename_format", Some("f.$filenum.$jobname.$jobnum"))
+            .unwrap();
+        assert_eq!(j.files_of(0)[1], PathBuf::from("/srv/f.1.t.0"));
+        assert_eq!(j.file_count(), 2);
+        j.set("filename", Some("/a:/b:/c")).unwrap();
+        assert_eq!(j.file_count(), 3, "--filename lists the files");
+        j.set("openfiles", Some("2")).unwrap();
+        assert_eq!(j.openfiles, Some(2));
+        j.set("file_service_type", Some("random:8")).unwrap();
+        assert_eq!(j.file_service, FileService::Random(8));
+        j.set("file_service_type", Some("roundrobin")).unwrap();
+        assert_eq!(j.file_service, FileService::RoundRobin(1));
+        j.set("file_service_type", Some("sequential")).unwrap();
+        assert_eq!(j.file_service, FileService::Sequential);
+        for bad in ["sequential:2", "zipf:1.2", "gauss"] {
+            assert!(j.set("file_service_type", Some(bad)).is_err(), "{bad}");
+        }
+        j.set("unlink", None).unwrap();
+        assert!(j.unlink);
+        assert!(j.set("nrfiles", Some("0")).is_err());
     }
 
     #[test]

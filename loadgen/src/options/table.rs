@@ -89,6 +89,31 @@ pub const OPTIONS: &[OptionDoc] = &[
         "size of the job's file, as fio's with one file per job: --size when that is not given (a range is refused)",
     ),
     job(
+        "nrfiles",
+        "N",
+        "files per job thread when --filename names none, --size divided among them (default: 1)",
+    ),
+    job(
+        "filename_format",
+        "NAME",
+        "names of those files: $jobname, $jobnum, $filenum replaced (default: $jobname.$jobnum.$filenum), in --directory",
+    ),
+    job(
+        "openfiles",
+        "N",
+        "accepted when at least --nrfiles: loadgen keeps every file of a job open",
+    ),
+    job(
+        "file_service_type",
+        "TYPE[:N]",
+        "which file the next IO goes to: roundrobin (default; N IOs each), sequential (one file's region, then the next), random (a file drawn every N IOs)",
+    ),
+    flag(
+        "unlink",
+        Scope::Job,
+        "remove the job's files when the run ends",
+    ),
+    job(
         "offset",
         "SIZE",
         "start of the job's region in each file (bytes or % of the file)",
@@ -594,7 +619,6 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "disable_slat",
     "do_verify",
     "fallocate",
-    "file_service_type",
     "fsync_on_close",
     "hipri",
     "ignore_error",
@@ -613,9 +637,7 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "log_offset",
     "max_latency",
     "nice",
-    "nrfiles",
     "offset_align",
-    "openfiles",
     "percentage_random",
     "per_job_logs",
     "prio",
@@ -640,7 +662,6 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "sync",
     "unified_rw_reporting",
     "unit_base",
-    "unlink",
     "verify_backlog",
     "verify_fatal",
     "verify_pattern",
@@ -652,16 +673,6 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
 
 /// Why loadgen does not run some of fio's options, for the one line that refuses them.
 const WHY: &[(&[&str], &str)] = &[
-    (
-        &[
-            "nrfiles",
-            "openfiles",
-            "file_service_type",
-            "filename_format",
-            "unlink",
-        ],
-        "loadgen runs each job on one file of --size or on the files of --filename, not on fio's file sets",
-    ),
     (&["zonemode", "zonesize"], "zoned block devices are not run"),
     (
         &["io_submit_mode"],

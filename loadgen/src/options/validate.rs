@@ -13,10 +13,20 @@ pub fn validate(plan: &Plan) -> Result<(), String> {
     let mut verify_files: HashMap<&std::path::Path, &str> = HashMap::new();
     for j in &plan.jobs {
         let name = &j.name;
-        let files = j.filenames().len();
+        let files = j.file_count();
+        if j.nrfiles > 1 && !j.filenames().is_empty() {
+            return Err(format!(
+                "job {name}: --nrfiles names files of its own; with --filename the files are the ones it lists"
+            ));
+        }
+        if let Some(open) = j.openfiles.filter(|&o| (o as usize) < files) {
+            return Err(format!(
+                "job {name}: --openfiles={open} is below its {files} files: loadgen keeps every file of a job open"
+            ));
+        }
         if files > 1 && j.verify {
             return Err(format!(
-                "job {name}: --verify works on one file, not {files} (--filename with `:`)"
+                "job {name}: --verify works on one file, not {files} (--filename with `:`, --nrfiles)"
             ));
         }
         if !plan.settings.replicas.is_empty() {
@@ -35,6 +45,18 @@ pub fn validate(plan: &Plan) -> Result<(), String> {
             return Err(format!(
                 "job {name}: --latency_target searches IO depths, which needs ioengine=io_uring"
             ));
+        }
+        if j.ioengine == IoEngine::Null {
+            if !matches!(j.size, Some(SizeSpec::Bytes(_))) {
+                return Err(format!(
+                    "job {name}: ioengine=null needs --size in bytes (it has no file to take a size from)"
+                ));
+            }
+            if matches!(j.offset, Some(SizeSpec::Percent(_))) || j.verify {
+                return Err(format!(
+                    "job {name}: ioengine=null has no file: no --offset in percent, no --verify"
+                ));
+            }
         }
         if j.time_based && j.runtime_ns.is_none() {
             return Err(format!("job {name}: --time_based needs --runtime"));
@@ -174,5 +196,14 @@ mod tests {
         let e = validate(&plan_of(&[("rate", "1m"), ("rate_min", "2m")])).unwrap_err();
         assert!(e.contains("minimum rate of reads"), "{e}");
         assert!(validate(&plan_of(&[("rate", "2m"), ("rate_min", "1m")])).is_ok());
+        let e = validate(&plan_of(&[("nrfiles", "4"), ("openfiles", "2")])).unwrap_err();
+        assert!(e.contains("--openfiles=2 is below its 4 files"), "{e}");
+        let e = validate(&plan_of(&[("nrfiles", "2"), ("filename", "/x")])).unwrap_err();
+        assert!(e.contains("--nrfiles"), "{e}");
+        let e = validate(&plan_of(&[("nrfiles", "2"), ("verify", "1")])).unwrap_err();
+        assert!(e.contains("one file, not 2"), "{e}");
+        let e = validate(&plan_of(&[("ioengine", "null")])).unwrap_err();
+        assert!(e.contains("ioengine=null needs --size"), "{e}");
+        assert!(validate(&plan_of(&[("ioengine", "null"), ("size", "1g")])).is_ok());
     }
 }

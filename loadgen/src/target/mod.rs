@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::options::Plan;
 use crate::options::values::{SizeSpec, format_bytes};
+use crate::options::{IoEngine, Plan};
 
 const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
 const BLKSSZGET: libc::c_ulong = 0x1268;
@@ -196,6 +196,21 @@ fn bytes_of(spec: SizeSpec, of: u64) -> u64 {
     }
 }
 
+/// The target of an `ioengine=null` job: only a name (nothing is opened, created or
+/// laid out; validation has made sure its size is given in bytes).
+fn null_target(path: &Path) -> Target {
+    Target {
+        path: path.to_path_buf(),
+        open: path.to_path_buf(),
+        kind: TargetKind::File,
+        size: u64::MAX / 4,
+        logical_block: 1,
+        exists: true,
+        needed: 0,
+        written: false,
+    }
+}
+
 /// Resolves every job thread's targets and checks sizes and alignment against them.
 pub fn resolve(plan: &Plan) -> Result<(Layout, Vec<Placement>), String> {
     resolve_with(plan, &mut |p| inspect(p, p, false))
@@ -234,29 +249,23 @@ pub fn resolve_with(
     let mut placements = Vec::new();
     for (group, job) in plan.jobs.iter().enumerate() {
         let name = &job.name;
-        let names = job.filenames();
         let min_bs = job.bs.iter().copied().min().unwrap_or(4096);
         for jobnum in 0..job.numjobs {
-            let paths: Vec<PathBuf> = if names.is_empty() {
-                vec![
-                    job.directory
-                        .clone()
-                        .unwrap_or_else(|| PathBuf::from("."))
-                        .join(format!("{name}.{jobnum}.0")),
-                ]
-            } else {
-                names.clone()
-            };
+            let paths = job.files_of(jobnum);
+            let nfiles = paths.len().max(1) as u64;
             let mut files = Vec::with_capacity(paths.len());
             for path in paths {
                 let ti = match targets.iter().position(|t| t.path == path) {
                     Some(i) => i,
+                    None if job.ioengine == IoEngine::Null => {
+                        targets.push(null_target(&path));
+                        targets.len() - 1
+                    }
                     None => {
                         targets.push(target_of(&path)?);
                         targets.len() - 1
                     }
                 };
-                let nfiles = names.len().max(1) as u64;
                 let t = &mut targets[ti];
                 let shown = t.path.display().to_string();
                 let known = t.exists && t.size > 0;

@@ -282,9 +282,11 @@ impl<'a> Job<'a> {
         legs: Option<Box<dyn ExtraLegs>>,
     ) -> Result<Job<'a>> {
         let writes = spec.read_pct < 100;
+        // `ioengine=null` touches no file.
         let files = spec
             .files
             .iter()
+            .filter(|_| spec.engine != IoEngine::Null)
             .map(|f| open(spec, f, writes))
             .collect::<Result<Vec<File>>>()?;
         let fds: Vec<RawFd> = files.iter().map(|f| f.as_raw_fd()).collect();
@@ -386,7 +388,7 @@ impl<'a> Job<'a> {
 
 impl Job<'_> {
     fn sync_engine(&self) -> bool {
-        self.spec.engine != IoEngine::IoUring
+        self.spec.engine.synchronous()
     }
 
     /// The workload until its runtime or size is done; returns when the last IO completed.
