@@ -175,6 +175,7 @@ fn specs(run: &Run<'_>, point: &Point, group: &[usize]) -> Vec<JobSpec> {
                     identical: job.seq_identical,
                     align: job.blockalign,
                     files: job.file_service,
+                    lfsr: job.lfsr,
                 },
                 start_delay_ns: {
                     // A range: each thread draws its own delay, as fio's.

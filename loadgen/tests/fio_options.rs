@@ -380,3 +380,20 @@ fn file_service_types_pick_files_as_fios() {
         }
     }
 }
+
+/// `random_generator=lfsr`: 16 random writes over 16 blocks write every block once, as
+/// fio's; loadgen's independent draws (the default) leave some untouched.
+#[test]
+fn lfsr_writes_every_block_once_as_fios() {
+    for tool in [Tool::Loadgen, Tool::Fio] {
+        let (ios, map) = write_map(
+            tool,
+            "lfsr",
+            &["--rw=randwrite", "--random_generator=lfsr"],
+            4096,
+        );
+        assert_eq!((ios, shown(&map)), (16, "x".repeat(16)), "{tool:?}");
+    }
+    let (_, map) = write_map(Tool::Loadgen, "tausworthe", &["--rw=randwrite"], 4096);
+    assert!(map.contains(&false), "{}", shown(&map));
+}

@@ -71,6 +71,47 @@ pub struct OffsetRule {
     pub identical: bool,
     pub align: [Option<u64>; 2],
     pub files: FileService,
+    /// fio's `random_generator=lfsr`: each unit once per pass.
+    pub lfsr: bool,
+}
+
+/// Every unit of `0..units` once per pass, in a scrambled order: a full-period linear
+/// congruential sequence modulo the next power of two (multiplier ≡ 1 mod 4, odd
+/// increment), skipping values past the end. What fio's LFSR guarantees: no offset twice
+/// in a pass, no map of blocks kept.
+#[derive(Clone, Copy, Debug)]
+pub struct Permutation {
+    units: u64,
+    mask: u64,
+    x: u64,
+    inc: u64,
+}
+
+impl Permutation {
+    pub fn new(units: u64, rng: &mut Rng) -> Permutation {
+        let units = units.max(1);
+        let mask = units.next_power_of_two() - 1;
+        Permutation {
+            units,
+            mask,
+            x: rng.next_u64() & mask,
+            inc: (rng.next_u64() & mask) | 1,
+        }
+    }
+
+    #[inline]
+    pub fn next(&mut self) -> u64 {
+        loop {
+            self.x = self
+                .x
+                .wrapping_mul(0x5851_f42d_4c95_7f2d)
+                .wrapping_add(self.inc)
+                & self.mask;
+            if self.x < self.units {
+                return self.x;
+            }
+        }
+    }
 }
 
 pub struct Workload {
@@ -87,6 +128,8 @@ pub struct Workload {
     /// Per file and direction: where the last IO started (for `identical`).
     last_start: Vec<[u64; 2]>,
     rule: OffsetRule,
+    /// With `lfsr`: per file and direction, the order of the units.
+    perm: Vec<[Permutation; 2]>,
     /// IOs left until the next random offset (fio's `ddir_seq_nr` countdown).
     seq_left: u32,
     /// The file of the next IO, the IOs left on it (round robin, random) and the bytes
@@ -122,6 +165,7 @@ impl Workload {
             next_seq: vec![[0, 0]; regions.len()],
             last_start: vec![[0, 0]; regions.len()],
             rule: OffsetRule::default(),
+            perm: Vec::new(),
             seq_left: 1,
             file: 0,
             file_left: 1,
@@ -150,6 +194,15 @@ impl Workload {
                 .regions
                 .iter()
                 .map(|&r| [0, 1].map(|d| Spread::new(dist, r / align[d], align[d], rng)))
+                .collect();
+        }
+        if rule.lfsr {
+            let align = self.align;
+            let rng = &mut self.rng;
+            self.perm = self
+                .regions
+                .iter()
+                .map(|&r| [0, 1].map(|d| Permutation::new(r / align[d], rng)))
                 .collect();
         }
         self
@@ -246,7 +299,10 @@ impl Workload {
             };
             let off = if fresh {
                 let a = self.align[d];
-                let u = self.spread[f][d].next(&mut self.rng);
+                let u = match self.perm.get_mut(f) {
+                    Some(p) => p[d].next(),
+                    None => self.spread[f][d].next(&mut self.rng),
+                };
                 (u * a).min((region - len) / a * a)
             } else if self.random && self.rule.identical {
                 let last = self.last_start[f][d];
@@ -505,5 +561,29 @@ mod tests {
             let n = random.iter().filter(|&&x| x == f).count();
             assert!((800..1200).contains(&n), "file {f}: {n} of 3000");
         }
+    }
+
+    #[test]
+    fn lfsr_visits_every_unit_once_per_pass() {
+        let mut rng = Rng::new(3);
+        for units in [1, 2, 3, 7, 16, 1000, 4099] {
+            let mut p = Permutation::new(units, &mut rng);
+            for _ in 0..2 {
+                let mut seen = vec![false; units as usize];
+                for _ in 0..units {
+                    let u = p.next() as usize;
+                    assert!(!seen[u], "{units}: unit {u} twice in a pass");
+                    seen[u] = true;
+                }
+            }
+        }
+        let rule = OffsetRule {
+            lfsr: true,
+            ..Default::default()
+        };
+        let mut w = with(true, rule);
+        let mut v = offsets(&mut w, 16);
+        v.sort();
+        assert_eq!(v, (0..16).map(|k| k * 4).collect::<Vec<_>>(), "KiB");
     }
 }

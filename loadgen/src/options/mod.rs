@@ -261,6 +261,10 @@ pub struct JobOptions {
     /// fio's `unlink`: the job's files are removed when the run ends.
     #[serde(default)]
     pub unlink: bool,
+    /// fio's `random_generator=lfsr`: random offsets visit every block once per pass over
+    /// the region (a permutation), rather than being drawn independently.
+    #[serde(default)]
+    pub lfsr: bool,
     /// The options as given, for fio's `job options` in JSON.
     pub given: BTreeMap<String, String>,
 }
@@ -327,6 +331,7 @@ impl Default for JobOptions {
             openfiles: None,
             file_service: FileService::default(),
             unlink: false,
+            lfsr: false,
             given: BTreeMap::new(),
         }
     }
@@ -592,6 +597,19 @@ impl JobOptions {
                     return Err(err(format!("`{}` must be from 1 to 1024", excerpt(v))));
                 }
                 self.numjobs = n as u32;
+            }
+            "random_generator" => {
+                self.lfsr = match v.to_ascii_lowercase().as_str() {
+                    // loadgen's own generator stands for fio's independent draws.
+                    "tausworthe" | "tausworthe64" => false,
+                    "lfsr" => true,
+                    _ => {
+                        return Err(err(format!(
+                            "`{}` (use tausworthe, tausworthe64 or lfsr)",
+                            excerpt(v)
+                        )));
+                    }
+                }
             }
             "random_distribution" => {
                 self.random_distribution = distribution::parse(v).map_err(err)?
@@ -964,6 +982,7 @@ mod tests {
         assert_eq!((j.rate_min, j.rate_iops_min), ([None, None], [None, None]));
         assert_eq!(j.rate_cycle_ms, 1000);
         assert_eq!((j.nrfiles, j.openfiles, j.unlink), (1, None, false));
+        assert!(!j.lfsr, "random_generator=tausworthe: independent draws");
         assert_eq!(j.file_service, FileService::RoundRobin(1), "roundrobin");
         assert_eq!(j.filename_format, None, "$jobname.$jobnum.$filenum");
         // Where loadgen differs, on purpose (docs/loadgen.md says why).
@@ -1034,6 +1053,11 @@ mod tests {
         }
         j.set("unlink", None).unwrap();
         assert!(j.unlink);
+        j.set("random_generator", Some("lfsr")).unwrap();
+        assert!(j.lfsr);
+        j.set("random_generator", Some("tausworthe64")).unwrap();
+        assert!(!j.lfsr);
+        assert!(j.set("random_generator", Some("mt19937")).is_err());
         assert!(j.set("nrfiles", Some("0")).is_err());
     }
 

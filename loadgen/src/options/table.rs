@@ -291,6 +291,11 @@ pub const OPTIONS: &[OptionDoc] = &[
         "io_uring (default; libaio runs as io_uring), or sync / psync: one IO at a time with read/write or pread/pwrite",
     ),
     job(
+        "random_generator",
+        "tausworthe|tausworthe64|lfsr",
+        "lfsr: random offsets visit every block once per pass over the region, as fio's; the others: independent draws from loadgen's own generator (default)",
+    ),
+    job(
         "rw_sequencer",
         "sequential|identical",
         "with rw=randread:N, the N-1 IOs after each random one follow on from it (default) or repeat its offset",
@@ -643,7 +648,6 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "prio",
     "prioclass",
     "randseed",
-    "random_generator",
     "rate_ignore_thinktime",
     "read_iolog",
     "refill_buffers",
@@ -690,10 +694,6 @@ const WHY: &[(&[&str], &str)] = &[
     (
         &["ss", "steadystate", "ss_dur", "ss_ramp"],
         "a job runs for its --runtime or size; it does not stop when IOPS settle",
-    ),
-    (
-        &["random_generator"],
-        "random offsets come from loadgen's own generator",
     ),
     (
         &["exitall_on_error", "exit_what"],

@@ -102,6 +102,14 @@ pub fn validate(plan: &Plan) -> Result<(), String> {
                 ));
             }
         }
+        if j.lfsr {
+            let one_size = j.sizes.iter().all(|s| matches!(s, SizeDist::Fixed(_)));
+            if !one_size || j.random_distribution != super::distribution::Distribution::Random {
+                return Err(format!(
+                    "job {name}: random_generator=lfsr visits each block once: it takes one IO size per direction and random_distribution=random"
+                ));
+            }
+        }
         if let Some(SizeSpec::Bytes(size)) = j.size {
             let bs = j.bs.iter().max().copied().unwrap_or(0);
             if size < bs {
@@ -205,5 +213,17 @@ mod tests {
         let e = validate(&plan_of(&[("ioengine", "null")])).unwrap_err();
         assert!(e.contains("ioengine=null needs --size"), "{e}");
         assert!(validate(&plan_of(&[("ioengine", "null"), ("size", "1g")])).is_ok());
+        let e = validate(&plan_of(&[
+            ("random_generator", "lfsr"),
+            ("bssplit", "4k/50:8k/50"),
+        ]))
+        .unwrap_err();
+        assert!(e.contains("lfsr"), "{e}");
+        let e = validate(&plan_of(&[
+            ("random_generator", "lfsr"),
+            ("random_distribution", "zipf:1.1"),
+        ]))
+        .unwrap_err();
+        assert!(e.contains("lfsr"), "{e}");
     }
 }
