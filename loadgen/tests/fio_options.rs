@@ -397,3 +397,29 @@ fn lfsr_writes_every_block_once_as_fios() {
     let (_, map) = write_map(Tool::Loadgen, "tausworthe", &["--rw=randwrite"], 4096);
     assert!(map.contains(&false), "{}", shown(&map));
 }
+
+/// A job held back by `startdelay` keeps its group's seconds on the timeline: the reader
+/// that starts 2 s after the writer reads nothing in the first two rows and reads in the
+/// third, whatever the machine's load (it cannot start sooner).
+#[test]
+fn a_delayed_job_keeps_its_groups_seconds_on_the_timeline() {
+    let dir = scratch("delay-timeline");
+    std::fs::write(
+        dir.join("g.fio"),
+        "[global]\nbs=4k\nsize=1m\ntime_based\nrate_iops=50\n\
+         [writer]\nrw=write\nruntime=3\n[reader]\nrw=read\nstartdelay=2\nruntime=1\n",
+    )
+    .unwrap();
+    let (code, json, err) = run(Tool::Loadgen, &dir, &["g.fio"]);
+    assert_eq!(code, Some(0), "{err}");
+    let json = json.unwrap();
+    let rows = json["loadgen"]["points"][0]["timeline"].as_array().unwrap();
+    let reads: Vec<u64> = rows
+        .iter()
+        .map(|r| r["read"]["ios"].as_u64().unwrap())
+        .collect();
+    assert!(reads.len() >= 3, "{reads:?}");
+    assert_eq!(&reads[..2], [0, 0], "{reads:?}");
+    assert!(reads[2] > 0, "{reads:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -399,7 +399,14 @@ impl Job<'_> {
         self.search = spec
             .latency
             .map(|t| Search::new(t, spec.iodepth, self.measure_start));
-        self.next_boundary = self.measure_start + spec.interval_ns;
+        // A job held back by `startdelay` keeps its group's interval grid: its first
+        // interval is the one of the grid it starts in (in part), so the timeline's rows
+        // stay the group's seconds.
+        let skipped = spec.start_delay_ns / spec.interval_ns;
+        let grid = self.measure_start - spec.start_delay_ns % spec.interval_ns;
+        self.next_boundary = grid + spec.interval_ns;
+        self.interval_index = skipped;
+        self.ivl = new_interval(skipped, self.leg_names.len());
         self.qd_last = t0;
         let deadline = spec.runtime_ns.map(|r| self.measure_start + r);
         self.deadline = deadline;
