@@ -423,3 +423,27 @@ fn a_delayed_job_keeps_its_groups_seconds_on_the_timeline() {
     assert!(reads[2] > 0, "{reads:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `exitall_on_error`: a job that fails (here, below its `rate_min` after 3 s) ends the
+/// 30-second job beside it, for loadgen (which always does) as for fio.
+#[test]
+fn exitall_on_error_ends_the_others_when_a_job_fails() {
+    let dir = scratch("exitall-on-error");
+    std::fs::write(
+        dir.join("g.fio"),
+        "[global]\nrw=write\nbs=4k\nsize=1m\ntime_based\nruntime=30\nexitall_on_error\n\
+         [steady]\nrate_iops=50\n[slow]\nrate_iops=200\nrate_min=1m\n",
+    )
+    .unwrap();
+    for tool in [Tool::Loadgen, Tool::Fio] {
+        let start = Instant::now();
+        let (code, _, err) = run(tool, &dir, &["g.fio"]);
+        assert_eq!(code, Some(1), "{tool:?}: {err}");
+        assert!(
+            err.contains("rate_min=1048576B/s not met"),
+            "{tool:?}: {err}"
+        );
+        assert!(start.elapsed() < Duration::from_secs(20), "{tool:?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -808,6 +808,22 @@ impl JobOptions {
                 parse_bool(v).map_err(err)?;
             }
             "description" | "clocksource" => {}
+            "io_submit_mode" => {
+                if !v.eq_ignore_ascii_case("inline") {
+                    return Err(err(format!(
+                        "`{}`: each job submits from its own thread (inline); fio's offload threads are not run",
+                        excerpt(v)
+                    )));
+                }
+            }
+            "exitall_on_error" => {
+                if !parse_bool(v).map_err(err)? {
+                    return Err(err(
+                        "0: a job that fails always ends the others in loadgen (the run fails)"
+                            .into(),
+                    ));
+                }
+            }
             _ => return Ok(false),
         }
         Ok(true)
@@ -1084,6 +1100,11 @@ mod tests {
         assert!(j.set("blockalign", Some("0")).is_err());
         assert!(j.set("startdelay", Some("5-2")).is_err());
         assert!(j.set("rate_cycle", Some("0")).is_err());
+        assert!(j.set("io_submit_mode", Some("inline")).is_ok());
+        let e = j.set("io_submit_mode", Some("offload")).unwrap_err();
+        assert!(e.contains("offload threads are not run"), "{e}");
+        assert!(j.set("exitall_on_error", None).is_ok());
+        assert!(j.set("exitall_on_error", Some("0")).is_err());
         assert!(j.set("verify", Some("md5")).is_err());
         assert!(j.set("output-format", Some("json")).is_err());
     }

@@ -261,6 +261,16 @@ pub const OPTIONS: &[OptionDoc] = &[
         "TIME[-TIME]",
         "start the job this long after its group (bare numbers are seconds; a range: each thread draws its delay in it)",
     ),
+    job(
+        "io_submit_mode",
+        "inline",
+        "accepted as fio's default, inline: each job submits from its own thread (fio's offload threads are not run)",
+    ),
+    flag(
+        "exitall_on_error",
+        Scope::Job,
+        "accepted: when a job fails, loadgen always ends the other jobs and runs no later group",
+    ),
     flag(
         "exitall",
         Scope::Job,
@@ -633,7 +643,6 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "iodepth_batch_complete_min",
     "iodepth_low",
     "iopsavgtime",
-    "io_submit_mode",
     "kb_base",
     "lat_percentiles",
     "lockfile",
@@ -679,10 +688,6 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
 const WHY: &[(&[&str], &str)] = &[
     (&["zonemode", "zonesize"], "zoned block devices are not run"),
     (
-        &["io_submit_mode"],
-        "each job submits from its own thread; fio's offload threads are not run",
-    ),
-    (
         &[
             "verify_pattern",
             "verify_backlog",
@@ -696,7 +701,7 @@ const WHY: &[(&[&str], &str)] = &[
         "a job runs for its --runtime or size; it does not stop when IOPS settle",
     ),
     (
-        &["exitall_on_error", "exit_what"],
+        &["exit_what"],
         "exitall ends the other jobs of the group when one ends, however it ended",
     ),
     (
