@@ -99,8 +99,9 @@ impl Permutation {
         }
     }
 
+    /// The next unit of the pass.
     #[inline]
-    pub fn next(&mut self) -> u64 {
+    pub fn unit(&mut self) -> u64 {
         loop {
             self.x = self
                 .x
@@ -300,7 +301,7 @@ impl Workload {
             let off = if fresh {
                 let a = self.align[d];
                 let u = match self.perm.get_mut(f) {
-                    Some(p) => p[d].next(),
+                    Some(p) => p[d].unit(),
                     None => self.spread[f][d].next(&mut self.rng),
                 };
                 (u * a).min((region - len) / a * a)
@@ -571,7 +572,7 @@ mod tests {
             for _ in 0..2 {
                 let mut seen = vec![false; units as usize];
                 for _ in 0..units {
-                    let u = p.next() as usize;
+                    let u = p.unit() as usize;
                     assert!(!seen[u], "{units}: unit {u} twice in a pass");
                     seen[u] = true;
                 }
