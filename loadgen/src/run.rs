@@ -309,7 +309,13 @@ pub fn run_plan(
         }),
         out: output,
     };
-    let disks = DiskWatch::start(layout.targets.iter().map(|t| t.open.as_path()));
+    let disks = DiskWatch::start(
+        layout
+            .targets
+            .iter()
+            .filter(|t| t.kind != TargetKind::Null)
+            .map(|t| t.open.as_path()),
+    );
     let run = Run {
         plan: &plan,
         layout: &layout,
@@ -369,7 +375,8 @@ fn unlink_files(plan: &Plan, layout: &Layout) {
             continue;
         }
         for path in job.files_of(t.jobnum) {
-            let Some(ti) = layout.targets.iter().position(|x| x.path == path) else {
+            let real = |x: &&target::Target| x.path == path && x.kind != TargetKind::Null;
+            let Some(ti) = layout.targets.iter().position(|x| real(&x)) else {
                 continue;
             };
             let target = &layout.targets[ti];

@@ -22,6 +22,8 @@ const BLKSSZGET: libc::c_ulong = 0x1268;
 pub enum TargetKind {
     BlockDevice,
     File,
+    /// The name an `ioengine=null` job gives: nothing is opened, created or checked there.
+    Null,
 }
 
 #[derive(Clone, Debug)]
@@ -202,7 +204,7 @@ fn null_target(path: &Path) -> Target {
     Target {
         path: path.to_path_buf(),
         open: path.to_path_buf(),
-        kind: TargetKind::File,
+        kind: TargetKind::Null,
         size: u64::MAX / 4,
         logical_block: 1,
         exists: true,
@@ -255,7 +257,11 @@ pub fn resolve_with(
             let nfiles = paths.len().max(1) as u64;
             let mut files = Vec::with_capacity(paths.len());
             for path in paths {
-                let ti = match targets.iter().position(|t| t.path == path) {
+                // A null job's name is never the target of a job that does IO: that one
+                // is inspected (and, if it writes a device, guarded) on its own.
+                let null = job.ioengine == IoEngine::Null;
+                let same = |t: &Target| t.path == path && (t.kind == TargetKind::Null) == null;
+                let ti = match targets.iter().position(same) {
                     Some(i) => i,
                     None if job.ioengine == IoEngine::Null => {
                         targets.push(null_target(&path));
@@ -610,5 +616,45 @@ mod tests {
         assert_eq!(check_space(&layout), Ok(()));
         assert!(!dir.join("f").exists(), "nothing was created");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_null_job_shares_no_target_with_a_job_that_does_io() {
+        let plan = match crate::options::parse::parse_args(
+            &[
+                "--name=n",
+                "--ioengine=null",
+                "--filename=/dev/sdz",
+                "--size=1m",
+                "--name=w",
+                "--rw=write",
+                "--filename=/dev/sdz",
+                "--size=1m",
+            ]
+            .map(String::from),
+        ) {
+            Ok(crate::options::parse::Parsed::Plan(p)) => p,
+            _ => panic!("parses"),
+        };
+        let mut inspected = Vec::new();
+        let (layout, _) = resolve_with(&plan, &mut |p| {
+            inspected.push(p.to_path_buf());
+            let mut t = null_target(p);
+            t.kind = TargetKind::BlockDevice;
+            t.size = 1 << 30;
+            Ok(t)
+        })
+        .unwrap();
+        assert_eq!(
+            inspected,
+            [PathBuf::from("/dev/sdz")],
+            "the writer's target only"
+        );
+        let kinds: Vec<_> = layout.targets.iter().map(|t| t.kind).collect();
+        assert_eq!(kinds, [TargetKind::Null, TargetKind::BlockDevice]);
+        assert_eq!(
+            layout.threads[1].target, 1,
+            "the writer is guarded as a device"
+        );
     }
 }
