@@ -188,7 +188,7 @@ fn specs(run: &Run<'_>, point: &Point, group: &[usize]) -> Vec<JobSpec> {
                 min_rate: MinRate {
                     bytes: [0, 1].map(|d| job.rate_min[d].filter(|_| used[d])),
                     iops: [0, 1].map(|d| job.rate_iops_min[d].filter(|_| used[d])),
-                    cycle_ns: job.rate_cycle_ms * 1_000_000,
+                    cycle_ns: job.rate_cycle_ms.saturating_mul(1_000_000),
                 },
                 run_id,
                 interval_ns: plan.settings.interval_ns,

@@ -56,7 +56,8 @@ impl Checker {
         let per_s = |n: u64| (n as u128 * 1_000_000_000 / spent as u128) as u64;
         let ms = spent / 1_000_000;
         for (d, dir) in ["reads", "writes"].iter().enumerate() {
-            let (ios, bytes) = (done[d].0 - self.last[d].0, done[d].1 - self.last[d].1);
+            let ios = done[d].0.saturating_sub(self.last[d].0);
+            let bytes = done[d].1.saturating_sub(self.last[d].1);
             if let Some(min) = self.min.bytes[d]
                 && per_s(bytes) < min
             {

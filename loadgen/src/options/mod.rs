@@ -393,6 +393,10 @@ fn time_range(v: &str) -> Result<(u64, u64), String> {
             excerpt(v)
         ));
     }
+    const MAX: u64 = 30 * 86_400 * 1_000_000_000;
+    if hi > MAX {
+        return Err(format!("`{}`: at most 30 days", excerpt(v)));
+    }
     Ok((lo, hi))
 }
 
@@ -1099,6 +1103,7 @@ mod tests {
         assert!(j.set("rw_sequencer", Some("sideways")).is_err());
         assert!(j.set("blockalign", Some("0")).is_err());
         assert!(j.set("startdelay", Some("5-2")).is_err());
+        assert!(j.set("startdelay", Some("31d")).is_err());
         assert!(j.set("rate_cycle", Some("0")).is_err());
         assert!(j.set("io_submit_mode", Some("inline")).is_ok());
         let e = j.set("io_submit_mode", Some("offload")).unwrap_err();

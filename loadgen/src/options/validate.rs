@@ -41,6 +41,16 @@ pub fn validate(plan: &Plan) -> Result<(), String> {
                 ));
             }
         }
+        let minimum = j
+            .rate_min
+            .iter()
+            .chain(&j.rate_iops_min)
+            .any(Option::is_some);
+        if j.latency_target_ns.is_some() && minimum {
+            return Err(format!(
+                "job {name}: --latency_target changes the depth as it searches; a --rate_min or --rate_iops_min beside it would judge the search"
+            ));
+        }
         if j.latency_target_ns.is_some() && j.ioengine != IoEngine::IoUring {
             return Err(format!(
                 "job {name}: --latency_target searches IO depths, which needs ioengine=io_uring"
@@ -204,6 +214,12 @@ mod tests {
         let e = validate(&plan_of(&[("rate", "1m"), ("rate_min", "2m")])).unwrap_err();
         assert!(e.contains("minimum rate of reads"), "{e}");
         assert!(validate(&plan_of(&[("rate", "2m"), ("rate_min", "1m")])).is_ok());
+        let e = validate(&plan_of(&[
+            ("latency_target", "1ms"),
+            ("rate_iops_min", "10"),
+        ]))
+        .unwrap_err();
+        assert!(e.contains("would judge the search"), "{e}");
         let e = validate(&plan_of(&[("nrfiles", "4"), ("openfiles", "2")])).unwrap_err();
         assert!(e.contains("--openfiles=2 is below its 4 files"), "{e}");
         let e = validate(&plan_of(&[("nrfiles", "2"), ("filename", "/x")])).unwrap_err();

@@ -224,7 +224,7 @@ pub fn run(
         return Err(anyhow!("stopped before the start"));
     };
     // `startdelay`: this job's clock starts later; a run that stops meanwhile ends it.
-    let t0 = t0 + spec.start_delay_ns;
+    let t0 = t0.saturating_add(spec.start_delay_ns);
     while clock::now_ns() < t0 && !shared.stopped() {
         clock::sleep_until(t0.min(clock::now_ns() + 50_000_000));
     }
