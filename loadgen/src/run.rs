@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use crate::engine::minrate::MinRate;
+use crate::engine::workload::OffsetRule;
 use crate::engine::{self, FileRegion, JobLive, JobSpec, Think, Watcher, legs::LegsFactory};
 use crate::error::Failure;
 use crate::live::metrics::LiveMetrics;
@@ -151,7 +153,7 @@ fn specs(run: &Run<'_>, point: &Point, group: &[usize]) -> Vec<JobSpec> {
                 bs,
                 sizes: shape.sizes.clone(),
                 // The synchronous engines do one IO at a time, as fio caps them.
-                iodepth: if job.ioengine == IoEngine::IoUring {
+                iodepth: if !job.ioengine.synchronous() {
                     shape.iodepth
                 } else {
                     1
@@ -167,6 +169,27 @@ fn specs(run: &Run<'_>, point: &Point, group: &[usize]) -> Vec<JobSpec> {
                 direct: job.direct,
                 verify: job.verify,
                 seed: if job.randrepeat { base } else { base ^ entropy },
+                offsets: OffsetRule {
+                    seq_add: job.seq_add,
+                    seq_nr: job.seq_nr,
+                    identical: job.seq_identical,
+                    align: job.blockalign,
+                    files: job.file_service,
+                    lfsr: job.lfsr,
+                },
+                start_delay_ns: {
+                    // A range: each thread draws its own delay, as fio's.
+                    let (lo, hi) = job.startdelay_ns;
+                    let mut rng = crate::engine::rng::Rng::new(base ^ 0x5a17_de1a);
+                    lo + rng.below((hi - lo).saturating_add(1))
+                },
+                exitall: job.exitall,
+                // Only the directions the job does are judged, as fio's.
+                min_rate: MinRate {
+                    bytes: [0, 1].map(|d| job.rate_min[d].filter(|_| used[d])),
+                    iops: [0, 1].map(|d| job.rate_iops_min[d].filter(|_| used[d])),
+                    cycle_ns: job.rate_cycle_ms.saturating_mul(1_000_000),
+                },
                 run_id,
                 interval_ns: plan.settings.interval_ns,
                 logs: {
@@ -286,7 +309,13 @@ pub fn run_plan(
         }),
         out: output,
     };
-    let disks = DiskWatch::start(layout.targets.iter().map(|t| t.open.as_path()));
+    let disks = DiskWatch::start(
+        layout
+            .targets
+            .iter()
+            .filter(|t| t.kind != TargetKind::Null)
+            .map(|t| t.open.as_path()),
+    );
     let run = Run {
         plan: &plan,
         layout: &layout,
@@ -321,6 +350,7 @@ pub fn run_plan(
             break;
         }
     }
+    unlink_files(&plan, &layout);
     let safety_probe_reads = guards.iter().map(|g| g.probe_reads).sum();
     drop(guards);
 
@@ -335,10 +365,45 @@ pub fn run_plan(
     finish(&result, &plan.settings, &mut monitor)
 }
 
+/// fio's `unlink`: the files of the jobs that ask for it are removed once the run is over
+/// (regular files only, never a device; `ioengine=null` has none).
+fn unlink_files(plan: &Plan, layout: &Layout) {
+    let mut done: Vec<usize> = Vec::new();
+    for t in &layout.threads {
+        let job = &plan.jobs[t.group];
+        if !job.unlink || job.ioengine == IoEngine::Null {
+            continue;
+        }
+        for path in job.files_of(t.jobnum) {
+            let real = |x: &&target::Target| x.path == path && x.kind != TargetKind::Null;
+            let Some(ti) = layout.targets.iter().position(|x| real(&x)) else {
+                continue;
+            };
+            let target = &layout.targets[ti];
+            if target.kind != TargetKind::File || done.contains(&ti) {
+                continue;
+            }
+            done.push(ti);
+            if let Err(e) = std::fs::remove_file(&target.open)
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                crate::note!("loadgen: cannot unlink {}: {e}", target.path.display());
+            }
+        }
+    }
+}
+
 /// As fio, a synchronous engine runs one IO at a time whatever the iodepth; said once.
 fn note_synchronous_depths(plan: &Plan) {
     for j in &plan.jobs {
-        if j.ioengine != IoEngine::IoUring && j.depths().iter().any(|&d| d > 1) {
+        if j.ioengine.synchronous() && j.depths().iter().any(|&d| d > 1) {
+            if j.ioengine == IoEngine::Null {
+                crate::note!(
+                    "loadgen: note: job {}: ioengine null completes each IO as it is issued, so iodepth is capped at 1",
+                    j.name
+                );
+                continue;
+            }
             crate::note!(
                 "loadgen: note: job {}: ioengine {} is synchronous, so iodepth is capped at 1 (as in fio)",
                 j.name,

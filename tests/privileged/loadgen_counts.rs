@@ -169,3 +169,52 @@ fn loadgen_json_reads_like_fio() {
     assert!(at(&lg, "loadgen/points/0/timeline/0/read/lat_ns/p99").is_some());
     assert!(num(&lg, "loadgen/points/0/cpu/per_io_us") > 0.0);
 }
+
+/// `ioengine=null` does no IO: a job of 8,192 writes "to" a loop device leaves its
+/// /sys/block stat unchanged (and loadgen makes no safety-check reads of a device it does
+/// not open), while the same job with psync moves the counts by its writes.
+#[test]
+fn ioengine_null_does_no_device_io() {
+    if !require_root("ioengine_null_does_no_device_io") {
+        return;
+    }
+    let disk = loop_device("lgnull");
+    let dev = disk.dev.to_str().unwrap();
+    for (engine, size, counted) in [("null", "32M", false), ("psync", "1M", true)] {
+        let engine_arg = format!("--ioengine={engine}");
+        let size_arg = format!("--size={size}");
+        let args = [
+            "--name=n",
+            "--filename",
+            dev,
+            &engine_arg,
+            &size_arg,
+            "--rw=randwrite",
+            "--bs=4k",
+            "--direct=1",
+            "--output-format=json",
+        ];
+        let before = disk.stat().unwrap();
+        let r = run(&args).unwrap();
+        let after = disk.stat().unwrap();
+        assert_eq!(r.code, Some(0), "{engine}: {}", r.stderr);
+        let j = r.json().unwrap();
+        let writes = ios(&j, "write");
+        let device = (
+            after.read_ios - before.read_ios,
+            after.write_ios - before.write_ios,
+        );
+        let probe = num(&j, "loadgen/safety_probe_reads") as u64;
+        if counted {
+            assert_eq!(
+                device,
+                (probe, writes),
+                "{engine}: /sys/block/{}/stat",
+                disk.name
+            );
+        } else {
+            assert_eq!(writes, 8192, "{engine}: size / bs");
+            assert_eq!(device, (0, 0), "{engine}: /sys/block/{}/stat", disk.name);
+        }
+    }
+}

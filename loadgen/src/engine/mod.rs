@@ -8,6 +8,7 @@ pub mod iolog;
 pub mod job;
 pub mod latency_target;
 pub mod legs;
+pub mod minrate;
 pub mod pacing;
 pub mod ring;
 pub mod rng;
@@ -82,6 +83,14 @@ pub struct JobSpec {
     pub direct: bool,
     pub verify: bool,
     pub seed: u64,
+    /// fio's `rw=…:N`, `rw_sequencer`, `blockalign`.
+    pub offsets: workload::OffsetRule,
+    /// `startdelay`: this thread starts this long after its group.
+    pub start_delay_ns: u64,
+    /// `exitall`: when this job ends, the others of its group end too.
+    pub exitall: bool,
+    /// `rate_min`, `rate_iops_min`, `rate_cycle`.
+    pub min_rate: minrate::MinRate,
     pub run_id: u32,
     pub interval_ns: u64,
 }

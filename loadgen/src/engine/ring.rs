@@ -31,9 +31,11 @@ impl Ring {
             .build(entries)
             .or_else(|_| IoUring::builder().setup_cqsize(entries * 2).build(entries))
             .context("creating an io_uring (needs Linux 5.11 or later)")?;
-        ring.submitter()
-            .register_files(fds)
-            .context("registering the target with io_uring")?;
+        if !fds.is_empty() {
+            ring.submitter()
+                .register_files(fds)
+                .context("registering the target with io_uring")?;
+        }
         let iov = bufs.iovecs();
         // SAFETY: the buffers outlive the ring: a job holds its ring in a field declared
         // before its buffers, so the ring (and its registration) is dropped first.

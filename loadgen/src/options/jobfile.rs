@@ -35,7 +35,7 @@ fn keyword(word: &str) -> Option<String> {
 /// Expands `${NAME}` from the environment and fio's `$pagesize`, `$mb_memory`, `$ncpus`, as
 /// fio does. A variable that is not set, or any other `$NAME` (which fio would leave as it
 /// is, creating a file named `$FILE`, say), is refused.
-fn expand(v: &str, at: &str, env: Env<'_>) -> Result<String, String> {
+fn expand(v: &str, at: &str, env: Env<'_>, names: bool) -> Result<String, String> {
     let mut out = String::with_capacity(v.len());
     let mut rest = v;
     while let Some(i) = rest.find('$') {
@@ -74,6 +74,11 @@ fn expand(v: &str, at: &str, env: Env<'_>) -> Result<String, String> {
         }
         match keyword(word) {
             Some(k) => out.push_str(&k),
+            // `filename_format`'s own keywords, replaced per job thread and file.
+            None if names && matches!(word, "jobname" | "jobnum" | "filenum") => {
+                out.push('$');
+                out.push_str(word);
+            }
             None => {
                 return Err(format!(
                     "{at}: `${}` is not expanded; fio takes variables from the environment written `${{{}}}`",
@@ -228,7 +233,10 @@ fn parse_lines(lines: &[(String, String)], origin: &str, env: Env<'_>) -> Result
             continue;
         }
         let (key, value) = match line.split_once('=') {
-            Some((k, v)) => (k.trim(), Some(expand(v.trim(), at, env)?)),
+            Some((k, v)) => {
+                let names = table::lookup(k.trim()).is_some_and(|d| d.name == "filename_format");
+                (k.trim(), Some(expand(v.trim(), at, env, names)?))
+            }
             None => (line, None),
         };
         let doc = table::lookup(key).ok_or_else(|| format!("{at}: {}", table::unknown(key)))?;
@@ -292,6 +300,18 @@ mod tests {
         let e = parse_with("[a]\nfilename=${NOPE}\n", "f", env).unwrap_err();
         assert!(e.contains("environment variable NOPE is not set"), "{e}");
         assert!(parse_with("[a]\nfilename=${DEV\n", "f", env).is_err());
+        let jf = parse_with(
+            "[a]\nfilename_format=d/$jobname.$jobnum.$filenum\n",
+            "f",
+            env,
+        )
+        .unwrap();
+        assert_eq!(
+            jf.jobs[0].2[0].1.as_deref(),
+            Some("d/$jobname.$jobnum.$filenum"),
+            "kept for the file names"
+        );
+        assert!(parse_with("[a]\nfilename=$jobname\n", "f", env).is_err());
         let jf = parse_with("[a]\nfilename=/tmp/a$\n", "f", env).unwrap();
         assert_eq!(jf.jobs[0].2[0].1.as_deref(), Some("/tmp/a$"));
     }

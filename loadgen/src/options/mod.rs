@@ -65,6 +65,55 @@ pub enum IoEngine {
     Sync,
     /// pread(2)/pwrite(2), one IO at a time.
     Psync,
+    /// No IO: each IO completes as it is issued, one at a time (fio's `null`: what is
+    /// measured is loadgen's own cost per IO).
+    Null,
+}
+
+impl IoEngine {
+    /// Whether the job thread does its IOs itself, one at a time, rather than on its ring.
+    pub fn synchronous(self) -> bool {
+        self != IoEngine::IoUring
+    }
+}
+
+/// fio's `file_service_type`: how the next IO's file is chosen among a job's files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FileService {
+    /// Each file in turn, `N` IOs each (fio's default, `roundrobin`).
+    RoundRobin(u32),
+    /// One file until the job has covered its region, then the next.
+    Sequential,
+    /// A file drawn at random every `N` IOs.
+    Random(u32),
+}
+
+impl Default for FileService {
+    fn default() -> Self {
+        FileService::RoundRobin(1)
+    }
+}
+
+impl FileService {
+    fn parse(v: &str) -> Result<FileService, String> {
+        let (kind, n) = match v.split_once(':') {
+            Some((k, n)) => (k, Some(count_u32(n, 1)?)),
+            None => (v, None),
+        };
+        match (kind.to_ascii_lowercase().as_str(), n) {
+            ("roundrobin", n) => Ok(FileService::RoundRobin(n.unwrap_or(1))),
+            ("random", n) => Ok(FileService::Random(n.unwrap_or(1))),
+            ("sequential", None) => Ok(FileService::Sequential),
+            ("sequential", Some(_)) => Err(format!(
+                "`{}`: sequential finishes each file before the next; loadgen takes no `:N` with it",
+                excerpt(v)
+            )),
+            _ => Err(format!(
+                "`{}`: loadgen runs roundrobin, sequential and random (fio's zipf, pareto and normal are not run)",
+                excerpt(v)
+            )),
+        }
+    }
 }
 
 /// One job as the user wrote it (before `numjobs` clones and sweep points expand it).
@@ -168,6 +217,54 @@ pub struct JobOptions {
     /// fio's `wait_for=NAME`: starts when job NAME has ended.
     #[serde(default)]
     pub wait_for: Option<String>,
+    /// fio's `rw=…:N` for sequential IO: bytes added to the offset after each IO (negative:
+    /// taken from it, wrapping to the end of the region).
+    #[serde(default)]
+    pub seq_add: i64,
+    /// fio's `rw=…:N` for random IO: a new random offset every N IOs, the ones between
+    /// following on (`rw_sequencer=sequential`) or at the same offset (`identical`).
+    #[serde(default = "one")]
+    pub seq_nr: u32,
+    #[serde(default)]
+    pub seq_identical: bool,
+    /// fio's `blockalign`: random offsets of reads and writes are multiples of this
+    /// (default: the direction's smallest IO size).
+    #[serde(default)]
+    pub blockalign: [Option<u64>; 2],
+    /// fio's `startdelay`: the job starts this long after its group (a range: each thread
+    /// draws its own delay in it).
+    #[serde(default)]
+    pub startdelay_ns: (u64, u64),
+    /// fio's `exitall`: when this job ends, the other jobs of its group end too.
+    #[serde(default)]
+    pub exitall: bool,
+    /// fio's `rate_min` (bytes per second) and `rate_iops_min` of reads and writes: the job
+    /// fails when a `rate_cycle` window falls below them.
+    #[serde(default)]
+    pub rate_min: [Option<u64>; 2],
+    #[serde(default)]
+    pub rate_iops_min: [Option<u64>; 2],
+    #[serde(default = "thousand")]
+    pub rate_cycle_ms: u64,
+    /// fio's `nrfiles`: files per job thread when `filename` names none, named by
+    /// `filename_format` (fio's `$jobname.$jobnum.$filenum`).
+    #[serde(default = "one")]
+    pub nrfiles: u32,
+    #[serde(default)]
+    pub filename_format: Option<String>,
+    /// fio's `openfiles` (loadgen keeps every file open: at least `nrfiles`).
+    #[serde(default)]
+    pub openfiles: Option<u32>,
+    /// fio's `file_service_type`: which file the next IO goes to.
+    #[serde(default)]
+    pub file_service: FileService,
+    /// fio's `unlink`: the job's files are removed when the run ends.
+    #[serde(default)]
+    pub unlink: bool,
+    /// fio's `random_generator=lfsr`: random offsets visit every block once per pass over
+    /// the region (a permutation), rather than being drawn independently.
+    #[serde(default)]
+    pub lfsr: bool,
     /// The options as given, for fio's `job options` in JSON.
     pub given: BTreeMap<String, String>,
 }
@@ -220,6 +317,21 @@ impl Default for JobOptions {
             stonewall: false,
             new_group: false,
             wait_for: None,
+            seq_add: 0,
+            seq_nr: 1,
+            seq_identical: false,
+            blockalign: [None, None],
+            startdelay_ns: (0, 0),
+            exitall: false,
+            rate_min: [None, None],
+            rate_iops_min: [None, None],
+            rate_cycle_ms: 1000,
+            nrfiles: 1,
+            filename_format: None,
+            openfiles: None,
+            file_service: FileService::default(),
+            unlink: false,
+            lfsr: false,
             given: BTreeMap::new(),
         }
     }
@@ -231,6 +343,10 @@ fn one() -> u32 {
 
 fn one_second() -> u64 {
     1_000_000_000
+}
+
+fn thousand() -> u64 {
+    1000
 }
 
 fn hundred() -> f64 {
@@ -248,6 +364,40 @@ fn usec_time(v: &str) -> Result<u64, String> {
             .ok_or_else(|| format!("`{}` is too long", excerpt(v)));
     }
     parse_time_ns(v)
+}
+
+/// fio's signed sizes (`rw=read:-8k`): bytes, negative with a leading `-`.
+fn signed_bytes(v: &str) -> Result<i64, String> {
+    let t = v.trim();
+    let (neg, abs) = match t.strip_prefix('-') {
+        Some(a) => (true, a),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
+    };
+    let n = i64::try_from(values::parse_bytes(abs)?)
+        .map_err(|_| format!("`{}` is too large", excerpt(v)))?;
+    Ok(if neg { -n } else { n })
+}
+
+/// fio's `irange(time)`: one time, or `LOW-HIGH`; bare numbers are seconds.
+fn time_range(v: &str) -> Result<(u64, u64), String> {
+    let (lo, hi) = match v.split_once('-') {
+        Some((a, b)) => (parse_time_ns(a)?, parse_time_ns(b)?),
+        None => {
+            let t = parse_time_ns(v)?;
+            (t, t)
+        }
+    };
+    if lo > hi {
+        return Err(format!(
+            "`{}`: the low end is above the high end",
+            excerpt(v)
+        ));
+    }
+    const MAX: u64 = 30 * 86_400 * 1_000_000_000;
+    if hi > MAX {
+        return Err(format!("`{}`: at most 30 days", excerpt(v)));
+    }
+    Ok((lo, hi))
 }
 
 fn count_u32(v: &str, min: u64) -> Result<u32, String> {
@@ -339,6 +489,21 @@ impl JobOptions {
             "offset_increment" => self.offset_increment = Some(parse_size(v).map_err(err)?),
             "io_size" => self.io_size = Some(parse_size(v).map_err(err)?),
             "loops" => self.loops = count_u32(v, 1).map_err(err)?,
+            "nrfiles" => {
+                self.nrfiles = count_u32(v, 1).map_err(err)?;
+                if self.nrfiles > 4096 {
+                    return Err(err(format!("`{}` must be from 1 to 4096", excerpt(v))));
+                }
+            }
+            "filename_format" => {
+                if v.trim().is_empty() {
+                    return Err(err("needs a name".into()));
+                }
+                self.filename_format = Some(v.to_string());
+            }
+            "openfiles" => self.openfiles = Some(count_u32(v, 1).map_err(err)?),
+            "file_service_type" => self.file_service = FileService::parse(v).map_err(err)?,
+            "unlink" => self.unlink = parse_bool(v).map_err(err)?,
             "number_ios" => {
                 let n = parse_count(v).map_err(err)?;
                 self.number_ios = (n > 0).then_some(n);
@@ -353,15 +518,40 @@ impl JobOptions {
         let err = |e: String| format!("--{key}: {e}");
         match key {
             "rw" => {
-                if let Some((_, gap)) = v.split_once(':') {
-                    return Err(err(format!(
-                        "`{}`: fio's `:{}` (skip or step back between IOs) is not run",
-                        excerpt(v),
-                        excerpt(gap)
-                    )));
+                let (rw, modifier) = match v.split_once(':') {
+                    Some((rw, m)) => (rw, Some(m)),
+                    None => (v, None),
+                };
+                self.rw = Rw::parse(rw).map_err(err)?;
+                (self.seq_add, self.seq_nr) = (0, 1);
+                if let Some(m) = modifier {
+                    if self.rw.random() {
+                        self.seq_nr = count_u32(m, 1).map_err(err)?;
+                    } else {
+                        self.seq_add = signed_bytes(m).map_err(err)?;
+                    }
                 }
-                self.rw = Rw::parse(v).map_err(err)?
             }
+            "rw_sequencer" => {
+                self.seq_identical = match v.to_ascii_lowercase().as_str() {
+                    "sequential" => false,
+                    "identical" => true,
+                    _ => {
+                        return Err(err(format!(
+                            "`{}` (use sequential or identical)",
+                            excerpt(v)
+                        )));
+                    }
+                }
+            }
+            "blockalign" => set_dirs(
+                &mut self.blockalign,
+                sizes::per_direction(v, |x| match values::parse_bytes(x)? {
+                    0 => Err("an alignment must be greater than 0".into()),
+                    b => Ok(Some(b)),
+                })
+                .map_err(err)?,
+            ),
             "rwmixread" => self.rwmixread = pct(v).map_err(err)?,
             "rwmixwrite" => self.rwmixread = 100 - pct(v).map_err(err)?,
             "bs" | "bsrange" | "bssplit" => {
@@ -412,6 +602,19 @@ impl JobOptions {
                 }
                 self.numjobs = n as u32;
             }
+            "random_generator" => {
+                self.lfsr = match v.to_ascii_lowercase().as_str() {
+                    // loadgen's own generator stands for fio's independent draws.
+                    "tausworthe" | "tausworthe64" => false,
+                    "lfsr" => true,
+                    _ => {
+                        return Err(err(format!(
+                            "`{}` (use tausworthe, tausworthe64 or lfsr)",
+                            excerpt(v)
+                        )));
+                    }
+                }
+            }
             "random_distribution" => {
                 self.random_distribution = distribution::parse(v).map_err(err)?
             }
@@ -452,6 +655,26 @@ impl JobOptions {
                     }
                 }
             }
+            "startdelay" => self.startdelay_ns = time_range(v).map_err(err)?,
+            "exitall" => self.exitall = parse_bool(v).map_err(err)?,
+            "rate_min" => set_dirs(
+                &mut self.rate_min,
+                sizes::parse_rate(v)
+                    .map_err(err)?
+                    .map(|x| x.map(|n| (n > 0).then_some(n))),
+            ),
+            "rate_iops_min" => set_dirs(
+                &mut self.rate_iops_min,
+                sizes::parse_rate_iops(v)
+                    .map_err(err)?
+                    .map(|x| x.map(|n| (n > 0).then_some(n))),
+            ),
+            "rate_cycle" => {
+                self.rate_cycle_ms = parse_count(v).map_err(err)?;
+                if self.rate_cycle_ms == 0 {
+                    return Err(err("must be at least 1 (milliseconds)".into()));
+                }
+            }
             "thinktime" => self.thinktime_ns = usec_time(v).map_err(err)?,
             "thinktime_spin" => self.thinktime_spin_ns = usec_time(v).map_err(err)?,
             "thinktime_blocks" => self.thinktime_blocks = count_u32(v, 1).map_err(err)?,
@@ -483,9 +706,10 @@ impl JobOptions {
                     "io_uring" | "libaio" => IoEngine::IoUring,
                     "sync" => IoEngine::Sync,
                     "psync" => IoEngine::Psync,
+                    "null" => IoEngine::Null,
                     _ => {
                         return Err(err(format!(
-                            "`{}` is not supported (loadgen runs io_uring, sync and psync; libaio runs as io_uring)",
+                            "`{}` is not supported (loadgen runs io_uring, sync, psync and null; libaio runs as io_uring)",
                             excerpt(v)
                         )));
                     }
@@ -588,6 +812,22 @@ impl JobOptions {
                 parse_bool(v).map_err(err)?;
             }
             "description" | "clocksource" => {}
+            "io_submit_mode" => {
+                if !v.eq_ignore_ascii_case("inline") {
+                    return Err(err(format!(
+                        "`{}`: each job submits from its own thread (inline); fio's offload threads are not run",
+                        excerpt(v)
+                    )));
+                }
+            }
+            "exitall_on_error" => {
+                if !parse_bool(v).map_err(err)? {
+                    return Err(err(
+                        "0: a job that fails always ends the others in loadgen (the run fails)"
+                            .into(),
+                    ));
+                }
+            }
             _ => return Ok(false),
         }
         Ok(true)
@@ -636,6 +876,38 @@ impl JobOptions {
             .filter(|x| !x.is_empty())
             .map(PathBuf::from)
             .collect()
+    }
+
+    /// The files of job thread `jobnum`: those `--filename` names, or else `nrfiles` in
+    /// `--directory` named by `filename_format` as fio's (`$jobname.$jobnum.$filenum`).
+    pub fn files_of(&self, jobnum: u32) -> Vec<PathBuf> {
+        let names = self.filenames();
+        if !names.is_empty() {
+            return names;
+        }
+        let dir = self.directory.clone().unwrap_or_else(|| PathBuf::from("."));
+        let format = self
+            .filename_format
+            .as_deref()
+            .unwrap_or("$jobname.$jobnum.$filenum");
+        (0..self.nrfiles)
+            .map(|n| {
+                dir.join(
+                    format
+                        .replace("$jobname", &self.name)
+                        .replace("$jobnum", &jobnum.to_string())
+                        .replace("$filenum", &n.to_string()),
+                )
+            })
+            .collect()
+    }
+
+    /// How many files each job thread uses.
+    pub fn file_count(&self) -> usize {
+        match self.filenames().len() {
+            0 => self.nrfiles as usize,
+            n => n,
+        }
     }
 
     /// The depths of the sweep points (one without a sweep).
@@ -724,8 +996,89 @@ mod tests {
         assert_eq!((j.logs.avg_msec, j.logs.hist_msec), (0, 0));
         assert_eq!(j.latency_percentile, 100.0);
         assert_eq!(j.percentile_list, None);
+        assert_eq!((j.seq_add, j.seq_nr, j.seq_identical), (0, 1, false));
+        assert_eq!(j.blockalign, [None, None], "ba: the IO size");
+        assert_eq!((j.startdelay_ns, j.exitall), ((0, 0), false));
+        assert_eq!((j.rate_min, j.rate_iops_min), ([None, None], [None, None]));
+        assert_eq!(j.rate_cycle_ms, 1000);
+        assert_eq!((j.nrfiles, j.openfiles, j.unlink), (1, None, false));
+        assert!(!j.lfsr, "random_generator=tausworthe: independent draws");
+        assert_eq!(j.file_service, FileService::RoundRobin(1), "roundrobin");
+        assert_eq!(j.filename_format, None, "$jobname.$jobnum.$filenum");
         // Where loadgen differs, on purpose (docs/loadgen.md says why).
         assert_eq!(j.ioengine, IoEngine::IoUring, "fio: psync");
+    }
+
+    #[test]
+    fn fios_offset_modifiers_delays_and_minimum_rates_parse() {
+        let mut j = JobOptions::default();
+        j.set("rw", Some("read:-8k")).unwrap();
+        assert_eq!((j.rw, j.seq_add, j.seq_nr), (Rw::Read, -8192, 1));
+        j.set("rw", Some("write:4k")).unwrap();
+        assert_eq!((j.rw, j.seq_add), (Rw::Write, 4096));
+        j.set("rw", Some("randread:8")).unwrap();
+        assert_eq!((j.rw, j.seq_add, j.seq_nr), (Rw::RandRead, 0, 8));
+        assert_eq!(j.given["rw"], "randread:8", "as given, for fio's JSON");
+        j.set("rw", Some("randread")).unwrap();
+        assert_eq!(j.seq_nr, 1, "a later rw= without `:N` drops it");
+        j.set("rw_sequencer", Some("identical")).unwrap();
+        assert!(j.seq_identical);
+        j.set("blockalign", Some("1k,2k")).unwrap();
+        assert_eq!(j.blockalign, [Some(1024), Some(2048)]);
+        j.set("startdelay", Some("2")).unwrap();
+        assert_eq!(j.startdelay_ns, (2_000_000_000, 2_000_000_000));
+        j.set("startdelay", Some("1s-3s")).unwrap();
+        assert_eq!(j.startdelay_ns, (1_000_000_000, 3_000_000_000));
+        j.set("exitall", None).unwrap();
+        assert!(j.exitall);
+        j.set("rate_min", Some("1m")).unwrap();
+        assert_eq!(j.rate_min, [Some(1 << 20), Some(1 << 20)]);
+        j.set("rate_iops_min", Some(",50")).unwrap();
+        assert_eq!(j.rate_iops_min, [None, Some(50)]);
+        j.set("rate_cycle", Some("500")).unwrap();
+        assert_eq!(j.rate_cycle_ms, 500);
+    }
+
+    #[test]
+    fn fios_file_sets_parse_and_name_their_files() {
+        let mut j = JobOptions::default();
+        assert_eq!(
+            j.files_of(3),
+            [PathBuf::from("./loadgen.3.0")],
+            "fio's default"
+        );
+        j.set("name", Some("t")).unwrap();
+        j.set("nrfiles", Some("2")).unwrap();
+        j.set("directory", Some("/srv")).unwrap();
+        assert_eq!(
+            j.files_of(1),
+            [PathBuf::from("/srv/t.1.0"), PathBuf::from("/srv/t.1.1")]
+        );
+        j.set("filename_format", Some("f.$filenum.$jobname.$jobnum"))
+            .unwrap();
+        assert_eq!(j.files_of(0)[1], PathBuf::from("/srv/f.1.t.0"));
+        assert_eq!(j.file_count(), 2);
+        j.set("filename", Some("/a:/b:/c")).unwrap();
+        assert_eq!(j.file_count(), 3, "--filename lists the files");
+        j.set("openfiles", Some("2")).unwrap();
+        assert_eq!(j.openfiles, Some(2));
+        j.set("file_service_type", Some("random:8")).unwrap();
+        assert_eq!(j.file_service, FileService::Random(8));
+        j.set("file_service_type", Some("roundrobin")).unwrap();
+        assert_eq!(j.file_service, FileService::RoundRobin(1));
+        j.set("file_service_type", Some("sequential")).unwrap();
+        assert_eq!(j.file_service, FileService::Sequential);
+        for bad in ["sequential:2", "zipf:1.2", "gauss"] {
+            assert!(j.set("file_service_type", Some(bad)).is_err(), "{bad}");
+        }
+        j.set("unlink", None).unwrap();
+        assert!(j.unlink);
+        j.set("random_generator", Some("lfsr")).unwrap();
+        assert!(j.lfsr);
+        j.set("random_generator", Some("tausworthe64")).unwrap();
+        assert!(!j.lfsr);
+        assert!(j.set("random_generator", Some("mt19937")).is_err());
+        assert!(j.set("nrfiles", Some("0")).is_err());
     }
 
     #[test]
@@ -745,8 +1098,18 @@ mod tests {
         assert!(j.set("ioengine", Some("posixaio")).is_err());
         assert!(j.set("thinktime", Some("soon")).is_err());
         assert!(j.set("loops", Some("0")).is_err());
-        let e = j.set("rw", Some("read:-8k")).unwrap_err();
-        assert!(e.contains("`:-8k`") && e.contains("not run"), "{e}");
+        assert!(j.set("rw", Some("read:soon")).is_err());
+        assert!(j.set("rw", Some("randread:0")).is_err());
+        assert!(j.set("rw_sequencer", Some("sideways")).is_err());
+        assert!(j.set("blockalign", Some("0")).is_err());
+        assert!(j.set("startdelay", Some("5-2")).is_err());
+        assert!(j.set("startdelay", Some("31d")).is_err());
+        assert!(j.set("rate_cycle", Some("0")).is_err());
+        assert!(j.set("io_submit_mode", Some("inline")).is_ok());
+        let e = j.set("io_submit_mode", Some("offload")).unwrap_err();
+        assert!(e.contains("offload threads are not run"), "{e}");
+        assert!(j.set("exitall_on_error", None).is_ok());
+        assert!(j.set("exitall_on_error", Some("0")).is_err());
         assert!(j.set("verify", Some("md5")).is_err());
         assert!(j.set("output-format", Some("json")).is_err());
     }

@@ -21,14 +21,17 @@ pub fn build_job(layers: &[&Pairs]) -> Result<JobOptions, String> {
             job.set(k, v.as_deref())?;
         }
     }
-    // fio's `filesize` with one file per job: the job's size unless `size` says otherwise.
+    // fio's `filesize`: the size of each of the job's files, so the job's size is that
+    // times the files unless `size` says otherwise.
     if let Some(fs) = job.filesize {
+        let files = job.file_count().max(1) as u64;
+        let total = fs.saturating_mul(files);
         match job.size {
-            None => job.size = Some(super::values::SizeSpec::Bytes(fs)),
-            Some(super::values::SizeSpec::Bytes(s)) if s == fs => {}
+            None => job.size = Some(super::values::SizeSpec::Bytes(total)),
+            Some(super::values::SizeSpec::Bytes(s)) if s == total => {}
             Some(_) => {
                 return Err(format!(
-                    "--filesize={fs} with another --size: loadgen's job uses one file of --size bytes"
+                    "--filesize={fs} with another --size: loadgen divides --size among the job's {files} file(s), so --size must be {total} or left out"
                 ));
             }
         }
@@ -236,6 +239,12 @@ bs=64k
         assert!(plan(&["--filesize=1m", "--size=1m"]).is_ok());
         let e = plan(&["--filesize=1m", "--size=2m"]).unwrap_err();
         assert!(e.contains("--filesize=1048576 with another --size"), "{e}");
+        let p = plan(&["--filesize=1m", "--nrfiles=3"]).unwrap();
+        assert_eq!(
+            p.jobs[0].size,
+            Some(crate::options::values::SizeSpec::Bytes(3 << 20)),
+            "each of the three files is 1m, as fio's"
+        );
         let e = plan(&["--filesize=1k-8k"]).unwrap_err();
         assert!(e.contains("not a range"), "{e}");
     }

@@ -89,6 +89,31 @@ pub const OPTIONS: &[OptionDoc] = &[
         "size of the job's file, as fio's with one file per job: --size when that is not given (a range is refused)",
     ),
     job(
+        "nrfiles",
+        "N",
+        "files per job thread when --filename names none, --size divided among them (default: 1)",
+    ),
+    job(
+        "filename_format",
+        "NAME",
+        "names of those files: $jobname, $jobnum, $filenum replaced (default: $jobname.$jobnum.$filenum), in --directory",
+    ),
+    job(
+        "openfiles",
+        "N",
+        "accepted when at least --nrfiles: loadgen keeps every file of a job open",
+    ),
+    job(
+        "file_service_type",
+        "TYPE[:N]",
+        "which file the next IO goes to: roundrobin (default; N IOs each), sequential (one file's region, then the next), random (a file drawn every N IOs)",
+    ),
+    flag(
+        "unlink",
+        Scope::Job,
+        "remove the job's files when the run ends",
+    ),
+    job(
         "offset",
         "SIZE",
         "start of the job's region in each file (bytes or % of the file)",
@@ -121,7 +146,7 @@ pub const OPTIONS: &[OptionDoc] = &[
         ..job(
             "rw",
             "RW",
-            "read, write, randread, randwrite, readwrite (rw), randrw (default: read)",
+            "read, write, randread, randwrite, readwrite (rw), randrw (default: read); `:N` as fio: sequential IO skips N bytes after each IO (back, if negative), random IO takes a new offset every N IOs",
         )
     },
     job(
@@ -210,6 +235,47 @@ pub const OPTIONS: &[OptionDoc] = &[
         "R[,W]",
         "bytes per second per job (reads[,writes]; 1m = 1 MiB/s), on a schedule like --rate_iops",
     ),
+    OptionDoc {
+        aliases: &["ratemin"],
+        ..job(
+            "rate_min",
+            "R[,W]",
+            "the job fails when its bytes per second (reads[,writes]) fall below R in a --rate_cycle window, after 2 s to settle (as fio)",
+        )
+    },
+    job(
+        "rate_iops_min",
+        "R[,W]",
+        "the job fails when its IOs per second (reads[,writes]) fall below R in a --rate_cycle window, like --rate_min",
+    ),
+    OptionDoc {
+        aliases: &["ratecycle"],
+        ..job(
+            "rate_cycle",
+            "MS",
+            "window of --rate_min and --rate_iops_min, in milliseconds (default: 1000)",
+        )
+    },
+    job(
+        "startdelay",
+        "TIME[-TIME]",
+        "start the job this long after its group (bare numbers are seconds; a range: each thread draws its delay in it)",
+    ),
+    job(
+        "io_submit_mode",
+        "inline",
+        "accepted as fio's default, inline: each job submits from its own thread (fio's offload threads are not run)",
+    ),
+    flag(
+        "exitall_on_error",
+        Scope::Job,
+        "accepted: when a job fails, loadgen always ends the other jobs and runs no later group",
+    ),
+    flag(
+        "exitall",
+        Scope::Job,
+        "when this job ends, the other jobs of its group end too (as fio's)",
+    ),
     job(
         "rate_process",
         "linear|poisson",
@@ -234,6 +300,24 @@ pub const OPTIONS: &[OptionDoc] = &[
         "ENGINE",
         "io_uring (default; libaio runs as io_uring), or sync / psync: one IO at a time with read/write or pread/pwrite",
     ),
+    job(
+        "random_generator",
+        "tausworthe|tausworthe64|lfsr",
+        "lfsr: random offsets visit every block once per pass over the region, as fio's; the others: independent draws from loadgen's own generator (default)",
+    ),
+    job(
+        "rw_sequencer",
+        "sequential|identical",
+        "with rw=randread:N, the N-1 IOs after each random one follow on from it (default) or repeat its offset",
+    ),
+    OptionDoc {
+        aliases: &["ba"],
+        ..job(
+            "blockalign",
+            "SIZE[,SIZE]",
+            "random offsets are multiples of SIZE (reads[,writes]; default: the IO size)",
+        )
+    },
     job(
         "random_distribution",
         "DIST",
@@ -530,7 +614,6 @@ pub const OPTIONS: &[OptionDoc] = &[
 /// than silently measuring something other than asked.
 pub const FIO_UNSUPPORTED: &[&str] = &[
     "allrandrepeat",
-    "blockalign",
     "bs_is_seq_rand",
     "bs_unaligned",
     "buffer_compress_chunk",
@@ -550,9 +633,7 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "disable_lat",
     "disable_slat",
     "do_verify",
-    "exitall",
     "fallocate",
-    "file_service_type",
     "fsync_on_close",
     "hipri",
     "ignore_error",
@@ -562,7 +643,6 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "iodepth_batch_complete_min",
     "iodepth_low",
     "iopsavgtime",
-    "io_submit_mode",
     "kb_base",
     "lat_percentiles",
     "lockfile",
@@ -571,18 +651,13 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "log_offset",
     "max_latency",
     "nice",
-    "nrfiles",
     "offset_align",
-    "openfiles",
     "percentage_random",
     "per_job_logs",
     "prio",
     "prioclass",
     "randseed",
-    "random_generator",
-    "rate_cycle",
     "rate_ignore_thinktime",
-    "rate_min",
     "read_iolog",
     "refill_buffers",
     "replay_redirect",
@@ -596,12 +671,10 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "ss",
     "ss_dur",
     "ss_ramp",
-    "startdelay",
     "steadystate",
     "sync",
     "unified_rw_reporting",
     "unit_base",
-    "unlink",
     "verify_backlog",
     "verify_fatal",
     "verify_pattern",
@@ -613,21 +686,7 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
 
 /// Why loadgen does not run some of fio's options, for the one line that refuses them.
 const WHY: &[(&[&str], &str)] = &[
-    (
-        &[
-            "nrfiles",
-            "openfiles",
-            "file_service_type",
-            "filename_format",
-            "unlink",
-        ],
-        "loadgen runs each job on one file of --size or on the files of --filename, not on fio's file sets",
-    ),
     (&["zonemode", "zonesize"], "zoned block devices are not run"),
-    (
-        &["io_submit_mode"],
-        "each job submits from its own thread; fio's offload threads are not run",
-    ),
     (
         &[
             "verify_pattern",
@@ -641,20 +700,10 @@ const WHY: &[(&[&str], &str)] = &[
         &["ss", "steadystate", "ss_dur", "ss_ramp"],
         "a job runs for its --runtime or size; it does not stop when IOPS settle",
     ),
-    (&["blockalign"], "random offsets are aligned to the IO size"),
     (
-        &["random_generator"],
-        "random offsets come from loadgen's own generator",
+        &["exit_what"],
+        "exitall ends the other jobs of the group when one ends, however it ended",
     ),
-    (
-        &["rate_min", "ratemin", "rate_iops_min"],
-        "a job below a rate is not failed",
-    ),
-    (
-        &["exitall", "exitall_on_error", "exit_what"],
-        "every job of a group runs to its own end",
-    ),
-    (&["startdelay"], "the jobs of a group start together"),
     (
         &["continue_on_error", "ignore_error", "error_dump"],
         "an IO error ends the job and fails the run",
@@ -763,7 +812,7 @@ mod tests {
         assert_eq!(lookup("output_format").unwrap().name, "output-format");
         assert_eq!(lookup("time-based").unwrap().name, "time_based");
         assert!(lookup("bogus").is_none());
-        assert!(unknown("exitall").contains("fio option loadgen does not run: every job"));
+        assert!(unknown("exit_what").contains("fio option loadgen does not run: exitall"));
         assert!(unknown("kb_base").contains("fio option loadgen does not support"));
         for (keys, _) in WHY {
             for k in *keys {
@@ -779,6 +828,9 @@ mod tests {
         }
         assert!(help().contains("--rate_iops=R[,W]"));
         assert_eq!(lookup("blocksize_split").unwrap().name, "bssplit");
+        assert_eq!(lookup("ba").unwrap().name, "blockalign");
+        assert_eq!(lookup("ratemin").unwrap().name, "rate_min");
+        assert_eq!(lookup("ratecycle").unwrap().name, "rate_cycle");
         assert_eq!(lookup("iodepth-sweep").unwrap().name, "iodepth_sweep");
     }
 }

@@ -13,10 +13,20 @@ pub fn validate(plan: &Plan) -> Result<(), String> {
     let mut verify_files: HashMap<&std::path::Path, &str> = HashMap::new();
     for j in &plan.jobs {
         let name = &j.name;
-        let files = j.filenames().len();
+        let files = j.file_count();
+        if j.nrfiles > 1 && !j.filenames().is_empty() {
+            return Err(format!(
+                "job {name}: --nrfiles names files of its own; with --filename the files are the ones it lists"
+            ));
+        }
+        if let Some(open) = j.openfiles.filter(|&o| (o as usize) < files) {
+            return Err(format!(
+                "job {name}: --openfiles={open} is below its {files} files: loadgen keeps every file of a job open"
+            ));
+        }
         if files > 1 && j.verify {
             return Err(format!(
-                "job {name}: --verify works on one file, not {files} (--filename with `:`)"
+                "job {name}: --verify works on one file, not {files} (--filename with `:`, --nrfiles)"
             ));
         }
         if !plan.settings.replicas.is_empty() {
@@ -31,10 +41,32 @@ pub fn validate(plan: &Plan) -> Result<(), String> {
                 ));
             }
         }
+        let minimum = j
+            .rate_min
+            .iter()
+            .chain(&j.rate_iops_min)
+            .any(Option::is_some);
+        if j.latency_target_ns.is_some() && minimum {
+            return Err(format!(
+                "job {name}: --latency_target changes the depth as it searches; a --rate_min or --rate_iops_min beside it would judge the search"
+            ));
+        }
         if j.latency_target_ns.is_some() && j.ioengine != IoEngine::IoUring {
             return Err(format!(
                 "job {name}: --latency_target searches IO depths, which needs ioengine=io_uring"
             ));
+        }
+        if j.ioengine == IoEngine::Null {
+            if !matches!(j.size, Some(SizeSpec::Bytes(_))) {
+                return Err(format!(
+                    "job {name}: ioengine=null needs --size in bytes (it has no file to take a size from)"
+                ));
+            }
+            if matches!(j.offset, Some(SizeSpec::Percent(_))) || j.verify {
+                return Err(format!(
+                    "job {name}: ioengine=null has no file: no --offset in percent, no --verify"
+                ));
+            }
         }
         if j.time_based && j.runtime_ns.is_none() {
             return Err(format!("job {name}: --time_based needs --runtime"));
@@ -45,6 +77,48 @@ pub fn validate(plan: &Plan) -> Result<(), String> {
             return Err(format!(
                 "job {name}: --bs={bs} is not a multiple of 512 bytes, which direct IO needs (or give --direct=0)"
             ));
+        }
+        if j.direct
+            && let Some(ba) = j.blockalign.iter().flatten().find(|&&b| b % 512 != 0)
+        {
+            return Err(format!(
+                "job {name}: --blockalign={ba} is not a multiple of 512 bytes, which direct IO needs (or give --direct=0)"
+            ));
+        }
+        if j.direct && j.seq_add % 512 != 0 {
+            return Err(format!(
+                "job {name}: --rw=…:{} is not a multiple of 512 bytes, which direct IO needs (or give --direct=0)",
+                j.seq_add
+            ));
+        }
+        if j.verify {
+            let bs = j.bs.iter().copied().max().unwrap_or(1);
+            let off_grid =
+                j.blockalign.iter().flatten().any(|&b| b % bs != 0) || j.seq_add % bs as i64 != 0;
+            if off_grid {
+                return Err(format!(
+                    "job {name}: --verify checks whole blocks of --bs={bs}; --blockalign or --rw=…:N would put IOs off them"
+                ));
+            }
+        }
+        // As fio: a minimum above the job's own rate could never be met.
+        for d in (0..2).filter(|&d| j.directions()[d]) {
+            let over =
+                |min: Option<u64>, rate: Option<u64>| min.zip(rate).is_some_and(|(m, r)| m > r);
+            if over(j.rate_min[d], j.rate[d]) || over(j.rate_iops_min[d], j.rate_iops[d]) {
+                return Err(format!(
+                    "job {name}: the minimum rate of {} is above its --rate/--rate_iops, so it could never be met",
+                    ["reads", "writes"][d]
+                ));
+            }
+        }
+        if j.lfsr {
+            let one_size = j.sizes.iter().all(|s| matches!(s, SizeDist::Fixed(_)));
+            if !one_size || j.random_distribution != super::distribution::Distribution::Random {
+                return Err(format!(
+                    "job {name}: random_generator=lfsr visits each block once: it takes one IO size per direction and random_distribution=random"
+                ));
+            }
         }
         if let Some(SizeSpec::Bytes(size)) = j.size {
             let bs = j.bs.iter().max().copied().unwrap_or(0);
@@ -130,5 +204,42 @@ mod tests {
         ]))
         .unwrap_err();
         assert!(e.contains("--bs=1000"), "writes of 1000 bytes: {e}");
+        let e = validate(&plan_of(&[("blockalign", "1000"), ("direct", "1")])).unwrap_err();
+        assert!(e.contains("--blockalign=1000"), "{e}");
+        let e = validate(&plan_of(&[("rw", "read:100"), ("direct", "1")])).unwrap_err();
+        assert!(e.contains("--rw=…:100"), "{e}");
+        let e = validate(&plan_of(&[("rw", "write:2k"), ("verify", "1")])).unwrap_err();
+        assert!(e.contains("off them"), "{e}");
+        assert!(validate(&plan_of(&[("rw", "write:-8k"), ("verify", "1")])).is_ok());
+        let e = validate(&plan_of(&[("rate", "1m"), ("rate_min", "2m")])).unwrap_err();
+        assert!(e.contains("minimum rate of reads"), "{e}");
+        assert!(validate(&plan_of(&[("rate", "2m"), ("rate_min", "1m")])).is_ok());
+        let e = validate(&plan_of(&[
+            ("latency_target", "1ms"),
+            ("rate_iops_min", "10"),
+        ]))
+        .unwrap_err();
+        assert!(e.contains("would judge the search"), "{e}");
+        let e = validate(&plan_of(&[("nrfiles", "4"), ("openfiles", "2")])).unwrap_err();
+        assert!(e.contains("--openfiles=2 is below its 4 files"), "{e}");
+        let e = validate(&plan_of(&[("nrfiles", "2"), ("filename", "/x")])).unwrap_err();
+        assert!(e.contains("--nrfiles"), "{e}");
+        let e = validate(&plan_of(&[("nrfiles", "2"), ("verify", "1")])).unwrap_err();
+        assert!(e.contains("one file, not 2"), "{e}");
+        let e = validate(&plan_of(&[("ioengine", "null")])).unwrap_err();
+        assert!(e.contains("ioengine=null needs --size"), "{e}");
+        assert!(validate(&plan_of(&[("ioengine", "null"), ("size", "1g")])).is_ok());
+        let e = validate(&plan_of(&[
+            ("random_generator", "lfsr"),
+            ("bssplit", "4k/50:8k/50"),
+        ]))
+        .unwrap_err();
+        assert!(e.contains("lfsr"), "{e}");
+        let e = validate(&plan_of(&[
+            ("random_generator", "lfsr"),
+            ("random_distribution", "zipf:1.1"),
+        ]))
+        .unwrap_err();
+        assert!(e.contains("lfsr"), "{e}");
     }
 }

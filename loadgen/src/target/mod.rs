@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::options::Plan;
 use crate::options::values::{SizeSpec, format_bytes};
+use crate::options::{IoEngine, Plan};
 
 const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
 const BLKSSZGET: libc::c_ulong = 0x1268;
@@ -22,6 +22,8 @@ const BLKSSZGET: libc::c_ulong = 0x1268;
 pub enum TargetKind {
     BlockDevice,
     File,
+    /// The name an `ioengine=null` job gives: nothing is opened, created or checked there.
+    Null,
 }
 
 #[derive(Clone, Debug)]
@@ -196,6 +198,21 @@ fn bytes_of(spec: SizeSpec, of: u64) -> u64 {
     }
 }
 
+/// The target of an `ioengine=null` job: only a name (nothing is opened, created or
+/// laid out; validation has made sure its size is given in bytes).
+fn null_target(path: &Path) -> Target {
+    Target {
+        path: path.to_path_buf(),
+        open: path.to_path_buf(),
+        kind: TargetKind::Null,
+        size: u64::MAX / 4,
+        logical_block: 1,
+        exists: true,
+        needed: 0,
+        written: false,
+    }
+}
+
 /// Resolves every job thread's targets and checks sizes and alignment against them.
 pub fn resolve(plan: &Plan) -> Result<(Layout, Vec<Placement>), String> {
     resolve_with(plan, &mut |p| inspect(p, p, false))
@@ -234,29 +251,27 @@ pub fn resolve_with(
     let mut placements = Vec::new();
     for (group, job) in plan.jobs.iter().enumerate() {
         let name = &job.name;
-        let names = job.filenames();
         let min_bs = job.bs.iter().copied().min().unwrap_or(4096);
         for jobnum in 0..job.numjobs {
-            let paths: Vec<PathBuf> = if names.is_empty() {
-                vec![
-                    job.directory
-                        .clone()
-                        .unwrap_or_else(|| PathBuf::from("."))
-                        .join(format!("{name}.{jobnum}.0")),
-                ]
-            } else {
-                names.clone()
-            };
+            let paths = job.files_of(jobnum);
+            let nfiles = paths.len().max(1) as u64;
             let mut files = Vec::with_capacity(paths.len());
             for path in paths {
-                let ti = match targets.iter().position(|t| t.path == path) {
+                // A null job's name is never the target of a job that does IO: that one
+                // is inspected (and, if it writes a device, guarded) on its own.
+                let null = job.ioengine == IoEngine::Null;
+                let same = |t: &Target| t.path == path && (t.kind == TargetKind::Null) == null;
+                let ti = match targets.iter().position(same) {
                     Some(i) => i,
+                    None if job.ioengine == IoEngine::Null => {
+                        targets.push(null_target(&path));
+                        targets.len() - 1
+                    }
                     None => {
                         targets.push(target_of(&path)?);
                         targets.len() - 1
                     }
                 };
-                let nfiles = names.len().max(1) as u64;
                 let t = &mut targets[ti];
                 let shown = t.path.display().to_string();
                 let known = t.exists && t.size > 0;
@@ -601,5 +616,45 @@ mod tests {
         assert_eq!(check_space(&layout), Ok(()));
         assert!(!dir.join("f").exists(), "nothing was created");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_null_job_shares_no_target_with_a_job_that_does_io() {
+        let plan = match crate::options::parse::parse_args(
+            &[
+                "--name=n",
+                "--ioengine=null",
+                "--filename=/dev/sdz",
+                "--size=1m",
+                "--name=w",
+                "--rw=write",
+                "--filename=/dev/sdz",
+                "--size=1m",
+            ]
+            .map(String::from),
+        ) {
+            Ok(crate::options::parse::Parsed::Plan(p)) => p,
+            _ => panic!("parses"),
+        };
+        let mut inspected = Vec::new();
+        let (layout, _) = resolve_with(&plan, &mut |p| {
+            inspected.push(p.to_path_buf());
+            let mut t = null_target(p);
+            t.kind = TargetKind::BlockDevice;
+            t.size = 1 << 30;
+            Ok(t)
+        })
+        .unwrap();
+        assert_eq!(
+            inspected,
+            [PathBuf::from("/dev/sdz")],
+            "the writer's target only"
+        );
+        let kinds: Vec<_> = layout.targets.iter().map(|t| t.kind).collect();
+        assert_eq!(kinds, [TargetKind::Null, TargetKind::BlockDevice]);
+        assert_eq!(
+            layout.threads[1].target, 1,
+            "the writer is guarded as a device"
+        );
     }
 }

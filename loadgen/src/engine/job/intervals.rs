@@ -34,7 +34,9 @@ impl Job<'_> {
     /// at the deadline stays open: it also takes the IOs that drain after the deadline.
     pub(super) fn boundaries(&mut self, now: u64) {
         while now >= self.next_boundary && self.deadline.is_none_or(|d| self.next_boundary < d) {
-            self.send_interval(self.spec.interval_ns);
+            // The first interval of a job held back by `startdelay` is covered in part.
+            let start = self.next_boundary - self.spec.interval_ns;
+            self.send_interval(self.next_boundary - start.max(self.measure_start));
             self.next_boundary += self.spec.interval_ns;
         }
     }

@@ -223,10 +223,14 @@ impl Job<'_> {
             self.advance_qd(t);
             self.qd_inflight += 1;
             self.inflight += 1;
-            let positional = self.spec.engine == IoEngine::Psync;
-            let fd = self.fds[file as usize];
-            let pos = (!positional).then_some(&mut self.file_pos[file as usize]);
-            let res = syncio::rw(fd, dir == Dir::Write, buf, len as usize, offset, pos);
+            let res = if self.spec.engine == IoEngine::Null {
+                len as i32
+            } else {
+                let positional = self.spec.engine == IoEngine::Psync;
+                let fd = self.fds[file as usize];
+                let pos = (!positional).then_some(&mut self.file_pos[file as usize]);
+                syncio::rw(fd, dir == Dir::Write, buf, len as usize, offset, pos)
+            };
             let done = clock::now_ns();
             self.advance_qd(done);
             if done >= self.measure_start {

@@ -21,6 +21,7 @@ use crate::engine::buffers::Buffers;
 use crate::engine::iolog::IoLogs;
 use crate::engine::latency_target::{Action, Search};
 use crate::engine::legs::{ExtraLegs, MAX_LEGS};
+use crate::engine::minrate::Checker;
 use crate::engine::pacing::Pacer;
 use crate::engine::ring::Ring;
 use crate::engine::workload::Workload;
@@ -171,6 +172,8 @@ struct Job<'a> {
     /// latency-target search).
     results_from: u64,
     vstats: VerifyStats,
+    /// `rate_min`, `rate_iops_min`.
+    min_rate: Option<Checker>,
     error: Option<anyhow::Error>,
 }
 
@@ -220,7 +223,11 @@ pub fn run(
     let Some(t0) = shared.gate.ready_wait() else {
         return Err(anyhow!("stopped before the start"));
     };
-    clock::sleep_until(t0);
+    // `startdelay`: this job's clock starts later; a run that stops meanwhile ends it.
+    let t0 = t0.saturating_add(spec.start_delay_ns);
+    while clock::now_ns() < t0 && !shared.stopped() {
+        clock::sleep_until(t0.min(clock::now_ns() + 50_000_000));
+    }
     if !fixed && spec.index == 0 && spec.engine == IoEngine::IoUring {
         crate::note!(
             "loadgen: io_uring could not register the IO buffers (locked-memory limit?); using unregistered buffers"
@@ -229,6 +236,12 @@ pub fn run(
     let end = job.workload(t0)?;
     if spec.end_fsync && job.writes && job.error.is_none() {
         job.end_fsync();
+    }
+    if spec.exitall {
+        // fio's `exitall`: the other jobs of the group end with this one.
+        shared
+            .stop
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
     let _ = tx.send(Msg::WorkloadDone(spec.index));
     if job.writes && job.map.is_some() && job.error.is_none() {
@@ -269,9 +282,11 @@ impl<'a> Job<'a> {
         legs: Option<Box<dyn ExtraLegs>>,
     ) -> Result<Job<'a>> {
         let writes = spec.read_pct < 100;
+        // `ioengine=null` touches no file.
         let files = spec
             .files
             .iter()
+            .filter(|_| spec.engine != IoEngine::Null)
             .map(|f| open(spec, f, writes))
             .collect::<Result<Vec<File>>>()?;
         let fds: Vec<RawFd> = files.iter().map(|f| f.as_raw_fd()).collect();
@@ -315,7 +330,9 @@ impl<'a> Job<'a> {
                 &spec.sizes,
                 &spec.distribution,
                 spec.seed,
-            ),
+            )
+            .with_rule(spec.offsets, &spec.distribution),
+            min_rate: None,
             pacer: None,
             next_dir: None,
             next_due: None,
@@ -371,7 +388,7 @@ impl<'a> Job<'a> {
 
 impl Job<'_> {
     fn sync_engine(&self) -> bool {
-        self.spec.engine != IoEngine::IoUring
+        self.spec.engine.synchronous()
     }
 
     /// The workload until its runtime or size is done; returns when the last IO completed.
@@ -382,10 +399,18 @@ impl Job<'_> {
         self.search = spec
             .latency
             .map(|t| Search::new(t, spec.iodepth, self.measure_start));
-        self.next_boundary = self.measure_start + spec.interval_ns;
+        // A job held back by `startdelay` keeps its group's interval grid: its first
+        // interval is the one of the grid it starts in (in part), so the timeline's rows
+        // stay the group's seconds.
+        let skipped = spec.start_delay_ns / spec.interval_ns;
+        let grid = self.measure_start - spec.start_delay_ns % spec.interval_ns;
+        self.next_boundary = grid + spec.interval_ns;
+        self.interval_index = skipped;
+        self.ivl = new_interval(skipped, self.leg_names.len());
         self.qd_last = t0;
         let deadline = spec.runtime_ns.map(|r| self.measure_start + r);
         self.deadline = deadline;
+        self.min_rate = Checker::new(spec.min_rate, t0, self.measure_start);
         self.pacer = Pacer::new(
             t0,
             spec.rates,
@@ -399,6 +424,7 @@ impl Job<'_> {
             if self.cpu_start.is_none() && now >= self.measure_start {
                 self.cpu_start = Some(crate::cpu::thread_cpu());
             }
+            self.check_min_rate(now);
             if !stopping
                 && (self.error.is_some()
                     || self.shared.stopped()
@@ -478,6 +504,17 @@ impl Job<'_> {
             self.thread_cpu = crate::cpu::thread_cpu().since(start);
         }
         Ok(now)
+    }
+
+    /// fio's `rate_min`/`rate_iops_min`: a window below them fails the job.
+    fn check_min_rate(&mut self, now: u64) {
+        let Some(c) = &mut self.min_rate else { return };
+        let (dirs, ramp_ios, ramp_bytes) = (&self.dirs, self.ramp_ios, self.ramp_bytes);
+        let done = || [0, 1].map(|d| (dirs[d].ios + ramp_ios[d], dirs[d].bytes + ramp_bytes[d]));
+        if let Err(e) = c.check(now, done) {
+            self.min_rate = None;
+            self.fail(anyhow!("job {}: {e}", self.spec.name));
+        }
     }
 
     /// Whether a size-based job has issued what it should (`io_size` × `loops`: it ends

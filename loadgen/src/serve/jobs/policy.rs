@@ -100,6 +100,12 @@ impl Confinement {
             ));
         }
         for j in &plan.jobs {
+            if j.unlink {
+                return Err(format!(
+                    "job {}: unlink is not taken in a job order (the host removes no file by name)",
+                    j.name
+                ));
+            }
             if j.logs.any() {
                 return Err(format!(
                     "job {}: write_*_log options are not taken in a job order (the logs would be written on the host)",
@@ -262,6 +268,7 @@ mod tests {
                 "--name=w --rw=write --size=1m --write_lat_log=/tmp/x",
                 "write_*_log",
             ),
+            ("--name=w --rw=write --size=1m --unlink", "unlink"),
             (
                 "--agent-insecure-skip-verify --name=w --rw=write --size=1m",
                 "--agent-insecure-skip-verify",

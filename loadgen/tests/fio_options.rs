@@ -1,0 +1,449 @@
+//! fio's options for where IOs land and when jobs run (`rw=…:N`, `rw_sequencer`,
+//! `blockalign`, `startdelay`, `exitall`, `rate_min`), each run by loadgen and by fio on
+//! the same job. Where IOs landed is read back from the file itself (a file of zeros,
+//! written with loadgen's and fio's non-zero data): an independent count of the blocks each
+//! tool wrote. No root needed.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn scratch(name: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("fio-options-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Tool {
+    Loadgen,
+    Fio,
+}
+
+/// Runs `tool` in `dir` with `args`: its exit status, JSON (when it wrote one) and stderr.
+fn run(tool: Tool, dir: &Path, args: &[&str]) -> (Option<i32>, Option<Value>, String) {
+    let mut c = match tool {
+        Tool::Loadgen => {
+            let mut c = Command::new(env!("CARGO_BIN_EXE_loadgen"));
+            c.arg("run");
+            c
+        }
+        Tool::Fio => Command::new("fio"),
+    };
+    let o = c
+        .args(args)
+        .arg("--output-format=json")
+        .current_dir(dir)
+        .output()
+        .expect("runs (cargo xtask setup installs fio)");
+    (
+        o.status.code(),
+        serde_json::from_slice(&o.stdout).ok(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Which `unit`-sized pieces of a file hold anything but zeros.
+fn written(path: &Path, unit: usize) -> Vec<bool> {
+    std::fs::read(path)
+        .unwrap()
+        .chunks(unit)
+        .map(|c| c.iter().any(|&b| b != 0))
+        .collect()
+}
+
+/// Each tool writes a zeroed 64 KiB file with `args`; (writes it counted, blocks of `unit`
+/// bytes that hold its data).
+fn write_map(tool: Tool, name: &str, args: &[&str], unit: usize) -> (u64, Vec<bool>) {
+    let dir = scratch(&format!("{name}-{tool:?}"));
+    let f = dir.join("f");
+    std::fs::write(&f, vec![0u8; 64 << 10]).unwrap();
+    let mut all = vec!["--name=t", "--filename=f", "--bs=4k", "--size=64k"];
+    all.extend(args);
+    let (code, json, err) = run(tool, &dir, &all);
+    assert_eq!(code, Some(0), "{tool:?} {args:?}: {err}");
+    let ios = json.expect("JSON")["jobs"][0]["write"]["total_ios"]
+        .as_u64()
+        .unwrap();
+    let map = written(&f, unit);
+    std::fs::remove_dir_all(&dir).unwrap();
+    (ios, map)
+}
+
+fn shown(map: &[bool]) -> String {
+    map.iter().map(|&w| if w { 'x' } else { '.' }).collect()
+}
+
+/// `rw=write:4k` skips a block after every write; `rw=write:-8k` (fio's backwards-read)
+/// steps back; both wrap as fio's do. The blocks written are the same as fio's, block by
+/// block, and so is the count of writes.
+#[test]
+fn sequential_offsets_skip_and_step_back_as_fios() {
+    for (m, want) in [
+        ("--rw=write:4k", "x.x.x.x.x.x.x.x."),
+        ("--rw=write:-8k", "xxxxxxxxxxxxxxx."),
+    ] {
+        let lg = write_map(Tool::Loadgen, "seq", &[m], 4096);
+        let fio = write_map(Tool::Fio, "seq", &[m], 4096);
+        assert_eq!((lg.0, shown(&lg.1)), (16, want.to_string()), "loadgen {m}");
+        assert_eq!((fio.0, shown(&fio.1)), (16, want.to_string()), "fio {m}");
+    }
+}
+
+/// `rw=randwrite:N`: a new random offset every N writes. With `rw_sequencer=sequential`
+/// the 15 writes before the first random one cover blocks 0 to 14 (fio's countdown); with
+/// `identical` they repeat one offset, so at most 1 + 16/N blocks hold data. fio alike.
+#[test]
+fn random_offsets_change_every_n_ios_as_fios() {
+    for tool in [Tool::Loadgen, Tool::Fio] {
+        let (ios, map) = write_map(
+            tool,
+            "seqnr",
+            &["--rw=randwrite:16", "--rw_sequencer=sequential"],
+            4096,
+        );
+        assert_eq!(ios, 16, "{tool:?}");
+        assert!(map[..15].iter().all(|&w| w), "{tool:?}: {}", shown(&map));
+        for n in [16, 4] {
+            let rw = format!("--rw=randwrite:{n}");
+            let (ios, map) = write_map(tool, "ident", &[&rw, "--rw_sequencer=identical"], 4096);
+            let blocks = map.iter().filter(|&&w| w).count();
+            assert_eq!(ios, 16, "{tool:?}");
+            assert!(
+                (1..=1 + 16 / n).contains(&blocks),
+                "{tool:?} {rw}: {}",
+                shown(&map)
+            );
+        }
+    }
+}
+
+/// `blockalign=1k` with 4 KiB writes: the data starts on 1 KiB boundaries that are not all
+/// on the 4 KiB grid, for loadgen as for fio; without it, every write is on the grid.
+#[test]
+fn blockalign_moves_random_writes_off_the_io_size_grid() {
+    let starts = |map: &[bool]| -> Vec<usize> {
+        (0..map.len())
+            .filter(|&i| map[i] && (i == 0 || !map[i - 1]))
+            .collect()
+    };
+    for tool in [Tool::Loadgen, Tool::Fio] {
+        let (ios, map) = write_map(tool, "ba", &["--rw=randwrite", "--blockalign=1k"], 1024);
+        assert_eq!(ios, 16, "{tool:?}");
+        assert!(
+            starts(&map).iter().any(|s| s % 4 != 0),
+            "{tool:?}: no write off the 4k grid: {}",
+            shown(&map)
+        );
+        let (_, map) = write_map(tool, "noba", &["--rw=randwrite"], 1024);
+        assert!(
+            starts(&map).iter().all(|s| s % 4 == 0),
+            "{tool:?}: {}",
+            shown(&map)
+        );
+    }
+}
+
+/// The jobs of a job file, by name: (writes, job_runtime in ms).
+fn jobs(json: &Value) -> Vec<(String, u64, u64)> {
+    json["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            (
+                j["jobname"].as_str().unwrap().to_string(),
+                j["write"]["total_ios"].as_u64().unwrap(),
+                j["job_runtime"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// `startdelay=2`: the job starts two seconds after its group, so the run takes that long
+/// at least, and its own runtime leaves the delay out (16 small writes), as fio's.
+#[test]
+fn startdelay_holds_a_job_back() {
+    let dir = scratch("startdelay");
+    std::fs::write(
+        dir.join("g.fio"),
+        "[global]\nrw=write\nbs=4k\nsize=64k\n[now]\n[later]\nstartdelay=2\n",
+    )
+    .unwrap();
+    for tool in [Tool::Loadgen, Tool::Fio] {
+        let start = Instant::now();
+        let (code, json, err) = run(tool, &dir, &["g.fio"]);
+        let took = start.elapsed();
+        assert_eq!(code, Some(0), "{tool:?}: {err}");
+        let jobs = jobs(&json.unwrap());
+        assert_eq!(jobs.len(), 2, "{tool:?}");
+        assert!(jobs.iter().all(|j| j.1 == 16), "{tool:?}: {jobs:?}");
+        assert!(took >= Duration::from_secs(2), "{tool:?}: {took:?}");
+        assert!(
+            jobs[1].2 < 1500,
+            "{tool:?}: the delay is not run time: {jobs:?}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `exitall`: when the short job ends, the 60-second one of its group ends with it.
+#[test]
+fn exitall_ends_the_group_with_the_first_job() {
+    let dir = scratch("exitall");
+    std::fs::write(
+        dir.join("g.fio"),
+        "[global]\nrw=write\nbs=4k\nsize=64k\n[long]\ntime_based\nruntime=60\nrate_iops=100\n\
+         [short]\nexitall\n",
+    )
+    .unwrap();
+    for tool in [Tool::Loadgen, Tool::Fio] {
+        let start = Instant::now();
+        let (code, json, err) = run(tool, &dir, &["g.fio"]);
+        assert_eq!(code, Some(0), "{tool:?}: {err}");
+        assert!(start.elapsed() < Duration::from_secs(30), "{tool:?}");
+        let jobs = jobs(&json.unwrap());
+        assert_eq!(jobs[1].1, 16, "{tool:?}: the short job ran whole: {jobs:?}");
+        assert!(jobs[0].2 < 30_000, "{tool:?}: {jobs:?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `rate_min`: a job held to 200 IOs of 4 KiB a second (800 KiB/s) misses a minimum of
+/// 1 MiB/s and fails with fio's words; a minimum it meets changes nothing. `rate_iops` caps
+/// the rate, so the outcome does not depend on the machine.
+#[test]
+fn a_job_below_rate_min_fails_naming_the_rate() {
+    let dir = scratch("ratemin");
+    let args = |min: &'static str| {
+        vec![
+            "--name=t",
+            "--filename=f",
+            "--rw=write",
+            "--bs=4k",
+            "--size=1m",
+            "--time_based",
+            "--runtime=4",
+            "--rate_iops=200",
+            min,
+        ]
+    };
+    for tool in [Tool::Loadgen, Tool::Fio] {
+        let (code, _, err) = run(tool, &dir, &args("--rate_min=1m"));
+        assert_eq!(code, Some(1), "{tool:?}: {err}");
+        assert!(
+            err.contains("rate_min=1048576B/s not met, got "),
+            "{tool:?}: {err}"
+        );
+    }
+    let (code, _, err) = run(Tool::Loadgen, &dir, &args("--rate_min=1m"));
+    assert_eq!(code, Some(1));
+    assert_eq!(err.matches("error").count(), 1, "one line: {err}");
+    let line = err.lines().last().unwrap();
+    let got: u64 = line
+        .strip_prefix("loadgen: error: job t: rate_min=1048576B/s not met, got ")
+        .and_then(|r| r.strip_suffix("B/s (writes, over the last 1000 ms)"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(got < 1 << 20, "{line}");
+    let (code, json, err) = run(Tool::Loadgen, &dir, &args("--rate_min=256k"));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        json.unwrap()["jobs"][0]["write"]["total_ios"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `ioengine=null` (fio's null.fio) touches no file: the file it names is never created,
+/// and it counts `size / bs` IOs, as fio's null engine does.
+#[test]
+fn ioengine_null_creates_no_file_and_counts_as_fio() {
+    let dir = scratch("null");
+    for tool in [Tool::Loadgen, Tool::Fio] {
+        let (code, json, err) = run(
+            tool,
+            &dir,
+            &[
+                "--name=n",
+                "--filename=never",
+                "--ioengine=null",
+                "--rw=randread",
+                "--bs=4k",
+                "--size=64m",
+            ],
+        );
+        assert_eq!(code, Some(0), "{tool:?}: {err}");
+        let reads = json.unwrap()["jobs"][0]["read"]["total_ios"].as_u64();
+        assert_eq!(reads, Some(16384), "{tool:?}");
+        assert!(!dir.join("never").exists(), "{tool:?} created the file");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The files in `dir` and their sizes, sorted.
+fn listing(dir: &Path) -> Vec<(String, u64)> {
+    let mut v: Vec<(String, u64)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name, e.metadata().unwrap().len())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// `nrfiles` with `filename_format`: each job thread gets its own files, named and sized
+/// as fio's (`--size` divided among them), and `unlink` removes them at the end.
+#[test]
+fn file_sets_are_named_and_sized_as_fios_and_unlinked() {
+    let mut seen = Vec::new();
+    for tool in [Tool::Loadgen, Tool::Fio] {
+        let dir = scratch(&format!("nrfiles-{tool:?}"));
+        std::fs::create_dir(dir.join("d")).unwrap();
+        let args = |unlink: &'static str| {
+            vec![
+                "--name=t",
+                "--nrfiles=4",
+                "--filename_format=d/$jobname.$filenum.$jobnum",
+                "--numjobs=2",
+                "--size=64k",
+                "--bs=4k",
+                "--rw=write",
+                unlink,
+            ]
+        };
+        let (code, json, err) = run(tool, &dir, &args("--unlink=0"));
+        assert_eq!(code, Some(0), "{tool:?}: {err}");
+        let jobs = jobs(&json.unwrap());
+        assert!(jobs.iter().all(|j| j.1 == 16), "{tool:?}: {jobs:?}");
+        let files = listing(&dir.join("d"));
+        assert_eq!(files.len(), 8, "{tool:?}: {files:?}");
+        assert!(files.iter().all(|f| f.1 == 16 << 10), "{tool:?}: {files:?}");
+        seen.push(files);
+        let (code, _, err) = run(tool, &dir, &args("--unlink=1"));
+        assert_eq!(code, Some(0), "{tool:?}: {err}");
+        assert_eq!(listing(&dir.join("d")), [], "{tool:?}: unlinked");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    assert_eq!(seen[0], seen[1], "loadgen's files and fio's");
+}
+
+/// `file_service_type`: which of four zeroed files four writes land in, block by block,
+/// the same as fio's (`sequential` fills one file first, `roundrobin:2` gives each file
+/// two writes); `random` still writes four blocks in all.
+#[test]
+fn file_service_types_pick_files_as_fios() {
+    for (service, want) in [
+        ("sequential", Some("xxxx .... .... ....")),
+        ("roundrobin", Some("x... x... x... x...")),
+        ("roundrobin:2", Some("xx.. xx.. .... ....")),
+        ("random", None),
+    ] {
+        for tool in [Tool::Loadgen, Tool::Fio] {
+            let dir = scratch(&format!("service-{tool:?}"));
+            for i in 0..4 {
+                std::fs::write(dir.join(format!("t.0.{i}")), vec![0u8; 16 << 10]).unwrap();
+            }
+            let st = format!("--file_service_type={service}");
+            let (code, _, err) = run(
+                tool,
+                &dir,
+                &[
+                    "--name=t",
+                    "--nrfiles=4",
+                    "--size=64k",
+                    "--bs=4k",
+                    "--rw=write",
+                    "--number_ios=4",
+                    &st,
+                ],
+            );
+            assert_eq!(code, Some(0), "{tool:?} {service}: {err}");
+            let maps: Vec<String> = (0..4)
+                .map(|i| shown(&written(&dir.join(format!("t.0.{i}")), 4096)))
+                .collect();
+            let got = maps.join(" ");
+            match want {
+                Some(w) => assert_eq!(got, w, "{tool:?} {service}"),
+                None => assert_eq!(got.matches('x').count(), 4, "{tool:?} {service}: {got}"),
+            }
+            std::fs::remove_dir_all(&dir).unwrap();
+        }
+    }
+}
+
+/// `random_generator=lfsr`: 16 random writes over 16 blocks write every block once, as
+/// fio's; loadgen's independent draws (the default) leave some untouched.
+#[test]
+fn lfsr_writes_every_block_once_as_fios() {
+    for tool in [Tool::Loadgen, Tool::Fio] {
+        let (ios, map) = write_map(
+            tool,
+            "lfsr",
+            &["--rw=randwrite", "--random_generator=lfsr"],
+            4096,
+        );
+        assert_eq!((ios, shown(&map)), (16, "x".repeat(16)), "{tool:?}");
+    }
+    let (_, map) = write_map(Tool::Loadgen, "tausworthe", &["--rw=randwrite"], 4096);
+    assert!(map.contains(&false), "{}", shown(&map));
+}
+
+/// A job held back by `startdelay` keeps its group's seconds on the timeline: the reader
+/// that starts 2 s after the writer reads nothing in the first two rows and reads in the
+/// third, whatever the machine's load (it cannot start sooner).
+#[test]
+fn a_delayed_job_keeps_its_groups_seconds_on_the_timeline() {
+    let dir = scratch("delay-timeline");
+    std::fs::write(
+        dir.join("g.fio"),
+        "[global]\nbs=4k\nsize=1m\ntime_based\nrate_iops=50\n\
+         [writer]\nrw=write\nruntime=3\n[reader]\nrw=read\nstartdelay=2\nruntime=1\n",
+    )
+    .unwrap();
+    let (code, json, err) = run(Tool::Loadgen, &dir, &["g.fio"]);
+    assert_eq!(code, Some(0), "{err}");
+    let json = json.unwrap();
+    let rows = json["loadgen"]["points"][0]["timeline"].as_array().unwrap();
+    let reads: Vec<u64> = rows
+        .iter()
+        .map(|r| r["read"]["ios"].as_u64().unwrap())
+        .collect();
+    assert!(reads.len() >= 3, "{reads:?}");
+    assert_eq!(&reads[..2], [0, 0], "{reads:?}");
+    assert!(reads[2] > 0, "{reads:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `exitall_on_error`: a job that fails (here, below its `rate_min` after 3 s) ends the
+/// 30-second job beside it, for loadgen (which always does) as for fio.
+#[test]
+fn exitall_on_error_ends_the_others_when_a_job_fails() {
+    let dir = scratch("exitall-on-error");
+    std::fs::write(
+        dir.join("g.fio"),
+        "[global]\nrw=write\nbs=4k\nsize=1m\ntime_based\nruntime=30\nexitall_on_error\n\
+         [steady]\nrate_iops=50\n[slow]\nrate_iops=200\nrate_min=1m\n",
+    )
+    .unwrap();
+    for tool in [Tool::Loadgen, Tool::Fio] {
+        let start = Instant::now();
+        let (code, _, err) = run(tool, &dir, &["g.fio"]);
+        assert_eq!(code, Some(1), "{tool:?}: {err}");
+        assert!(
+            err.contains("rate_min=1048576B/s not met"),
+            "{tool:?}: {err}"
+        );
+        assert!(start.elapsed() < Duration::from_secs(20), "{tool:?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
