@@ -3,6 +3,7 @@
 //! snapshots in the host namespace and the configured ones (`snapshots`). Peer labels and the
 //! unattributed retransmits are shared by both.
 
+pub mod interfaces;
 pub mod peers;
 pub mod probed;
 pub mod snapshots;
@@ -47,6 +48,8 @@ pub fn collectors(
             peers.clone(),
             unattributed.clone(),
             parts,
+            config.interface_filter(),
+            config.max_interfaces,
         )));
     }
     if let Err(e) = probed::collectors(probes, btf, peers, unattributed, cgroups, &mut out) {
