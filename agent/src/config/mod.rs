@@ -175,7 +175,7 @@ impl Default for NetConfig {
             max_peers: 64,
             namespaces: Vec::new(),
             interfaces_include: Vec::new(),
-            interfaces_exclude: crate::net::interfaces::DEFAULT_EXCLUDE
+            interfaces_exclude: crate::host::interfaces::DEFAULT_EXCLUDE
                 .iter()
                 .map(|p| p.to_string())
                 .collect(),
@@ -186,8 +186,8 @@ impl Default for NetConfig {
 
 impl NetConfig {
     /// The interfaces to report (patterns checked when the file was read).
-    pub fn interface_filter(&self) -> crate::net::interfaces::InterfaceFilter {
-        crate::net::interfaces::InterfaceFilter::new(
+    pub fn interface_filter(&self) -> crate::host::interfaces::InterfaceFilter {
+        crate::host::interfaces::InterfaceFilter::new(
             &self.interfaces_include,
             &self.interfaces_exclude,
         )

@@ -3,7 +3,6 @@
 //! snapshots in the host namespace and the configured ones (`snapshots`). Peer labels and the
 //! unattributed retransmits are shared by both.
 
-pub mod interfaces;
 pub mod peers;
 pub mod probed;
 pub mod snapshots;

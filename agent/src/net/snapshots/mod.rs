@@ -17,7 +17,7 @@ use std::collections::HashMap;
 
 use anyhow::Result;
 
-use crate::net::interfaces::InterfaceFilter;
+use crate::host::interfaces::InterfaceFilter;
 use ethtool::Ethtool;
 use links::Link;
 use netlink::Netlink;
