@@ -125,7 +125,7 @@ impl Collector for SnapshotCollector {
             });
             match snap {
                 Ok(None) => continue,
-                Ok(Some((inode, s))) => {
+                Ok(Some((inode, mut s))) => {
                     let mut parts = vec![WHOLE];
                     parts.extend(self.parts.labels());
                     self.record(&label, &s.failed, &parts);
@@ -136,7 +136,6 @@ impl Collector for SnapshotCollector {
                     if !s.failed.iter().any(|(p, _)| *p == PART_SOCK_DIAG) {
                         read.insert(inode);
                     }
-                    let mut s = s;
                     sockets.extend(
                         std::mem::take(&mut s.sockets)
                             .into_iter()
