@@ -34,6 +34,7 @@ mod net_buffers;
 mod net_capacity;
 mod net_cgroups;
 mod net_ecn;
+mod net_interfaces;
 mod net_mtu;
 mod net_send_queue;
 mod net_sockets;

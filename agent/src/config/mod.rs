@@ -158,6 +158,15 @@ pub struct NetConfig {
     /// Network namespaces to read qdisc and interface statistics in, besides the agent's
     /// own: a name under /run/netns, or `pid:N` for the namespace of process N.
     pub namespaces: Vec<String>,
+    /// Glob patterns of interface names to report (interface and qdisc series); empty
+    /// means all.
+    pub interfaces_include: Vec<String>,
+    /// Glob patterns of interfaces never to report; by default the per-container devices
+    /// of container runtimes and network plugins.
+    pub interfaces_exclude: Vec<String>,
+    /// Most interfaces reported by name, over all namespaces; the rest of a namespace's
+    /// fold into `interface="other"`.
+    pub max_interfaces: usize,
 }
 
 impl Default for NetConfig {
@@ -165,7 +174,24 @@ impl Default for NetConfig {
         NetConfig {
             max_peers: 64,
             namespaces: Vec::new(),
+            interfaces_include: Vec::new(),
+            interfaces_exclude: crate::host::interfaces::DEFAULT_EXCLUDE
+                .iter()
+                .map(|p| p.to_string())
+                .collect(),
+            max_interfaces: 64,
         }
+    }
+}
+
+impl NetConfig {
+    /// The interfaces to report (patterns checked when the file was read).
+    pub fn interface_filter(&self) -> crate::host::interfaces::InterfaceFilter {
+        crate::host::interfaces::InterfaceFilter::new(
+            &self.interfaces_include,
+            &self.interfaces_exclude,
+        )
+        .unwrap_or_default()
     }
 }
 
@@ -333,6 +359,29 @@ impl Config {
         if self.net.max_peers == 0 {
             return Err(err("net", "max_peers", None, "must be at least 1".into()));
         }
+        for (key, patterns) in [
+            ("interfaces_include", &self.net.interfaces_include),
+            ("interfaces_exclude", &self.net.interfaces_exclude),
+        ] {
+            for p in patterns {
+                if let Err(e) = glob::Pattern::new(p) {
+                    return Err(err(
+                        "net",
+                        key,
+                        Some(p),
+                        format!("bad glob pattern {p:?}: {}", e.msg),
+                    ));
+                }
+            }
+        }
+        if self.net.max_interfaces == 0 {
+            return Err(err(
+                "net",
+                "max_interfaces",
+                None,
+                "must be at least 1".into(),
+            ));
+        }
         if let Some(dir) = &self.pressure.cgroup
             && let Err(e) = crate::host::pressure::check_cgroup(dir)
         {
@@ -495,6 +544,38 @@ mod tests {
         let e = Config::parse("block.devices_exclude = [\"[\"]\n").unwrap_err();
         assert_eq!(e.key.as_deref(), Some("block.devices_exclude"), "{e}");
         assert_eq!(e.line, Some(1), "{e}");
+    }
+
+    #[test]
+    fn interface_patterns_and_cap_are_read_and_checked() {
+        let c = Config::parse(
+            "[net]\ninterfaces_include = [\"eth*\", \"bond[0-9]\"]\ninterfaces_exclude = []\n\
+             max_interfaces = 8\n",
+        )
+        .unwrap();
+        assert_eq!(c.net.max_interfaces, 8);
+        let f = c.net.interface_filter();
+        assert!(f.allows("bond1") && !f.allows("lo"));
+        assert!(Config::default().net.interface_filter().allows("eth0"));
+        assert!(
+            !Config::default()
+                .net
+                .interface_filter()
+                .allows("veth1a2b3c4")
+        );
+        let e = Config::parse("[net]\ninterfaces_exclude = [\n  \"veth*\",\n  \"cali[\",\n]\n")
+            .unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("net.interfaces_exclude"), "{e}");
+        assert_eq!(e.line, Some(4), "{e}");
+        assert!(e.message.contains("cali["), "{e}");
+        assert!(!e.to_string().contains('\n'), "{e}");
+        let e = Config::parse("net.interfaces_include = [\"[\"]\n").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("net.interfaces_include"), "{e}");
+        let e = Config::parse("[net]\nmax_interfaces = 0\n").unwrap_err();
+        assert_eq!(
+            (e.line, e.key.as_deref()),
+            (Some(2), Some("net.max_interfaces"))
+        );
     }
 
     #[test]

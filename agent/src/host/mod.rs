@@ -1,8 +1,9 @@
 //! What the host's procfs and sysfs say besides the probes: pressure stall information, a
 //! collector of its own (`pressure`); the block devices' kernel names, which of them to
-//! report and their queue limits (`devices`); the network namespaces the agent reads
-//! statistics in (`netns`).
+//! report and their queue limits (`devices`); which network interfaces to report and by
+//! what label (`interfaces`); the network namespaces the agent reads statistics in (`netns`).
 
 pub mod devices;
+pub mod interfaces;
 pub mod netns;
 pub mod pressure;

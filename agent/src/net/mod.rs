@@ -47,6 +47,8 @@ pub fn collectors(
             peers.clone(),
             unattributed.clone(),
             parts,
+            config.interface_filter(),
+            config.max_interfaces,
         )));
     }
     if let Err(e) = probed::collectors(probes, btf, peers, unattributed, cgroups, &mut out) {

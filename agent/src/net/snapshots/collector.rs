@@ -7,10 +7,11 @@ use std::sync::{Arc, Mutex};
 use anyhow::Result;
 use tracing::{info, warn};
 
-use super::export::{Families, socket_families};
+use super::export::{Families, Interfaces, socket_families};
 use super::sockdiag::TcpSocket;
 use super::tcp_totals::TcpTotals;
 use super::{PART_SOCK_DIAG, Parts, snapshot};
+use crate::host::interfaces::InterfaceFilter;
 use crate::host::netns::{Namespace, run_in};
 use crate::model::{Collector, MetricFamily};
 use crate::net::peers::PeerLabels;
@@ -32,6 +33,9 @@ pub struct SnapshotCollector {
     /// Per-peer counters summed over sockets that come and go.
     totals: Mutex<TcpTotals>,
     parts: Parts,
+    /// Which interfaces are reported, and which of them by name.
+    filter: InterfaceFilter,
+    interfaces: Mutex<Interfaces>,
 }
 
 /// The `snapshot` label for a namespace that could not be read at all.
@@ -43,6 +47,8 @@ impl SnapshotCollector {
         peers: Arc<PeerLabels>,
         unattributed: Arc<Unattributed>,
         parts: Parts,
+        filter: InterfaceFilter,
+        max_interfaces: usize,
     ) -> SnapshotCollector {
         SnapshotCollector {
             namespaces,
@@ -52,6 +58,8 @@ impl SnapshotCollector {
             unattributed,
             totals: Mutex::new(TcpTotals::default()),
             parts,
+            filter,
+            interfaces: Mutex::new(Interfaces::new(max_interfaces)),
         }
     }
 
@@ -102,6 +110,9 @@ impl Collector for SnapshotCollector {
         // Namespaces whose sockets were read: a socket missing from one of them has closed.
         let mut read = HashSet::new();
         let mut seen = HashSet::new();
+        // Every namespace is read before any interface gets a label, so that the places of
+        // interfaces gone since the last scrape are free for new ones.
+        let mut snaps = Vec::new();
         for ns in std::iter::once(&Namespace::Host).chain(&self.namespaces) {
             let label = ns.label();
             let snap = ns.open().and_then(|(file, id)| {
@@ -109,12 +120,12 @@ impl Collector for SnapshotCollector {
                 if !seen.insert(id) {
                     return Ok(None);
                 }
-                let parts = self.parts;
-                run_in(ns, &file, move || snapshot(parts)).map(|s| Some((id.1, s)))
+                let (parts, filter) = (self.parts, &self.filter);
+                run_in(ns, &file, move || snapshot(parts, filter)).map(|s| Some((id.1, s)))
             });
             match snap {
                 Ok(None) => continue,
-                Ok(Some((inode, s))) => {
+                Ok(Some((inode, mut s))) => {
                     let mut parts = vec![WHOLE];
                     parts.extend(self.parts.labels());
                     self.record(&label, &s.failed, &parts);
@@ -122,11 +133,15 @@ impl Collector for SnapshotCollector {
                         self.unattributed.snmp(inode, &label, v);
                     }
                     fams.up.scalar(&[(NETNS, &label)], 1.0);
-                    fams.add(&label, &s, self.parts.netlink);
                     if !s.failed.iter().any(|(p, _)| *p == PART_SOCK_DIAG) {
                         read.insert(inode);
                     }
-                    sockets.extend(s.sockets.into_iter().map(|x| (inode, x)));
+                    sockets.extend(
+                        std::mem::take(&mut s.sockets)
+                            .into_iter()
+                            .map(|x| (inode, x)),
+                    );
+                    snaps.push((label, s));
                 }
                 Err(e) => {
                     self.record(&label, &[(WHOLE, format!("{e:#}"))], &[WHOLE]);
@@ -134,6 +149,13 @@ impl Collector for SnapshotCollector {
                 }
             }
         }
+        let mut interfaces = self.interfaces.lock().expect("interface labels");
+        interfaces.start(&snaps, &self.filter);
+        for (label, s) in &snaps {
+            fams.add(label, s, self.parts.netlink, &self.filter, &mut interfaces);
+        }
+        fams.add_other(&mut interfaces);
+        drop(interfaces);
         out.extend(fams.into_vec());
         out.push(self.errors_family());
         if self.parts.sock_diag {

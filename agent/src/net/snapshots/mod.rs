@@ -17,6 +17,7 @@ use std::collections::HashMap;
 
 use anyhow::Result;
 
+use crate::host::interfaces::InterfaceFilter;
 use ethtool::Ethtool;
 use links::Link;
 use netlink::Netlink;
@@ -99,8 +100,9 @@ impl Parts {
 
 /// Reads a snapshot of the calling thread's network namespace. Where links are needed
 /// (netlink, and ethtool for the interface names) they are required: without them the
-/// namespace cannot be read at all; the other parts fail on their own.
-pub fn snapshot(parts: Parts) -> Result<NetSnapshot> {
+/// namespace cannot be read at all; the other parts fail on their own. Interfaces `filter`
+/// leaves out are not asked for their ethtool statistics.
+pub fn snapshot(parts: Parts, filter: &InterfaceFilter) -> Result<NetSnapshot> {
     let mut rt = if parts.netlink || parts.ethtool {
         Some(Netlink::open(libc::NETLINK_ROUTE)?)
     } else {
@@ -164,7 +166,10 @@ pub fn snapshot(parts: Parts) -> Result<NetSnapshot> {
         part(
             PART_ETHTOOL,
             Ethtool::open().map(|eth| {
-                for l in links.iter().filter(|l| !l.loopback) {
+                for l in links
+                    .iter()
+                    .filter(|l| !l.loopback && filter.allows(&l.name))
+                {
                     if let Some(s) = eth.speed_bps(&l.name) {
                         speeds.insert(l.index, s);
                     }

@@ -14,7 +14,7 @@ const TCA_STATS: u16 = 3;
 const TCA_STATS2: u16 = 7;
 const TCA_STATS_BASIC: u16 = 1;
 const TCA_STATS_QUEUE: u16 = 3;
-const TC_H_ROOT: u32 = 0xffff_ffff;
+pub const TC_H_ROOT: u32 = 0xffff_ffff;
 const TC_H_INGRESS: u32 = 0xffff_fff1;
 
 /// tbf: `struct tc_tbf_qopt` (its rate, a `struct tc_ratespec`, first), and the 64-bit
