@@ -529,7 +529,7 @@ pub fn slot_holders(
     own: f64,
 ) -> String {
     format!(
-        "{waiting}s waited {} on average for a free IO slot in {full} of {of} intervals, every slot busy; a {holder} held its slot {} from submission, a {waiting} {}: the {holder}s' cause holds the {waiting}s back",
+        "{waiting}s waited {} on average for a free IO slot in {full} of {of} intervals, with most slots busy; a {holder} held its slot {} from submission, a {waiting} {}: the {holder}s' cause holds the {waiting}s back",
         secs(wait),
         secs(held),
         secs(own)

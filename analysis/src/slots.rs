@@ -77,7 +77,7 @@ pub fn charge_holders(h: &Host, directions: &mut [DirectionResult], t: &Threshol
 
 /// How a direction's IOs waited for slots over its judged intervals.
 struct Waited {
-    /// Intervals with every slot busy and a wait before submission.
+    /// Intervals with the slots busy (`slots_busy`) and a wait before submission.
     full: Vec<usize>,
     of: usize,
     /// Mean wait before submission, and mean time from submission, over `full`.
@@ -92,7 +92,7 @@ fn waited(l: &Latency, idx: &[usize], t: &Thresholds) -> Option<Waited> {
     let full: Vec<usize> = idx
         .iter()
         .copied()
-        .filter(|&i| at(&l.slots_in_use, i).is_some_and(|s| s >= t.slots_full))
+        .filter(|&i| at(&l.slots_in_use, i).is_some_and(|s| s >= t.slots_busy))
         .filter(
             |&i| matches!((at(&l.mean_seconds, i), at(&submitted, i)), (Some(m), Some(s)) if m > s),
         )

@@ -43,6 +43,10 @@ pub struct Thresholds {
     /// The application's IO slots are all busy at this share in use: time its IOs wait
     /// before submission then belongs to the IOs in flight.
     pub slots_full: f64,
+    /// A direction waits for slots the other direction holds when, on average, at least
+    /// this share of the slots is in use: an average over an interval, so slots that fill
+    /// in bursts (a replica's retransmit timeouts) show as busy, not full.
+    pub slots_busy: f64,
     /// Whole-run judgement: a part counts when it holds at least this share of latency.
     pub min_share: f64,
     /// Raised intervals: a place (a path, a device) holding less of the rise than this,
@@ -114,6 +118,7 @@ impl Default for Thresholds {
             mean_inflight_at_limit: 0.75,
             at_limit_fraction: 0.5,
             slots_full: 0.9,
+            slots_busy: 0.5,
             min_share: 0.2,
             min_rise_share: 0.05,
             anomaly_min_events: 10.0,

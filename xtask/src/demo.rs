@@ -20,25 +20,27 @@ struct Switch {
     shaping: Shaping,
 }
 
-/// Block sizes, and each one's rate per job: 2,000 and 100 IOs per second in all, a light
-/// load for the switch (2.5 and 2 MB/s of writes against its 25 MB/s).
-const BLOCKS: [(&str, u32); 2] = [("4k", 500), ("64k", 25)];
+/// Block sizes, and each one's rates of reads and writes per job: 2,000 and 100 IOs per
+/// second in all, 70% reads, a light load for the switch (2.5 and 1.8 MB/s of writes
+/// against its 25 MB/s). A single `rate_iops` caps reads and writes each (fio's meaning):
+/// 500 per job ran 2,000 reads and 2,000 writes a second.
+const BLOCKS: [(&str, (u32, u32)); 2] = [("4k", (350, 150)), ("64k", (18, 7))];
 
-fn workload(bs: &str, rate: u32) -> Workload {
+fn workload(bs: &str, (reads, writes): (u32, u32)) -> Workload {
     Workload {
         rw: "randrw".into(),
         rwmixread: Some(70),
         bs: bs.into(),
         iodepth: 4,
         numjobs: 4,
-        rate_iops: Some(rate),
+        rate_iops: None,
         size: "256m".into(),
         runtime: "20s".into(),
         ramp_time: Some("1s".into()),
         // Long enough for thousands of IOs per interval: a p99 that a moment of CPU
         // contention on a busy machine does not move.
         interval: "2s".into(),
-        extra: Vec::new(),
+        extra: vec![format!("--rate_iops={reads},{writes}")],
     }
 }
 
@@ -120,11 +122,8 @@ fn shootout(sw: &Switch, out: &Path) -> Result<Vec<Column>> {
         let html = out.join(format!("report-{name}.html"));
         let w = workload(bs, rate);
         println!(
-            "    {bs} blocks, {}% reads, {} jobs x {rate} IOs/s, {} in flight each, {}: running",
-            w.rwmixread.unwrap_or(0),
-            w.numjobs,
-            w.iodepth,
-            w.runtime
+            "    {bs} blocks, {} jobs x {} reads/s + {} writes/s, {} in flight each, {}: running",
+            w.numjobs, rate.0, rate.1, w.iodepth, w.runtime
         );
         let o = rr.run(&disk, &w, out, &name, Some(&html))?;
         println!("    verdict: {}", o.cause());
