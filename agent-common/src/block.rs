@@ -331,6 +331,14 @@ pub struct BlockControl {
 }
 assert_size!(BlockControl, 16);
 
+impl BlockControl {
+    /// Non-zero when any setting is on (zero: the default configuration).
+    #[inline(always)]
+    pub fn options(&self) -> u32 {
+        self.probe_stamps | self.track_inflight | self.cgroups | self.bios_in_requests
+    }
+}
+
 /// Map key of the per-cgroup counters: a device, an op and the issuing task's cgroup v2 id
 /// (0: the issuer was not seen).
 #[repr(C)]

@@ -69,6 +69,20 @@ fn scaled_slot_of(x: u64, finite: usize) -> usize {
     if i < finite { i } else { finite }
 }
 
+/// [`scaled_slot_of`] for `x` below 2^26, which the table covers in at most two reads: the
+/// probes' common case, without the third branch.
+#[inline(always)]
+fn short_slot_of(x: u64, finite: usize) -> usize {
+    // SAFETY: a plain read of an immutable static (see `scaled_slot_of` for the mask).
+    let mask = unsafe { core::ptr::read_volatile(&raw const SLOT_MASK) };
+    let i = if x < SLOT_TABLE_LEN as u64 {
+        SLOT_TABLE[x as usize & mask] as usize
+    } else {
+        SLOT_TABLE[(x >> SLOT_TABLE_SHIFT) as usize & mask] as usize + 4 * SLOT_TABLE_SHIFT as usize
+    };
+    if i < finite { i } else { finite }
+}
+
 /// The base bound at `index`: 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, …
 pub const fn base_bound(index: u32) -> u64 {
     if index < 4 {
@@ -96,6 +110,9 @@ pub const SIZE_SLOTS: usize = SIZE_FINITE + 1;
 pub const DEPTH_FINITE: usize = 61;
 pub const DEPTH_SLOTS: usize = DEPTH_FINITE + 1;
 
+/// `ceil(2^38 / 125)`: see [`ceil_div_250_minus_1`].
+const CEIL_DIV_250_K: u64 = 2_199_023_256;
+
 /// `ceil(v / 250) - 1`, 0 for v = 0: `floor((v - 1) / 250)`. A division costs tens of
 /// cycles in a probe; below 2^32 (4.29 s in ns) a shift, a multiply and a shift give the same
 /// quotient: floor(n / 250) = floor((n >> 1) / 125), and floor(m / 125) = (m * k) >> 38 for
@@ -103,19 +120,25 @@ pub const DEPTH_SLOTS: usize = DEPTH_FINITE + 1;
 /// (Granlund–Montgomery).
 #[inline(always)]
 pub fn ceil_div_250_minus_1(v: u64) -> u64 {
-    const K: u64 = 2_199_023_256;
     let n = v.saturating_sub(1);
     if n < 1 << 32 {
-        ((n >> 1) * K) >> 38
+        ((n >> 1) * CEIL_DIV_250_K) >> 38
     } else {
         n / 250
     }
 }
 
-/// Slot of a latency in nanoseconds.
+/// Slot of a latency in nanoseconds. Every latency from 1 ns to 2^32 ns (4.29 s) takes the
+/// short path: a multiply and one or two table reads, with no clamp of the difference to
+/// zero (0 ns and longer waits take the general path).
 #[inline(always)]
 pub fn latency_slot(ns: u64) -> usize {
     const _: () = assert!(LAT_UNIT_NS == 250);
+    let n = ns.wrapping_sub(1);
+    if n < 1 << 32 {
+        // floor(n / 250) < 2^25: within the table's two reads.
+        return short_slot_of(((n >> 1) * CEIL_DIV_250_K) >> 38, LAT_FINITE);
+    }
     scaled_slot_of(ceil_div_250_minus_1(ns), LAT_FINITE)
 }
 
@@ -124,10 +147,15 @@ pub const fn latency_bound_ns(slot: usize) -> u64 {
     LAT_UNIT_NS * base_bound(slot as u32 + 3)
 }
 
-/// Slot of an IO size in bytes.
+/// Slot of an IO size in bytes: one or two table reads up to 4 GiB.
 #[inline(always)]
 pub fn size_slot(bytes: u64) -> usize {
     const _: () = assert!(SIZE_UNIT.is_power_of_two());
+    let n = bytes.wrapping_sub(1);
+    if n < 1 << 32 {
+        // n / 128 < 2^25: within the table's two reads.
+        return short_slot_of(n / SIZE_UNIT, SIZE_FINITE);
+    }
     scaled_slot_of(bytes.saturating_sub(1) / SIZE_UNIT, SIZE_FINITE)
 }
 

@@ -359,14 +359,36 @@ pub fn stats(qid: u32, key: &DevOp) -> Option<&'static mut OpStats> {
     if let Some(p) = BLOCK_FAST.get_ptr_mut(fast_index(qid, key.op)) {
         // SAFETY: per-CPU value, only this CPU writes it while the program runs.
         let slot = unsafe { &mut *p };
-        if slot.owner == *key {
+        // The owner compared as one word: one load and one compare (`DevOp` is two u32s,
+        // `dev` first, at the start of the slot).
+        // SAFETY: the slot begins with its owner, 8 bytes, 8-aligned.
+        let owner = unsafe { core::ptr::read(p as *const u64) };
+        if owner == owner_word(key) {
             return Some(&mut slot.stats);
         }
-        if slot.owner.dev == 0 {
+        if owner as u32 == 0 {
             slot.owner = *key;
             return Some(&mut slot.stats);
         }
     }
+    stats_in_hash(key)
+}
+
+/// `DevOp` as the little-endian word its two fields make in memory.
+const _: () = assert!(
+    core::mem::offset_of!(FastSlot, owner) == 0
+        && core::mem::offset_of!(DevOp, dev) == 0
+        && core::mem::offset_of!(DevOp, op) == 4
+        && core::mem::align_of::<FastSlot>() == 8
+);
+#[inline(always)]
+fn owner_word(key: &DevOp) -> u64 {
+    key.dev as u64 | (key.op as u64) << 32
+}
+
+/// The hash map's stats of (device, op), created zeroed on first use.
+#[inline(always)]
+fn stats_in_hash(key: &DevOp) -> Option<&'static mut OpStats> {
     if let Some(p) = BLOCK_STATS.get_ptr_mut(key) {
         // SAFETY: per-CPU value, only this CPU writes it while the program runs.
         return Some(unsafe { &mut *p });
