@@ -9,7 +9,7 @@ use crate::histogram::merged;
 use crate::model::{Direction, Host, Latency, Run};
 use crate::prose;
 use crate::report::{Candidate, Cause, DirectionResult, HostAnalysis, Report, State, Verdict};
-use crate::series::{all, at, mean_over, median, sum_over};
+use crate::series::{all, at, mean_over, median_over, sum_over};
 use crate::signals::{SignalKind, collect, score};
 use crate::thresholds::Thresholds;
 
@@ -196,14 +196,7 @@ fn direction(run: &Run, h: &Host, d: Direction, lat: &Latency, t: &Thresholds) -
         scores: &scores,
         mode,
         rise_seconds: is_raised
-            .then(|| {
-                median(
-                    &mut raised_idx
-                        .iter()
-                        .filter_map(|&i| at(&p99, i))
-                        .collect::<Vec<_>>(),
-                )
-            })
+            .then(|| median_over(&p99, &raised_idx))
             .flatten()
             .map(|m| m - base.p99_seconds),
         local_layers: Default::default(),
@@ -216,14 +209,7 @@ fn direction(run: &Run, h: &Host, d: Direction, lat: &Latency, t: &Thresholds) -
                 .all(|&i| lat.histograms.get(i).is_some_and(Option::is_some))
         })
         .and_then(|m| m.quantile(0.99))
-        .or_else(|| {
-            median(
-                &mut p99_over
-                    .iter()
-                    .filter_map(|&i| at(&p99, i))
-                    .collect::<Vec<_>>(),
-            )
-        });
+        .or_else(|| median_over(&p99, &p99_over));
     let mut r = DirectionResult {
         direction: d,
         state: if is_raised {

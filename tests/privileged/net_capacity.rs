@@ -10,23 +10,11 @@ use stornet_lab::netns::{HostPair, Netns, tbf};
 use stornet_lab::privilege::{require_root, require_tool};
 use stornet_lab::traffic::BulkTransfer;
 
-use crate::net_support::{agent_watching, settle};
+use crate::net_support::{agent_watching, ethtool_speed, settle};
 
 /// tbf on host a's link: 40 Mbit/s, the deep-buffer link.
 const TBF_BYTES_PER_SECOND: f64 = 40e6 / 8.0;
 const BURST: f64 = 32.0 * 1024.0;
-
-/// The `Speed:` line of `ethtool DEV`, bytes per second.
-fn ethtool_speed(ns: &Netns, dev: &str) -> f64 {
-    let out = ns.run("ethtool", &[dev]).expect("ethtool");
-    let mbps: f64 = out
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Speed:"))
-        .and_then(|v| v.trim().strip_suffix("Mb/s"))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no speed in ethtool {dev}:\n{out}"));
-    mbps * 1e6 / 8.0
-}
 
 /// The ceilings of the top htb classes of `dev` (`root` in `tc class show`), bytes per
 /// second, as tc prints them (`ceil 50Mbit`).

@@ -14,6 +14,8 @@ use stornet_lab::metrics::{Sample, sum};
 use stornet_lab::netns::Netns;
 use stornet_lab::privilege::{require_root, require_tool};
 
+use crate::net_support::ethtool_speed;
+
 const CAP: usize = 16;
 const PAIRS: usize = 1000;
 /// veths named as Docker names a container's (`veth` and seven hex digits): left out by the
@@ -55,18 +57,6 @@ fn links(ns: &Netns) -> Vec<String> {
         .filter_map(|l| l.split(':').nth(1))
         .map(|n| n.trim().split('@').next().unwrap_or("").to_string())
         .collect()
-}
-
-/// The `Speed:` of `ethtool DEV` in `ns`, bytes per second.
-fn ethtool_speed(ns: &Netns, dev: &str) -> f64 {
-    let out = ns.run("ethtool", &[dev]).expect("ethtool");
-    let mbps: f64 = out
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Speed:"))
-        .and_then(|v| v.trim().strip_suffix("Mb/s"))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no speed in ethtool {dev}:\n{out}"));
-    mbps * 1e6 / 8.0
 }
 
 #[test]

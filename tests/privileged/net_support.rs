@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use stornet_lab::agent::AgentProcess;
 use stornet_lab::metrics::{Sample, sum};
+use stornet_lab::netns::Netns;
 
 /// Measurements that compare the agent with the kernel's own counters are repeated (on the same
 /// namespaces and agent) until they agree, at most this often. On a machine under heavy CPU
@@ -52,4 +53,16 @@ pub fn delta(before: &[Sample], after: &[Sample], name: &str, labels: &[(&str, &
 /// Lets the last ACKs and FINs of finished connections settle before counters are compared.
 pub fn settle() {
     std::thread::sleep(Duration::from_millis(500));
+}
+
+/// The `Speed:` line of `ethtool DEV`, bytes per second.
+pub fn ethtool_speed(ns: &Netns, dev: &str) -> f64 {
+    let out = ns.run("ethtool", &[dev]).expect("ethtool");
+    let mbps: f64 = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Speed:"))
+        .and_then(|v| v.trim().strip_suffix("Mb/s"))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no speed in ethtool {dev}:\n{out}"));
+    mbps * 1e6 / 8.0
 }
