@@ -159,6 +159,22 @@ impl Controller {
         }
         ensure!(!c.path_device.is_empty(), "{} shows no namespace", c.name);
         c.dev = Path::new("/dev").join(head_of(&c.path_device)?);
+        // The controller lists the namespace before the kernel has added its disks: wait
+        // for the path in /sys/block and the head's node in /dev.
+        let disk = Path::new("/sys/block").join(&c.path_device);
+        for _ in 0..100 {
+            if disk.exists() && c.dev.exists() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        ensure!(
+            disk.exists() && c.dev.exists(),
+            "{}: {} or {} did not appear within 5 s",
+            c.name,
+            disk.display(),
+            c.dev.display()
+        );
         Ok(c)
     }
 }
