@@ -28,20 +28,17 @@ pub fn charge_holders(h: &Host, directions: &mut [DirectionResult], t: &Threshol
         .collect();
     for (i, w) in judged {
         let waiting = directions[i].direction;
-        let holder = directions.iter().find(|o| {
-            o.direction != waiting
-                && o.cause.is_root_cause()
-                && h.latency(o.direction)
-                    .and_then(|l| mean_over(&from_submission(l), &w.full))
-                    .is_some_and(|held| held >= HOLD_FACTOR * w.own)
+        // The other direction with a root cause, and how long its IOs held their slots.
+        let holder = directions.iter().find_map(|o| {
+            if o.direction == waiting || !o.cause.is_root_cause() {
+                return None;
+            }
+            let held = mean_over(&from_submission(h.latency(o.direction)?), &w.full)?;
+            (held >= HOLD_FACTOR * w.own).then(|| (o.clone(), held))
         });
-        let Some(holder) = holder.cloned() else {
+        let Some((holder, held)) = holder else {
             continue;
         };
-        let held = h
-            .latency(holder.direction)
-            .and_then(|l| mean_over(&from_submission(l), &w.full))
-            .unwrap_or(0.0);
         let d = &mut directions[i];
         d.cause = holder.cause;
         d.location = holder.location.clone();

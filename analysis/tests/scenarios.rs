@@ -10,12 +10,16 @@ fn report(lab: &Lab) -> Report {
     analyze(&lab.build()).expect("a synthetic run lines up")
 }
 
-fn write_result(r: &Report) -> &analysis::DirectionResult {
+fn direction_result(r: &Report, d: Direction) -> &analysis::DirectionResult {
     r.hosts[0]
         .directions
         .iter()
-        .find(|d| d.direction == Direction::Write)
-        .expect("writes were recorded")
+        .find(|x| x.direction == d)
+        .unwrap_or_else(|| panic!("{d}s were recorded"))
+}
+
+fn write_result(r: &Report) -> &analysis::DirectionResult {
+    direction_result(r, Direction::Write)
 }
 
 fn evidence(r: &Report) -> String {
@@ -941,11 +945,7 @@ fn reads_behind_writes(full: bool) -> Report {
 }
 
 fn read_result(r: &Report) -> &analysis::DirectionResult {
-    r.hosts[0]
-        .directions
-        .iter()
-        .find(|d| d.direction == Direction::Read)
-        .expect("reads were recorded")
+    direction_result(r, Direction::Read)
 }
 
 #[test]
