@@ -66,16 +66,22 @@ pub fn describe_raised(cx: &Context, i: usize) -> String {
     };
     let what = phrase(&cx.subject.name, s);
     let (during, before) = (s.raised.unwrap_or(0.0), s.others.unwrap_or(0.0));
+    // Levels taken at the signal's lag say so (the correlation names the lag).
+    let shifted = match s.shift {
+        0 => "",
+        l if l > 0 => ", each taken earlier by the lag,",
+        _ => ", each taken later by the lag,",
+    };
     if s.kind.is_counter() {
         format!(
-            "{} {what} in the {r} raised intervals ({} in the other {o}); {}",
+            "{} {what} in the {r} raised intervals{shifted} ({} in the other {o}); {}",
             count(during),
             count(before),
             correlation(s)
         )
     } else {
         format!(
-            "{what} {} in the raised intervals against {} in the others; {}",
+            "{what} {} in the raised intervals{shifted} against {} in the others; {}",
             level(s.kind, during),
             level(s.kind, before),
             correlation(s)

@@ -159,6 +159,15 @@ pub struct SignalScore {
     pub others: Option<f64>,
     /// Higher in the raised intervals than in the others (see docs/analysis.md).
     pub rose: bool,
+    /// Intervals by which `raised` and `others` were taken ahead of the raised intervals:
+    /// the best lag, when the signal rose only there (a cause that leads its effect by a
+    /// sampling interval still rose with it).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub shift: i32,
+}
+
+fn is_zero(v: &i32) -> bool {
+    *v == 0
 }
 
 impl Signal {
@@ -356,15 +365,6 @@ pub fn score(
 ) -> Vec<SignalScore> {
     let n = p99.len();
     let everything = all(n);
-    let others: Vec<usize> = raised
-        .map(|r| {
-            everything
-                .iter()
-                .copied()
-                .filter(|i| !r.contains(i))
-                .collect()
-        })
-        .unwrap_or_default();
     signals
         .iter()
         .map(|s| {
@@ -377,11 +377,30 @@ pub fn score(
                 }
             };
             let corr = best_lag(p99, &s.series, t.max_lag, t.min_correlation_points);
-            let (r, o) = match raised {
-                Some(r) => (level(r), level(&others)),
-                None => (None, None),
-            };
-            let rose = raised.is_some_and(|r| rose(&s.series, r, &others, counter, t));
+            // Judged at the raised intervals, or else where the signal leads or follows
+            // them by its best lag, when that correlation is strong.
+            let judged = raised.map(|r| {
+                let at = |shift: i32| {
+                    let r = shifted(r, shift, n);
+                    let o: Vec<usize> = everything
+                        .iter()
+                        .copied()
+                        .filter(|i| !r.contains(i))
+                        .collect();
+                    (
+                        level(&r),
+                        level(&o),
+                        rose(&s.series, &r, &o, counter, t),
+                        shift,
+                    )
+                };
+                let here = at(0);
+                match corr.filter(|c| c.rho >= t.lagged_rise_correlation && c.lag != 0) {
+                    Some(c) if !here.2 => Some(at(c.lag)).filter(|a| a.2).unwrap_or(here),
+                    _ => here,
+                }
+            });
+            let (r, o, rose, shift) = judged.unwrap_or((None, None, false, 0));
             SignalScore {
                 host: s.host.clone(),
                 kind: s.kind,
@@ -394,8 +413,18 @@ pub fn score(
                 raised: r,
                 others: o,
                 rose,
+                shift,
             }
         })
+        .collect()
+}
+
+/// The intervals `lag` before each of `idx` (the signal's side when it leads by `lag`),
+/// within the run's `n`.
+fn shifted(idx: &[usize], lag: i32, n: usize) -> Vec<usize> {
+    idx.iter()
+        .filter_map(|&t| t.checked_add_signed(-(lag as isize)))
+        .filter(|&i| i < n)
         .collect()
 }
 
@@ -483,5 +512,34 @@ mod tests {
             true,
             &t
         ));
+    }
+
+    #[test]
+    fn a_signal_that_leads_the_rise_by_an_interval_rose_with_it() {
+        let t = Thresholds::default();
+        let series = |v: &[f64]| -> Series { v.iter().map(|x| Some(*x)).collect() };
+        // Latency raised in intervals 6 and 7; retransmits one interval earlier (5 and 6).
+        let mut p99 = vec![1.0; 12];
+        p99[6] = 10.0;
+        p99[7] = 9.0;
+        let mut resent = vec![0.0; 12];
+        resent[5] = 20.0;
+        resent[6] = 20.0;
+        let signal = Signal {
+            host: "a".into(),
+            kind: SignalKind::Retransmits,
+            key: "198.18.0.2".into(),
+            peer: Some("198.18.0.2".into()),
+            interface: None,
+            series: series(&resent),
+        };
+        // At the raised intervals themselves the signal is within the others' noise.
+        let here = shifted(&[6, 7], 0, 12);
+        let others: Vec<usize> = (0..12).filter(|i| !here.contains(i)).collect();
+        assert!(!rose(&signal.series, &here, &others, true, &t));
+        let s = &score(&[signal], &series(&p99), Some(&[6, 7]), &t)[0];
+        assert_eq!(s.lag, Some(1));
+        assert!(s.rose, "{s:?}");
+        assert_eq!((s.shift, s.raised, s.others), (1, Some(40.0), Some(0.0)));
     }
 }

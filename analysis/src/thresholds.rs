@@ -25,11 +25,20 @@ pub struct Thresholds {
     /// A signal rose when its mean in the raised intervals exceeds this multiple of its
     /// mean in the others.
     pub rise_factor: f64,
+    /// A signal that did not rise in the raised intervals themselves rose with them when
+    /// it did at its best lag with at least this rank correlation: a cause that leads its
+    /// effect by a sampling interval (retransmits before a Ceph daemon's op latency moves).
+    /// A weak correlation at a lag is chance, not a lead.
+    pub lagged_rise_correlation: f64,
     /// A round trip that rose speaks for the latency's rise in proportion, up to fully when
     /// it rose by at least this share of it: a write waits a few round trips, not hundreds,
     /// so a path whose RTT went from 1 to 2 ms does not explain a p99 that went from 20 to
     /// 400 ms (every path's RTT grows a little when the whole cluster queues).
     pub rtt_rise_share: f64,
+    /// An RTT that rose by less than this share of the p99's rise does not meet a network
+    /// cause by itself: on a busy host every path's RTT rises by a millisecond or two
+    /// while a starved replica's writes take a hundred more.
+    pub min_rtt_rise_share: f64,
     /// A counter rose only with at least this many events in the raised intervals.
     pub min_events: f64,
     /// In-flight requests at or above this fraction of the queue limit are "at the limit".
@@ -112,7 +121,9 @@ impl Default for Thresholds {
             min_raised_intervals: 3,
             min_slow_ios: 3,
             rise_factor: 1.2,
+            lagged_rise_correlation: 0.6,
             rtt_rise_share: 0.1,
+            min_rtt_rise_share: 0.05,
             min_events: 5.0,
             inflight_at_limit: 0.9,
             mean_inflight_at_limit: 0.75,

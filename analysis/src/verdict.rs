@@ -3,7 +3,7 @@
 
 use crate::baseline::{baseline, p99_series, raised};
 use crate::breakdown::{PartKind, PartShare, Parts};
-use crate::causes::rank;
+use crate::causes::{rank, retransmits_speak};
 use crate::context::{Context, Mode};
 use crate::histogram::merged;
 use crate::model::{Direction, Host, Latency, Run};
@@ -311,8 +311,8 @@ fn other_devices(cx: &Context, c: &Candidate) -> Option<String> {
 
 /// With the cause on one replica (its path or its device), the other replicas that stayed
 /// healthy: a small share of the latency rise (over a whole run: a round trip no longer
-/// than the culprit's), no confirmed cause of their own, and fewer
-/// retransmits toward them than an anomaly needs. With several replicas, where not to look
+/// than the culprit's), no confirmed cause of their own, and retransmits toward them
+/// fewer than an anomaly needs or no evidence (`retransmits_speak`). With several replicas, where not to look
 /// is half of the answer.
 fn healthy_replicas(cx: &Context, c: &Candidate, candidates: &[Candidate]) -> Vec<String> {
     let Some(culprit) = &c.replica else {
@@ -348,7 +348,7 @@ fn healthy_replicas(cx: &Context, c: &Candidate, candidates: &[Candidate]) -> Ve
                 Some(r) if !r.is_empty() => sum_over(r, &idx),
                 _ => counted.then_some(0.0),
             };
-            (retransmits.unwrap_or(0.0) < cx.t.anomaly_min_events)
+            (retransmits.unwrap_or(0.0) < cx.t.anomaly_min_events || !retransmits_speak(cx, &s.key))
                 .then(|| prose::healthy_replica(s, retransmits))
         })
         .collect()

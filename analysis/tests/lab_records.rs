@@ -379,6 +379,76 @@ fn a_replica_starved_under_its_cpu_limit_is_its_cpu() {
     );
 }
 
+/// Scenario 9 on a busy machine (two CPU spinners beside it): c's CPU starved, its round
+/// trip took 75% of the p99's 167 ms rise. Two things on the way rose too: every path's
+/// smoothed RTT (b's from 2.8 to 5.6 ms) and the backlog of the switch port toward c (78
+/// KiB at 200 Mbit/s: 3 ms). Neither explains more than a sliver of the rise, so neither
+/// meets congestion's requirement: the verdict is c's CPU and b is named healthy. With
+/// those gates off, congestion toward c is met and crowds the CPU's confidence.
+#[test]
+fn a_small_queue_and_rtt_rise_on_a_busy_host_are_not_congestion() {
+    let r = run(include_str!("lab/replica-cpu-starved-busy.json"));
+    let report = judged(&r, Cause::Cpu);
+    let c = r.host("c").unwrap().addresses[0].clone();
+    let b = r.host("b").unwrap().addresses[0].clone();
+    let congestion_met = |report: &Report| {
+        report.hosts[0].directions[0]
+            .candidates
+            .iter()
+            .any(|k| k.cause == Cause::NetworkCongestion && k.requirement_met)
+    };
+    assert!(!congestion_met(&report), "{}", report.to_text());
+    let e = report.verdict.evidence.join("\n");
+    assert!(e.contains(&format!("replica {b} stayed healthy")), "{e}");
+    assert_eq!(
+        report.verdict.location.as_deref(),
+        Some(format!("CPU of c (replica {c})").as_str())
+    );
+    let off = analysis::Thresholds {
+        min_rtt_rise_share: 0.0,
+        ..Default::default()
+    };
+    let report = analysis::analyze_with(&r, &off).unwrap();
+    assert!(congestion_met(&report), "{}", report.to_text());
+}
+
+/// The same run, with a dozen retransmits toward b spread over it, as late acknowledgements
+/// on a busy machine cause: b is still named healthy, since its retransmits did not rise
+/// with the latency. Had they come with c's starvation, and not been needless, they would
+/// speak against b.
+#[test]
+fn a_replica_with_a_few_retransmits_that_did_not_rise_stayed_healthy() {
+    let r = run(include_str!("lab/replica-cpu-starved.json"));
+    let b = r.host("b").unwrap().addresses[0].clone();
+    let healthy = |r: &Run| {
+        let report = judged(r, Cause::Cpu);
+        report
+            .verdict
+            .evidence
+            .iter()
+            .any(|e| e.contains(&format!("replica {b} stayed healthy")))
+    };
+    let with_resent = |at: &dyn Fn(usize) -> bool| {
+        let mut r = r.clone();
+        let resent = &mut r.hosts[0].peers.get_mut(&b).unwrap().retransmits;
+        for (i, v) in resent.iter_mut().enumerate() {
+            *v = Some(if at(i) { 2.0 } else { 0.0 });
+        }
+        r
+    };
+    assert!(healthy(&r), "b is named healthy without retransmits");
+    // 12 retransmits, every other interval: as many before the rise as during it.
+    assert!(healthy(&with_resent(&|i| i % 2 == 0)), "evenly spread");
+    // 10 retransmits, all in the intervals where c starved and the p99 rose: needless
+    // ones (the client's host dropped data it already had: 193 `tcp_old_data`) do not
+    // speak against b; without those drops they do.
+    let mut rising = with_resent(&|i| i >= 17 && i % 2 == 1 || i >= 22);
+    assert!(healthy(&rising), "needless retransmits");
+    let old = rising.hosts[0].skb_drops.get_mut("tcp_old_data").unwrap();
+    old.iter_mut().for_each(|v| *v = Some(0.0));
+    assert!(!healthy(&rising), "retransmits that rose with the latency");
+}
+
 /// A healthy run of the diagnosis bench (nothing injected; deep ports, replicas b and c):
 /// for its first 14 s something else on the machine kept a task waiting for a CPU 10-17% of
 /// the time, and the client retransmitted 26 segments to b and 22 to c, 0.01 per write.

@@ -898,8 +898,19 @@ fn a_round_trip_that_rose_a_little_does_not_explain_a_large_rise() {
         "{rtt} against {resent}\n{}",
         r.to_text()
     );
+    // Nor does it meet congestion's requirement by itself.
+    assert!(
+        write_result(&r)
+            .candidates
+            .iter()
+            .filter(|c| c.cause == Cause::NetworkCongestion && c.location.contains("198.18.0.3"))
+            .all(|c| !c.requirement_met),
+        "{}",
+        r.to_text()
+    );
     let off = analysis::Thresholds {
         rtt_rise_share: 1e-9,
+        min_rtt_rise_share: 0.0,
         ..t
     };
     let r = beside_a_peer_whose_rtt_rose_a_little(&off);

@@ -22,6 +22,7 @@ mod spurious;
 use crate::context::Context;
 use crate::prose;
 use crate::report::Candidate;
+use crate::signals::SignalKind;
 use cpu::{CpuWait, cpu, cpu_explains, cpu_targets};
 use device::device_targets;
 use device_saturation::device_saturation;
@@ -32,6 +33,26 @@ use network_saturation::network_saturation;
 use packet_loss::packet_loss;
 use slow_device::{cpu_wait, slow_device};
 use spurious::mostly_spurious;
+
+/// Whether the retransmits toward `peer` speak against its path: they rose with the
+/// latency (or, over a whole run, are anomalous) and the receiver did not find most of
+/// them needless. A few resent segments that a busy host's late acknowledgements cause
+/// do not make a replica suspect.
+pub fn retransmits_speak(cx: &Context, peer: &str) -> bool {
+    let Some(i) = cx.signals.iter().position(|s| {
+        s.kind == SignalKind::Retransmits
+            && s.host == cx.subject.name
+            && s.peer.as_deref() == Some(peer)
+    }) else {
+        return false;
+    };
+    let telling = if cx.raised() {
+        cx.scores[i].rose
+    } else {
+        score::counter_anomaly(cx, i) > 0.0
+    };
+    telling && !mostly_spurious(cx, Some(peer))
+}
 
 /// Every candidate, best first.
 pub fn rank(cx: &Context) -> Vec<Candidate> {

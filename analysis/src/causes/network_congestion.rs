@@ -3,10 +3,12 @@
 
 use super::network::{net_candidate, net_signals};
 use super::score::{
-    association, counter_anomaly, findings, judge_signals, magnitude, run_findings, score, weigh,
+    association, counter_anomaly, findings, judge_signals, magnitude, rtt_rise_share, run_findings,
+    score, weigh,
 };
 use crate::context::Context;
 use crate::report::{Candidate, Cause};
+use crate::series::mean_over;
 use crate::signals::{DropClass, Signal, SignalKind, drop_class};
 
 pub(super) fn is_congestion(s: &Signal) -> bool {
@@ -35,11 +37,15 @@ pub(super) fn network_congestion(
     if cx.raised() {
         let (assoc, risen) = association(cx, &picks);
         // A queue that overflowed or stood, or the peer's retransmits or RTT unless
-        // something else explains them (a path at its rate lengthens the RTT). A short queue alone (behind a burst of
-        // retransmits, on a shaper's port) is not congestion.
+        // something else explains them (a path at its rate lengthens the RTT). A short
+        // queue alone (behind a burst of retransmits, on a shaper's port) is not
+        // congestion, nor an RTT that rose by a sliver of the latency's rise (every path's
+        // RTT grows a little on a busy host).
         let resent = risen.iter().any(|&i| match cx.signals[i].kind {
             SignalKind::Retransmits => true,
-            SignalKind::Srtt => !saturated,
+            SignalKind::Srtt => {
+                !saturated && rtt_rise_share(cx, i).is_none_or(|s| s >= cx.t.min_rtt_rise_share)
+            }
             _ => false,
         });
         let queues: Vec<usize> = overflowing(cx, &sigs)
@@ -108,9 +114,34 @@ fn overflowing<'a>(cx: &'a Context, sigs: &'a [usize]) -> impl Iterator<Item = u
         let rose = cx.raised()
             && sc.rose
             && (s.kind != SignalKind::QdiscBacklog
-                || sc.raised.is_some_and(|b| b >= cx.t.backlog_bytes));
+                || (sc.raised.is_some_and(|b| b >= cx.t.backlog_bytes) && holds_long(cx, i)));
         rose || run_long_anomaly(cx, i).is_some()
     })
+}
+
+/// Whether backlog signal `i` in the raised intervals holds a packet long enough to matter:
+/// at its qdisc's rate (or, for one that does not shape, the bytes it let out), at least
+/// `min_rtt_rise_share` of the latency's rise. 78 KiB queued at 200 Mbit/s is 3 ms, which
+/// does not explain writes that became 100 ms slower; a rate that is not known does not
+/// rule it out.
+fn holds_long(cx: &Context, i: usize) -> bool {
+    let (s, sc) = (&cx.signals[i], &cx.scores[i]);
+    let idx = cx.intervals();
+    let qdisc = cx.run.host(&s.host).and_then(|h| {
+        h.qdiscs
+            .iter()
+            .find(|q| format!("{} {}", q.interface, q.qdisc) == s.key)
+    });
+    let rate = qdisc.and_then(|q| {
+        mean_over(&q.rate_bytes_per_second, &idx)
+            .or_else(|| mean_over(&q.sent_bytes, &idx).map(|b| b / cx.run.interval_seconds))
+    });
+    match (sc.raised, rate, cx.rise_seconds) {
+        (Some(bytes), Some(rate), Some(rise)) if rate > 0.0 && rise > 0.0 => {
+            bytes / rate >= cx.t.min_rtt_rise_share * rise
+        }
+        _ => true,
+    }
 }
 
 /// The strength of signal `i` as an anomaly over the whole run, when it is one.

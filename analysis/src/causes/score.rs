@@ -53,15 +53,19 @@ pub(super) fn association(cx: &Context, picks: &[(usize, f64)]) -> (Option<f64>,
 /// How much of the latency's rise signal `i` can account for, from 0 to 1: a round trip's
 /// rise in proportion to the p99's (`rtt_rise_share`); every other signal fully.
 fn explains(cx: &Context, i: usize) -> f64 {
-    let sc = &cx.scores[i];
     if cx.signals[i].kind != SignalKind::Srtt {
         return 1.0;
     }
+    rtt_rise_share(cx, i).map_or(1.0, |s| (s / cx.t.rtt_rise_share).min(1.0))
+}
+
+/// A round trip's rise in the raised intervals as a share of the p99's rise (unknown
+/// without both).
+pub(super) fn rtt_rise_share(cx: &Context, i: usize) -> Option<f64> {
+    let sc = &cx.scores[i];
     match (sc.raised, sc.others, cx.rise_seconds) {
-        (Some(r), Some(o), Some(rise)) if rise > 0.0 => {
-            ((r - o).max(0.0) / rise / cx.t.rtt_rise_share).min(1.0)
-        }
-        _ => 1.0,
+        (Some(r), Some(o), Some(rise)) if rise > 0.0 => Some((r - o).max(0.0) / rise),
+        _ => None,
     }
 }
 
