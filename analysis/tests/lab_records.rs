@@ -190,6 +190,25 @@ fn latency_that_rises_with_a_starved_cpu_is_the_cpu() {
     );
 }
 
+/// The same starvation under an application whose own latency is judged (a Ceph OSD's op
+/// latency in fleet mode): no replica parts, and a p99 that rose 10-fold in the starved
+/// intervals while the device's time, some of it CPU wait, is a sliver of that rise. The
+/// CPU's own signal names it; that sliver must not make it "a place that holds almost none
+/// of the rise".
+#[test]
+fn an_application_starved_of_cpu_is_the_cpu_whatever_its_device_holds() {
+    let mut r = run(include_str!("lab/cpu-taken.json"));
+    let w = r.hosts[0].write.as_mut().unwrap();
+    w.replicas.clear();
+    for i in 0..3 {
+        for s in [&mut w.p99_seconds, &mut w.mean_seconds] {
+            s[i] = s[i].map(|v| v * 10.0);
+        }
+    }
+    let report = judged(&r, Cause::Cpu);
+    assert_eq!(report.verdict.location.as_deref(), Some("CPU of a"));
+}
+
 /// A healthy run on a busy host (`cargo xtask bench diagnosis`: two CPU spinners and a
 /// direct-IO disk writer beside the load, replicas b and c behind deep ports): some task
 /// waited for a CPU about a third of the time, and the client retransmitted 36 times to c,

@@ -99,7 +99,16 @@ fn judge(c: &CephLab, fault: impl FnOnce(), lift: impl FnOnce()) -> Judged {
     };
     let text = analyze("text");
     eprintln!("{text}");
-    let json: Value = serde_json::from_str(&analyze("json")).expect("stornet's JSON");
+    let json_text = analyze("json");
+    // Kept for a person to read: every host's candidates and signals, levels and lags.
+    let kept = std::env::temp_dir().join(format!(
+        "stornet-scenario-ceph-{}-{start}.json",
+        std::process::id()
+    ));
+    if std::fs::write(&kept, &json_text).is_ok() {
+        eprintln!("stornet's JSON is kept in {}", kept.display());
+    }
+    let json: Value = serde_json::from_str(&json_text).expect("stornet's JSON");
     let places = text
         .lines()
         .filter(|l| l.starts_with("osd."))
@@ -291,5 +300,69 @@ fn scenario_ceph_2_a_throttled_osd_disk_is_named_from_cephs_own_latency() {
     assert!(
         location.contains(&disk),
         "h1's verdict place {location:?} is not osd.0's device {disk}"
+    );
+}
+
+/// osd.1's daemon capped at 5% of a CPU (a cgroup quota, as a container's limit) in the
+/// middle of 64 KiB writes: every OSD's op latency rises (each write waits for osd.1's
+/// part) and Ceph stays HEALTH_OK; stornet names the CPU of osd.1's host, whose cgroup's
+/// `cpu.stat` counts the throttling and `cpu.pressure` the wait.
+#[test]
+fn scenario_ceph_3_an_osd_starved_of_cpu_is_its_hosts_cpu() {
+    if !can_run("scenario_ceph_3_an_osd_starved_of_cpu_is_its_hosts_cpu") {
+        return;
+    }
+    let began = Instant::now();
+    let c = up("ceph3");
+    let osd = c.osd(1);
+    let host = osd.host.clone();
+    let from = std::cell::Cell::new((0.0, 0.0));
+    let took = std::cell::Cell::new((0.0, 0.0));
+    let j = judge(
+        &c,
+        || {
+            from.set((
+                osd.cpu_throttled().unwrap().1,
+                osd.cpu_waited_seconds().unwrap(),
+            ));
+            c.starve_osd_cpu(1, Some(50)).unwrap();
+        },
+        || {
+            let (t0, w0) = from.get();
+            took.set((
+                osd.cpu_throttled().unwrap().1 - t0,
+                osd.cpu_waited_seconds().unwrap() - w0,
+            ));
+            c.starve_osd_cpu(1, None).unwrap();
+        },
+    );
+    let (throttled, waited) = took.get();
+    let v = &j.json["verdict"];
+    let hv = host_verdict(&j.json, &host);
+    eprintln!(
+        "rados bench 64 KiB writes, {HEALTHY_S} s healthy then {FAULT_S} s with osd.1 at 5% of a CPU: \
+         {:.0} IOPS, mean {:.0} ms, max {:.0} ms; Ceph: {}; cpu.stat: throttled {throttled:.1} s, \
+         cpu.pressure: waited {waited:.1} s; stornet: {}; {host} {}; the scenario {:.0} s",
+        j.bench.iops,
+        j.bench.mean_latency_s * 1e3,
+        j.bench.max_latency_s * 1e3,
+        j.health,
+        line(v),
+        line(hv),
+        began.elapsed().as_secs_f64()
+    );
+    for p in &j.places {
+        eprintln!("  {p}");
+    }
+    assert!(
+        throttled > 1.0,
+        "osd.1 was throttled for only {throttled:.2} s"
+    );
+    assert!(waited > 1.0, "osd.1's tasks waited {waited:.2} s for a CPU");
+    assert_eq!(hv["cause"], "cpu", "{host}: {}", line(hv));
+    let location = hv["location"].as_str().unwrap_or_default();
+    assert!(
+        location.contains(&format!("CPU of {host}")),
+        "{host}'s verdict place {location:?} is not its CPU"
     );
 }

@@ -86,7 +86,14 @@ pub(super) fn cpu(cx: &Context, target: &CpuTarget, waits: &[&CpuWait]) -> Candi
         c.requirement_met = !risen.is_empty() || !waits.is_empty();
         c.findings = findings(cx, &risen, 1);
         c.findings.extend(waits.iter().map(|w| w.why.clone()));
-        if let Some(w) = waits.iter().filter_map(|w| w.share).reduce(f64::max) {
+        // The device time that is CPU wait gives the CPU a share; on the analysed host,
+        // whose CPU rose on its own, a sliver of device time must not turn "judged by its
+        // signal" into "holds almost none of the rise" (an OSD starved of CPU: its op
+        // latency rose 15-fold, its disk's time by 0.1 ms).
+        let own = target.replica.is_none() && !risen.is_empty();
+        if let Some(w) = waits.iter().filter_map(|w| w.share).reduce(f64::max)
+            && (!own || w >= cx.t.min_rise_share)
+        {
             c.share = Some(c.share.unwrap_or(0.0).max(w));
         }
     } else {
