@@ -51,6 +51,11 @@ pub fn validate(plan: &Plan) -> Result<(), String> {
                 "job {name}: --latency_target changes the depth as it searches; a --rate_min or --rate_iops_min beside it would judge the search"
             ));
         }
+        if j.offload && j.ioengine.synchronous() {
+            return Err(format!(
+                "job {name}: --io_submit_mode=offload with a one-IO-at-a-time engine: loadgen submits on the schedule from the job's ring, which needs ioengine=io_uring or libaio"
+            ));
+        }
         if j.latency_target_ns.is_some() && j.ioengine != IoEngine::IoUring {
             return Err(format!(
                 "job {name}: --latency_target searches IO depths, which needs ioengine=io_uring"

@@ -59,6 +59,14 @@ impl Job<'_> {
             if self.budget_spent() || (did && self.sync_engine()) || self.inflight >= cap {
                 break;
             }
+            // fio's flow: ahead of its share, the job waits `flow_sleep` (a little at least,
+            // where fio would spin) and tries again.
+            if let Some(f) = &mut self.flow
+                && !f.admit(&self.shared.flows)
+            {
+                self.think_until = Some(now + f.sleep_ns.max(10_000));
+                break;
+            }
             let picked = match self.next_dir.take() {
                 Some(d) => d,
                 None => self.work.dir(),
