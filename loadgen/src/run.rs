@@ -190,6 +190,7 @@ fn specs(run: &Run<'_>, point: &Point, group: &[usize]) -> Vec<JobSpec> {
                 exit: plan.jobs.iter().any(|j| j.exitall).then_some(job.exit_what),
                 numa_cpu_nodes: job.numa_cpu_nodes.clone(),
                 numa_mem_policy: job.numa_mem_policy.clone(),
+                prio: job.prio.clone(),
                 flow: (job.flow > 0).then(|| {
                     (
                         job.flow_id,

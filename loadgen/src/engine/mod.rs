@@ -12,6 +12,7 @@ pub mod legs;
 pub mod minrate;
 pub mod numa;
 pub mod pacing;
+pub mod prio;
 pub mod ring;
 pub mod rng;
 pub mod syncio;
@@ -97,6 +98,8 @@ pub struct JobSpec {
     /// `numa_cpu_nodes`, `numa_mem_policy`: set on the job thread before it allocates.
     pub numa_cpu_nodes: Option<Vec<u32>>,
     pub numa_mem_policy: Option<MemPolicy>,
+    /// fio's `prio`, `prioclass`, `cmdprio*`, `log_prio`.
+    pub prio: crate::options::prio::PrioOptions,
     /// fio's `flow`: (flow id, weight, flow_sleep in ns) when the job has a weight.
     pub flow: Option<(u32, u64, u64)>,
     /// `rate_min`, `rate_iops_min`, `rate_cycle`.

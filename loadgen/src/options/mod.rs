@@ -6,6 +6,7 @@ pub mod groups;
 pub mod jobfile;
 pub mod numa;
 pub mod parse;
+pub mod prio;
 pub mod profiles;
 pub mod settings;
 pub mod sizes;
@@ -310,6 +311,9 @@ pub struct JobOptions {
     pub flow_id: u32,
     #[serde(default)]
     pub flow_sleep_us: u64,
+    /// fio's `prio`, `prioclass`, `cmdprio*`, `log_prio`.
+    #[serde(default)]
+    pub prio: prio::PrioOptions,
     /// The options as given, for fio's `job options` in JSON.
     pub given: BTreeMap<String, String>,
 }
@@ -384,6 +388,7 @@ impl Default for JobOptions {
             flow: 0,
             flow_id: 0,
             flow_sleep_us: 0,
+            prio: prio::PrioOptions::default(),
             given: BTreeMap::new(),
         }
     }
@@ -508,7 +513,8 @@ impl JobOptions {
             || self.set_timing(key, v)?
             || self.set_io(key, v)?
             || self.set_reporting(key, v, value)?
-            || self.set_order(key, v)?;
+            || self.set_order(key, v)?
+            || self.prio.set(key, v).map_err(|e| format!("--{key}: {e}"))?;
         if !known {
             return Err(format!("--{key} is not a job option"));
         }

@@ -272,6 +272,41 @@ pub const OPTIONS: &[OptionDoc] = &[
         "what --exitall ends: the job's reporting group (default), every job running, or every job",
     ),
     job(
+        "prio",
+        "0-7",
+        "IO priority level of the job's threads (ioprio_set)",
+    ),
+    job(
+        "prioclass",
+        "0-3",
+        "IO priority class of the job's threads: 1 realtime, 2 best effort, 3 idle",
+    ),
+    job(
+        "cmdprio_percentage",
+        "PCT[,PCT]",
+        "this share of the IOs (reads, writes) carry --cmdprio_class/--cmdprio in their io_uring entry",
+    ),
+    job(
+        "cmdprio_class",
+        "1-3[,1-3]",
+        "class of the IOs --cmdprio_percentage or --cmdprio_bssplit pick (default 1, realtime)",
+    ),
+    job(
+        "cmdprio",
+        "0-7[,0-7]",
+        "level of the IOs --cmdprio_percentage or --cmdprio_bssplit pick (default 0)",
+    ),
+    job(
+        "cmdprio_bssplit",
+        "BS/PCT[/CLASS/LEVEL]:…[,…]",
+        "per IO size, the share of its IOs with a priority (and which)",
+    ),
+    flag(
+        "log_prio",
+        Scope::Job,
+        "latency logs give each IO's priority (0xCLASS-LEVEL) rather than 1 for realtime, 0 else",
+    ),
+    job(
         "flow",
         "WEIGHT",
         "fio's flow control: the jobs of one --flow_id issue IOs in the ratio of their weights",
@@ -651,7 +686,6 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "buffer_pattern",
     "bwavgtime",
     "clat_percentiles",
-    "cmdprio_percentage",
     "continue_on_error",
     "cpumask",
     "cpus_allowed",
@@ -684,8 +718,6 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "offset_align",
     "percentage_random",
     "per_job_logs",
-    "prio",
-    "prioclass",
     "randseed",
     "rate_ignore_thinktime",
     "read_iolog",
@@ -754,16 +786,6 @@ const WHY: &[(&[&str], &str)] = &[
     (
         &["read_iolog", "write_iolog", "replay_redirect"],
         "IO logs are not replayed or written",
-    ),
-    (
-        &[
-            "prio",
-            "prioclass",
-            "cmdprio_percentage",
-            "cmdprio_bssplit",
-            "log_prio",
-        ],
-        "IO priorities are not set",
     ),
     (
         &["cpumask", "cpus_allowed"],

@@ -222,6 +222,10 @@ impl Job<'_> {
             counter,
             check,
             leg_done: [0; MAX_LEGS],
+            prio: match (&mut self.cmdprio, phase) {
+                (Some(c), Phase::Workload) => c.pick(dir as usize, len).unwrap_or(0),
+                _ => 0,
+            },
         };
         let buf = self.bufs.ptr(slot as usize);
         if self.sync_engine() {
@@ -263,6 +267,7 @@ impl Job<'_> {
             buf,
             len as u32,
             offset,
+            self.slots[slot as usize].prio,
             user_data(slot, 0),
         )?;
         if extra > 0

@@ -74,6 +74,8 @@ struct Slot {
     counter: u32,
     check: Check,
     leg_done: [u64; MAX_LEGS],
+    /// The IO's own priority (`cmdprio*`; 0: the thread's).
+    prio: u16,
 }
 
 const IDLE: Slot = Slot {
@@ -90,6 +92,7 @@ const IDLE: Slot = Slot {
     counter: 0,
     check: Check::None,
     leg_done: [0; MAX_LEGS],
+    prio: 0,
 };
 
 /// A sync that is due after the writes before it (`fsync`, `fdatasync`).
@@ -145,6 +148,9 @@ struct Job<'a> {
     think_until: Option<u64>,
     /// fio's `flow`: the job's part in its flow.
     flow: Option<super::flow::Member>,
+    /// `cmdprio*`, and the thread's priority (`prio`, `prioclass`; 0: none given).
+    cmdprio: Option<super::prio::CmdPrio>,
+    job_prio: u16,
     /// With --verify: the one IO size, and blocks are offsets divided by it.
     block_size: u64,
     map: Option<BlockMap>,
@@ -228,6 +234,10 @@ pub fn run(
     if let Some(p) = &spec.numa_mem_policy {
         super::numa::set_policy(p)
             .with_context(|| format!("job {}: numa_mem_policy", spec.name))?;
+    }
+    if let Some(v) = super::prio::job_value(&spec.prio) {
+        super::prio::set_thread(v)
+            .with_context(|| format!("job {}: prio, prioclass", spec.name))?;
     }
     let mut job = Job::new(spec, shared, tx, legs)?;
     let fixed = job.ring.fixed_buffers();
@@ -357,6 +367,8 @@ impl<'a> Job<'a> {
             think_count: 0,
             think_due: false,
             think_until: None,
+            cmdprio: super::prio::CmdPrio::new(&spec.prio, spec.seed),
+            job_prio: super::prio::job_value(&spec.prio).unwrap_or(0),
             flow: spec
                 .flow
                 .and_then(|(id, w, sleep)| super::flow::Member::new(&shared.flows, id, w, sleep)),
@@ -379,7 +391,10 @@ impl<'a> Job<'a> {
             cpu_start: None,
             thread_cpu: ThreadCpu::default(),
             sync: SyncStats::default(),
-            logs: IoLogs::open(&spec.logs, &spec.log_suffix)?,
+            logs: IoLogs::open(&spec.logs, &spec.log_suffix)?.map(|mut l| {
+                l.log_prio = spec.prio.log_prio;
+                l
+            }),
             search: None,
             reset_pending: false,
             results_from: 0,
