@@ -693,3 +693,40 @@ fn cmdprio_gives_its_share_of_ios_the_priority_as_fios() {
     assert!(err.contains("--cmdprio_percentage"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `allow_file_create=0` (xnvme-compare.fio): a missing file is refused and not created,
+/// as fio's; a file that exists runs.
+#[test]
+fn allow_file_create_0_refuses_a_missing_file_as_fio() {
+    let dir = scratch("allow-file-create");
+    let args = |f: &'static str| {
+        [
+            "--name=t",
+            f,
+            "--size=64k",
+            "--rw=write",
+            "--allow_file_create=0",
+        ]
+    };
+    for tool in [Tool::Loadgen, Tool::Fio] {
+        let (code, _, err) = run(tool, &dir, &args("--filename=missing"));
+        assert_ne!(code, Some(0), "{tool:?}: {err}");
+        assert!(!dir.join("missing").exists(), "{tool:?} created it");
+    }
+    let (_, _, err) = run(Tool::Loadgen, &dir, &args("--filename=missing"));
+    assert!(
+        err.contains("allow_file_create=0") && err.trim().lines().count() == 1,
+        "{err}"
+    );
+    std::fs::write(dir.join("there"), vec![0u8; 64 << 10]).unwrap();
+    for tool in [Tool::Loadgen, Tool::Fio] {
+        let (code, json, err) = run(tool, &dir, &args("--filename=there"));
+        assert_eq!(code, Some(0), "{tool:?}: {err}");
+        assert_eq!(
+            json.unwrap()["jobs"][0]["write"]["total_ios"],
+            16,
+            "{tool:?}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -314,6 +314,9 @@ pub struct JobOptions {
     /// fio's `prio`, `prioclass`, `cmdprio*`, `log_prio`.
     #[serde(default)]
     pub prio: prio::PrioOptions,
+    /// fio's `allow_file_create`: 0 refuses a job whose file does not exist.
+    #[serde(default = "yes")]
+    pub allow_file_create: bool,
     /// The options as given, for fio's `job options` in JSON.
     pub given: BTreeMap<String, String>,
 }
@@ -389,9 +392,14 @@ impl Default for JobOptions {
             flow_id: 0,
             flow_sleep_us: 0,
             prio: prio::PrioOptions::default(),
+            allow_file_create: true,
             given: BTreeMap::new(),
         }
     }
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn one() -> u32 {
@@ -890,6 +898,7 @@ impl JobOptions {
                     }
                 }
             }
+            "allow_file_create" => self.allow_file_create = parse_bool(v).map_err(err)?,
             "flow" => self.flow = count_u32(v, 0).map_err(err)? as u64,
             "flow_id" => self.flow_id = count_u32(v, 0).map_err(err)?,
             // At most an hour between tries.
@@ -1198,6 +1207,9 @@ mod tests {
         j.set("flow_sleep", Some("1000")).unwrap();
         assert_eq!((j.flow, j.flow_id, j.flow_sleep_us), (8, 0, 1000));
         assert!(j.set("flow", Some("-1")).is_err());
+        assert!(j.allow_file_create);
+        j.set("allow_file_create", Some("0")).unwrap();
+        assert!(!j.allow_file_create);
         assert!(j.set("flow_id", Some("99999999999")).is_err());
         assert!(j.set("exitall_on_error", None).is_ok());
         assert!(j.set("exitall_on_error", Some("0")).is_err());

@@ -272,6 +272,11 @@ pub const OPTIONS: &[OptionDoc] = &[
         "what --exitall ends: the job's reporting group (default), every job running, or every job",
     ),
     job(
+        "allow_file_create",
+        "0|1",
+        "0: a job whose file does not exist is refused rather than created (default 1)",
+    ),
+    job(
         "prio",
         "0-7",
         "IO priority level of the job's threads (ioprio_set)",
@@ -765,10 +770,6 @@ const WHY: &[(&[&str], &str)] = &[
     (
         &["continue_on_error", "ignore_error", "error_dump"],
         "an IO error ends the job and fails the run",
-    ),
-    (
-        &["allow_file_create"],
-        "loadgen creates the files a job needs and refuses what it cannot create",
     ),
     (
         &[
