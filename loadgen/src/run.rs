@@ -10,7 +10,9 @@ use crate::live::metrics::LiveMetrics;
 use crate::live::progress::Progress;
 use crate::options::parse::{Parsed, parse_args};
 use crate::options::sweep::{self, Point};
-use crate::options::{IoEngine, Plan, RateProcess, RunSettings, table, validate::validate};
+use crate::options::{
+    ExitWhat, IoEngine, Plan, RateProcess, RunSettings, table, validate::validate,
+};
 use crate::recording::Recorder;
 use crate::results::latency_search::Target as LatencyTarget;
 use crate::results::stats::{PointResult, RunResult};
@@ -183,7 +185,19 @@ fn specs(run: &Run<'_>, point: &Point, group: &[usize]) -> Vec<JobSpec> {
                     let mut rng = crate::engine::rng::Rng::new(base ^ 0x5a17_de1a);
                     lo + rng.below((hi - lo).saturating_add(1))
                 },
-                exitall: job.exitall,
+                groupid: run.groupids.as_ref().map(|g| g[t.group]),
+                // fio's `exitall` holds for every job once one has it.
+                exit: plan.jobs.iter().any(|j| j.exitall).then_some(job.exit_what),
+                numa_cpu_nodes: job.numa_cpu_nodes.clone(),
+                numa_mem_policy: job.numa_mem_policy.clone(),
+                prio: job.prio.clone(),
+                flow: (job.flow > 0).then(|| {
+                    (
+                        job.flow_id,
+                        job.flow,
+                        job.flow_sleep_us.saturating_mul(1000),
+                    )
+                }),
                 // Only the directions the job does are judged, as fio's.
                 min_rate: MinRate {
                     bytes: [0, 1].map(|d| job.rate_min[d].filter(|_| used[d])),
@@ -241,6 +255,25 @@ pub fn run(args: &[String], legs: Option<&LegsFactory>) -> Result<u8, Failure> {
     run_plan(plan, legs, None)
 }
 
+/// The NUMA nodes the jobs name exist on this machine (checked when the run starts, as
+/// fio's, so that `--parse-only` takes a job file written for another machine).
+fn check_numa_nodes(plan: &Plan) -> Result<(), String> {
+    use crate::options::MemPolicy;
+    for j in &plan.jobs {
+        if let Some(n) = &j.numa_cpu_nodes {
+            engine::numa::check("numa_cpu_nodes", n).map_err(|e| format!("job {}: {e}", j.name))?;
+        }
+        let nodes = match &j.numa_mem_policy {
+            Some(MemPolicy::Prefer(n)) => vec![*n],
+            Some(MemPolicy::Bind(n) | MemPolicy::Interleave(n)) => n.clone(),
+            _ => Vec::new(),
+        };
+        engine::numa::check("numa_mem_policy", &nodes)
+            .map_err(|e| format!("job {}: {e}", j.name))?;
+    }
+    Ok(())
+}
+
 /// `loadgen job-order`: the job order `loadgen serve` checked and hands over on stdin, run
 /// with the targets it opened (see `serve::jobs::order`).
 pub fn job_order() -> Result<u8, Failure> {
@@ -257,6 +290,7 @@ pub fn run_plan(
     preopened: Option<&[target::Preopened]>,
 ) -> Result<u8, Failure> {
     note_synchronous_depths(&plan);
+    check_numa_nodes(&plan).map_err(Failure::Usage)?;
     let points = sweep::points(&plan).map_err(Failure::Usage)?;
     let (layout, placements) = match preopened {
         None => target::resolve(&plan),
@@ -316,7 +350,11 @@ pub fn run_plan(
             .filter(|t| t.kind != TargetKind::Null)
             .map(|t| t.open.as_path()),
     );
+    let groups = crate::options::groups::groups(&plan).map_err(Failure::Usage)?;
+    let ids = crate::options::groups::groupids(&plan);
+    let groupids = (groups.len() > 1 || ids.iter().any(|&g| g > 0)).then_some(ids);
     let run = Run {
+        groupids,
         plan: &plan,
         layout: &layout,
         placements: &placements,
@@ -324,9 +362,9 @@ pub fn run_plan(
         run_id,
         entropy,
     };
-    // Groups (stonewall) run one after the other, each a result of its own (its index is
-    // fio's groupid); a run with groups has no sweep.
-    let groups = crate::options::groups::groups(&plan).map_err(Failure::Usage)?;
+    // The jobs between walls (stonewall) run together, one result each, one wall after the
+    // other; each job carries fio's groupid (`new_group` starts one without a wall). A run
+    // with groups has no sweep.
     let mut steps: Vec<(Point, &[usize])> = Vec::new();
     for p in &points {
         for (g, jobs) in groups.iter().enumerate() {
@@ -338,13 +376,26 @@ pub fn run_plan(
         }
     }
     let mut results = Vec::with_capacity(steps.len());
+    let mut ended = false;
     for (point, group) in &steps {
+        if ended {
+            // fio reports the jobs `exit_what=all` kept from starting, with no IO.
+            results.push(engine::not_run(point.index, &specs(&run, point, group)));
+            continue;
+        }
         let r = run.point(point, group, steps.len(), legs, &mut monitor)?;
         let failed = r.jobs.iter().any(|j| j.error.is_some());
+        // fio's `exit_what=all`: a job of this group with it ended every job, so no later
+        // group starts.
+        let exit_all = plan.jobs.iter().any(|j| j.exitall)
+            && group
+                .iter()
+                .any(|&j| plan.jobs[j].exit_what == ExitWhat::All);
         results.push(r);
         if failed {
             break;
         }
+        ended = exit_all;
         if engine::interrupted() {
             crate::note!("loadgen: interrupted; reporting what ran");
             break;
@@ -434,6 +485,8 @@ fn guard_block_devices(plan: &Plan, layout: &Layout) -> Result<Vec<DeviceGuard>,
 
 /// What every sweep point of one run shares.
 struct Run<'a> {
+    /// fio's `groupid` of each job of the plan, when the run has groups.
+    groupids: Option<Vec<usize>>,
     plan: &'a Plan,
     layout: &'a Layout,
     placements: &'a [Placement],

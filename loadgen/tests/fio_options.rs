@@ -1,8 +1,8 @@
 //! fio's options for where IOs land and when jobs run (`rw=…:N`, `rw_sequencer`,
-//! `blockalign`, `startdelay`, `exitall`, `rate_min`), each run by loadgen and by fio on
-//! the same job. Where IOs landed is read back from the file itself (a file of zeros,
-//! written with loadgen's and fio's non-zero data): an independent count of the blocks each
-//! tool wrote. No root needed.
+//! `blockalign`, `startdelay`, `exitall`, `exit_what`, `rate_min`, `flow`, `numa_*`), each
+//! run by loadgen and by fio on the same job. Where IOs landed is read back from the file
+//! itself (a file of zeros, written with loadgen's and fio's non-zero data): an independent
+//! count of the blocks each tool wrote. No root needed.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -444,6 +444,289 @@ fn exitall_on_error_ends_the_others_when_a_job_fails() {
             "{tool:?}: {err}"
         );
         assert!(start.elapsed() < Duration::from_secs(20), "{tool:?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The jobs of a job file: (name, groupid, writes, job_runtime in ms).
+fn grouped(json: &Value) -> Vec<(String, u64, u64, u64)> {
+    json["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            (
+                j["jobname"].as_str().unwrap().to_string(),
+                j["groupid"].as_u64().unwrap(),
+                j["write"]["total_ios"].as_u64().unwrap(),
+                j["job_runtime"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// `new_group` without a wall reports a group of its own among jobs that run together, and
+/// `exitall` (fio's: for every job once one has it) ends what `exit_what` names: `group`
+/// (the default) only the finished job's group, so the 3 s job of the next group runs
+/// whole; `stonewall` every job running, of any group; `all` every job, so the one after
+/// the next wall never starts (reported with no IO). fio runs the same files.
+#[test]
+fn exit_what_ends_a_group_the_running_jobs_or_all_as_fios() {
+    let dir = scratch("exit-what");
+    let head = "[global]\nrw=write\nbs=4k\nsize=64k\nexitall\n";
+    let long = "time_based\nruntime=60\nrate_iops=100\n";
+    std::fs::write(
+        dir.join("group.fio"),
+        format!("{head}[short]\n[long]\n{long}[other]\nnew_group\ntime_based\nruntime=3\nrate_iops=100\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("wall.fio"),
+        format!(
+            "{head}[short]\nexit_what=stonewall\n[long]\nnew_group\n{long}\
+             [wall]\nstonewall\nexit_what=all\n[long2]\n{long}[never]\nstonewall\n"
+        ),
+    )
+    .unwrap();
+    for tool in [Tool::Loadgen, Tool::Fio] {
+        let start = Instant::now();
+        let (code, json, err) = run(tool, &dir, &["group.fio"]);
+        assert_eq!(code, Some(0), "{tool:?}: {err}");
+        let j = grouped(&json.unwrap());
+        let ids: Vec<u64> = j.iter().map(|j| j.1).collect();
+        assert_eq!(ids, [0, 0, 1], "{tool:?}: {j:?}");
+        assert_eq!(j[0].2, 16, "{tool:?}: {j:?}");
+        assert!(j[1].3 < 30_000, "{tool:?}: long ended with short: {j:?}");
+        assert!(j[2].3 >= 2_500, "{tool:?}: other ran whole: {j:?}");
+
+        let (code, json, err) = run(tool, &dir, &["wall.fio"]);
+        assert_eq!(code, Some(0), "{tool:?}: {err}");
+        let j = grouped(&json.unwrap());
+        let shape: Vec<(&str, u64)> = j.iter().map(|j| (j.0.as_str(), j.1)).collect();
+        assert_eq!(
+            shape,
+            [
+                ("short", 0),
+                ("long", 1),
+                ("wall", 2),
+                ("long2", 2),
+                ("never", 3)
+            ],
+            "{tool:?}"
+        );
+        assert_eq!((j[0].2, j[2].2), (16, 16), "{tool:?}: {j:?}");
+        assert!(j[1].3 < 30_000 && j[3].3 < 30_000, "{tool:?}: {j:?}");
+        assert_eq!(j[4].2, 0, "{tool:?}: never ran: {j:?}");
+        assert!(start.elapsed() < Duration::from_secs(50), "{tool:?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `io_submit_mode=offload` (fixed- and poisson-rate-submission.fio): IOs go out on the
+/// rate's schedule, 200 of them at 200 a second taking a second at least; with an engine
+/// that does one IO at a time it is refused, naming the option. (fio 3.33 is not run beside
+/// it: its offload mode hangs here with `rate_process=poisson` and with `time_based`.)
+#[test]
+fn offload_submits_on_the_schedule() {
+    let dir = scratch("offload");
+    std::fs::write(dir.join("f"), vec![0u8; 1 << 20]).unwrap();
+    let args = [
+        "--name=t",
+        "--filename=f",
+        "--size=1m",
+        "--rw=randread",
+        "--ioengine=libaio",
+        "--iodepth=8",
+        "--io_submit_mode=offload",
+        "--rate_iops=200",
+        "--number_ios=200",
+    ];
+    for process in ["linear", "poisson"] {
+        let p = format!("--rate_process={process}");
+        let (code, json, err) = run(Tool::Loadgen, &dir, &[&args[..], &[p.as_str()]].concat());
+        assert_eq!(code, Some(0), "{err}");
+        let j = &json.unwrap()["jobs"][0];
+        assert_eq!(j["read"]["total_ios"], 200, "{process}");
+        let ms = j["job_runtime"].as_u64().unwrap();
+        // The schedule is seeded (randrepeat): the same gaps on every run.
+        let least = if process == "linear" { 900 } else { 700 };
+        assert!(ms >= least, "{process}: 200 IOs at 200/s in {ms} ms");
+    }
+    let (code, _, err) = run(
+        Tool::Loadgen,
+        &dir,
+        &[
+            &args[..4],
+            &["--ioengine=psync", "--io_submit_mode=offload"],
+        ]
+        .concat(),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--io_submit_mode=offload") && err.trim().lines().count() == 1,
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `numa_cpu_nodes`/`numa_mem_policy` (numa.fio): node 0 runs as fio's; a node the machine
+/// lacks is one line naming it (fio refuses it too), while `--parse-only` takes it, as fio's.
+#[test]
+fn numa_nodes_run_and_a_missing_node_is_named() {
+    let dir = scratch("numa");
+    let base = ["--name=t", "--filename=f", "--size=64k", "--rw=write"];
+    for tool in [Tool::Loadgen, Tool::Fio] {
+        let args = [
+            &base[..],
+            &["--numa_cpu_nodes=0", "--numa_mem_policy=bind:0"],
+        ]
+        .concat();
+        let (code, json, err) = run(tool, &dir, &args);
+        assert_eq!(code, Some(0), "{tool:?}: {err}");
+        assert_eq!(
+            json.unwrap()["jobs"][0]["write"]["total_ios"],
+            16,
+            "{tool:?}"
+        );
+        let (code, _, _) = run(tool, &dir, &[&base[..], &["--numa_cpu_nodes=999"]].concat());
+        assert_ne!(code, Some(0), "{tool:?} runs on a node the machine lacks");
+    }
+    let (code, _, err) = run(
+        Tool::Loadgen,
+        &dir,
+        &[&base[..], &["--numa_mem_policy=interleave:0,999"]].concat(),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("numa_mem_policy") && err.contains("no NUMA node 999"),
+        "{err}"
+    );
+    let (code, _, err) = run(
+        Tool::Loadgen,
+        &dir,
+        &[&base[..], &["--numa_cpu_nodes=999", "--parse-only"]].concat(),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `flow` (flow.fio, butterfly.fio): two jobs of one flow with weights 1 and 3 do their
+/// IOs in that ratio, whatever either could do alone, as fio's.
+#[test]
+fn flow_weights_share_the_ios_as_fios() {
+    let dir = scratch("flow");
+    std::fs::write(
+        dir.join("g.fio"),
+        "[global]\nioengine=null\nsize=1m\nrw=randread\ntime_based\nruntime=1\nflow_sleep=100\n\
+         [one]\nflow=1\n[three]\nflow=3\n",
+    )
+    .unwrap();
+    for tool in [Tool::Loadgen, Tool::Fio] {
+        let (code, json, err) = run(tool, &dir, &["g.fio"]);
+        assert_eq!(code, Some(0), "{tool:?}: {err}");
+        let json = json.unwrap();
+        let ios: Vec<u64> = (0..2)
+            .map(|i| json["jobs"][i]["read"]["total_ios"].as_u64().unwrap())
+            .collect();
+        assert!(ios[0] > 100, "{tool:?}: {ios:?}");
+        let r = ios[1] as f64 / ios[0] as f64;
+        assert!((2.5..=3.5).contains(&r), "{tool:?}: {ios:?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The last column of a latency log (the IO's priority), counted by value.
+fn prio_column(path: &Path) -> std::collections::BTreeMap<String, usize> {
+    let mut n = std::collections::BTreeMap::new();
+    for line in std::fs::read_to_string(path).unwrap().lines() {
+        let p = line.rsplit(", ").next().unwrap().to_string();
+        *n.entry(p).or_insert(0) += 1;
+    }
+    n
+}
+
+/// `cmdprio_percentage`, `cmdprio_class`, `prioclass`, `log_prio` (cmdprio-percentage.fio):
+/// about half of 200 reads carry the realtime class in their io_uring entry, which the
+/// kernel takes (the run succeeds), the others the job's idle class, as the latency log
+/// says, as fio's does; without `log_prio` the column is 1 for realtime, 0 else.
+#[test]
+fn cmdprio_gives_its_share_of_ios_the_priority_as_fios() {
+    let dir = scratch("cmdprio");
+    std::fs::write(dir.join("f"), vec![1u8; 1 << 20]).unwrap();
+    let args = [
+        "--name=p",
+        "--filename=f",
+        "--size=1m",
+        "--rw=randread",
+        "--ioengine=io_uring",
+        "--iodepth=4",
+        "--number_ios=200",
+        "--cmdprio_percentage=50",
+        "--cmdprio_class=1",
+        "--prioclass=3",
+        "--write_lat_log=p",
+    ];
+    for tool in [Tool::Loadgen, Tool::Fio] {
+        for log_prio in ["--log_prio=1", "--log_prio=0"] {
+            let (code, _, err) = run(tool, &dir, &[&args[..], &[log_prio]].concat());
+            assert_eq!(code, Some(0), "{tool:?}: {err}");
+            let n = prio_column(&dir.join("p_lat.1.log"));
+            let (high, low) = if log_prio.ends_with('1') {
+                ("0x2000", "0x6000")
+            } else {
+                ("1", "0")
+            };
+            let (h, l) = (n.get(high).copied(), n.get(low).copied());
+            assert_eq!(n.len(), 2, "{tool:?} {log_prio}: {n:?}");
+            let h = h.unwrap_or(0);
+            assert!((60..=140).contains(&h), "{tool:?} {log_prio}: {n:?}");
+            assert_eq!(h + l.unwrap_or(0), 200, "{tool:?} {log_prio}: {n:?}");
+        }
+    }
+    let (code, _, err) = run(
+        Tool::Loadgen,
+        &dir,
+        &[&args[..4], &["--ioengine=psync", "--cmdprio_percentage=5"]].concat(),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--cmdprio_percentage"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `allow_file_create=0` (xnvme-compare.fio): a missing file is refused and not created,
+/// as fio's; a file that exists runs.
+#[test]
+fn allow_file_create_0_refuses_a_missing_file_as_fio() {
+    let dir = scratch("allow-file-create");
+    let args = |f: &'static str| {
+        [
+            "--name=t",
+            f,
+            "--size=64k",
+            "--rw=write",
+            "--allow_file_create=0",
+        ]
+    };
+    for tool in [Tool::Loadgen, Tool::Fio] {
+        let (code, _, err) = run(tool, &dir, &args("--filename=missing"));
+        assert_ne!(code, Some(0), "{tool:?}: {err}");
+        assert!(!dir.join("missing").exists(), "{tool:?} created it");
+    }
+    let (_, _, err) = run(Tool::Loadgen, &dir, &args("--filename=missing"));
+    assert!(
+        err.contains("allow_file_create=0") && err.trim().lines().count() == 1,
+        "{err}"
+    );
+    std::fs::write(dir.join("there"), vec![0u8; 64 << 10]).unwrap();
+    for tool in [Tool::Loadgen, Tool::Fio] {
+        let (code, json, err) = run(tool, &dir, &args("--filename=there"));
+        assert_eq!(code, Some(0), "{tool:?}: {err}");
+        assert_eq!(
+            json.unwrap()["jobs"][0]["write"]["total_ios"],
+            16,
+            "{tool:?}"
+        );
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

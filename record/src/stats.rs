@@ -246,6 +246,10 @@ pub struct JobResult {
     pub name: String,
     /// Index of the job in the plan (clones of one job share it).
     pub group: usize,
+    /// fio's `groupid` when the run has groups (`stonewall`, `new_group`); None: the
+    /// point's index is the group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groupid: Option<usize>,
     pub jobnum: u32,
     pub filename: String,
     pub rw: Rw,

@@ -42,6 +42,8 @@ struct Hist {
 }
 
 pub struct IoLogs {
+    /// fio's `log_prio`.
+    pub log_prio: bool,
     avg_msec: u64,
     hist_msec: u64,
     /// lat, slat, clat, bw, iops.
@@ -86,6 +88,7 @@ impl IoLogs {
             None => None,
         };
         Ok(Some(IoLogs {
+            log_prio: false,
             avg_msec: o.avg_msec,
             hist_msec: o.hist_msec.max(1),
             files,
@@ -107,8 +110,15 @@ impl IoLogs {
         lat: u64,
         slat: Option<u64>,
         clat: u64,
+        prio: u16,
     ) -> Result<()> {
         let ms = t_ns / 1_000_000;
+        // fio's last column: the IO's priority with `log_prio`, else 1 for realtime.
+        let p = if self.log_prio {
+            format!("0x{prio:04x}")
+        } else {
+            u8::from(super::prio::realtime(prio)).to_string()
+        };
         if let Some(h) = &mut self.hist {
             let w = ms / self.hist_msec;
             if w > h.index {
@@ -123,15 +133,15 @@ impl IoLogs {
             let lats = [Some(lat), slat, Some(clat)];
             for (i, v) in lats.iter().enumerate() {
                 if let (Some(f), Some(v)) = (&mut self.files[i], v) {
-                    writeln!(f, "{ms}, {v}, {dir}, {len}, 0")?;
+                    writeln!(f, "{ms}, {v}, {dir}, {len}, {p}")?;
                 }
             }
             if let Some(f) = &mut self.files[3] {
                 let rate = (len as u128 * 1_000_000 / clat.max(1) as u128) as u64;
-                writeln!(f, "{ms}, {rate}, {dir}, {len}, 0")?;
+                writeln!(f, "{ms}, {rate}, {dir}, {len}, {p}")?;
             }
             if let Some(f) = &mut self.files[4] {
-                writeln!(f, "{ms}, 1, {dir}, {len}, 0")?;
+                writeln!(f, "{ms}, 1, {dir}, {len}, {p}")?;
             }
             return Ok(());
         }
@@ -243,9 +253,9 @@ mod tests {
             ..Default::default()
         };
         let mut l = IoLogs::open(&per_io, "1").unwrap().unwrap();
-        l.io(1_500_000, 0, 4096, 120_000, Some(20_000), 100_000)
+        l.io(1_500_000, 0, 4096, 120_000, Some(20_000), 100_000, 0)
             .unwrap();
-        l.io(2_600_000, 1, 8192, 220_000, None, 200_000).unwrap();
+        l.io(2_600_000, 1, 8192, 220_000, None, 200_000, 0).unwrap();
         l.finish().unwrap();
         let read = |n: &str| std::fs::read_to_string(d.join(n)).unwrap();
         assert_eq!(
@@ -270,10 +280,10 @@ mod tests {
         let mut l = IoLogs::open(&avg, "2").unwrap().unwrap();
         for i in 0..10u64 {
             // 10 reads in the first 100 ms, then one in the next window.
-            l.io(i * 5_000_000, 0, 4096, 1000 + i, Some(10), 900)
+            l.io(i * 5_000_000, 0, 4096, 1000 + i, Some(10), 900, 0)
                 .unwrap();
         }
-        l.io(150_000_000, 0, 4096, 3000, Some(10), 2900).unwrap();
+        l.io(150_000_000, 0, 4096, 3000, Some(10), 2900, 0).unwrap();
         l.finish().unwrap();
         assert_eq!(
             read("a_lat.2.log"),

@@ -4,12 +4,15 @@
 
 pub mod buffers;
 pub mod distribution;
+pub mod flow;
 pub mod iolog;
 pub mod job;
 pub mod latency_target;
 pub mod legs;
 pub mod minrate;
+pub mod numa;
 pub mod pacing;
+pub mod prio;
 pub mod ring;
 pub mod rng;
 pub mod syncio;
@@ -27,7 +30,7 @@ use crate::clock;
 use crate::cpu;
 use crate::options::distribution::Distribution;
 use crate::options::sizes::SizeDist;
-use crate::options::{IoEngine, Rw};
+use crate::options::{ExitWhat, IoEngine, MemPolicy, Rw};
 use crate::results::stats::{DirStats, JobResult, PointResult};
 use crate::results::timeline::{DirInterval, IntervalSample, TimelineBuilder, TimelineRow};
 use legs::LegsFactory;
@@ -87,8 +90,18 @@ pub struct JobSpec {
     pub offsets: workload::OffsetRule,
     /// `startdelay`: this thread starts this long after its group.
     pub start_delay_ns: u64,
-    /// `exitall`: when this job ends, the others of its group end too.
-    pub exitall: bool,
+    /// fio's `groupid` when the run has groups (None: every job of the point is one).
+    pub groupid: Option<usize>,
+    /// `exitall` (on any job of the run, as fio's): when this job ends, its `exit_what`
+    /// ends others.
+    pub exit: Option<ExitWhat>,
+    /// `numa_cpu_nodes`, `numa_mem_policy`: set on the job thread before it allocates.
+    pub numa_cpu_nodes: Option<Vec<u32>>,
+    pub numa_mem_policy: Option<MemPolicy>,
+    /// fio's `prio`, `prioclass`, `cmdprio*`, `log_prio`.
+    pub prio: crate::options::prio::PrioOptions,
+    /// fio's `flow`: (flow id, weight, flow_sleep in ns) when the job has a weight.
+    pub flow: Option<(u32, u64, u64)>,
     /// `rate_min`, `rate_iops_min`, `rate_cycle`.
     pub min_rate: minrate::MinRate,
     pub run_id: u32,
@@ -193,6 +206,11 @@ pub struct Shared {
     pub gate: StartGate,
     pub live: Vec<JobLive>,
     stop: AtomicBool,
+    /// Jobs told to end by another's `exitall` (`exit_what=group`), and each job's group.
+    job_stop: Vec<AtomicBool>,
+    groupids: Vec<Option<usize>>,
+    /// fio's flows (`flow_id`) of the point's jobs.
+    pub flows: Vec<flow::Flow>,
 }
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
@@ -217,8 +235,31 @@ pub fn interrupted() -> bool {
 }
 
 impl Shared {
-    pub fn stopped(&self) -> bool {
-        self.stop.load(Ordering::Relaxed) || interrupted()
+    /// Whether job thread `index` is to end.
+    pub fn stopped(&self, index: usize) -> bool {
+        self.stop.load(Ordering::Relaxed)
+            || self.job_stop[index].load(Ordering::Relaxed)
+            || interrupted()
+    }
+
+    /// fio's `exitall` as job thread `index` ends: `group` ends the jobs of its reporting
+    /// group, `stonewall` and `all` every job running (`all` also every later one: the run
+    /// leaves out the groups after, see `run`).
+    pub fn exit(&self, index: usize, what: ExitWhat) {
+        match what {
+            ExitWhat::Group => {
+                let g = self.groupids[index];
+                for (stop, _) in self
+                    .job_stop
+                    .iter()
+                    .zip(&self.groupids)
+                    .filter(|(_, o)| **o == g)
+                {
+                    stop.store(true, Ordering::Relaxed);
+                }
+            }
+            ExitWhat::Stonewall | ExitWhat::All => self.stop.store(true, Ordering::Relaxed),
+        }
     }
 }
 
@@ -251,6 +292,7 @@ impl SoFar {
                 .map(|s| JobResult {
                     name: s.name.clone(),
                     group: s.group,
+                    groupid: s.groupid,
                     jobnum: s.jobnum,
                     filename: s.filename(),
                     rw: s.rw,
@@ -308,6 +350,12 @@ impl SoFar {
     }
 }
 
+/// The result of a group none of whose jobs started (fio's `exit_what=all` ended the run
+/// before it): each job with no IO, as fio reports such jobs.
+pub fn not_run(index: usize, specs: &[JobSpec]) -> PointResult {
+    SoFar::new(specs).point(index, &[], Default::default())
+}
+
 /// Runs one sweep point: all job threads at once, until each is done.
 pub fn run_point(
     index: usize,
@@ -321,6 +369,9 @@ pub fn run_point(
         gate: StartGate::default(),
         live: (0..n).map(|_| JobLive::default()).collect(),
         stop: AtomicBool::new(false),
+        job_stop: (0..n).map(|_| AtomicBool::new(false)).collect(),
+        groupids: specs.iter().map(|s| s.groupid).collect(),
+        flows: flow::flows(specs.iter().map(|s| s.flow.map(|(id, w, _)| (id, w)))),
     };
     let ramp_ns = specs.iter().map(|s| s.ramp_ns).max().unwrap_or(0);
     // Each job thread gets its own legs (its own connections, say), built here so that a

@@ -63,18 +63,28 @@ impl Ring {
         buf: *mut u8,
         len: u32,
         offset: u64,
+        ioprio: u16,
         user_data: u64,
     ) -> Result<()> {
         let fd = types::Fixed(file);
+        // ioprio 0: the thread's own priority.
         let e = match (write, self.fixed_bufs) {
             (false, true) => opcode::ReadFixed::new(fd, buf, len, slot as u16)
                 .offset(offset)
+                .ioprio(ioprio)
                 .build(),
             (true, true) => opcode::WriteFixed::new(fd, buf, len, slot as u16)
                 .offset(offset)
+                .ioprio(ioprio)
                 .build(),
-            (false, false) => opcode::Read::new(fd, buf, len).offset(offset).build(),
-            (true, false) => opcode::Write::new(fd, buf, len).offset(offset).build(),
+            (false, false) => opcode::Read::new(fd, buf, len)
+                .offset(offset)
+                .ioprio(ioprio)
+                .build(),
+            (true, false) => opcode::Write::new(fd, buf, len)
+                .offset(offset)
+                .ioprio(ioprio)
+                .build(),
         };
         self.push(&e.user_data(user_data))
     }

@@ -1,6 +1,7 @@
 //! The order jobs run in, as fio's job files give it: `stonewall` (and `wait_for` naming the
 //! job just before) starts a job when every job before it has ended. Jobs between two such
-//! walls run together, as one group, reported as fio reports a group (`groupid`).
+//! walls run together. fio's reporting groups (`groupid`) start at each wall and at each
+//! `new_group`, so the jobs that run together may be reported in several groups.
 
 use super::Plan;
 use super::values::excerpt;
@@ -21,12 +22,6 @@ pub fn groups(plan: &Plan) -> Result<Vec<Vec<usize>>, String> {
             }
         }
         let wall = j.stonewall || j.wait_for.is_some();
-        if j.new_group && !wall && i > 0 {
-            return Err(format!(
-                "job {}: new_group without stonewall: loadgen reports the jobs that run together as one group (give stonewall or wait_for with it)",
-                j.name
-            ));
-        }
         match out.last_mut() {
             Some(g) if !wall => g.push(i),
             _ => out.push(vec![i]),
@@ -36,13 +31,29 @@ pub fn groups(plan: &Plan) -> Result<Vec<Vec<usize>>, String> {
         .jobs
         .iter()
         .any(|j| !j.bs_sweep.is_empty() || !j.iodepth_sweep.is_empty());
-    if out.len() > 1 && sweep {
+    if (out.len() > 1 || groupids(plan).iter().any(|&g| g > 0)) && sweep {
         return Err(
-            "stonewall or wait_for with a sweep (--bs_sweep, --iodepth_sweep): run the groups as separate runs"
+            "stonewall, wait_for or new_group with a sweep (--bs_sweep, --iodepth_sweep): run the groups as separate runs"
                 .into(),
         );
     }
     Ok(out)
+}
+
+/// fio's `groupid` of each job: a wall (`stonewall`, `wait_for`) or `new_group` after the
+/// first job starts the next group, as fio's.
+pub fn groupids(plan: &Plan) -> Vec<usize> {
+    let mut g = 0;
+    plan.jobs
+        .iter()
+        .enumerate()
+        .map(|(i, j)| {
+            if i > 0 && (j.stonewall || j.new_group || j.wait_for.is_some()) {
+                g += 1;
+            }
+            g
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -77,6 +88,16 @@ mod tests {
         ]);
         assert_eq!(groups(&p).unwrap(), vec![vec![0, 1], vec![2], vec![3]]);
         assert_eq!(groups(&plan(&[&[], &[]])).unwrap(), vec![vec![0, 1]]);
+        assert_eq!(groupids(&p), [0, 0, 1, 2]);
+        // `new_group` alone: a reporting group of its own, run with the jobs before it.
+        let p = plan(&[
+            &[("name", "a"), ("new_group", "1")],
+            &[("name", "b"), ("new_group", "1")],
+            &[("name", "c"), ("stonewall", "1")],
+            &[("name", "d")],
+        ]);
+        assert_eq!(groups(&p).unwrap(), vec![vec![0, 1], vec![2, 3]]);
+        assert_eq!(groupids(&p), [0, 1, 2, 2]);
     }
 
     #[test]
@@ -89,11 +110,11 @@ mod tests {
         .unwrap_err();
         assert!(e.contains("wait_for=a") && e.contains("(b)"), "{e}");
         let e = groups(&plan(&[
-            &[("name", "a")],
+            &[("name", "a"), ("iodepth_sweep", "1,2")],
             &[("name", "b"), ("new_group", "1")],
         ]))
         .unwrap_err();
-        assert!(e.contains("new_group without stonewall"), "{e}");
+        assert!(e.contains("sweep"), "{e}");
         let e = groups(&plan(&[
             &[("name", "a"), ("bs_sweep", "4k,8k")],
             &[("name", "b"), ("stonewall", "1")],

@@ -4,7 +4,9 @@
 pub mod distribution;
 pub mod groups;
 pub mod jobfile;
+pub mod numa;
 pub mod parse;
+pub mod prio;
 pub mod profiles;
 pub mod settings;
 pub mod sizes;
@@ -52,6 +54,29 @@ pub enum RateProcess {
     Linear,
     /// Exponentially distributed gaps (arrivals of a Poisson process).
     Poisson,
+}
+
+/// fio's `exit_what`: which jobs `exitall` ends when a job ends.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExitWhat {
+    /// The jobs of the job's reporting group (fio's default).
+    #[default]
+    Group,
+    /// Every job running now, whatever its group; the jobs after the next stonewall run.
+    Stonewall,
+    /// Every job: those running end, no later one starts.
+    All,
+}
+
+/// fio's `numa_mem_policy`: the memory policy of a job's thread (set_mempolicy(2)).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MemPolicy {
+    Default,
+    Local,
+    Prefer(u32),
+    Bind(Vec<u32>),
+    Interleave(Vec<u32>),
 }
 
 /// fio's `ioengine` values loadgen runs.
@@ -265,6 +290,33 @@ pub struct JobOptions {
     /// the region (a permutation), rather than being drawn independently.
     #[serde(default)]
     pub lfsr: bool,
+    /// fio's `io_submit_mode=offload`: IOs are submitted on their schedule whatever the
+    /// completions do (loadgen's ring does so in the job thread; see docs/loadgen.md).
+    #[serde(default)]
+    pub offload: bool,
+    /// fio's `exit_what`: which jobs `exitall` ends.
+    #[serde(default)]
+    pub exit_what: ExitWhat,
+    /// fio's `numa_cpu_nodes`: the job's threads run on these nodes' CPUs (None: `all`, or
+    /// not given).
+    #[serde(default)]
+    pub numa_cpu_nodes: Option<Vec<u32>>,
+    /// fio's `numa_mem_policy`.
+    #[serde(default)]
+    pub numa_mem_policy: Option<MemPolicy>,
+    /// fio's `flow` (weight; 0: none), `flow_id`, `flow_sleep` (µs).
+    #[serde(default)]
+    pub flow: u64,
+    #[serde(default)]
+    pub flow_id: u32,
+    #[serde(default)]
+    pub flow_sleep_us: u64,
+    /// fio's `prio`, `prioclass`, `cmdprio*`, `log_prio`.
+    #[serde(default)]
+    pub prio: prio::PrioOptions,
+    /// fio's `allow_file_create`: 0 refuses a job whose file does not exist.
+    #[serde(default = "yes")]
+    pub allow_file_create: bool,
     /// The options as given, for fio's `job options` in JSON.
     pub given: BTreeMap<String, String>,
 }
@@ -332,9 +384,22 @@ impl Default for JobOptions {
             file_service: FileService::default(),
             unlink: false,
             lfsr: false,
+            offload: false,
+            exit_what: ExitWhat::Group,
+            numa_cpu_nodes: None,
+            numa_mem_policy: None,
+            flow: 0,
+            flow_id: 0,
+            flow_sleep_us: 0,
+            prio: prio::PrioOptions::default(),
+            allow_file_create: true,
             given: BTreeMap::new(),
         }
     }
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn one() -> u32 {
@@ -456,7 +521,8 @@ impl JobOptions {
             || self.set_timing(key, v)?
             || self.set_io(key, v)?
             || self.set_reporting(key, v, value)?
-            || self.set_order(key, v)?;
+            || self.set_order(key, v)?
+            || self.prio.set(key, v).map_err(|e| format!("--{key}: {e}"))?;
         if !known {
             return Err(format!("--{key} is not a job option"));
         }
@@ -813,13 +879,34 @@ impl JobOptions {
             }
             "description" | "clocksource" => {}
             "io_submit_mode" => {
-                if !v.eq_ignore_ascii_case("inline") {
-                    return Err(err(format!(
-                        "`{}`: each job submits from its own thread (inline); fio's offload threads are not run",
-                        excerpt(v)
-                    )));
+                self.offload = match v.to_ascii_lowercase().as_str() {
+                    "inline" => false,
+                    "offload" => true,
+                    _ => return Err(err(format!("`{}` (use inline or offload)", excerpt(v)))),
                 }
             }
+            "exit_what" => {
+                self.exit_what = match v.to_ascii_lowercase().as_str() {
+                    "group" => ExitWhat::Group,
+                    "stonewall" => ExitWhat::Stonewall,
+                    "all" => ExitWhat::All,
+                    _ => {
+                        return Err(err(format!(
+                            "`{}` (use group, stonewall or all)",
+                            excerpt(v)
+                        )));
+                    }
+                }
+            }
+            "allow_file_create" => self.allow_file_create = parse_bool(v).map_err(err)?,
+            "flow" => self.flow = count_u32(v, 0).map_err(err)? as u64,
+            "flow_id" => self.flow_id = count_u32(v, 0).map_err(err)?,
+            // At most an hour between tries.
+            "flow_sleep" => {
+                self.flow_sleep_us = count_u32(v, 0).map_err(err)?.min(3_600_000_000) as u64
+            }
+            "numa_cpu_nodes" => self.numa_cpu_nodes = numa::nodes(v).map_err(err)?,
+            "numa_mem_policy" => self.numa_mem_policy = Some(numa::policy(v).map_err(err)?),
             "exitall_on_error" => {
                 if !parse_bool(v).map_err(err)? {
                     return Err(err(
@@ -1106,8 +1193,24 @@ mod tests {
         assert!(j.set("startdelay", Some("31d")).is_err());
         assert!(j.set("rate_cycle", Some("0")).is_err());
         assert!(j.set("io_submit_mode", Some("inline")).is_ok());
-        let e = j.set("io_submit_mode", Some("offload")).unwrap_err();
-        assert!(e.contains("offload threads are not run"), "{e}");
+        assert!(!j.offload);
+        j.set("io_submit_mode", Some("offload")).unwrap();
+        assert!(j.offload);
+        assert!(j.set("io_submit_mode", Some("pool")).is_err());
+        assert_eq!(j.exit_what, ExitWhat::Group);
+        j.set("exit_what", Some("stonewall")).unwrap();
+        assert_eq!(j.exit_what, ExitWhat::Stonewall);
+        j.set("exit_what", Some("ALL")).unwrap();
+        assert_eq!(j.exit_what, ExitWhat::All);
+        assert!(j.set("exit_what", Some("some")).is_err());
+        j.set("flow", Some("8")).unwrap();
+        j.set("flow_sleep", Some("1000")).unwrap();
+        assert_eq!((j.flow, j.flow_id, j.flow_sleep_us), (8, 0, 1000));
+        assert!(j.set("flow", Some("-1")).is_err());
+        assert!(j.allow_file_create);
+        j.set("allow_file_create", Some("0")).unwrap();
+        assert!(!j.allow_file_create);
+        assert!(j.set("flow_id", Some("99999999999")).is_err());
         assert!(j.set("exitall_on_error", None).is_ok());
         assert!(j.set("exitall_on_error", Some("0")).is_err());
         assert!(j.set("verify", Some("md5")).is_err());

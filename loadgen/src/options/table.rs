@@ -263,8 +263,78 @@ pub const OPTIONS: &[OptionDoc] = &[
     ),
     job(
         "io_submit_mode",
-        "inline",
-        "accepted as fio's default, inline: each job submits from its own thread (fio's offload threads are not run)",
+        "inline|offload",
+        "inline (default) or offload: IOs go out on their schedule whatever the completions do (the job's ring does both; see docs)",
+    ),
+    job(
+        "exit_what",
+        "group|stonewall|all",
+        "what --exitall ends: the job's reporting group (default), every job running, or every job",
+    ),
+    job(
+        "allow_file_create",
+        "0|1",
+        "0: a job whose file does not exist is refused rather than created (default 1)",
+    ),
+    job(
+        "prio",
+        "0-7",
+        "IO priority level of the job's threads (ioprio_set)",
+    ),
+    job(
+        "prioclass",
+        "0-3",
+        "IO priority class of the job's threads: 1 realtime, 2 best effort, 3 idle",
+    ),
+    job(
+        "cmdprio_percentage",
+        "PCT[,PCT]",
+        "this share of the IOs (reads, writes) carry --cmdprio_class/--cmdprio in their io_uring entry",
+    ),
+    job(
+        "cmdprio_class",
+        "1-3[,1-3]",
+        "class of the IOs --cmdprio_percentage or --cmdprio_bssplit pick (default 1, realtime)",
+    ),
+    job(
+        "cmdprio",
+        "0-7[,0-7]",
+        "level of the IOs --cmdprio_percentage or --cmdprio_bssplit pick (default 0)",
+    ),
+    job(
+        "cmdprio_bssplit",
+        "BS/PCT[/CLASS/LEVEL]:…[,…]",
+        "per IO size, the share of its IOs with a priority (and which)",
+    ),
+    flag(
+        "log_prio",
+        Scope::Job,
+        "latency logs give each IO's priority (0xCLASS-LEVEL) rather than 1 for realtime, 0 else",
+    ),
+    job(
+        "flow",
+        "WEIGHT",
+        "fio's flow control: the jobs of one --flow_id issue IOs in the ratio of their weights",
+    ),
+    job(
+        "flow_id",
+        "N",
+        "the flow a job's --flow weight counts in (default 0)",
+    ),
+    job(
+        "flow_sleep",
+        "USEC",
+        "how long a job ahead of its flow share waits before it tries again (default 0)",
+    ),
+    job(
+        "numa_cpu_nodes",
+        "NODES",
+        "run the job's threads on these NUMA nodes' CPUs (`0`, `0-1`, `0,2`, `all`)",
+    ),
+    job(
+        "numa_mem_policy",
+        "MODE[:NODES]",
+        "memory policy of the job's threads: default, local, prefer:N, bind:NODES, interleave:NODES",
     ),
     flag(
         "exitall_on_error",
@@ -621,7 +691,6 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "buffer_pattern",
     "bwavgtime",
     "clat_percentiles",
-    "cmdprio_percentage",
     "continue_on_error",
     "cpumask",
     "cpus_allowed",
@@ -654,8 +723,6 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "offset_align",
     "percentage_random",
     "per_job_logs",
-    "prio",
-    "prioclass",
     "randseed",
     "rate_ignore_thinktime",
     "read_iolog",
@@ -701,16 +768,8 @@ const WHY: &[(&[&str], &str)] = &[
         "a job runs for its --runtime or size; it does not stop when IOPS settle",
     ),
     (
-        &["exit_what"],
-        "exitall ends the other jobs of the group when one ends, however it ended",
-    ),
-    (
         &["continue_on_error", "ignore_error", "error_dump"],
         "an IO error ends the job and fails the run",
-    ),
-    (
-        &["allow_file_create"],
-        "loadgen creates the files a job needs and refuses what it cannot create",
     ),
     (
         &[
@@ -730,27 +789,8 @@ const WHY: &[(&[&str], &str)] = &[
         "IO logs are not replayed or written",
     ),
     (
-        &[
-            "prio",
-            "prioclass",
-            "cmdprio_percentage",
-            "cmdprio_bssplit",
-            "log_prio",
-        ],
-        "IO priorities are not set",
-    ),
-    (
-        &["flow", "flow_sleep", "flow_id"],
-        "fio's flow control between jobs is not run",
-    ),
-    (
-        &[
-            "numa_cpu_nodes",
-            "numa_mem_policy",
-            "cpumask",
-            "cpus_allowed",
-        ],
-        "jobs are not bound to CPUs or NUMA nodes",
+        &["cpumask", "cpus_allowed"],
+        "jobs are bound to CPUs by NUMA node only (numa_cpu_nodes)",
     ),
 ];
 
@@ -812,7 +852,7 @@ mod tests {
         assert_eq!(lookup("output_format").unwrap().name, "output-format");
         assert_eq!(lookup("time-based").unwrap().name, "time_based");
         assert!(lookup("bogus").is_none());
-        assert!(unknown("exit_what").contains("fio option loadgen does not run: exitall"));
+        assert!(unknown("zonemode").contains("fio option loadgen does not run: zoned"));
         assert!(unknown("kb_base").contains("fio option loadgen does not support"));
         for (keys, _) in WHY {
             for k in *keys {

@@ -51,6 +51,21 @@ pub fn validate(plan: &Plan) -> Result<(), String> {
                 "job {name}: --latency_target changes the depth as it searches; a --rate_min or --rate_iops_min beside it would judge the search"
             ));
         }
+        if j.prio.per_io() && j.ioengine.synchronous() {
+            return Err(format!(
+                "job {name}: --cmdprio_percentage and --cmdprio_bssplit set a priority per IO in its io_uring entry, which needs ioengine=io_uring or libaio (as fio's)"
+            ));
+        }
+        if j.prio.percentage.iter().any(|&p| p > 0) && j.prio.bssplit.is_some() {
+            return Err(format!(
+                "job {name}: --cmdprio_percentage and --cmdprio_bssplit pick the IOs with a priority both; give one (as fio)"
+            ));
+        }
+        if j.offload && j.ioengine.synchronous() {
+            return Err(format!(
+                "job {name}: --io_submit_mode=offload with a one-IO-at-a-time engine: loadgen submits on the schedule from the job's ring, which needs ioengine=io_uring or libaio"
+            ));
+        }
         if j.latency_target_ns.is_some() && j.ioengine != IoEngine::IoUring {
             return Err(format!(
                 "job {name}: --latency_target searches IO depths, which needs ioengine=io_uring"

@@ -274,6 +274,11 @@ pub fn resolve_with(
                 };
                 let t = &mut targets[ti];
                 let shown = t.path.display().to_string();
+                if !t.exists && !job.allow_file_create {
+                    return Err(format!(
+                        "job {name}: {shown} does not exist, and allow_file_create=0 forbids creating it"
+                    ));
+                }
                 let known = t.exists && t.size > 0;
                 // fio: a percentage offset is of the file's size, rounded up to the IO size.
                 let mut offset = 0;

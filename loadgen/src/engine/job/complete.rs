@@ -226,7 +226,11 @@ impl Job<'_> {
         if let Some(l) = &mut self.logs {
             let slat = (!sync_engine).then(|| s.submit.saturating_sub(s.prep));
             let t = now - self.measure_start;
-            if let Err(e) = l.io(t, d, bs, lat, slat, clat) {
+            let prio = match s.prio {
+                0 => self.job_prio,
+                p => p,
+            };
+            if let Err(e) = l.io(t, d, bs, lat, slat, clat, prio) {
                 self.logs = None;
                 self.fail(e.context("writing a log"));
             }

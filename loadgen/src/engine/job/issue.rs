@@ -59,6 +59,14 @@ impl Job<'_> {
             if self.budget_spent() || (did && self.sync_engine()) || self.inflight >= cap {
                 break;
             }
+            // fio's flow: ahead of its share, the job waits `flow_sleep` (a little at least,
+            // where fio would spin) and tries again.
+            if let Some(f) = &mut self.flow
+                && !f.admit(&self.shared.flows)
+            {
+                self.think_until = Some(now + f.sleep_ns.max(10_000));
+                break;
+            }
             let picked = match self.next_dir.take() {
                 Some(d) => d,
                 None => self.work.dir(),
@@ -214,6 +222,10 @@ impl Job<'_> {
             counter,
             check,
             leg_done: [0; MAX_LEGS],
+            prio: match (&mut self.cmdprio, phase) {
+                (Some(c), Phase::Workload) => c.pick(dir as usize, len).unwrap_or(0),
+                _ => 0,
+            },
         };
         let buf = self.bufs.ptr(slot as usize);
         if self.sync_engine() {
@@ -255,6 +267,7 @@ impl Job<'_> {
             buf,
             len as u32,
             offset,
+            self.slots[slot as usize].prio,
             user_data(slot, 0),
         )?;
         if extra > 0

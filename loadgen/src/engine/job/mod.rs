@@ -74,6 +74,8 @@ struct Slot {
     counter: u32,
     check: Check,
     leg_done: [u64; MAX_LEGS],
+    /// The IO's own priority (`cmdprio*`; 0: the thread's).
+    prio: u16,
 }
 
 const IDLE: Slot = Slot {
@@ -90,6 +92,7 @@ const IDLE: Slot = Slot {
     counter: 0,
     check: Check::None,
     leg_done: [0; MAX_LEGS],
+    prio: 0,
 };
 
 /// A sync that is due after the writes before it (`fsync`, `fdatasync`).
@@ -143,6 +146,11 @@ struct Job<'a> {
     think_count: u32,
     think_due: bool,
     think_until: Option<u64>,
+    /// fio's `flow`: the job's part in its flow.
+    flow: Option<super::flow::Member>,
+    /// `cmdprio*`, and the thread's priority (`prio`, `prioclass`; 0: none given).
+    cmdprio: Option<super::prio::CmdPrio>,
+    job_prio: u16,
     /// With --verify: the one IO size, and blocks are offsets divided by it.
     block_size: u64,
     map: Option<BlockMap>,
@@ -218,6 +226,19 @@ pub fn run(
     tx: &Sender<Msg>,
     legs: Option<Box<dyn ExtraLegs>>,
 ) -> Result<JobResult> {
+    // NUMA first, so that the buffers and the ring are allocated under the policy.
+    if let Some(nodes) = &spec.numa_cpu_nodes {
+        super::numa::bind_cpus(nodes)
+            .with_context(|| format!("job {}: numa_cpu_nodes", spec.name))?;
+    }
+    if let Some(p) = &spec.numa_mem_policy {
+        super::numa::set_policy(p)
+            .with_context(|| format!("job {}: numa_mem_policy", spec.name))?;
+    }
+    if let Some(v) = super::prio::job_value(&spec.prio) {
+        super::prio::set_thread(v)
+            .with_context(|| format!("job {}: prio, prioclass", spec.name))?;
+    }
     let mut job = Job::new(spec, shared, tx, legs)?;
     let fixed = job.ring.fixed_buffers();
     let Some(t0) = shared.gate.ready_wait() else {
@@ -225,7 +246,7 @@ pub fn run(
     };
     // `startdelay`: this job's clock starts later; a run that stops meanwhile ends it.
     let t0 = t0.saturating_add(spec.start_delay_ns);
-    while clock::now_ns() < t0 && !shared.stopped() {
+    while clock::now_ns() < t0 && !shared.stopped(spec.index) {
         clock::sleep_until(t0.min(clock::now_ns() + 50_000_000));
     }
     if !fixed && spec.index == 0 && spec.engine == IoEngine::IoUring {
@@ -237,11 +258,11 @@ pub fn run(
     if spec.end_fsync && job.writes && job.error.is_none() {
         job.end_fsync();
     }
-    if spec.exitall {
-        // fio's `exitall`: the other jobs of the group end with this one.
-        shared
-            .stop
-            .store(true, std::sync::atomic::Ordering::Relaxed);
+    if let Some(f) = &job.flow {
+        f.leave(&shared.flows);
+    }
+    if let Some(what) = spec.exit {
+        shared.exit(spec.index, what);
     }
     let _ = tx.send(Msg::WorkloadDone(spec.index));
     if job.writes && job.map.is_some() && job.error.is_none() {
@@ -253,6 +274,7 @@ pub fn run(
     Ok(JobResult {
         name: spec.name.clone(),
         group: spec.group,
+        groupid: spec.groupid,
         jobnum: spec.jobnum,
         filename: spec.filename(),
         rw: spec.rw,
@@ -345,6 +367,11 @@ impl<'a> Job<'a> {
             think_count: 0,
             think_due: false,
             think_until: None,
+            cmdprio: super::prio::CmdPrio::new(&spec.prio, spec.seed),
+            job_prio: super::prio::job_value(&spec.prio).unwrap_or(0),
+            flow: spec
+                .flow
+                .and_then(|(id, w, sleep)| super::flow::Member::new(&shared.flows, id, w, sleep)),
             block_size,
             map: spec.verify.then(|| BlockMap::new(blocks)),
             writes,
@@ -364,7 +391,10 @@ impl<'a> Job<'a> {
             cpu_start: None,
             thread_cpu: ThreadCpu::default(),
             sync: SyncStats::default(),
-            logs: IoLogs::open(&spec.logs, &spec.log_suffix)?,
+            logs: IoLogs::open(&spec.logs, &spec.log_suffix)?.map(|mut l| {
+                l.log_prio = spec.prio.log_prio;
+                l
+            }),
             search: None,
             reset_pending: false,
             results_from: 0,
@@ -427,7 +457,7 @@ impl Job<'_> {
             self.check_min_rate(now);
             if !stopping
                 && (self.error.is_some()
-                    || self.shared.stopped()
+                    || self.shared.stopped(self.spec.index)
                     || deadline.is_some_and(|d| now >= d)
                     || self.budget_spent()
                     || self.search.as_ref().is_some_and(Search::done))

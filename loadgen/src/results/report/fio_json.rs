@@ -227,7 +227,7 @@ pub(crate) fn job(
     let ramp = spec.map_or(0, |g| g.ramp_time_ns);
     let mut o = Obj::new()
         .with("jobname", j.name.as_str())
-        .with("groupid", p.index)
+        .with("groupid", j.groupid.unwrap_or(p.index))
         .with("error", 0u64)
         .with("eta", 0u64)
         .with(

@@ -70,8 +70,9 @@ impl Output {
     }
 }
 
-/// Entries to report for a point: one per job thread, or one per point with group_reporting
-/// (every job merged, named after the first, as fio merges a group).
+/// Entries to report for a point: one per job thread, or with group_reporting one per
+/// reporting group (fio's `groupid`; every job of the point when the run has no groups),
+/// its jobs merged and named after the first, as fio merges a group.
 pub fn entries(p: &PointResult, group: bool) -> Vec<(JobResult, Vec<usize>)> {
     if !group || p.jobs.len() <= 1 {
         return p
@@ -81,10 +82,37 @@ pub fn entries(p: &PointResult, group: bool) -> Vec<(JobResult, Vec<usize>)> {
             .map(|(i, j)| (j.clone(), vec![i]))
             .collect();
     }
-    let mut first = p.jobs[0].clone();
-    first.dirs = p.merged.clone();
-    first.runtime_ns = p.runtime_ns;
-    for j in &p.jobs[1..] {
+    let mut ids: Vec<Option<usize>> = p.jobs.iter().map(|j| j.groupid).collect();
+    ids.dedup();
+    ids.into_iter()
+        .map(|g| {
+            let members: Vec<usize> = (0..p.jobs.len())
+                .filter(|&i| p.jobs[i].groupid == g)
+                .collect();
+            (merge(p, &members), members)
+        })
+        .collect()
+}
+
+/// The jobs `members` of a point as one (with every job, the point's merged stats).
+fn merge(p: &PointResult, members: &[usize]) -> JobResult {
+    let mut first = p.jobs[members[0]].clone();
+    if members.len() == p.jobs.len() {
+        first.dirs = p.merged.clone();
+    } else {
+        for &m in &members[1..] {
+            for d in 0..2 {
+                first.dirs[d].merge(&p.jobs[m].dirs[d]);
+            }
+        }
+    }
+    first.runtime_ns = members
+        .iter()
+        .map(|&m| p.jobs[m].runtime_ns)
+        .max()
+        .unwrap_or(0);
+    for &m in &members[1..] {
+        let j = &p.jobs[m];
         for d in 0..2 {
             first.ramp_ios[d] += j.ramp_ios[d];
         }
@@ -93,7 +121,7 @@ pub fn entries(p: &PointResult, group: bool) -> Vec<(JobResult, Vec<usize>)> {
         first.sync.merge(&j.sync);
         merge_intervals(&mut first.intervals, &j.intervals);
     }
-    vec![(first, (0..p.jobs.len()).collect())]
+    first
 }
 
 /// Adds another job's interval counts, interval by interval (jobs of a point share the
