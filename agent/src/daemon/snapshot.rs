@@ -9,7 +9,7 @@ use tracing::error;
 use super::cli::SnapshotFormat;
 use crate::agent::Agent;
 use crate::config::Config;
-use crate::exporter;
+use crate::exposition::text as exporter;
 
 pub fn run(config: &Config, interval: Duration, format: SnapshotFormat) -> ExitCode {
     let agent = Agent::start(config);
