@@ -13,6 +13,7 @@ use stornet_lab::agent::AgentProcess;
 use stornet_lab::blockdev::{LoopDevice, direct_reads, direct_writes};
 use stornet_lab::privilege::{require_root, require_tool};
 use stornet_lab::promserver::{PromConfig, PromServer, now};
+use stornet_repo_checks::repo;
 
 const T: &str = "service_prometheus_stores_native_histograms_that_agree_with_the_classic";
 const PROTOBUF: &str =
@@ -82,6 +83,8 @@ fn service_prometheus_stores_native_histograms_that_agree_with_the_classic() {
         .concat(),
     );
     cfg.flags.push("--enable-feature=native-histograms".into());
+    cfg.rule_files
+        .push(repo::path("dashboards/prometheus/recording-rules.yml"));
     let prom = PromServer::start(&cfg).unwrap();
     let timeout = Duration::from_secs(30);
     for job in ["native", "classic", "openmetrics"] {
@@ -232,4 +235,19 @@ fn service_prometheus_stores_native_histograms_that_agree_with_the_classic() {
             );
         }
     }
+
+    // The dashboards' p99 panels read recording rules, which take the classic buckets where
+    // Prometheus has them and the native histogram where it has only that.
+    let rule = |job: &str| {
+        value(&format!(
+            "instance_device_op:stornet_block_service_seconds:p99_5m{{{}}}",
+            sel(job, "write")
+        ))
+    };
+    let (n, c) = (rule("native"), rule("classic"));
+    eprintln!("{T}: recorded p99 service time of writes: native {n:.7}, classic {c:.7}");
+    assert!(
+        (0.9..=1.1).contains(&(n / c)),
+        "recorded p99: native {n}, classic {c}"
+    );
 }
