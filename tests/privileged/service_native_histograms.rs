@@ -155,6 +155,15 @@ fn service_prometheus_stores_native_histograms_that_agree_with_the_classic() {
         sel("native", "write")
     ));
     eprintln!("{T}: classic _bucket series stored from the protobuf scrape: {native_buckets}");
+    for job in ["native", "classic", "openmetrics"] {
+        let all = value(&format!(
+            "count({{job=\"{job}\",__name__=~\"stornet_.+\"}})"
+        ));
+        let created = value(&format!(
+            "count({{job=\"{job}\",__name__=~\"stornet_.+_created\"}}) or vector(0)"
+        ));
+        eprintln!("{T}: {job}: {all} stornet_ series stored, {created} of them _created");
+    }
 
     // Each format, plain and gzip: what it is called and what it weighs, now that the
     // series stand still.
