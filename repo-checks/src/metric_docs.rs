@@ -149,7 +149,10 @@ mod tests {
         let s = series_names(&d);
         assert!(s.contains_key("stornet_block_queue_seconds_bucket"));
         assert!(s.contains_key("stornet_block_queue_seconds_count"));
-        assert!(s.contains_key("stornet_block_queue_seconds"), "the native histogram");
+        assert!(
+            s.contains_key("stornet_block_queue_seconds"),
+            "the native histogram"
+        );
         assert_eq!(
             s["stornet_block_queue_seconds_bucket"].labels,
             ["device", "op", "le"]
