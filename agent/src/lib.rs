@@ -20,9 +20,9 @@
 //!    cgroups). Snapshots read at the same moment (netlink, sock_diag and ethtool in each
 //!    namespace, pressure, block topology) join them, and [`self_metrics`] adds what the
 //!    agent costs.
-//! 4. [`exporter`] writes the families in the Prometheus text format, and [`web`] answers
-//!    `/metrics` (TLS, authentication, gzip, one render shared by the scrapes that arrive
-//!    together).
+//! 4. [`exposition`] writes the families in the format the scraper asked for (Prometheus
+//!    text, OpenMetrics, or protobuf with native histograms), and [`web`] answers `/metrics`
+//!    (TLS, authentication, gzip, one render shared by the scrapes that arrive together).
 //!
 //! The parts:
 //!
@@ -34,7 +34,7 @@
 //! | [`cgroups`] | which cgroups IO is attributed to, and counting per cgroup label |
 //! | [`kernel`] | the running kernel: version, lockdown, BTF, kallsyms, BPF system calls |
 //! | [`collectors`], [`agent`] | the registry of collectors (probes, snapshots) and their wiring |
-//! | [`model`], [`exporter`] | the data model between collectors and text |
+//! | [`model`], [`exposition`] | the data model between collectors and exposition, and its formats |
 //! | [`self_metrics`] | the agent's own cost, map fill and process metrics |
 //! | [`web`] | the HTTP(S) server and its web config |
 //! | [`config`] | the configuration file, and reading the files an operator names |
@@ -46,7 +46,7 @@ pub mod cgroups;
 pub mod collectors;
 pub mod config;
 pub mod daemon;
-pub mod exporter;
+pub mod exposition;
 pub mod host;
 pub mod kernel;
 pub mod model;

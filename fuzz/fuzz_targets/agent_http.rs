@@ -1,5 +1,6 @@
 //! Bytes from a client on the agent's port: HTTP/1 parsing with the agent's settings, then
-//! its basic-auth check of the Authorization header, as the server runs them.
+//! its basic-auth check of the Authorization header and its choice of format from the
+//! Accept header and the query, as the server runs them.
 #![no_main]
 
 use std::sync::{Arc, OnceLock};
@@ -9,6 +10,7 @@ use http_body_util::Full;
 use hyper::{Request, Response, body::Incoming};
 use hyper_util::rt::TokioIo;
 use libfuzzer_sys::fuzz_target;
+use stornet_agent::exposition::negotiate;
 use stornet_agent::web::auth::BasicAuth;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -28,7 +30,15 @@ async fn answer(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, std::co
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
     let allowed = auth().allows(header).await;
-    let body = format!("{allowed} {}", req.uri().path());
+    let accept: Vec<&str> = req
+        .headers()
+        .get_all(hyper::header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    let format = negotiate::from_query(req.uri().query())
+        .unwrap_or_else(|| Ok(negotiate::from_accept(&accept.join(","))));
+    let body = format!("{allowed} {format:?} {}", req.uri().path());
     Ok(Response::new(Full::new(Bytes::from(body))))
 }
 

@@ -26,6 +26,8 @@ pub struct PromConfig {
     pub scrape_configs: String,
     /// Rule files to load.
     pub rule_files: Vec<PathBuf>,
+    /// More command-line flags, such as `--enable-feature=native-histograms`.
+    pub flags: Vec<String>,
 }
 
 pub struct PromServer {
@@ -63,6 +65,7 @@ impl PromConfig {
             interval_s: 1,
             scrape_configs: scrape_configs.to_string(),
             rule_files: Vec::new(),
+            flags: Vec::new(),
         }
     }
 }
@@ -132,6 +135,7 @@ impl PromServer {
             ))
             .arg(format!("--web.listen-address={addr}"))
             .arg("--log.level=warn")
+            .args(&cfg.flags)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(File::create(dir.join("prometheus.log"))?)

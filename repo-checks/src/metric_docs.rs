@@ -84,11 +84,13 @@ pub fn load() -> Result<Vec<MetricDoc>> {
 }
 
 /// Every series name a scrape can contain, mapped to its documented metric: histograms add
-/// `_bucket` (with label `le`), `_sum` and `_count`.
+/// `_bucket` (with label `le`), `_sum` and `_count`, and keep their own name for the native
+/// histogram a protobuf scrape stores.
 pub fn series_names(docs: &[MetricDoc]) -> BTreeMap<String, MetricDoc> {
     let mut out = BTreeMap::new();
     for d in docs {
         if d.kind == "histogram" {
+            out.insert(d.name.clone(), d.clone());
             for suffix in ["_bucket", "_sum", "_count"] {
                 let mut s = d.clone();
                 if suffix == "_bucket" {
@@ -147,7 +149,10 @@ mod tests {
         let s = series_names(&d);
         assert!(s.contains_key("stornet_block_queue_seconds_bucket"));
         assert!(s.contains_key("stornet_block_queue_seconds_count"));
-        assert!(!s.contains_key("stornet_block_queue_seconds"));
+        assert!(
+            s.contains_key("stornet_block_queue_seconds"),
+            "the native histogram"
+        );
         assert_eq!(
             s["stornet_block_queue_seconds_bucket"].labels,
             ["device", "op", "le"]

@@ -323,6 +323,7 @@ fn dashboards_live_every_panel_returns_series_for_exported_metrics() {
             agent.addr
         ),
         rule_files: RULE_FILES.iter().map(|f| repo::path(f)).collect(),
+        flags: Vec::new(),
     })
     .expect("prometheus starts");
     let start = now();

@@ -46,6 +46,7 @@ mod replica_serve;
 mod service_faults;
 mod service_lifecycle;
 mod service_metric_names;
+mod service_native_histograms;
 mod service_prometheus;
 mod service_self_metrics;
 mod service_systemd;

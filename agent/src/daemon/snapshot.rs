@@ -9,14 +9,14 @@ use tracing::error;
 use super::cli::SnapshotFormat;
 use crate::agent::Agent;
 use crate::config::Config;
-use crate::exporter;
+use crate::exposition::text;
 
 pub fn run(config: &Config, interval: Duration, format: SnapshotFormat) -> ExitCode {
     let agent = Agent::start(config);
     std::thread::sleep(interval);
     let families = agent.gather();
     let text = match format {
-        SnapshotFormat::Text => exporter::render(&families),
+        SnapshotFormat::Text => text::render(&families),
         SnapshotFormat::Json => serde_json::to_string_pretty(&families)
             .map(|s| s + "\n")
             .map_err(Into::into),

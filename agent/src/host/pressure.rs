@@ -112,7 +112,7 @@ mod tests {
         std::fs::write(dir.join("io"), "some avg10=0.00 total=12\nfull total=x\n").unwrap();
         let mut out = Vec::new();
         Pressure::at(&dir).collect(&mut out).unwrap();
-        let text = crate::exporter::render(&out).unwrap();
+        let text = crate::exposition::text::render(&out).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
         assert!(
             text.contains(
@@ -161,7 +161,7 @@ mod tests {
         assert_eq!(check_cgroup(&dir), Ok(()));
         let mut out = Vec::new();
         Pressure::of_cgroup(&dir).collect(&mut out).unwrap();
-        let text = crate::exporter::render(&out).unwrap();
+        let text = crate::exposition::text::render(&out).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
         assert!(
             text.contains("{resource=\"cpu\",kind=\"some\"} 3.576488\n"),

@@ -44,6 +44,11 @@ pub struct SelfMetrics {
 }
 
 impl SelfMetrics {
+    /// When the agent started (Unix seconds): when its counters and histograms began.
+    pub fn start_time(&self) -> f64 {
+        self.start_time
+    }
+
     /// Call right after the probes are loaded, before collectors take maps out of the object.
     /// With `run_statistics` the kernel's BPF run-time statistics stay on while the agent
     /// runs; otherwise they are sampled as `config.sample_statistics_*` say.

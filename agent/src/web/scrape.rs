@@ -1,6 +1,6 @@
 //! Rendering the metrics for many requests at once: each render answers every request that
 //! was waiting when it started (the data is gathered after each of them arrived), and one
-//! render of each kind (plain, gzip) runs at a time. A crowd of clients asking at once
+//! render of each kind (format, and plain or gzip) runs at a time. A crowd of clients asking at once
 //! costs a render or two and one body they all share, not one each; a scraper among them
 //! is answered by the next render, not after everyone queued before it.
 
@@ -11,7 +11,7 @@ use bytes::Bytes;
 use tokio::sync::oneshot;
 
 use crate::agent::Agent;
-use crate::exporter;
+use crate::exposition::{self, Format};
 
 type Rendered = Result<Bytes, String>;
 
@@ -23,13 +23,15 @@ struct Queue {
 
 /// The renders of one kind.
 pub struct Renders {
+    format: Format,
     gzip: bool,
     queue: Mutex<Queue>,
 }
 
 impl Renders {
-    pub fn new(gzip: bool) -> Arc<Renders> {
+    pub fn new(format: Format, gzip: bool) -> Arc<Renders> {
         Arc::new(Renders {
+            format,
             gzip,
             queue: Mutex::new(Queue::default()),
         })
@@ -65,8 +67,8 @@ impl Renders {
                 }
                 std::mem::take(&mut q.waiting)
             };
-            let (agent, gzip) = (Arc::clone(&agent), self.gzip);
-            let rendered = tokio::task::spawn_blocking(move || render(&agent, gzip))
+            let (agent, format, gzip) = (Arc::clone(&agent), self.format, self.gzip);
+            let rendered = tokio::task::spawn_blocking(move || render(&agent, format, gzip))
                 .await
                 .unwrap_or_else(|e| Err(format!("collecting metrics: {e}")));
             for tx in batch {
@@ -76,14 +78,16 @@ impl Renders {
     }
 }
 
-/// One render: collect and write the text format, compressed when asked for.
-fn render(agent: &Agent, gzip: bool) -> Rendered {
+/// One render: collect and write the format, compressed when asked for.
+fn render(agent: &Agent, format: Format, gzip: bool) -> Rendered {
     let start = Instant::now();
-    let text = exporter::render(&agent.gather()).map_err(|e| format!("{e:#}"))?;
+    let created = agent.self_metrics.start_time();
+    let body =
+        exposition::render(&agent.gather(), format, created).map_err(|e| format!("{e:#}"))?;
     let body = if gzip {
-        super::gzip::compress(text.as_bytes()).map_err(|e| format!("{e:#}"))?
+        super::gzip::compress(&body).map_err(|e| format!("{e:#}"))?
     } else {
-        text.into_bytes()
+        body
     };
     agent.self_metrics.observe_scrape(start.elapsed());
     Ok(Bytes::from(body))

@@ -1,13 +1,13 @@
-//! The HTTP endpoint: the metrics (at `--web.telemetry-path`, gzip-compressed when the client
-//! accepts it), a landing page at `/` and `/-/healthy`, on one or more addresses, over plain
+//! The HTTP endpoint: the metrics (at `--web.telemetry-path`, in the format the client asks
+//! for, see `exposition::negotiate`, gzip-compressed when it accepts that), a landing page at `/` and `/-/healthy`, on one or more addresses, over plain
 //! TCP or TLS (HTTP/1.1, and HTTP/2 where TLS negotiates it), with the web config's client
 //! certificates, headers, rate limit and basic auth (see `web::config`).
 //!
 //! Clients that ask and never read cost a bounded amount: small socket buffers, a small
 //! request buffer, few HTTP/2 streams, answers sent in chunks and counted until taken
 //! (`web::answer`), and a connection closed when its answer is not taken in time or when
-//! the answers held together pass the budget (oldest first). Scrapes are rendered two at a
-//! time; a scraper that reads gets its answer meanwhile.
+//! the answers held together pass the budget (oldest first). Scrapes are rendered one at a
+//! time per format and compression; a scraper that reads gets its answer meanwhile.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -34,8 +34,7 @@ use super::scrape::Renders;
 use super::watch::WebConfigSource;
 use super::write_deadline::WriteDeadline;
 use crate::agent::Agent;
-
-const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
+use crate::exposition::{Format, negotiate};
 
 /// A client gets this long for its TLS handshake and for each request's headers; an idle
 /// kept-alive connection is closed after it too.
@@ -166,9 +165,8 @@ struct Shared {
     endpoint: Endpoint,
     conns: Mutex<Connections>,
     budget: Arc<Budget>,
-    /// The renders of plain and of gzip-compressed metrics.
-    plain: Arc<Renders>,
-    gzip: Arc<Renders>,
+    /// The renders of each format, plain (`[format][0]`) and gzip-compressed (`[format][1]`).
+    renders: [[Arc<Renders>; 2]; 3],
 }
 
 /// What every listener serves.
@@ -195,8 +193,7 @@ pub async fn serve(
             open: BTreeMap::new(),
         }),
         budget: Arc::new(Budget::new(ANSWER_BUDGET)),
-        plain: Renders::new(false),
-        gzip: Renders::new(true),
+        renders: Format::ALL.map(|f| [Renders::new(f, false), Renders::new(f, true)]),
     });
     let mut tasks = tokio::task::JoinSet::new();
     let reaper = shared.clone();
@@ -409,8 +406,13 @@ async fn handle(req: Request<Incoming>, conn: &Conn, web: &WebConfig) -> Respons
         );
     }
     if path == endpoint.telemetry_path {
+        let format = match negotiate::from_query(req.uri().query()) {
+            Some(Ok(format)) => format,
+            Some(Err(e)) => return reply(StatusCode::BAD_REQUEST, "text/plain", format!("{e}\n")),
+            None => negotiate::from_accept(&header_values(req.headers(), hyper::header::ACCEPT)),
+        };
         let gzip = super::gzip::accepted(req.headers());
-        return metrics(conn, gzip).await;
+        return metrics(conn, format, gzip).await;
     }
     match path {
         "/-/healthy" => reply(StatusCode::OK, "text/plain", "Healthy\n"),
@@ -423,11 +425,21 @@ async fn handle(req: Request<Incoming>, conn: &Conn, web: &WebConfig) -> Respons
     }
 }
 
+/// Every value of a header, joined by commas (as HTTP allows a list header to be split).
+fn header_values(headers: &hyper::HeaderMap, name: hyper::header::HeaderName) -> String {
+    let values: Vec<&str> = headers
+        .get_all(name)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    values.join(",")
+}
+
 /// One scrape, answered by the next render of its kind (see `web::scrape`); the answer
 /// counts against the budget until the client has taken it.
-async fn metrics(conn: &Conn, gzip: bool) -> Response<Answer> {
+async fn metrics(conn: &Conn, format: Format, gzip: bool) -> Response<Answer> {
     let shared = &conn.shared;
-    let renders = if gzip { &shared.gzip } else { &shared.plain };
+    let renders = &shared.renders[format as usize][usize::from(gzip)];
     let rendered = renders.get(&shared.endpoint.agent).await;
     match rendered {
         Ok(body) => {
@@ -435,7 +447,7 @@ async fn metrics(conn: &Conn, gzip: bool) -> Response<Answer> {
             let body = Answer::held(body, &conn.held, &shared.budget);
             let mut r = Response::builder()
                 .status(StatusCode::OK)
-                .header("content-type", TEXT_FORMAT)
+                .header("content-type", format.content_type())
                 .body(body)
                 .expect("valid response");
             if gzip {
@@ -446,7 +458,7 @@ async fn metrics(conn: &Conn, gzip: bool) -> Response<Answer> {
             }
             r.headers_mut().insert(
                 hyper::header::VARY,
-                hyper::header::HeaderValue::from_static("Accept-Encoding"),
+                hyper::header::HeaderValue::from_static("Accept, Accept-Encoding"),
             );
             r
         }

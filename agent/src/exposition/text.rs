@@ -1,4 +1,4 @@
-//! Renders the data model in the Prometheus text exposition format with the `prometheus` crate.
+//! The Prometheus text format 0.0.4, written with the `prometheus` crate: the default.
 
 use prometheus::proto::{self, MetricType};
 use prometheus::{Encoder, TextEncoder};
