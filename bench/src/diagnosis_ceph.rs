@@ -280,7 +280,7 @@ pub fn run(only: Option<&str>, reps: usize) -> Result<()> {
             let case = match one(&c, fault, &places, &hosts, &out, &name) {
                 Ok(case) => case,
                 Err(e) => {
-                    println!("  {:<36} rep {rep}: failed: {e:#}", fault.label());
+                    println!("  {:<38} rep {rep}: failed: {e:#}", fault.label());
                     heal(&c)?;
                     let _ = c.cleanup_bench();
                     Case {
@@ -357,7 +357,7 @@ fn one(
     let confidence = v["confidence"].as_f64().unwrap_or(0.0);
     let right = cause == fault.truth() && places.right(fault, &location);
     println!(
-        "  {:<36} {}: {} {cause} at {} ({confidence:.2}) | {} | rados bench {:.0} IOPS, mean {:.0} ms, max {:.0} ms; Ceph: {health}",
+        "  {:<38} {}: {} {cause} at {} ({confidence:.2}) | {} | rados bench {:.0} IOPS, mean {:.0} ms, max {:.0} ms; Ceph: {health}",
         fault.label(),
         name,
         if right { "right" } else { "WRONG" },
