@@ -45,7 +45,7 @@ use stornet_lab::lab::{
     Disk, DiskSpec, HostSpec, Lab, Node, ReplicatedRun, Shaping, Throttle, Workload, interrupt,
 };
 
-use super::median;
+use super::{confusion, median};
 
 /// The ramp of `Workload::paced_writes`.
 const RAMP_S: u64 = 1;
@@ -460,11 +460,7 @@ fn print_case(c: &Case, rep: usize) {
 fn summarize(cases: &[Case]) -> String {
     use std::fmt::Write;
     let mut s = String::new();
-    let commit = Command::new("git")
-        .args(["rev-parse", "--short", "HEAD"])
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_default();
+    let commit = confusion::commit();
     let _ = writeln!(
         s,
         "\ndiagnosis bench at commit {commit}, {} cases",
@@ -507,7 +503,6 @@ fn impact_validation<'a>(s: &mut String, cases: &'a [Case]) -> Vec<&'a Case> {
 
 /// True class against verdict, over the healthy cases and the fault cases kept.
 fn confusion_matrix(s: &mut String, judged: &[&Case]) {
-    use std::fmt::Write;
     let classes = [
         "healthy",
         "healthy, busy host",
@@ -520,7 +515,7 @@ fn confusion_matrix(s: &mut String, judged: &[&Case]) {
         "slow replica device",
         "replica cpu",
     ];
-    let mut verdicts: Vec<&str> = vec![
+    let verdicts = [
         "none",
         "network_congestion",
         "network_saturation",
@@ -530,40 +525,17 @@ fn confusion_matrix(s: &mut String, judged: &[&Case]) {
         "slow_device",
         "cpu",
     ];
-    for c in judged {
-        if !verdicts.contains(&c.cause.as_str()) {
-            verdicts.push(&c.cause);
-        }
-    }
-    let _ = writeln!(s, "\nconfusion matrix (rows: true class; columns: verdict)");
-    let _ = write!(s, "  {:<20}", "");
-    for v in &verdicts {
-        let _ = write!(s, "{v:>20}");
-    }
-    let _ = writeln!(s);
-    for class in classes {
-        let _ = write!(s, "  {class:<20}");
-        for v in &verdicts {
-            let n = judged
-                .iter()
-                .filter(|c| c.fault.class() == class && c.cause == *v)
-                .count();
-            let _ = write!(s, "{n:>20}");
-        }
-        let _ = writeln!(s);
-    }
+    let pairs: Vec<(&str, &str)> = judged
+        .iter()
+        .map(|c| (c.fault.class(), c.cause.as_str()))
+        .collect();
+    confusion::matrix(s, &classes, &verdicts, &pairs);
 }
 
 /// Top-1 and top-2 accuracy, false positives, culprits named and time to a right verdict.
 fn accuracy(s: &mut String, healthy: &[&Case], kept: &[&Case]) {
     use std::fmt::Write;
-    let ratio = |n: usize, of: usize| {
-        if of == 0 {
-            "-".to_string()
-        } else {
-            format!("{:.2} ({n} of {of})", n as f64 / of as f64)
-        }
-    };
+    let ratio = confusion::ratio;
     let right: Vec<&Case> = kept
         .iter()
         .copied()

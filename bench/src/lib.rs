@@ -5,7 +5,9 @@
 mod agent_scrape;
 mod block_overhead;
 mod ceph;
+mod confusion;
 mod diagnosis;
+mod diagnosis_ceph;
 mod loadgen_vs_fio;
 mod multi_host;
 mod net_overhead;
@@ -31,6 +33,8 @@ pub enum Bench {
     Soak,
     /// Faults injected mid-run in the lab: confusion matrix and accuracy of the verdict.
     Diagnosis,
+    /// The diagnosis bench on a lab Ceph cluster, judged from the OSDs' op latency.
+    DiagnosisCeph,
     /// One coordinated 3-host run against three independent runs at once.
     MultiHost,
     /// rados bench on a lab Ceph cluster with and without the agents on its OSD hosts.
@@ -38,7 +42,7 @@ pub enum Bench {
 }
 
 /// Runs one benchmark; `minutes` is the soak's length, `cases` and `reps` the diagnosis
-/// bench's selection and repetitions.
+/// benches' selection and repetitions.
 pub fn run(bench: Bench, minutes: u64, cases: Option<&str>, reps: usize) -> Result<()> {
     match bench {
         Bench::BlockOverhead => block_overhead::run(),
@@ -48,6 +52,7 @@ pub fn run(bench: Bench, minutes: u64, cases: Option<&str>, reps: usize) -> Resu
         Bench::Replication => replication::run(),
         Bench::Soak => soak::run(minutes),
         Bench::Diagnosis => diagnosis::run(cases, reps),
+        Bench::DiagnosisCeph => diagnosis_ceph::run(cases, reps),
         Bench::MultiHost => multi_host::run(),
         Bench::Ceph => ceph::run(),
     }

@@ -60,10 +60,10 @@ enum Task {
         /// How long the soak bench runs.
         #[arg(long, default_value_t = 30)]
         minutes: u64,
-        /// The diagnosis bench: only the cases whose label contains this (e.g. `loss`).
+        /// The diagnosis benches: only the cases whose label contains this (e.g. `loss`).
         #[arg(long)]
         cases: Option<String>,
-        /// The diagnosis bench: repetitions of each case.
+        /// The diagnosis benches: repetitions of each case.
         #[arg(long, default_value_t = 3)]
         reps: usize,
     },
