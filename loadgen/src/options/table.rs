@@ -823,7 +823,7 @@ pub fn command(run: clap::Command) -> clap::Command {
         clap::Arg::new("JOBFILE")
             .num_args(0..)
             .value_hint(clap::ValueHint::FilePath)
-            .help("fio job files to run, after the command line's options"),
+            .help("fio job files to run"),
     )
 }
 
