@@ -86,7 +86,8 @@ pub fn package() -> Result<Vec<PathBuf>> {
     let loadgen = root.join("target/release/loadgen");
     let run_help = cmd::output(&loadgen.to_string_lossy(), &["run", "--help"])
         .context("loadgen run --help failed")?;
-    let page = deb_file(&debs[2], "./usr/share/man/man1/loadgen-run.1.gz")?;
+    let loadgen_deb = out_dir().join(format!("loadgen_{}-1_amd64.deb", env!("CARGO_PKG_VERSION")));
+    let page = deb_file(&loadgen_deb, "./usr/share/man/man1/loadgen-run.1.gz")?;
     let n = names_every_option(&page, &run_help)
         .context("loadgen-run.1 against `loadgen run --help`")?;
     println!("loadgen-run.1: names all {n} options of `loadgen run --help`");
