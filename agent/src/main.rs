@@ -1,5 +1,6 @@
 use std::process::ExitCode;
 
+use clap::CommandFactory;
 use stornet_agent::config::Config;
 use stornet_agent::daemon::cli::{self, Command, EXIT_USAGE};
 use stornet_agent::daemon::{check, logging, service, snapshot};
@@ -25,5 +26,6 @@ fn main() -> ExitCode {
         None => service::run(&args, config),
         Some(Command::Check) => check::run(&config),
         Some(Command::Snapshot { interval, format }) => snapshot::run(&config, interval, format),
+        Some(Command::GenerateDocs(docs)) => docs.run(cli::Cli::command()),
     }
 }

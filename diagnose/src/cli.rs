@@ -25,12 +25,16 @@ pub enum Command {
     /// Write the HTML report (charts, self-contained) of a run record or of the fleet, and
     /// print the verdict as `analyze` does.
     Report(ReportArgs),
+    /// Write the man pages and shell completions into a directory (for packaging).
+    #[command(hide = true)]
+    GenerateDocs(cli_docs::GenerateDocs),
 }
 
 impl Command {
-    /// The one analysis every command is.
-    pub fn into_analysis(self) -> AnalyzeArgs {
-        match self {
+    /// The one analysis every command is; `generate-docs` analyses nothing and is given back.
+    pub fn into_analysis(self) -> Result<AnalyzeArgs, cli_docs::GenerateDocs> {
+        Ok(match self {
+            Command::GenerateDocs(docs) => return Err(docs),
             Command::Analyze(a) => a,
             Command::Watch(w) => AnalyzeArgs {
                 record: None,
@@ -46,7 +50,7 @@ impl Command {
                 watch: false,
                 fleet: r.fleet,
             },
-        }
+        })
     }
 }
 
@@ -188,7 +192,8 @@ mod tests {
     #[test]
     fn watch_and_report_are_analyses() {
         let parse = |args: &[&str]| {
-            Cli::try_parse_from([&["stornet"], args].concat()).map(|c| c.command.into_analysis())
+            Cli::try_parse_from([&["stornet"], args].concat())
+                .map(|c| c.command.into_analysis().unwrap())
         };
         let w = parse(&[
             "watch",

@@ -1,10 +1,14 @@
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use diagnose::cli::Cli;
 
 fn main() -> ExitCode {
-    match diagnose::analyze::run(&Cli::parse().command.into_analysis()) {
+    let analysis = match Cli::parse().command.into_analysis() {
+        Ok(analysis) => analysis,
+        Err(docs) => return docs.run(Cli::command()),
+    };
+    match diagnose::analyze::run(&analysis) {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
             diagnose::note!(

@@ -1,6 +1,6 @@
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use loadgen::{replication, serve};
 
 /// io_uring load generator for networked storage.
@@ -29,6 +29,9 @@ enum Command {
     /// Run a job order `loadgen serve` checked and hands over (its own use).
     #[command(hide = true)]
     JobOrder,
+    /// Write the man pages and shell completions into a directory (for packaging).
+    #[command(hide = true)]
+    GenerateDocs(cli_docs::GenerateDocs),
 }
 
 fn main() -> ExitCode {
@@ -44,6 +47,11 @@ fn main() -> ExitCode {
         Command::Serve(args) => return serve::serve(args),
         Command::ReplicaClient(args) => return replication::client::replica_client(args),
         Command::JobOrder => loadgen::run::job_order(),
+        Command::GenerateDocs(docs) => {
+            // `run` parses its own options (fio's); its page and completions list them.
+            let cli = Cli::command().mut_subcommand("run", loadgen::options::table::command);
+            return docs.run(cli);
+        }
     };
     match result {
         Ok(code) => ExitCode::from(code),

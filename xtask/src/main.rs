@@ -12,6 +12,7 @@ mod ldd;
 mod package;
 mod setup;
 mod test;
+mod unused_deps;
 mod vm;
 
 use std::process::ExitCode;
@@ -45,6 +46,9 @@ enum Task {
     /// List the import circles between the modules of each crate (the lint step fails on
     /// any).
     Circles,
+    /// List the dependencies a crate declares and never names in its code (the lint step
+    /// fails on any).
+    UnusedDeps,
     /// Install what the build and tests need (idempotent; skips what is present).
     Setup,
     /// Set up, build and run stornet-agent in the foreground (root).
@@ -179,6 +183,7 @@ fn main() -> ExitCode {
         } => lab::ceph(osds, skip_setup),
         Task::Setup => setup::setup(),
         Task::Circles => circles::check(&cmd::workspace_root()),
+        Task::UnusedDeps => unused_deps::check(&cmd::workspace_root()),
         Task::Package { skip_setup } => (if skip_setup { Ok(()) } else { setup::setup() })
             .and_then(|()| package::package().map(drop)),
         Task::Fuzz {

@@ -50,7 +50,6 @@ const PACKAGES: &[(&str, &str)] = &[
     ),
     ("xz-utils", "the vm tier: compressed kernel modules"),
     ("bpftool", "inspecting probes and maps"),
-    ("help2man", "man pages of the Debian packages"),
     ("lintian", "checks the Debian packages"),
     ("debootstrap", "the vm tier's Debian guest with systemd"),
     ("ceph-mon", "the lab's Ceph cluster: its monitor"),

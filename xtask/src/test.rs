@@ -24,6 +24,7 @@ pub enum Tier {
 fn lint() -> Result<()> {
     run(cargo().args(["fmt", "--all", "--check"]))?;
     crate::circles::check(&cmd::workspace_root())?;
+    crate::unused_deps::check(&cmd::workspace_root())?;
     // The eBPF programs are linted by the second command; the first needs no object of them.
     run(cargo()
         .env("AYA_BUILD_SKIP", "1")
@@ -139,7 +140,10 @@ fn foreground(wants: impl Fn(Tier) -> bool, vm_here: bool) -> Result<()> {
         })?;
     }
     if wants(Tier::Unit) {
-        cmd::step("lint: fmt, import circles and clippy", lint)?;
+        cmd::step(
+            "lint: fmt, import circles, unused dependencies and clippy",
+            lint,
+        )?;
         crate::fuzz::build_targets(crate::fuzz::Build::Quick)?;
         // Every parser of outside input; `cargo xtask fuzz` runs them longer.
         cmd::step("fuzz targets", || {

@@ -99,6 +99,9 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = SnapshotFormat::Text)]
         format: SnapshotFormat,
     },
+    /// Write the man pages and shell completions into a directory (for packaging).
+    #[command(hide = true)]
+    GenerateDocs(cli_docs::GenerateDocs),
 }
 
 pub use super::logging::{LogFormat, LogLevel};

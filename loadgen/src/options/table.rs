@@ -820,12 +820,7 @@ pub fn lookup(key: &str) -> Option<&'static OptionDoc> {
 
 /// The text of `loadgen run --help`.
 pub fn help() -> String {
-    let mut s = String::from(
-        "Usage: loadgen run [OPTIONS] [JOBFILE...]\n\n\
-         Runs a storage workload with fio's option names and value syntax (a fio command line\n\
-         works with `fio` replaced by `loadgen run`). Options take `--key=value` or `--key value`.\n\n\
-         Options:\n",
-    );
+    let mut s = format!("Usage: loadgen run [OPTIONS] [JOBFILE...]\n\n{HELP_INTRO}\n\nOptions:\n");
     for o in OPTIONS {
         let lhs = if o.value.is_empty() {
             format!("--{}", o.name)
@@ -834,12 +829,49 @@ pub fn help() -> String {
         };
         s.push_str(&format!("  {lhs:<28} {}\n", o.help));
     }
-    s.push_str(
-        "\nExit status: 0 success, 1 run-time failure (an IO error, a failed replica),\n\
-         2 bad options or refused target, 3 --verify found corrupt data.\n",
-    );
+    s.push_str(&format!("\n{EXIT_STATUS}\n"));
     s
 }
+
+/// `loadgen run` (given as clap has it, for its name and summary) with the table's options, for
+/// its man page and shell completions. The options are parsed by [`super::parse`], not by clap:
+/// this only describes them.
+pub fn command(run: clap::Command) -> clap::Command {
+    let mut cmd = clap::Command::new("run")
+        .about(run.get_about().cloned().unwrap_or_default())
+        .long_about(HELP_INTRO)
+        .override_usage("loadgen run [OPTIONS] [JOBFILE...]")
+        .disable_help_flag(true)
+        .after_help(EXIT_STATUS);
+    for o in OPTIONS {
+        // Man pages do not show clap's aliases: the help line names them.
+        let help = match o.aliases {
+            [] => o.help.to_string(),
+            aliases => format!("{} (also --{})", o.help, aliases.join(", --")),
+        };
+        let mut arg = clap::Arg::new(o.name)
+            .long(o.name)
+            .visible_aliases(o.aliases.iter().copied())
+            .help(help);
+        arg = match o.arity {
+            Arity::Value => arg.value_name(o.value),
+            Arity::Flag => arg.action(clap::ArgAction::SetTrue),
+        };
+        cmd = cmd.arg(arg);
+    }
+    cmd.arg(
+        clap::Arg::new("JOBFILE")
+            .num_args(0..)
+            .value_hint(clap::ValueHint::FilePath)
+            .help("fio job files to run"),
+    )
+}
+
+const HELP_INTRO: &str = "Runs a storage workload with fio's option names and value syntax (a fio command line\n\
+     works with `fio` replaced by `loadgen run`). Options take `--key=value` or `--key value`.";
+
+const EXIT_STATUS: &str = "Exit status: 0 success, 1 run-time failure (an IO error, a failed replica),\n\
+     2 bad options or refused target, 3 --verify found corrupt data.";
 
 #[cfg(test)]
 mod tests {
@@ -872,5 +904,35 @@ mod tests {
         assert_eq!(lookup("ratemin").unwrap().name, "rate_min");
         assert_eq!(lookup("ratecycle").unwrap().name, "rate_cycle");
         assert_eq!(lookup("iodepth-sweep").unwrap().name, "iodepth_sweep");
+    }
+
+    /// The man page and the bash completion of `loadgen run` name every option of the table
+    /// and every alias, as `--NAME`.
+    #[test]
+    fn man_page_and_completion_name_every_option() {
+        let cmd = command(clap::Command::new("run").about("Run a workload"));
+        cmd.clone().debug_assert();
+        let dir = std::env::temp_dir().join(format!("loadgen-docs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        cli_docs::write(cmd, &dir).unwrap();
+        // roff writes a dash as `\-`; an option ends at a space, `=`, `,` or `]`.
+        let page = std::fs::read_to_string(dir.join("man/run.1"))
+            .unwrap()
+            .replace("\\-", "-");
+        let bash = std::fs::read_to_string(dir.join("completions/run.bash")).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let named = |text: &str, opt: &str| {
+            text.match_indices(opt).any(|(i, _)| {
+                !text[i + opt.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
+            })
+        };
+        assert!(page.contains("Exit status"));
+        for o in OPTIONS {
+            for name in std::iter::once(&o.name).chain(o.aliases) {
+                let opt = format!("--{name}");
+                assert!(named(&page, &opt), "the man page lacks {opt}");
+                assert!(named(&bash, &opt), "the bash completion lacks {opt}");
+            }
+        }
     }
 }

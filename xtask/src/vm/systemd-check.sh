@@ -45,6 +45,7 @@ install_without_btf_says_so() {
 install_enables_nothing() {
 	dpkg -i $DEBS/stornet-agent_*.deb || return 1
 	test -f /etc/stornet/agent.toml || { echo "no /etc/stornet/agent.toml"; return 1; }
+	docs_installed stornet-agent "stornet-agent-check stornet-agent-snapshot" || return 1
 	state=$(systemctl is-enabled stornet-agent)
 	[ "$state" = disabled ] || { echo "is-enabled: $state"; return 1; }
 	! systemctl -q is-active stornet-agent || { echo "started by the install"; return 1; }
@@ -146,10 +147,25 @@ purge_leaves_nothing() {
 	[ -z "$left" ] || { echo "left behind: $left"; return 1; }
 }
 
+# The man pages and shell completions of program $1 are where man, bash, zsh and fish look;
+# each page named after a subcommand in $2 is there, and bash completes the program.
+docs_installed() {
+	for page in "$1" $2; do
+		test -f /usr/share/man/man1/$page.1.gz || { echo "no man page $page.1.gz"; ls /usr/share/man/man1; return 1; }
+	done
+	test -f /usr/share/zsh/vendor-completions/_$1 || { echo "no zsh completion"; return 1; }
+	test -f /usr/share/fish/vendor_completions.d/$1.fish || { echo "no fish completion"; return 1; }
+	bash -c "source /usr/share/bash-completion/completions/$1 && complete -p $1" || return 1
+}
+
+# Prints the long options `--NAME` at the start of the lines of a help text on stdin.
+help_options() { sed -n 's/^ *--\([A-Za-z0-9_.-]*\).*/\1/p'; }
+
 stornet_package() {
 	dpkg -i $DEBS/stornet_*.deb || return 1
 	stornet --version || return 1
 	stornet analyze --help | grep -q -- --prometheus || return 1
+	docs_installed stornet "stornet-analyze stornet-watch stornet-report" || return 1
 	dpkg -P stornet || return 1
 	[ ! -e /usr/bin/stornet ] || { echo "/usr/bin/stornet left"; return 1; }
 }
@@ -157,6 +173,19 @@ stornet_package() {
 loadgen_package() {
 	dpkg -i $DEBS/loadgen_*.deb || return 1
 	loadgen --version || return 1
+	docs_installed loadgen "loadgen-run loadgen-serve loadgen-analyze" || return 1
+	# loadgen-run.1 names every option `loadgen run --help` lists (roff writes a dash as \-).
+	loadgen run --help | help_options | sort -u > /tmp/help-options
+	zcat /usr/share/man/man1/loadgen-run.1.gz | sed 's/\\-/-/g' | grep -o -e '--[A-Za-z0-9_.-]*' |
+		sed 's/^--//' | sort -u > /tmp/page-options
+	n=$(wc -l < /tmp/help-options)
+	[ "$n" -gt 50 ] || { echo "only $n options in loadgen run --help"; return 1; }
+	missing=$(comm -23 /tmp/help-options /tmp/page-options)
+	[ -z "$missing" ] || { echo "loadgen-run.1 lacks:" $missing; return 1; }
+	# bash completes run's options from the same table.
+	got=$(bash -c 'source /usr/share/bash-completion/completions/loadgen
+		COMP_WORDS=(loadgen run --rwm); COMP_CWORD=2; _loadgen loadgen --rwm run; echo "${COMPREPLY[*]}"')
+	[ "$got" = "--rwmixread --rwmixwrite" ] || { echo "bash completes loadgen run --rwm as: $got"; return 1; }
 	dpkg -P loadgen || return 1
 	[ ! -e /usr/bin/loadgen ] || { echo "/usr/bin/loadgen left"; return 1; }
 }
