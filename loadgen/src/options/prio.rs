@@ -33,6 +33,20 @@ impl PrioOptions {
         self.percentage.iter().any(|&p| p > 0) || self.bssplit.is_some()
     }
 
+    /// Whether any IO runs in the real-time class (1), which the kernel serves before every
+    /// best-effort IO of the machine.
+    pub fn real_time(&self) -> bool {
+        const RT: u8 = 1;
+        self.prioclass == Some(RT)
+            || self.class.contains(&Some(RT))
+            || self
+                .bssplit
+                .iter()
+                .flatten()
+                .flatten()
+                .any(|s| s.class == Some(RT))
+    }
+
     /// Takes one of the options; false if `key` is none of them.
     pub fn set(&mut self, key: &str, v: &str) -> Result<bool, String> {
         match key {

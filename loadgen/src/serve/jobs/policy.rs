@@ -68,7 +68,8 @@ impl Confinement {
         }
     }
 
-    /// Refuses options that name files or listeners on the host, or that are the host's.
+    /// Refuses options that name files or listeners on the host, or that are the host's
+    /// (the real-time IO class: the host's own daemons would wait behind the job).
     pub fn check_options(&self, plan: &Plan) -> Result<(), String> {
         let s = &plan.settings;
         let c = &s.agent_client;
@@ -103,6 +104,12 @@ impl Confinement {
             if j.unlink {
                 return Err(format!(
                     "job {}: unlink is not taken in a job order (the host removes no file by name)",
+                    j.name
+                ));
+            }
+            if j.prio.real_time() {
+                return Err(format!(
+                    "job {}: the real-time IO class (prioclass or cmdprio_class 1) is not taken in a job order: it would starve the host's own IO",
                     j.name
                 ));
             }
@@ -269,6 +276,15 @@ mod tests {
                 "write_*_log",
             ),
             ("--name=w --rw=write --size=1m --unlink", "unlink"),
+            ("--name=w --rw=write --size=1m --prioclass=1", "real-time"),
+            (
+                "--name=w --rw=write --size=1m --cmdprio_percentage=10 --cmdprio_class=2,1",
+                "real-time",
+            ),
+            (
+                "--name=w --rw=write --size=1m --cmdprio_bssplit=4k/10/1/0",
+                "real-time",
+            ),
             (
                 "--agent-insecure-skip-verify --name=w --rw=write --size=1m",
                 "--agent-insecure-skip-verify",
@@ -281,6 +297,11 @@ mod tests {
             let e = targets_of(&c, args).unwrap_err();
             assert!(e.contains(named), "{args}: {e}");
         }
+        // Best-effort and idle priorities are the job's own business.
+        assert_eq!(
+            targets_of(&c, "--name=w --rw=write --size=1m --prioclass=2 --prio=7"),
+            Ok(())
+        );
         assert!(
             targets_of(&c, "--name=w --rw=read --size=1m --filename=/dev/null")
                 .unwrap_err()
