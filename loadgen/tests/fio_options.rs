@@ -40,9 +40,18 @@ fn run(tool: Tool, dir: &Path, args: &[&str]) -> (Option<i32>, Option<Value>, St
         .current_dir(dir)
         .output()
         .expect("runs (cargo xtask setup installs fio)");
+    // fio may print a line before its JSON ("fio: terminating on signal 15" when
+    // `exit_what=all` ends its jobs); loadgen's stdout must be JSON alone.
+    let json = match tool {
+        Tool::Loadgen => &o.stdout[..],
+        Tool::Fio => {
+            let at = o.stdout.iter().position(|&b| b == b'{').unwrap_or(0);
+            &o.stdout[at..]
+        }
+    };
     (
         o.status.code(),
-        serde_json::from_slice(&o.stdout).ok(),
+        serde_json::from_slice(json).ok(),
         String::from_utf8_lossy(&o.stderr).into_owned(),
     )
 }
