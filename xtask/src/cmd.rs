@@ -56,3 +56,25 @@ pub fn build_binaries() -> Result<Vec<(String, std::path::PathBuf)>> {
 /// test` holds while the foreground's tests run), and these are the root tiers' test
 /// executables, as `name=path` lines.
 pub const BUILT: &str = "STORNET_XTASK_BUILT";
+
+/// `cargo metadata` of the workspace whose manifest is `manifest`, offline.
+pub fn metadata(manifest: &std::path::Path) -> Result<serde_json::Value> {
+    let out = cargo()
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--offline",
+            "--manifest-path",
+        ])
+        .arg(manifest)
+        .output()
+        .context("running cargo metadata")?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "cargo metadata: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    serde_json::from_slice(&out.stdout).context("reading cargo metadata's JSON")
+}

@@ -4,6 +4,7 @@ mod background;
 mod circles;
 mod cmd;
 mod demo;
+mod dep_policy;
 mod fuzz;
 mod image;
 mod k8s;
@@ -49,6 +50,9 @@ enum Task {
     /// List the dependencies a crate declares and never names in its code (the lint step
     /// fails on any).
     UnusedDeps,
+    /// Check every dependency's licence and source against the policy in the root
+    /// Cargo.toml, and list crates built in more than one version (the lint step runs it).
+    DepPolicy,
     /// Install what the build and tests need (idempotent; skips what is present).
     Setup,
     /// Set up, build and run stornet-agent in the foreground (root).
@@ -184,6 +188,7 @@ fn main() -> ExitCode {
         Task::Setup => setup::setup(),
         Task::Circles => circles::check(&cmd::workspace_root()),
         Task::UnusedDeps => unused_deps::check(&cmd::workspace_root()),
+        Task::DepPolicy => dep_policy::check(&cmd::workspace_root()),
         Task::Package { skip_setup } => (if skip_setup { Ok(()) } else { setup::setup() })
             .and_then(|()| package::package().map(drop)),
         Task::Fuzz {

@@ -25,6 +25,7 @@ fn lint() -> Result<()> {
     run(cargo().args(["fmt", "--all", "--check"]))?;
     crate::circles::check(&cmd::workspace_root())?;
     crate::unused_deps::check(&cmd::workspace_root())?;
+    crate::dep_policy::check(&cmd::workspace_root())?;
     // The eBPF programs are linted by the second command; the first needs no object of them.
     run(cargo()
         .env("AYA_BUILD_SKIP", "1")

@@ -20,24 +20,7 @@ pub struct Unused {
 
 /// The unused dependencies of the workspace whose manifest is `manifest`.
 pub fn find(manifest: &Path) -> Result<Vec<Unused>> {
-    let out = crate::cmd::cargo()
-        .args([
-            "metadata",
-            "--format-version",
-            "1",
-            "--offline",
-            "--manifest-path",
-        ])
-        .arg(manifest)
-        .output()
-        .context("running cargo metadata")?;
-    if !out.status.success() {
-        bail!(
-            "cargo metadata: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let meta = crate::cmd::metadata(manifest)?;
     let members: BTreeSet<&str> = meta["workspace_members"]
         .as_array()
         .context("no workspace_members")?
