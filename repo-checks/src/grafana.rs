@@ -11,7 +11,8 @@ use stornet_lab::promserver::{PromServer, Series};
 use crate::promql;
 
 /// The dashboards, relative to the repository root.
-pub const DASHBOARDS: [&str; 3] = [
+pub const DASHBOARDS: [&str; 4] = [
+    "dashboards/ceph.json",
     "dashboards/host-storage.json",
     "dashboards/network-congestion.json",
     "dashboards/storage-vs-network.json",

@@ -17,6 +17,8 @@ use stornet_lab::ceph::{CephLab, CephSpec, FioRbd, RadosBench};
 use stornet_lab::lab::Shaping;
 use stornet_lab::metrics::{Sample, sum};
 use stornet_lab::netns::ip;
+use stornet_lab::promserver::now;
+use stornet_repo_checks::grafana::{Dashboard, PanelResult, Window, resolve_variables, run_panels};
 
 /// Fails under CI, skips otherwise, when the machine cannot run the lab.
 fn can_run(test: &str) -> bool {
@@ -436,6 +438,7 @@ fn ceph_lab_faults_move_their_independent_counts() {
         return;
     }
     let c = up("cephflt");
+    let t_start = now();
     let made = made(&c);
     let b = RadosBench::writes(10);
     let h1 = c.osd_host(0).addr.to_string();
@@ -562,6 +565,8 @@ fn ceph_lab_faults_move_their_independent_counts() {
     assert!(starved.iops < healthy.iops / 2.0, "{starved:?}");
     c.cleanup_bench().unwrap();
 
+    ceph_dashboard_shows_the_faults(&c, t_start);
+
     // Jumbo frames with h1's port left at 1500: a new client's connections to h1 agree on
     // 9000-byte segments, the bridge drops each one at that port without counting it
     // anywhere but the kernel's drop tracepoint, and the client retransmits into the void.
@@ -608,6 +613,79 @@ fn ceph_lab_faults_move_their_independent_counts() {
     drop(c);
     eprintln!("down in {:.1} s", t.elapsed().as_secs_f64());
     assert_removed(&made);
+}
+
+/// The Ceph dashboard over the faults so far, as Grafana would run it: every OSD host is a
+/// value of its variable, every panel returns series, and the panels show the faults where
+/// they were: retransmits toward h1's address from the other hosts (the shallow port),
+/// bluestore's commit latency highest on osd.0 (its throttled disk), and one device series
+/// per OSD, joined through `ceph_disk_occupation`.
+fn ceph_dashboard_shows_the_faults(c: &CephLab, start: f64) {
+    let prom = c.prometheus.as_ref().expect("the lab's Prometheus");
+    // Past the mgr's next refresh, so its last figures are in.
+    std::thread::sleep(Duration::from_secs(u64::from(c.spec.stats_period_s) + 2));
+    let w = Window {
+        start,
+        end: now(),
+        step_s: 4,
+        scrape_s: 2,
+    };
+    let d = Dashboard::load("dashboards/ceph.json").unwrap();
+    let vars = resolve_variables(&d, prom, &w).unwrap();
+    let hosts = &vars["host"].0;
+    assert_eq!(hosts, &["h1", "h2", "h3"], "the dashboard's OSD hosts");
+    let results = run_panels(&d, prom, &w, &vars).unwrap();
+    let empty: Vec<&str> = results
+        .iter()
+        .filter(|r| r.series_count() == 0)
+        .map(|r| r.panel.title.as_str())
+        .collect();
+    assert!(
+        empty.is_empty(),
+        "Ceph dashboard panels without series: {empty:?}"
+    );
+    let panel = |title: &str| -> &PanelResult {
+        results
+            .iter()
+            .find(|r| r.panel.title == title)
+            .unwrap_or_else(|| panic!("no panel {title}"))
+    };
+    // The largest value of each series over the window, by the label that names it.
+    let peaks = |title: &str, label: &str| -> Vec<(String, f64)> {
+        let mut out: Vec<(String, f64)> = panel(title).queries[0]
+            .series
+            .iter()
+            .map(|s| {
+                let peak = s
+                    .samples
+                    .iter()
+                    .map(|p| p.1)
+                    .filter(|v| v.is_finite())
+                    .fold(0.0, f64::max);
+                (s.label(label).unwrap_or_default().to_string(), peak)
+            })
+            .collect();
+        out.sort_by(|a, b| b.1.total_cmp(&a.1));
+        out
+    };
+    let retrans = peaks("Retransmits toward each OSD host", "hostname");
+    let commit = peaks(
+        "Bluestore commit latency by OSD (its own disk)",
+        "ceph_daemon",
+    );
+    let pressure = peaks("CPU pressure on the OSD hosts", "host");
+    eprintln!(
+        "Ceph dashboard: {} panels with series; retransmits toward {retrans:?}; commit latency {commit:?}; CPU pressure {pressure:?}",
+        results.len()
+    );
+    assert_eq!(retrans[0].0, "h1", "retransmits peak toward {retrans:?}");
+    assert_eq!(commit[0].0, "osd.0", "commit latency peaks at {commit:?}");
+    let device = peaks("Service time p99 of each OSD's device", "ceph_daemon");
+    assert_eq!(
+        device.len(),
+        c.osds.len(),
+        "one device series per OSD: {device:?}"
+    );
 }
 
 /// A cluster that misses its deadline is an error, never a hang: it names the wait and

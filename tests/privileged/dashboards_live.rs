@@ -399,7 +399,13 @@ fn dashboards_live_every_panel_returns_series_for_exported_metrics() {
     let mut empty = Vec::new();
     let mut filled = 0;
     let mut results = Vec::new();
-    for d in Dashboard::load_all().unwrap() {
+    // The Ceph dashboard reads Ceph's mgr, which this lab does not run: the Ceph lab's test
+    // (ceph_lab.rs) runs its panels.
+    for d in Dashboard::load_all()
+        .unwrap()
+        .into_iter()
+        .filter(|d| d.title() != "stornet / Ceph")
+    {
         let vars = resolve_variables(&d, &prom, &w).unwrap();
         // A variable may be empty only when the metric its query reads is not exported.
         let mut empty_vars = BTreeMap::new();
