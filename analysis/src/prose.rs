@@ -348,6 +348,15 @@ pub fn send_queue_wait(
     out
 }
 
+/// The connections to `peer` waited for its receive window `share` of the time.
+pub fn receive_window_bound(d: Direction, peer: &str, share: f64) -> String {
+    format!(
+        "the connections to {peer} waited for its receive window {} of the time: it reads the \
+         {d}s more slowly than the path delivers them, so the queue is not the path's",
+        pct(share.min(1.0))
+    )
+}
+
 /// How much of its rate a shaper or link on the path carries.
 pub fn link_use(what: &str, bytes_per_second: f64, rate: f64) -> String {
     format!(

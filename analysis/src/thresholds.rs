@@ -104,6 +104,10 @@ pub struct Thresholds {
     /// `saturation_link_use` of its rate, or `min_events` pause frames were counted.
     pub saturation_queue_share: f64,
     pub saturation_link_use: f64,
+    /// A send queue does not count toward saturation when the connections waited for the
+    /// receiver's window at least this share of the time: the receiver reads too slowly,
+    /// and the data waits for it, not for the path.
+    pub saturation_rwnd_share: f64,
     /// A cause whose requirement is not met keeps this fraction of its score.
     pub unconfirmed_factor: f64,
     /// Raised intervals whose best cause scores below this are left unexplained.
@@ -149,6 +153,7 @@ impl Default for Thresholds {
             saturation_wait_seconds: 0.010,
             saturation_queue_share: 0.5,
             saturation_link_use: 0.9,
+            saturation_rwnd_share: 0.5,
             unconfirmed_factor: 0.3,
             min_cause_score: 0.15,
         }

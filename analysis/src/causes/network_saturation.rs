@@ -6,6 +6,8 @@
 //! path's RTT plus the replica's own time, while retransmits and drops stay at zero. The
 //! cause holds when that gap is there and the path shows why: data waiting in the send
 //! queue long enough to account for it, a link or shaper near its rate, or pause frames.
+//! Data that waits because the receiver's window is full does not count: the replica reads
+//! more slowly than the path delivers, which is the replica's cause, not the network's.
 //! It leaves a path to `network_congestion`, `packet_loss` or `mtu_mismatch` when one of
 //! those holds there: a queue that overflows is congestion, whatever else it does.
 
@@ -60,6 +62,8 @@ struct Queued {
     /// room, when measured.
     busy: Option<f64>,
     sndbuf: Option<f64>,
+    /// Share of the time the connections waited for the receiver's window.
+    rwnd: Option<f64>,
 }
 
 struct Link {
@@ -99,6 +103,7 @@ impl<'a> Path<'a> {
                 rate,
                 busy: mean_over(&p.busy_seconds, &idx).map(|b| b / secs),
                 sndbuf: mean_over(&p.sndbuf_limited_seconds, &idx).map(|b| b / secs),
+                rwnd: mean_over(&p.rwnd_limited_seconds, &idx).map(|b| b / secs),
             }),
             _ => None,
         };
@@ -132,9 +137,13 @@ impl<'a> Path<'a> {
             self.rtt,
             self.service,
         )];
-        // Data waiting to leave accounts for much of the gap.
+        // Data waiting to leave accounts for much of the gap, unless it waits for the
+        // receiver to read: a full receive window is the replica's doing, not the path's.
         let queue_wait = self.queued.as_ref().map(|q| q.bytes / q.rate);
-        let queued = queue_wait.is_some_and(|w| w >= t.saturation_queue_share * self.excess());
+        let rwnd = self.queued.as_ref().and_then(|q| q.rwnd).unwrap_or(0.0);
+        let receiver_bound = rwnd >= t.saturation_rwnd_share;
+        let queued = !receiver_bound
+            && queue_wait.is_some_and(|w| w >= t.saturation_queue_share * self.excess());
         let at_rate = self
             .link
             .as_ref()
@@ -144,6 +153,9 @@ impl<'a> Path<'a> {
             found.push(prose::send_queue_wait(
                 d, w, self.peer, q.bytes, q.rate, q.busy, q.sndbuf,
             ));
+        }
+        if receiver_bound {
+            found.push(prose::receive_window_bound(d, self.peer, rwnd));
         }
         if let Some(l) = &self.link {
             found.push(prose::link_use(&l.what, l.bytes_per_second, l.rate));
