@@ -9,6 +9,10 @@
 //! - healthy: nothing injected;
 //! - network congestion: the switch port toward h1 (osd.0's host) gets a 16 KiB buffer at
 //!   three rates;
+//! - network saturation: the same port at three rates with a 4 MiB buffer, which drops
+//!   nothing and holds the writes back. `network_saturation` weighs the round trip per IO
+//!   to each replica, which Ceph 16.2's mgr does not export (`subop_w_latency` is below its
+//!   export priority): this class shows what stornet says without it;
 //! - slow device: osd.0's disk is throttled (three write rates);
 //! - cpu: osd.1's daemon is capped at a share of a CPU (a cgroup quota, three sizes).
 //!
@@ -50,6 +54,8 @@ enum Fault {
     Healthy,
     /// The rate of the switch port toward osd.0's host, with a 16 KiB buffer.
     Congestion(&'static str),
+    /// The same port at a rate with a 4 MiB buffer: it holds the writes back, drops nothing.
+    Deep(&'static str),
     /// osd.0's disk's write limit, IOs per second.
     SlowDevice(u64),
     /// osd.1's CPU limit, per mille of a CPU.
@@ -57,11 +63,14 @@ enum Fault {
 }
 
 impl Fault {
-    const ALL: [Fault; 10] = [
+    const ALL: [Fault; 13] = [
         Fault::Healthy,
         Fault::Congestion("200mbit"),
         Fault::Congestion("100mbit"),
         Fault::Congestion("50mbit"),
+        Fault::Deep("200mbit"),
+        Fault::Deep("100mbit"),
+        Fault::Deep("50mbit"),
         Fault::SlowDevice(100),
         Fault::SlowDevice(50),
         Fault::SlowDevice(25),
@@ -74,6 +83,7 @@ impl Fault {
         match self {
             Fault::Healthy => "none",
             Fault::Congestion(_) => "network_congestion",
+            Fault::Deep(_) => "network_saturation",
             Fault::SlowDevice(_) => "slow_device",
             Fault::Cpu(_) => "cpu",
         }
@@ -83,6 +93,7 @@ impl Fault {
         match self {
             Fault::Healthy => "healthy".into(),
             Fault::Congestion(r) => format!("congestion, {r} 16 KiB toward h1"),
+            Fault::Deep(r) => format!("saturation, {r} 4 MiB toward h1"),
             Fault::SlowDevice(n) => format!("slow device, osd.0 at {n} writes/s"),
             Fault::Cpu(n) => format!("cpu, osd.1 at {}% of a CPU", f64::from(n) / 10.0),
         }
@@ -93,6 +104,7 @@ impl Fault {
         match self {
             Fault::Healthy => "healthy",
             Fault::Congestion(_) => "congestion",
+            Fault::Deep(_) => "saturation",
             Fault::SlowDevice(_) => "slow device",
             Fault::Cpu(_) => "cpu",
         }
@@ -104,6 +116,10 @@ impl Fault {
             Fault::Congestion(rate) => c.shape_port(
                 &c.osd(DISK_OSD).host,
                 Some(&Shaping::new(rate, "32kb", "16kb")),
+            ),
+            Fault::Deep(rate) => c.shape_port(
+                &c.osd(DISK_OSD).host,
+                Some(&Shaping::new(rate, "32kb", "4mb")),
             ),
             Fault::SlowDevice(n) => c.slow_osd_disk(DISK_OSD, Some(n)),
             Fault::Cpu(n) => c.starve_osd_cpu(CPU_OSD, Some(n.into())),
@@ -139,7 +155,7 @@ impl Places {
     fn right(&self, fault: Fault, location: &str) -> bool {
         match fault {
             Fault::Healthy => true,
-            Fault::Congestion(_) => location.contains(&self.disk_host_addr),
+            Fault::Congestion(_) | Fault::Deep(_) => location.contains(&self.disk_host_addr),
             Fault::SlowDevice(_) => location.contains(&self.disk),
             Fault::Cpu(_) => location.starts_with(&self.cpu),
         }
