@@ -26,15 +26,14 @@
 //! kept under `target/bench/diagnosis-ceph/`.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use stornet_lab::ceph::{CephLab, CephSpec, RadosBench};
+use stornet_lab::cmd;
 use stornet_lab::lab::{Shaping, interrupt};
 use stornet_lab::promserver::now;
-use stornet_lab::{bins, cmd};
 
 use super::confusion;
 
@@ -343,28 +342,9 @@ fn one(
     // The last reports reach the mgr and Prometheus.
     std::thread::sleep(Duration::from_secs(2 * STEP_S));
     let end = start + ((now() - start) / STEP_S as f64).floor() * STEP_S as f64;
-    let prom = c.prometheus.as_ref().context("the lab's Prometheus")?;
-    let analysis = Command::new("ip")
-        .args(["netns", "exec", &c.mon_host().ns.name])
-        .arg(bins::path("stornet"))
-        .args([
-            "analyze",
-            &format!("--prometheus=http://{}", prom.addr),
-            &format!("--start={start}"),
-            &format!("--end={end}"),
-            &format!("--step={STEP_S}s"),
-            "--app-latency=ceph",
-            "--format=json",
-        ])
-        .output()
-        .context("running stornet analyze")?;
-    anyhow::ensure!(
-        analysis.status.success(),
-        "stornet analyze: {}",
-        String::from_utf8_lossy(&analysis.stderr).trim()
-    );
-    std::fs::write(out.join(format!("{name}.json")), &analysis.stdout)?;
-    let json: Value = serde_json::from_slice(&analysis.stdout).context("stornet's JSON")?;
+    let analysis = c.analyze(start, end, STEP_S, "json")?;
+    std::fs::write(out.join(format!("{name}.json")), &analysis)?;
+    let json: Value = serde_json::from_str(&analysis).context("stornet's JSON")?;
     c.cleanup_bench()?;
 
     let v = &json["verdict"];

@@ -14,6 +14,7 @@
 //! `cargo xtask lab clean` does (the daemons run in the lab's namespaces, its files carry
 //! its pid).
 
+pub mod analyze;
 pub mod bringup;
 pub mod cephfs;
 pub mod cli;
