@@ -150,6 +150,9 @@ impl Job<'_> {
             map.end(block, ok_write);
             if ok_write.is_some() {
                 self.vstats.blocks_written += 1;
+                if let Some(b) = &mut self.backlog {
+                    b.push(block);
+                }
             }
             if s.dir == Dir::Read && !s.failed && s.check != Check::None {
                 self.vstats.blocks_checked += 1;
@@ -161,6 +164,7 @@ impl Job<'_> {
                     &self.bufs.get(slot as usize)[..bs as usize],
                     offset,
                     expected,
+                    self.spec.verify_pattern.as_deref(),
                 ) {
                     if self.vstats.corruptions.len() < MAX_LISTED {
                         self.vstats.corruptions.push(Corruption { offset, problem });
