@@ -173,6 +173,7 @@ fn specs(run: &Run<'_>, point: &Point, group: &[usize]) -> Vec<JobSpec> {
                 verify_pattern: job.verify_pattern.clone(),
                 do_verify: job.do_verify,
                 verify_backlog: job.verify_backlog,
+                verify_dump: job.verify_dump,
                 seed: if job.randrepeat { base } else { base ^ entropy },
                 offsets: OffsetRule {
                     seq_add: job.seq_add,

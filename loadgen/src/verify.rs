@@ -55,6 +55,11 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
 }
 
+/// The generation in a block's header, when it has one of loadgen's headers.
+pub fn stored_generation(block: &[u8]) -> Option<u64> {
+    (block.len() >= HEADER_LEN && u64_at(block, 0) == MAGIC).then(|| u64_at(block, 16))
+}
+
 /// Checks a block read at `offset`. `expected` is the generation this run last wrote
 /// there, when it wrote it; None checks only that the block is whole and in its place.
 /// With a pattern, its bytes are checked first, so a damaged one is named as fio names it.

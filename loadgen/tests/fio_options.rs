@@ -864,7 +864,8 @@ fn flip(path: &Path, at: u64) {
 /// `verify_pattern` (fio's surface-scan) with `do_verify=0`: each tool writes a file whose
 /// blocks carry the pattern after their header; one byte of the fourth block is damaged
 /// between the write and a read-only verifying run, and each tool names that block's offset
-/// (12288) and the pattern byte it got and wanted, as fio does, and fails.
+/// (12288) and the pattern byte it got and wanted, as fio does, and fails; with
+/// `verify_dump` both write the block as read and as written to fio's file names.
 #[test]
 fn verify_pattern_is_written_and_a_damaged_block_is_named_as_fio() {
     let common = [
@@ -894,7 +895,19 @@ fn verify_pattern_is_written_and_a_damaged_block_is_named_as_fio() {
         let (code, _, err) = run(tool, &dir, &read);
         assert_eq!(code, Some(0), "{tool:?} before the damage: {err}");
         flip(&dir.join("f"), 12288 + 100);
+        read.push("--verify_dump=1");
         let (code, _, err) = run(tool, &dir, &read);
+        // verify_dump: the block as read, and as written: past the headers (fio rebuilds
+        // its own header's fields), only the damaged bit differs.
+        let received = std::fs::read(dir.join("f.12288.received")).unwrap();
+        let expected = std::fs::read(dir.join("f.12288.expected")).unwrap();
+        assert_eq!(
+            received,
+            std::fs::read(dir.join("f")).unwrap()[12288..16384]
+        );
+        let diff: Vec<usize> = (64..4096).filter(|&i| received[i] != expected[i]).collect();
+        assert_eq!(diff, [100], "{tool:?}");
+        assert_eq!(received[100] ^ expected[100], 0x10, "{tool:?}");
         assert_ne!(code, Some(0), "{tool:?} missed the damage");
         match tool {
             Tool::Fio => {

@@ -90,6 +90,7 @@ pub struct JobSpec {
     pub verify_pattern: Option<Vec<u8>>,
     pub do_verify: bool,
     pub verify_backlog: Option<u64>,
+    pub verify_dump: bool,
     pub seed: u64,
     /// fio's `rw=…:N`, `rw_sequencer`, `blockalign`.
     pub offsets: workload::OffsetRule,

@@ -330,6 +330,9 @@ pub struct JobOptions {
     pub do_verify: bool,
     #[serde(default)]
     pub verify_backlog: Option<u64>,
+    /// fio's `verify_dump`: a corrupt block's data as read and as written, to files.
+    #[serde(default)]
+    pub verify_dump: bool,
     #[serde(default)]
     pub ss_dur_s: u32,
     #[serde(default)]
@@ -414,6 +417,7 @@ impl Default for JobOptions {
             verify_pattern: None,
             do_verify: true,
             verify_backlog: None,
+            verify_dump: false,
             ss_dur_s: 0,
             ss_ramp_ns: 0,
             given: BTreeMap::new(),
@@ -912,6 +916,7 @@ impl JobOptions {
                 }
             }
             "do_verify" => self.do_verify = parse_bool(v).map_err(err)?,
+            "verify_dump" => self.verify_dump = parse_bool(v).map_err(err)?,
             "verify_backlog" => {
                 let n = parse_count(v).map_err(err)?;
                 self.verify_backlog = (n > 0).then_some(n);

@@ -405,6 +405,11 @@ pub const OPTIONS: &[OptionDoc] = &[
         "read back and check the blocks written every N blocks, during the workload (default: all at the end)",
     ),
     job(
+        "verify_dump",
+        "0|1",
+        "write a corrupt block as read and as written to NAME.OFFSET.received and NAME.OFFSET.expected in the working directory (default 0)",
+    ),
+    job(
         "ioengine",
         "ENGINE",
         "io_uring (default; libaio runs as io_uring), or sync / psync: one IO at a time with read/write or pread/pwrite",
@@ -789,6 +794,10 @@ const WHY: &[(&[&str], &str)] = &[
     (
         &["verify_fatal"],
         "loadgen checks every block and reports each corrupt one (fio's verify_fatal=0)",
+    ),
+    (
+        &["verify_interval", "verify_offset"],
+        "loadgen's verify header covers each whole block of --bs",
     ),
     (
         &["continue_on_error", "ignore_error", "error_dump"],
