@@ -961,3 +961,39 @@ fn verify_backlog_reads_back_during_the_workload() {
     assert_eq!(v["readback_ios"], 0, "{v}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `/dev/null` and `/dev/zero` as targets (fio's steadystate.fio writes one and reads the
+/// other): both tools do the IO of `size` there, and no other character device is taken.
+#[test]
+fn dev_null_and_dev_zero_take_io_as_fios() {
+    let dir = scratch("sinks");
+    for tool in [Tool::Loadgen, Tool::Fio] {
+        for (target, rw, d) in [
+            ("/dev/null", "write", "write"),
+            ("/dev/zero", "read", "read"),
+        ] {
+            let (code, json, err) = run(
+                tool,
+                &dir,
+                &[
+                    "--name=s",
+                    &format!("--filename={target}"),
+                    &format!("--rw={rw}"),
+                    "--bs=128k",
+                    "--size=16m",
+                ],
+            );
+            assert_eq!(code, Some(0), "{tool:?} {target}: {err}");
+            let ios = json.unwrap()["jobs"][0][d]["total_ios"].as_u64();
+            assert_eq!(ios, Some(128), "{tool:?} {target}");
+        }
+    }
+    let (code, _, err) = run(
+        Tool::Loadgen,
+        &dir,
+        &["--name=s", "--filename=/dev/urandom", "--size=1m"],
+    );
+    assert_eq!(code, Some(2));
+    assert!(err.contains("only /dev/null and /dev/zero"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
