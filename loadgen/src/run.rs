@@ -170,6 +170,10 @@ fn specs(run: &Run<'_>, point: &Point, group: &[usize]) -> Vec<JobSpec> {
                 poisson: job.rate_process == RateProcess::Poisson,
                 direct: job.direct,
                 verify: job.verify,
+                verify_pattern: job.verify_pattern.clone(),
+                do_verify: job.do_verify,
+                verify_backlog: job.verify_backlog,
+                verify_dump: job.verify_dump,
                 seed: if job.randrepeat { base } else { base ^ entropy },
                 offsets: OffsetRule {
                     seq_add: job.seq_add,
@@ -204,6 +208,20 @@ fn specs(run: &Run<'_>, point: &Point, group: &[usize]) -> Vec<JobSpec> {
                     iops: [0, 1].map(|d| job.rate_iops_min[d].filter(|_| used[d])),
                     cycle_ns: job.rate_cycle_ms.saturating_mul(1_000_000),
                 },
+                // With group_reporting a reporting group is judged as one, as fio's.
+                steadystate: (job.ss_dur_s > 0).then(|| {
+                    let settings = record::steadystate::Settings {
+                        criterion: job.ss,
+                        dur_s: job.ss_dur_s,
+                        ramp_ns: job.ss_ramp_ns,
+                    };
+                    let key = if plan.settings.group_reporting {
+                        run.groupids.as_ref().map_or(0, |g| g[t.group])
+                    } else {
+                        usize::MAX - index
+                    };
+                    (settings, key)
+                }),
                 run_id,
                 interval_ns: plan.settings.interval_ns,
                 logs: {

@@ -22,14 +22,22 @@ fn crc_of(block: &[u8]) -> u32 {
     crc32c::crc32c_append(c, &block[HEADER_LEN..])
 }
 
-/// Fills `block` (its length is the block size) for `offset` and `generation`.
-pub fn fill(block: &mut [u8], offset: u64, generation: u64) {
-    let mut s = offset ^ generation.rotate_left(17) ^ 0x9e37_79b9_7f4a_7c15;
-    for chunk in block[HEADER_LEN..].chunks_exact_mut(8) {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        chunk.copy_from_slice(&s.to_le_bytes());
+/// Fills `block` (its length is the block size) for `offset` and `generation`: after the
+/// header, fio's `verify_pattern` when given (laid from the start of the block, as fio's),
+/// else data derived from both.
+pub fn fill(block: &mut [u8], offset: u64, generation: u64, pattern: Option<&[u8]>) {
+    if let Some(p) = pattern {
+        for (i, b) in block.iter_mut().enumerate().skip(HEADER_LEN) {
+            *b = p[i % p.len()];
+        }
+    } else {
+        let mut s = offset ^ generation.rotate_left(17) ^ 0x9e37_79b9_7f4a_7c15;
+        for chunk in block[HEADER_LEN..].chunks_exact_mut(8) {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            chunk.copy_from_slice(&s.to_le_bytes());
+        }
     }
     block[0..8].copy_from_slice(&MAGIC.to_le_bytes());
     block[8..16].copy_from_slice(&offset.to_le_bytes());
@@ -47,9 +55,20 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
 }
 
+/// The generation in a block's header, when it has one of loadgen's headers.
+pub fn stored_generation(block: &[u8]) -> Option<u64> {
+    (block.len() >= HEADER_LEN && u64_at(block, 0) == MAGIC).then(|| u64_at(block, 16))
+}
+
 /// Checks a block read at `offset`. `expected` is the generation this run last wrote
 /// there, when it wrote it; None checks only that the block is whole and in its place.
-pub fn check(block: &[u8], offset: u64, expected: Option<u64>) -> Result<(), String> {
+/// With a pattern, its bytes are checked first, so a damaged one is named as fio names it.
+pub fn check(
+    block: &[u8],
+    offset: u64,
+    expected: Option<u64>,
+    pattern: Option<&[u8]>,
+) -> Result<(), String> {
     if block.len() < HEADER_LEN || u64_at(block, 0) != MAGIC {
         return Err(
             "no loadgen verify header (never written with --verify, or overwritten)".into(),
@@ -60,6 +79,16 @@ pub fn check(block: &[u8], offset: u64, expected: Option<u64>) -> Result<(), Str
         return Err(format!(
             "header says the block is {len} bytes, read {} (verify with the --bs it was written with)",
             block.len()
+        ));
+    }
+    if let Some(p) = pattern
+        && let Some(i) = (HEADER_LEN..block.len()).find(|&i| block[i] != p[i % p.len()])
+    {
+        let (got, want) = (block[i], p[i % p.len()]);
+        return Err(format!(
+            "pattern: got {got:#04x}, wanted {want:#04x} at byte {i} of the block (file offset {}), {} bad bits",
+            offset + i as u64,
+            (got ^ want).count_ones()
         ));
     }
     let stored = u32_at(block, CRC_AT);
@@ -135,30 +164,62 @@ mod tests {
     fn good_blocks_pass_and_every_kind_of_damage_is_named() {
         let mut b = vec![0u8; 4096];
         let g = generation(7, 3);
-        fill(&mut b, 8192, g);
-        assert_eq!(check(&b, 8192, Some(g)), Ok(()));
-        assert_eq!(check(&b, 8192, None), Ok(()));
+        fill(&mut b, 8192, g, None);
+        assert_eq!(check(&b, 8192, Some(g), None), Ok(()));
+        assert_eq!(check(&b, 8192, None, None), Ok(()));
 
         let mut flipped = b.clone();
         flipped[2000] ^= 1;
         assert!(
-            check(&flipped, 8192, None)
+            check(&flipped, 8192, None, None)
                 .unwrap_err()
                 .contains("crc32c mismatch")
         );
 
-        assert!(check(&b, 4096, None).unwrap_err().contains("misplaced"));
         assert!(
-            check(&b, 8192, Some(generation(7, 4)))
+            check(&b, 4096, None, None)
+                .unwrap_err()
+                .contains("misplaced")
+        );
+        assert!(
+            check(&b, 8192, Some(generation(7, 4)), None)
                 .unwrap_err()
                 .contains("stale")
         );
         assert!(
-            check(&[0u8; 4096], 0, None)
+            check(&[0u8; 4096], 0, None, None)
                 .unwrap_err()
                 .contains("no loadgen verify header")
         );
-        assert!(check(&b[..2048], 8192, None).unwrap_err().contains("2048"));
+        assert!(
+            check(&b[..2048], 8192, None, None)
+                .unwrap_err()
+                .contains("2048")
+        );
+    }
+
+    #[test]
+    fn a_pattern_fills_the_block_and_a_damaged_byte_is_named() {
+        let p = [0xaa, 0x55, 0x5a, 0xa5];
+        let mut b = vec![0u8; 4096];
+        fill(&mut b, 4096, 9, Some(&p));
+        assert_eq!(
+            &b[32..40],
+            &[0xaa, 0x55, 0x5a, 0xa5, 0xaa, 0x55, 0x5a, 0xa5]
+        );
+        assert_eq!(b[4095], 0xa5);
+        assert_eq!(check(&b, 4096, Some(9), Some(&p)), Ok(()));
+        b[100] ^= 0x10;
+        assert_eq!(
+            check(&b, 4096, Some(9), Some(&p)).unwrap_err(),
+            "pattern: got 0xba, wanted 0xaa at byte 100 of the block (file offset 4196), 1 bad bits"
+        );
+        // Without the pattern the same damage is a crc32c mismatch.
+        assert!(
+            check(&b, 4096, Some(9), None)
+                .unwrap_err()
+                .contains("crc32c")
+        );
     }
 
     #[test]

@@ -742,3 +742,258 @@ fn allow_file_create_0_refuses_a_missing_file_as_fio() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The keys of a JSON object, sorted.
+fn keys(v: &Value) -> Vec<String> {
+    let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+    k.sort();
+    k
+}
+
+/// `steadystate`/`ss`, `ss_dur`, `ss_ramp` (fio's steadystate.fio): a job held at 1000 IOPS
+/// settles, and both tools stop it long before its 60 s, with fio's `steadystate` section
+/// (the same keys, criterion, window and attained); with group_reporting two such jobs are
+/// judged as one (2000 IOPS). A criterion that cannot be met (a deviation below 0) runs the
+/// whole runtime and reports it not attained.
+#[test]
+fn steadystate_stops_a_settled_job_and_reports_as_fio() {
+    let dir = scratch("ss");
+    let args = |extra: &[&'static str]| {
+        let mut a = vec![
+            "--name=t",
+            "--filename=f",
+            "--rw=randread",
+            "--bs=4k",
+            "--size=16m",
+            "--time_based",
+            "--rate_iops=1000",
+        ];
+        a.extend(extra);
+        a
+    };
+    let settled: &[&[&str]] = &[
+        &["--runtime=60", "--ss=iops:20%", "--ss_dur=3", "--ss_ramp=1"],
+        &[
+            "--runtime=60",
+            "--steadystate=bw_slope:10%",
+            "--ss_dur=3",
+            "--numjobs=2",
+            "--group_reporting",
+        ],
+    ];
+    for (extra, jobs) in settled.iter().zip([1u64, 2]) {
+        let mut sections = Vec::new();
+        for tool in [Tool::Loadgen, Tool::Fio] {
+            let started = Instant::now();
+            let (code, json, err) = run(tool, &dir, &args(extra));
+            let took = started.elapsed();
+            assert_eq!(code, Some(0), "{tool:?} {extra:?}: {err}");
+            let json = json.unwrap();
+            assert_eq!(json["jobs"].as_array().unwrap().len(), 1, "{tool:?}");
+            let job = &json["jobs"][0];
+            assert!(
+                took < Duration::from_secs(30),
+                "{tool:?} {extra:?}: {took:?}"
+            );
+            let ss = job["steadystate"].clone();
+            assert_eq!(ss["attained"], 1, "{tool:?} {extra:?}: {ss}");
+            assert_eq!(ss["duration"], 3, "{tool:?}");
+            assert_eq!(ss["data"]["iops"].as_array().unwrap().len(), 3, "{ss}");
+            // The window's IOPS are the rate of the jobs it judges.
+            let mean = ss["data"]["iops_mean"].as_u64().unwrap();
+            assert!(
+                mean.abs_diff(1000 * jobs) < 250 * jobs,
+                "{tool:?} {extra:?}: {ss}"
+            );
+            let bw = ss["data"]["bw_mean"].as_u64().unwrap();
+            assert!(bw.abs_diff(4096 * mean) < 4096 * 250 * jobs, "{ss}");
+            sections.push(ss);
+        }
+        let [lg, fio] = &sections[..] else {
+            unreachable!()
+        };
+        assert_eq!(keys(lg), keys(fio));
+        assert_eq!(keys(&lg["data"]), keys(&fio["data"]));
+        assert_eq!(lg["ss"], fio["ss"]);
+    }
+    for tool in [Tool::Loadgen, Tool::Fio] {
+        let (code, json, err) = run(
+            tool,
+            &dir,
+            &args(&["--runtime=3", "--ss=iops:0", "--ss_dur=2"]),
+        );
+        assert_eq!(code, Some(0), "{tool:?}: {err}");
+        let job = &json.unwrap()["jobs"][0];
+        assert_eq!(job["steadystate"]["attained"], 0, "{tool:?}");
+        assert_eq!(job["steadystate"]["ss"], "iops:0.000000", "{tool:?}");
+        let ms = job["read"]["runtime"].as_u64().unwrap();
+        assert!(ms >= 2900, "{tool:?} stopped at {ms} ms");
+    }
+    // Without ss_dur there is no check, as fio's default; a window under 1 s is refused.
+    let (code, json, _) = run(Tool::Loadgen, &dir, &args(&["--runtime=1", "--ss=iops:5"]));
+    assert_eq!(code, Some(0));
+    assert!(json.unwrap()["jobs"][0].get("steadystate").is_none());
+    let (code, _, err) = run(Tool::Loadgen, &dir, &args(&["--ss_dur=500ms"]));
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("--steadystate_duration: `500ms` is under a second"),
+        "{err}"
+    );
+    let (code, _, err) = run(Tool::Loadgen, &dir, &args(&["--ss=iops_mean:1"]));
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("use iops, iops_slope, bw or bw_slope"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Flips one bit of the byte at `at` in `path`.
+fn flip(path: &Path, at: u64) {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .unwrap();
+    let mut b = [0u8];
+    f.read_exact_at(&mut b, at).unwrap();
+    f.write_all_at(&[b[0] ^ 0x10], at).unwrap();
+}
+
+/// `verify_pattern` (fio's surface-scan) with `do_verify=0`: each tool writes a file whose
+/// blocks carry the pattern after their header; one byte of the fourth block is damaged
+/// between the write and a read-only verifying run, and each tool names that block's offset
+/// (12288) and the pattern byte it got and wanted, as fio does, and fails; with
+/// `verify_dump` both write the block as read and as written to fio's file names.
+#[test]
+fn verify_pattern_is_written_and_a_damaged_block_is_named_as_fio() {
+    let common = [
+        "--name=v",
+        "--filename=f",
+        "--size=64k",
+        "--bs=4k",
+        "--verify_pattern=0xaa555aa5",
+    ];
+    for tool in [Tool::Loadgen, Tool::Fio] {
+        let dir = scratch(&format!("vpat-{tool:?}"));
+        let mut write = common.to_vec();
+        write.extend(["--rw=write", "--do_verify=0"]);
+        let (code, _, err) = run(tool, &dir, &write);
+        assert_eq!(code, Some(0), "{tool:?}: {err}");
+        let data = std::fs::read(dir.join("f")).unwrap();
+        // The pattern fills every block past its header (fio's header: 40 bytes here).
+        for block in data.chunks(4096) {
+            let tail = &block[64..];
+            assert!(
+                tail.chunks(4).all(|c| c == [0xaa, 0x55, 0x5a, 0xa5]),
+                "{tool:?}: the pattern is not in the block"
+            );
+        }
+        let mut read = common.to_vec();
+        read.push("--rw=read");
+        let (code, _, err) = run(tool, &dir, &read);
+        assert_eq!(code, Some(0), "{tool:?} before the damage: {err}");
+        flip(&dir.join("f"), 12288 + 100);
+        read.push("--verify_dump=1");
+        let (code, _, err) = run(tool, &dir, &read);
+        // verify_dump: the block as read, and as written: past the headers (fio rebuilds
+        // its own header's fields), only the damaged bit differs.
+        let received = std::fs::read(dir.join("f.12288.received")).unwrap();
+        let expected = std::fs::read(dir.join("f.12288.expected")).unwrap();
+        assert_eq!(
+            received,
+            std::fs::read(dir.join("f")).unwrap()[12288..16384]
+        );
+        let diff: Vec<usize> = (64..4096).filter(|&i| received[i] != expected[i]).collect();
+        assert_eq!(diff, [100], "{tool:?}");
+        assert_eq!(received[100] ^ expected[100], 0x10, "{tool:?}");
+        assert_ne!(code, Some(0), "{tool:?} missed the damage");
+        match tool {
+            Tool::Fio => {
+                assert!(err.contains("got pattern 'ba', wanted 'aa'"), "{err}");
+                assert!(
+                    err.contains("verify failed at file f offset 12288"),
+                    "{err}"
+                );
+            }
+            Tool::Loadgen => {
+                assert_eq!(code, Some(3));
+                assert!(
+                    err.contains(
+                        "f offset 12288 (0x3000): pattern: got 0xba, wanted 0xaa at byte 100 of the block (file offset 12388)"
+                    ),
+                    "{err}"
+                );
+                assert_eq!(err.matches("offset 12288").count(), 1, "{err}");
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+/// `verify_backlog=N` (fio's cross-stripe-verify): the blocks written are read back every N
+/// writes during the workload, so even with `do_verify=0` (no read-back at the end) every
+/// block written is checked; without the backlog none is.
+#[test]
+fn verify_backlog_reads_back_during_the_workload() {
+    let dir = scratch("backlog");
+    let verify = |extra: &[&str]| {
+        let mut a = vec![
+            "--name=b",
+            "--filename=f",
+            "--size=1m",
+            "--bs=4k",
+            "--rw=randwrite",
+            "--verify=crc32c",
+            "--do_verify=0",
+        ];
+        a.extend(extra);
+        let (code, json, err) = run(Tool::Loadgen, &dir, &a);
+        assert_eq!(code, Some(0), "{err}");
+        json.unwrap()["jobs"][0]["loadgen"]["verify"].clone()
+    };
+    let v = verify(&["--verify_backlog=16"]);
+    assert_eq!(v["blocks_written"], 256, "{v}");
+    assert_eq!(v["readback_ios"], 256, "{v}");
+    assert_eq!(v["blocks_checked"], 256, "{v}");
+    let v = verify(&[]);
+    assert_eq!(v["readback_ios"], 0, "{v}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `/dev/null` and `/dev/zero` as targets (fio's steadystate.fio writes one and reads the
+/// other): both tools do the IO of `size` there, and no other character device is taken.
+#[test]
+fn dev_null_and_dev_zero_take_io_as_fios() {
+    let dir = scratch("sinks");
+    for tool in [Tool::Loadgen, Tool::Fio] {
+        for (target, rw, d) in [
+            ("/dev/null", "write", "write"),
+            ("/dev/zero", "read", "read"),
+        ] {
+            let (code, json, err) = run(
+                tool,
+                &dir,
+                &[
+                    "--name=s",
+                    &format!("--filename={target}"),
+                    &format!("--rw={rw}"),
+                    "--bs=128k",
+                    "--size=16m",
+                ],
+            );
+            assert_eq!(code, Some(0), "{tool:?} {target}: {err}");
+            let ios = json.unwrap()["jobs"][0][d]["total_ios"].as_u64();
+            assert_eq!(ios, Some(128), "{tool:?} {target}");
+        }
+    }
+    let (code, _, err) = run(
+        Tool::Loadgen,
+        &dir,
+        &["--name=s", "--filename=/dev/urandom", "--size=1m"],
+    );
+    assert_eq!(code, Some(2));
+    assert!(err.contains("only /dev/null and /dev/zero"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

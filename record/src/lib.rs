@@ -19,6 +19,7 @@ pub mod options;
 pub mod read;
 pub mod sampling;
 pub mod stats;
+pub mod steadystate;
 pub mod timeline;
 pub mod units;
 mod v1;

@@ -283,6 +283,9 @@ pub struct JobResult {
     /// With `latency_target`: the depth found and every window of the search.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_search: Option<SearchResult>,
+    /// fio's steady state check of the job (of its reporting group with group_reporting).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steadystate: Option<crate::steadystate::SteadyState>,
     /// Why the job stopped early (a failed IO or replica); its IOs until then are above.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

@@ -15,6 +15,7 @@ pub mod pacing;
 pub mod prio;
 pub mod ring;
 pub mod rng;
+pub mod steadystate;
 pub mod syncio;
 pub mod workload;
 
@@ -85,6 +86,11 @@ pub struct JobSpec {
     pub poisson: bool,
     pub direct: bool,
     pub verify: bool,
+    /// fio's `verify_pattern`, `do_verify`, `verify_backlog`.
+    pub verify_pattern: Option<Vec<u8>>,
+    pub do_verify: bool,
+    pub verify_backlog: Option<u64>,
+    pub verify_dump: bool,
     pub seed: u64,
     /// fio's `rw=…:N`, `rw_sequencer`, `blockalign`.
     pub offsets: workload::OffsetRule,
@@ -104,6 +110,9 @@ pub struct JobSpec {
     pub flow: Option<(u32, u64, u64)>,
     /// `rate_min`, `rate_iops_min`, `rate_cycle`.
     pub min_rate: minrate::MinRate,
+    /// fio's `steadystate`, `ss_dur`, `ss_ramp`, and the key it is judged under: threads
+    /// with one key (a reporting group, with group_reporting) are judged together.
+    pub steadystate: Option<(record::steadystate::Settings, usize)>,
     pub run_id: u32,
     pub interval_ns: u64,
 }
@@ -309,6 +318,7 @@ impl SoFar {
                     thread_cpu: Default::default(),
                     sync: Default::default(),
                     latency_search: None,
+                    steadystate: None,
                     error: None,
                 })
                 .collect(),
@@ -418,6 +428,14 @@ pub fn run_point(
         let measure_start = t0 + ramp_ns;
         watcher.started(measure_start);
 
+        let mut steady = steadystate::Monitor::new(
+            &specs
+                .iter()
+                .map(|s| (s.steadystate.map(|x| x.0), s.steadystate.map_or(0, |x| x.1)))
+                .collect::<Vec<_>>(),
+            measure_start,
+        );
+        let mut finished = vec![false; n];
         let mut timeline = TimelineBuilder::new(n, interval_ns, leg_names);
         let status_every = watcher.status_interval_ns();
         let mut progress = status_every.map(|_| SoFar::new(&specs));
@@ -436,11 +454,14 @@ pub fn run_point(
                 cpu_start = Some(s);
                 row_cpu = Some(s);
             }
-            let wait = if cpu_start.is_none() {
+            let mut wait = if cpu_start.is_none() {
                 Duration::from_nanos((measure_start - now).min(200_000_000))
             } else {
                 Duration::from_millis(200)
             };
+            if let Some(due) = steady.next_due() {
+                wait = wait.min(Duration::from_nanos(due.saturating_sub(now)));
+            }
             match rx.recv_timeout(wait) {
                 Ok(Msg::Interval(j, s)) => {
                     if let Some(p) = &mut progress {
@@ -455,12 +476,16 @@ pub fn run_point(
                     }
                 }
                 Ok(Msg::Done(j, r)) => {
+                    finished[j] = true;
                     timeline.job_done(j);
                     results[j] = Some(*r);
                     done += 1;
                 }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
+            }
+            for j in steady.poll(clock::now_ns(), &shared.live, &finished) {
+                shared.job_stop[j].store(true, Ordering::Relaxed);
             }
             take_rows(&mut timeline, &mut row_cpu, watcher, &mut rows);
             watcher.tick(&shared.live, clock::now_ns().saturating_sub(t0));
@@ -477,7 +502,11 @@ pub fn run_point(
                 return Err(anyhow!("a job thread panicked"));
             }
         }
-        point_result(index, results, rows, cpu_start, cpu_end)
+        let mut point = point_result(index, results, rows, cpu_start, cpu_end)?;
+        for (j, found) in point.jobs.iter_mut().zip(steady.results(n)) {
+            j.steadystate = found;
+        }
+        Ok(point)
     })
 }
 

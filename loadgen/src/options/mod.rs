@@ -317,6 +317,26 @@ pub struct JobOptions {
     /// fio's `allow_file_create`: 0 refuses a job whose file does not exist.
     #[serde(default = "yes")]
     pub allow_file_create: bool,
+    /// fio's `steadystate` criterion (default `iops_slope:0.01%`), `ss_dur` in whole
+    /// seconds (0, fio's default: no steady state check) and `ss_ramp`.
+    #[serde(default)]
+    pub ss: record::steadystate::Criterion,
+    /// fio's `verify_pattern`: the bytes written after each block's header and checked on
+    /// read; `do_verify` (default 1): read back what was written after the workload;
+    /// `verify_backlog`: read back every N blocks written, during the workload.
+    #[serde(default)]
+    pub verify_pattern: Option<Vec<u8>>,
+    #[serde(default = "yes")]
+    pub do_verify: bool,
+    #[serde(default)]
+    pub verify_backlog: Option<u64>,
+    /// fio's `verify_dump`: a corrupt block's data as read and as written, to files.
+    #[serde(default)]
+    pub verify_dump: bool,
+    #[serde(default)]
+    pub ss_dur_s: u32,
+    #[serde(default)]
+    pub ss_ramp_ns: u64,
     /// The options as given, for fio's `job options` in JSON.
     pub given: BTreeMap<String, String>,
 }
@@ -393,6 +413,13 @@ impl Default for JobOptions {
             flow_sleep_us: 0,
             prio: prio::PrioOptions::default(),
             allow_file_create: true,
+            ss: Default::default(),
+            verify_pattern: None,
+            do_verify: true,
+            verify_backlog: None,
+            verify_dump: false,
+            ss_dur_s: 0,
+            ss_ramp_ns: 0,
             given: BTreeMap::new(),
         }
     }
@@ -429,6 +456,118 @@ fn usec_time(v: &str) -> Result<u64, String> {
             .ok_or_else(|| format!("`{}` is too long", excerpt(v)));
     }
     parse_time_ns(v)
+}
+
+/// fio's `verify_pattern`: hex numbers (`0xaa55`, bytes in the order written), decimal
+/// numbers (their bytes, least significant first, as fio's), and quoted strings, one after
+/// another. fio's `%o` (the block's offset) is not run.
+fn verify_pattern(v: &str) -> Result<Vec<u8>, String> {
+    const MAX: usize = 512;
+    let mut out = Vec::new();
+    let mut rest = v.trim();
+    while !rest.is_empty() {
+        if let Some(q) = rest.strip_prefix('"') {
+            let end = q
+                .find('"')
+                .ok_or_else(|| format!("`{}`: a string without its closing quote", excerpt(v)))?;
+            out.extend_from_slice(&q.as_bytes()[..end]);
+            rest = &q[end + 1..];
+        } else if let Some(h) = rest.strip_prefix("0x").or_else(|| rest.strip_prefix("0X")) {
+            let mut n = h.find(|c: char| !c.is_ascii_hexdigit()).unwrap_or(h.len());
+            // `0xff0x14` is two numbers, as fio reads it.
+            if n >= 1 && h[n - 1..].starts_with('0') && h[n..].starts_with(['x', 'X']) {
+                n -= 1;
+            }
+            if n == 0 {
+                return Err(format!("`{}`: 0x without hex digits", excerpt(v)));
+            }
+            let digits = &h[..n];
+            // An odd count: the first digit is a byte of its own, as fio's.
+            let (first, pairs) = digits.split_at(n % 2);
+            if !first.is_empty() {
+                out.push(u8::from_str_radix(first, 16).expect("a hex digit"));
+            }
+            for i in (0..pairs.len()).step_by(2) {
+                out.push(u8::from_str_radix(&pairs[i..i + 2], 16).expect("hex digits"));
+            }
+            rest = &h[n..];
+        } else if rest.starts_with('%') {
+            return Err(format!(
+                "`{}`: %o (the block's offset in the pattern) is not run; give the pattern's bytes",
+                excerpt(v)
+            ));
+        } else {
+            let n = rest
+                .find(|c: char| !(c.is_ascii_digit() || c == '-'))
+                .unwrap_or(rest.len());
+            let num: i64 = rest[..n]
+                .parse()
+                .ok()
+                .filter(|x| (i32::MIN as i64..=i32::MAX as i64).contains(x))
+                .ok_or_else(|| {
+                    format!(
+                        "`{}` is not a pattern (0x hex, a decimal number, a \"string\")",
+                        excerpt(v)
+                    )
+                })?;
+            let mut val = num as i32 as u32;
+            if val == 0 {
+                out.push(0);
+            }
+            while val != 0 {
+                out.push(val as u8);
+                val >>= 8;
+            }
+            rest = &rest[n..];
+        }
+        rest = rest.trim_start();
+        if out.len() > MAX {
+            return Err(format!("`{}`: at most {MAX} bytes", excerpt(v)));
+        }
+    }
+    if out.is_empty() {
+        return Err("an empty pattern".into());
+    }
+    Ok(out)
+}
+
+/// fio's `steadystate=CRITERION:LIMIT`: iops, iops_slope, bw or bw_slope; the limit a number
+/// (bandwidth: bytes per second, with fio's suffixes) or a percentage of the window's mean.
+fn steady_criterion(v: &str) -> Result<record::steadystate::Criterion, String> {
+    let Some((kind, limit)) = v.split_once(':') else {
+        return Err(format!(
+            "`{}`: give a criterion and a limit, e.g. iops_slope:0.1%",
+            excerpt(v)
+        ));
+    };
+    let (iops, slope) = match kind.trim().to_ascii_lowercase().as_str() {
+        "iops" => (true, false),
+        "iops_slope" => (true, true),
+        "bw" => (false, false),
+        "bw_slope" => (false, true),
+        _ => {
+            return Err(format!(
+                "`{}` (use iops, iops_slope, bw or bw_slope)",
+                excerpt(kind)
+            ));
+        }
+    };
+    let limit = limit.trim();
+    let bad = || format!("`{}` is not a limit", excerpt(limit));
+    let (limit, pct) = match limit.strip_suffix('%') {
+        Some(p) => (p.trim().parse::<f64>().map_err(|_| bad())?, true),
+        None if iops => (limit.parse::<f64>().map_err(|_| bad())?, false),
+        None => (values::parse_bytes(limit)? as f64, false),
+    };
+    if !limit.is_finite() || limit < 0.0 {
+        return Err(bad());
+    }
+    Ok(record::steadystate::Criterion {
+        iops,
+        slope,
+        limit,
+        pct,
+    })
 }
 
 /// fio's signed sizes (`rw=read:-8k`): bytes, negative with a leading `-`.
@@ -741,6 +880,20 @@ impl JobOptions {
                     return Err(err("must be at least 1 (milliseconds)".into()));
                 }
             }
+            "steadystate" => self.ss = steady_criterion(v).map_err(err)?,
+            "steadystate_duration" => {
+                let t = parse_time_ns(v).map_err(err)?;
+                // fio counts the window in whole seconds; under one it would never judge.
+                if t > 0 && t < 1_000_000_000 {
+                    return Err(err(format!(
+                        "`{}` is under a second: the window holds one sample a second",
+                        excerpt(v)
+                    )));
+                }
+                self.ss_dur_s = u32::try_from(t / 1_000_000_000)
+                    .map_err(|_| err(format!("`{}` is too long", excerpt(v))))?;
+            }
+            "steadystate_ramp_time" => self.ss_ramp_ns = parse_time_ns(v).map_err(err)?,
             "thinktime" => self.thinktime_ns = usec_time(v).map_err(err)?,
             "thinktime_spin" => self.thinktime_spin_ns = usec_time(v).map_err(err)?,
             "thinktime_blocks" => self.thinktime_blocks = count_u32(v, 1).map_err(err)?,
@@ -755,6 +908,19 @@ impl JobOptions {
         match key {
             "direct" => self.direct = parse_bool(v).map_err(err)?,
             "buffered" => self.direct = !parse_bool(v).map_err(err)?,
+            "verify_pattern" => {
+                self.verify_pattern = Some(verify_pattern(v).map_err(err)?);
+                // fio: a pattern turns verification on unless `verify` was given.
+                if !self.given.contains_key("verify") {
+                    self.verify = true;
+                }
+            }
+            "do_verify" => self.do_verify = parse_bool(v).map_err(err)?,
+            "verify_dump" => self.verify_dump = parse_bool(v).map_err(err)?,
+            "verify_backlog" => {
+                let n = parse_count(v).map_err(err)?;
+                self.verify_backlog = (n > 0).then_some(n);
+            }
             "verify" => {
                 self.verify = match v.to_ascii_lowercase().as_str() {
                     "crc32c" | "crc32c-intel" => true,
@@ -1060,6 +1226,44 @@ mod tests {
     }
 
     /// The defaults of fio 3.33's HOWTO, one by one (docs/loadgen.md has the table).
+    #[test]
+    fn steadystate_and_verify_pattern_read_as_fios() {
+        let mut j = JobOptions::default();
+        assert_eq!(j.ss.label(), "iops_slope:0.010000%");
+        assert_eq!((j.ss_dur_s, j.ss_ramp_ns, j.do_verify), (0, 0, true));
+        j.set("steadystate", Some("bw:10m")).unwrap();
+        assert_eq!(j.ss.label(), "bw:10485760.000000");
+        j.set("steadystate", Some("iops_slope:0.5%")).unwrap();
+        assert!(j.ss.iops && j.ss.slope && j.ss.pct && j.ss.limit == 0.5);
+        j.set("steadystate_duration", Some("30s")).unwrap();
+        j.set("steadystate_ramp_time", Some("5")).unwrap();
+        assert_eq!((j.ss_dur_s, j.ss_ramp_ns), (30, 5_000_000_000));
+        for bad in ["iops", "iops:x", "lat:1", "bw:-1%"] {
+            assert!(j.set("steadystate", Some(bad)).is_err(), "{bad}");
+        }
+        assert_eq!(
+            verify_pattern("0xaa555aa5"),
+            Ok(vec![0xaa, 0x55, 0x5a, 0xa5])
+        );
+        assert_eq!(verify_pattern("0xabc"), Ok(vec![0x0a, 0xbc]));
+        assert_eq!(verify_pattern("258"), Ok(vec![2, 1]));
+        assert_eq!(verify_pattern("0"), Ok(vec![0]));
+        assert_eq!(
+            verify_pattern("0xff0x14\"ab\" 1"),
+            Ok(vec![0xff, 0x14, b'a', b'b', 1])
+        );
+        assert!(verify_pattern("%o").unwrap_err().contains("%o"));
+        assert!(verify_pattern("\"ab").is_err());
+        // A pattern turns verification on, unless `verify` was given.
+        let mut j = JobOptions::default();
+        j.set("verify_pattern", Some("0x55")).unwrap();
+        assert!(j.verify);
+        let mut j = JobOptions::default();
+        j.set("verify", Some("0")).unwrap();
+        j.set("verify_pattern", Some("0x55")).unwrap();
+        assert!(!j.verify);
+    }
+
     #[test]
     fn defaults_are_fios() {
         let j = JobOptions::default();

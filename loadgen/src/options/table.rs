@@ -256,6 +256,30 @@ pub const OPTIONS: &[OptionDoc] = &[
             "window of --rate_min and --rate_iops_min, in milliseconds (default: 1000)",
         )
     },
+    OptionDoc {
+        aliases: &["ss"],
+        ..job(
+            "steadystate",
+            "CRIT:LIMIT[%]",
+            "with --ss_dur: stop the job when its IOPS or bandwidth settle: iops, bw (every sample within LIMIT of the window's mean), iops_slope, bw_slope (the window's slope below LIMIT); default iops_slope:0.01%",
+        )
+    },
+    OptionDoc {
+        aliases: &["ss_dur"],
+        ..job(
+            "steadystate_duration",
+            "TIME",
+            "the steady state window: this many 1 s samples of IOPS and bandwidth (default 0: no steady state check)",
+        )
+    },
+    OptionDoc {
+        aliases: &["ss_ramp"],
+        ..job(
+            "steadystate_ramp_time",
+            "TIME",
+            "start the steady state samples this long after the job's ramp (default 0)",
+        )
+    },
     job(
         "startdelay",
         "TIME[-TIME]",
@@ -365,6 +389,26 @@ pub const OPTIONS: &[OptionDoc] = &[
             "write a header (offset, generation, crc32c) into every block and check it on read",
         )
     },
+    job(
+        "verify_pattern",
+        "0xHEX|N|\"TEXT\"...",
+        "the bytes after each block's verify header (fio's default: random data), checked byte by byte on read; turns --verify on unless given",
+    ),
+    job(
+        "do_verify",
+        "0|1",
+        "read back and check what the job wrote, after its workload (default 1)",
+    ),
+    job(
+        "verify_backlog",
+        "N",
+        "read back and check the blocks written every N blocks, during the workload (default: all at the end)",
+    ),
+    job(
+        "verify_dump",
+        "0|1",
+        "write a corrupt block as read and as written to NAME.OFFSET.received and NAME.OFFSET.expected in the working directory (default 0)",
+    ),
     job(
         "ioengine",
         "ENGINE",
@@ -701,7 +745,6 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "disable_clat",
     "disable_lat",
     "disable_slat",
-    "do_verify",
     "fallocate",
     "fsync_on_close",
     "hipri",
@@ -735,16 +778,10 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "size_increment",
     "slat_percentiles",
     "sqthread_poll",
-    "ss",
-    "ss_dur",
-    "ss_ramp",
-    "steadystate",
     "sync",
     "unified_rw_reporting",
     "unit_base",
-    "verify_backlog",
     "verify_fatal",
-    "verify_pattern",
     "write_iolog",
     "zero_buffers",
     "zonemode",
@@ -755,17 +792,12 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
 const WHY: &[(&[&str], &str)] = &[
     (&["zonemode", "zonesize"], "zoned block devices are not run"),
     (
-        &[
-            "verify_pattern",
-            "verify_backlog",
-            "verify_fatal",
-            "do_verify",
-        ],
-        "loadgen verifies with its own crc32c headers (--verify)",
+        &["verify_fatal"],
+        "loadgen checks every block and reports each corrupt one (fio's verify_fatal=0)",
     ),
     (
-        &["ss", "steadystate", "ss_dur", "ss_ramp"],
-        "a job runs for its --runtime or size; it does not stop when IOPS settle",
+        &["verify_interval", "verify_offset"],
+        "loadgen's verify header covers each whole block of --bs",
     ),
     (
         &["continue_on_error", "ignore_error", "error_dump"],

@@ -3,7 +3,7 @@
 //! results themselves (histograms, per-job and per-point statistics) are the run record's
 //! data, from the `record` crate.
 
-pub use record::{histogram, latency_search, live_verdict, stats};
+pub use record::{histogram, latency_search, live_verdict, stats, steadystate};
 
 pub mod given;
 pub mod outfile;

@@ -24,6 +24,9 @@ pub enum TargetKind {
     File,
     /// The name an `ioengine=null` job gives: nothing is opened, created or checked there.
     Null,
+    /// `/dev/null` or `/dev/zero` (fio's steadystate.fio runs on them): IO to the kernel's
+    /// sinks and sources of bytes, whose size is the job's `--size`.
+    CharDevice,
 }
 
 #[derive(Clone, Debug)]
@@ -135,6 +138,10 @@ fn pseudo_filesystem(path: &Path) -> Option<&'static str> {
         .map(|(_, name)| *name)
 }
 
+/// The character devices loadgen does IO on, as fio: what is written there is discarded,
+/// what is read is zeros (`/dev/zero`) or nothing (`/dev/null`).
+const SINKS: [&str; 2] = ["/dev/null", "/dev/zero"];
+
 /// What `path` is, looked at through `open` (the path itself, or the job service's
 /// descriptor of it); `created`: the job service created it empty for this job.
 pub fn inspect(path: &Path, open: &Path, created: bool) -> Result<Target, String> {
@@ -161,12 +168,15 @@ pub fn inspect(path: &Path, open: &Path, created: bool) -> Result<Target, String
             t.size = size;
             t.logical_block = lbs;
         }
+        Ok(m) if m.file_type().is_char_device() && SINKS.iter().any(|d| path == Path::new(d)) => {
+            t.kind = TargetKind::CharDevice;
+        }
         Ok(_) if created => t.exists = false,
         Ok(m) if m.is_file() => t.size = m.len(),
         Ok(m) if m.is_dir() => return Err(format!("{shown} is a directory, not a file")),
         Ok(_) => {
             return Err(format!(
-                "{shown} is neither a regular file nor a block device"
+                "{shown} is neither a regular file nor a block device (of character devices, only /dev/null and /dev/zero)"
             ));
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

@@ -150,6 +150,9 @@ impl Job<'_> {
             map.end(block, ok_write);
             if ok_write.is_some() {
                 self.vstats.blocks_written += 1;
+                if let Some(b) = &mut self.backlog {
+                    b.push(block);
+                }
             }
             if s.dir == Dir::Read && !s.failed && s.check != Check::None {
                 self.vstats.blocks_checked += 1;
@@ -161,7 +164,11 @@ impl Job<'_> {
                     &self.bufs.get(slot as usize)[..bs as usize],
                     offset,
                     expected,
+                    self.spec.verify_pattern.as_deref(),
                 ) {
+                    if self.spec.verify_dump {
+                        self.dump(slot, offset, expected);
+                    }
                     if self.vstats.corruptions.len() < MAX_LISTED {
                         self.vstats.corruptions.push(Corruption { offset, problem });
                     } else {
@@ -233,6 +240,36 @@ impl Job<'_> {
             if let Err(e) = l.io(t, d, bs, lat, slat, clat, prio) {
                 self.logs = None;
                 self.fail(e.context("writing a log"));
+            }
+        }
+    }
+}
+
+impl Job<'_> {
+    /// fio's `verify_dump`: the block as read and, when this run wrote it, as written, in
+    /// `NAME.OFFSET.received` and `NAME.OFFSET.expected` in the working directory (fio's
+    /// names). A dump that cannot be written is said on stderr; the corruption is reported
+    /// either way.
+    fn dump(&mut self, slot: u32, offset: u64, expected: Option<u64>) {
+        let bs = self.block_size as usize;
+        let name = self.spec.files[0]
+            .path
+            .file_name()
+            .map_or_else(|| "block".into(), |n| n.to_string_lossy().into_owned());
+        let received = self.bufs.get(slot as usize)[..bs].to_vec();
+        // What this run wrote there, or else what the block's own header says was written.
+        let expected = expected.or_else(|| verify::stored_generation(&received));
+        let mut files = vec![("received", received)];
+        if let Some(g) = expected {
+            let mut want = vec![0u8; bs];
+            verify::fill(&mut want, offset, g, self.spec.verify_pattern.as_deref());
+            files.push(("expected", want));
+        }
+        for (kind, data) in files {
+            let path = format!("{name}.{offset}.{kind}");
+            match std::fs::write(&path, data) {
+                Ok(()) => crate::note!("loadgen: verify: {kind} data dumped as {path}"),
+                Err(e) => crate::note!("loadgen: verify: cannot dump {path}: {e}"),
             }
         }
     }

@@ -188,6 +188,7 @@ impl Job<'_> {
                         &mut self.bufs.get_mut(slot as usize)[..len as usize],
                         offset,
                         g,
+                        self.spec.verify_pattern.as_deref(),
                     );
                 }
                 Dir::Read if self.writes || phase == Phase::Readback => {

@@ -154,6 +154,8 @@ struct Job<'a> {
     /// With --verify: the one IO size, and blocks are offsets divided by it.
     block_size: u64,
     map: Option<BlockMap>,
+    /// fio's `verify_backlog`: the blocks written since the last read-back.
+    backlog: Option<Vec<u64>>,
     writes: bool,
     counter: u32,
     measure_start: u64,
@@ -265,8 +267,16 @@ pub fn run(
         shared.exit(spec.index, what);
     }
     let _ = tx.send(Msg::WorkloadDone(spec.index));
-    if job.writes && job.map.is_some() && job.error.is_none() {
-        job.readback()?;
+    if job.writes && job.map.is_some() && job.error.is_none() && spec.do_verify {
+        // With a backlog, what it has not read back yet; else every block written.
+        let blocks = match job.backlog.take() {
+            Some(b) => b,
+            None => job
+                .map
+                .as_ref()
+                .map_or(Vec::new(), |m| m.written_blocks().collect()),
+        };
+        job.readback(&blocks)?;
     }
     // A failed job still reports what it measured (the run record keeps it); the run
     // fails once every job has ended.
@@ -291,6 +301,7 @@ pub fn run(
         thread_cpu: job.thread_cpu,
         sync: std::mem::take(&mut job.sync),
         latency_search: job.search.as_ref().map(Search::result),
+        steadystate: None,
         error,
     })
 }
@@ -374,6 +385,7 @@ impl<'a> Job<'a> {
                 .and_then(|(id, w, sleep)| super::flow::Member::new(&shared.flows, id, w, sleep)),
             block_size,
             map: spec.verify.then(|| BlockMap::new(blocks)),
+            backlog: (spec.verify && writes && spec.verify_backlog.is_some()).then(Vec::new),
             writes,
             counter: 0,
             measure_start: 0,
@@ -464,8 +476,21 @@ impl Job<'_> {
             {
                 stopping = true;
             }
+            // fio's `verify_backlog`: every N blocks written, the IOs in flight finish and
+            // those blocks are read back before the workload goes on.
+            let backlog_due = self
+                .backlog
+                .as_ref()
+                .is_some_and(|b| b.len() as u64 >= spec.verify_backlog.unwrap_or(u64::MAX));
+            if backlog_due && self.inflight == 0 && self.syncs_inflight == 0 {
+                let blocks = self.backlog.replace(Vec::new()).unwrap_or_default();
+                self.readback(&blocks)?;
+                now = clock::now_ns();
+                self.boundaries(now);
+                continue;
+            }
             let mut progressed = false;
-            if !stopping {
+            if !stopping && !backlog_due {
                 progressed = self.issue(now)?;
             }
             if self.inflight == 0 && self.syncs_inflight == 0 && stopping {
@@ -559,12 +584,8 @@ impl Job<'_> {
         (size_done && !sync_left) || self.spec.number_ios.is_some_and(|n| self.issued_ios >= n)
     }
 
-    /// Reads back every block this job wrote and checks it against the generation written.
-    fn readback(&mut self) -> Result<()> {
-        let blocks: Vec<u64> = match &self.map {
-            Some(m) => m.written_blocks().collect(),
-            None => return Ok(()),
-        };
+    /// Reads back `blocks` this job wrote and checks each against the generation written.
+    fn readback(&mut self, blocks: &[u64]) -> Result<()> {
         let mut next = 0;
         while (next < blocks.len() && self.error.is_none()) || self.inflight > 0 {
             let now = clock::now_ns();

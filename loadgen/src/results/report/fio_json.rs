@@ -15,6 +15,7 @@ use crate::options::RunSettings;
 use crate::options::sizes;
 use crate::results::histogram::{FIO_PERCENTILES, Histogram, fio};
 use crate::results::stats::{DirStats, IntervalCount, IoDists, JobResult, PointResult, RunResult};
+use crate::results::steadystate::SteadyState;
 
 /// Pretty JSON with a final newline.
 pub fn to_string(o: &Obj) -> String {
@@ -272,6 +273,9 @@ pub(crate) fn job(
             o.put("latency_window", 0u64);
         }
     }
+    if let Some(ss) = &j.steadystate {
+        o.put("steadystate", steadystate(ss));
+    }
     o.put(
         "loadgen",
         J::V(json!({
@@ -287,6 +291,34 @@ pub(crate) fn job(
         })),
     );
     o
+}
+
+/// fio's `steadystate` section: the window's samples oldest first, padded with zeros to
+/// its length when it never filled, and their means over that length, as fio's.
+fn steadystate(ss: &SteadyState) -> Obj {
+    let pct = if ss.criterion.pct { "%" } else { "" };
+    let pad = |v: &[u64]| -> Vec<u64> {
+        let mut v = v.to_vec();
+        v.resize((ss.dur_s as usize).max(v.len()), 0);
+        v
+    };
+    let (iops, bw) = (pad(&ss.iops), pad(&ss.bw));
+    let mean = |v: &[u64]| v.iter().sum::<u64>() / (v.len() as u64).max(1);
+    Obj::new()
+        .with("ss", ss.criterion.label())
+        .with("duration", ss.dur_s)
+        .with("attained", u64::from(ss.attained))
+        .with("criterion", format!("{:.6}{pct}", ss.value))
+        .with("max_deviation", ss.max_deviation)
+        .with("slope", ss.slope)
+        .with(
+            "data",
+            Obj::new()
+                .with("bw_mean", mean(&bw))
+                .with("iops_mean", mean(&iops))
+                .with("iops", J::V(json!(iops)))
+                .with("bw", J::V(json!(bw))),
+        )
 }
 
 pub(crate) fn point(p: &PointResult) -> serde_json::Value {

@@ -281,6 +281,22 @@ fn point(out: &mut String, r: &RunResult, p: &PointResult, group: bool) {
         if let Some(l) = &j.latency_search {
             search_table(out, l);
         }
+        if let Some(ss) = &j.steadystate {
+            // As fio's: the window's means, and the criterion last judged.
+            let mean = |v: &[u64]| v.iter().sum::<u64>() as f64 / ss.dur_s.max(1) as f64;
+            let c = ss.criterion;
+            let _ = writeln!(
+                out,
+                "    steadystate: attained={}, bw={}, iops={}, {}{}={:.3}{}",
+                if ss.attained { "yes" } else { "no" },
+                bw(mean(&ss.bw)),
+                count(mean(&ss.iops)),
+                if c.iops { "iops" } else { "bw" },
+                if c.slope { " slope" } else { " mean dev" },
+                ss.value,
+                if c.pct { "%" } else { "" }
+            );
+        }
         if let Some(v) = &j.verify {
             let bad = v.corruptions.len() as u64 + v.more_corruptions;
             let _ = writeln!(
