@@ -68,7 +68,7 @@ impl Confinement {
         }
     }
 
-    /// Refuses options that name files or listeners on the host, or that are the host's
+    /// Refuses options that name or write files or listeners on the host, or that are the host's
     /// (the real-time IO class: the host's own daemons would wait behind the job).
     pub fn check_options(&self, plan: &Plan) -> Result<(), String> {
         let s = &plan.settings;
@@ -110,6 +110,12 @@ impl Confinement {
             if j.prio.real_time() {
                 return Err(format!(
                     "job {}: the real-time IO class (prioclass or cmdprio_class 1) is not taken in a job order: it would starve the host's own IO",
+                    j.name
+                ));
+            }
+            if j.verify_dump {
+                return Err(format!(
+                    "job {}: verify_dump is not taken in a job order (the dumps would be written on the host, outside the served directories)",
                     j.name
                 ));
             }
@@ -276,6 +282,10 @@ mod tests {
                 "write_*_log",
             ),
             ("--name=w --rw=write --size=1m --unlink", "unlink"),
+            (
+                "--name=w --rw=write --size=1m --verify=crc32c --verify_dump=1",
+                "verify_dump",
+            ),
             ("--name=w --rw=write --size=1m --prioclass=1", "real-time"),
             (
                 "--name=w --rw=write --size=1m --cmdprio_percentage=10 --cmdprio_class=2,1",
