@@ -16,6 +16,38 @@ pub const OP_NAMES: [&str; OP_COUNT] = ["read", "write", "flush", "discard", "ot
 /// The name of the load-time global holding the [`BlockLayout`].
 pub const LAYOUT_GLOBAL: &str = "BLOCK_LAYOUT";
 
+/// The name of the load-time global holding the [`OpClasses`].
+pub const OP_CLASS_GLOBAL: &str = "BLOCK_OP_CLASS";
+
+/// The op class (`OP_*`) of every value of the low byte of `cmd_flags` (a request's) or
+/// `bi_opf` (a bio's): one load in a probe where comparing the `enum req_op` values takes a
+/// chain of them. Built by [`op_classes`] from the layout, so the kernel's own values decide.
+pub type OpClasses = [u8; OP_CLASS_ENTRIES];
+pub const OP_CLASS_ENTRIES: usize = 256;
+
+/// The [`OpClasses`] of a layout, whose `op_mask` must fit in a byte (`REQ_OP_BITS` is 8 on
+/// every kernel stornet knows; user space refuses a layout with more).
+pub const fn op_classes(l: &BlockLayout) -> OpClasses {
+    let mut t = [OP_OTHER as u8; OP_CLASS_ENTRIES];
+    let mut i = 0;
+    while i < OP_CLASS_ENTRIES {
+        let op = i as u32 & l.op_mask;
+        t[i] = if op == l.req_op_read {
+            OP_READ
+        } else if op == l.req_op_write {
+            OP_WRITE
+        } else if op == l.req_op_flush {
+            OP_FLUSH
+        } else if op == l.req_op_discard {
+            OP_DISCARD
+        } else {
+            OP_OTHER
+        } as u8;
+        i += 1;
+    }
+    t
+}
+
 /// Kernel struct offsets and enum values the block probes need. User space fills this from
 /// the running kernel's BTF and passes it as a load-time global; nothing is hard-coded.
 #[repr(C)]
@@ -310,8 +342,13 @@ pub struct QueueSlot {
 }
 assert_size!(QueueSlot, 64);
 
-/// Settings user space writes after load.
-#[repr(C)]
+/// The section of the global holding the [`BlockControl`]: a map of its own (aya makes one
+/// per `.data.*` section), which user space writes after load and the probes read as plain
+/// memory, with no map lookup.
+pub const CONTROL_SECTION: &str = ".data.block_control";
+
+/// Settings user space writes after load. 8-aligned, so that the probes read it as two words.
+#[repr(C, align(8))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BlockControl {
     /// Non-zero: stamp every dispatch with the issue probe (a map entry per request in
@@ -330,12 +367,21 @@ pub struct BlockControl {
     pub bios_in_requests: u32,
 }
 assert_size!(BlockControl, 16);
+const _: () = assert!(core::mem::align_of::<BlockControl>() == 8);
 
 impl BlockControl {
     /// Non-zero when any setting is on (zero: the default configuration).
     #[inline(always)]
     pub fn options(&self) -> u32 {
         self.probe_stamps | self.track_inflight | self.cgroups | self.bios_in_requests
+    }
+
+    /// [`BlockControl::options`] as two 8-byte words: two loads and an OR.
+    #[inline(always)]
+    pub fn any_option(&self) -> bool {
+        // SAFETY: 16 bytes of plain integers, 8-aligned (see the assert below).
+        let words = unsafe { &*(self as *const BlockControl as *const [u64; 2]) };
+        words[0] | words[1] != 0
     }
 }
 
@@ -506,6 +552,46 @@ mod tests {
             }
         }
         assert!(fast_index(u32::MAX, 4) < FAST_SLOTS);
+    }
+
+    #[test]
+    fn op_classes_follow_the_layout_values() {
+        // 6.x numbering (read 0, write 1, flush 2, discard 3, drv_in 34) and one with the
+        // values moved, as a kernel could number them.
+        for (read, write, flush, discard) in [(0, 1, 2, 3), (3, 2, 1, 0)] {
+            let l = BlockLayout {
+                op_mask: 0xff,
+                req_op_read: read,
+                req_op_write: write,
+                req_op_flush: flush,
+                req_op_discard: discard,
+                ..BlockLayout::default()
+            };
+            let t = op_classes(&l);
+            // The flag bits above the op byte never reach the table (it is indexed by the
+            // low byte), and every other op value is `other`.
+            for flags in [0u32, 1, 2, 3, 34, 35, 0xff, 1 << 11 | 1, 0x8000_0003] {
+                let op = flags & 0xff;
+                let want = match op {
+                    o if o == read => OP_READ,
+                    o if o == write => OP_WRITE,
+                    o if o == flush => OP_FLUSH,
+                    o if o == discard => OP_DISCARD,
+                    _ => OP_OTHER,
+                };
+                assert_eq!(t[(flags & 0xff) as usize] as u32, want, "flags {flags:#x}");
+            }
+        }
+        // A narrower mask folds the byte's upper bits away.
+        let l = BlockLayout {
+            op_mask: 0x7f,
+            req_op_write: 1,
+            req_op_read: 0,
+            req_op_flush: 2,
+            req_op_discard: 3,
+            ..BlockLayout::default()
+        };
+        assert_eq!(op_classes(&l)[0x81] as u32, OP_WRITE);
     }
 
     #[test]

@@ -133,13 +133,20 @@ pub fn ceil_div_250_minus_1(v: u64) -> u64 {
 /// zero (0 ns and longer waits take the general path).
 #[inline(always)]
 pub fn latency_slot(ns: u64) -> usize {
-    const _: () = assert!(LAT_UNIT_NS == 250);
     let n = ns.wrapping_sub(1);
     if n < 1 << 32 {
-        // floor(n / 250) < 2^25: within the table's two reads.
-        return short_slot_of(((n >> 1) * CEIL_DIV_250_K) >> 38, LAT_FINITE);
+        return latency_slot_short(n);
     }
     scaled_slot_of(ceil_div_250_minus_1(ns), LAT_FINITE)
+}
+
+/// [`latency_slot`] of `n + 1` ns for `n` below 2^32 (1 ns to 4.29 s), the bound checked by
+/// the caller: a multiply and one or two table reads.
+#[inline(always)]
+pub fn latency_slot_short(n: u64) -> usize {
+    const _: () = assert!(LAT_UNIT_NS == 250);
+    // floor(n / 250) < 2^25: within the table's two reads.
+    short_slot_of(((n >> 1) * CEIL_DIV_250_K) >> 38, LAT_FINITE)
 }
 
 /// Upper bound of a finite latency slot, in nanoseconds.

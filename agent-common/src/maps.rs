@@ -6,7 +6,6 @@ pub const BLOCK_FAST: &str = "BLOCK_FAST";
 pub const BLOCK_ZERO: &str = "BLOCK_ZERO";
 pub const BLOCK_QUEUES: &str = "BLOCK_QUEUES";
 pub const BLOCK_MARKS: &str = "BLOCK_MARKS";
-pub const BLOCK_CONTROL: &str = "BLOCK_CONTROL";
 pub const BLOCK_STAMPS: &str = "BLOCK_STAMPS";
 pub const BLOCK_ERRORS: &str = "BLOCK_ERRORS";
 pub const BLOCK_COUNTERS: &str = "BLOCK_COUNTERS";
@@ -27,7 +26,6 @@ pub const BLOCK: &[&str] = &[
     BLOCK_ZERO,
     BLOCK_QUEUES,
     BLOCK_MARKS,
-    BLOCK_CONTROL,
     BLOCK_STAMPS,
     BLOCK_ERRORS,
     BLOCK_COUNTERS,

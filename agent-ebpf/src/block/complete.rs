@@ -5,12 +5,12 @@ use agent_common::block::{
     DevOp, ERRNO_STATUS, ErrorKey, OP_OTHER, OP_READ, OP_WRITE, OpStats, STAMP_KERNEL, STAMP_PROBE,
     UNREC_NO_DISPATCH_STAMP, UNREC_NO_START_STAMP,
 };
-use agent_common::hist::{latency_slot, size_slot};
+use agent_common::hist::{LAT_SLOTS, latency_slot, latency_slot_short, size_slot};
 use aya_ebpf::helpers::bpf_ktime_get_ns;
 use aya_ebpf::programs::BtfTracePointContext;
 
 use super::{
-    Request, bio, control, count, count_error, issuer, kernel_path, kernel_stamps, lay,
+    Request, any_option, bio, control, count, count_error, issuer, kernel_path, kernel_stamps, lay,
     leave_request, load, stamps, stats,
 };
 use crate::ready::ready;
@@ -47,11 +47,10 @@ pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
     } else {
         raw as u8 as u32
     };
-    let ctl = control().ok_or(-1)?;
     let io_start = req.io_start_ns();
     // The default configuration on a queue the kernel stamps, the common case: no option to
     // look at, one stats slot, straight through (what the general path below does then).
-    if ctl.options() == 0 && io_start != 0 && req.op != OP_OTHER {
+    if !any_option() && io_start != 0 && req.op != OP_OTHER {
         let dev = req.dev();
         if dev == 0 {
             return Ok(());
@@ -68,14 +67,23 @@ pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
             return Ok(());
         };
         add_size(s, nr_bytes);
-        add_service(s, elapsed(now, io_start));
+        add_latency(
+            &mut s.service,
+            &mut s.service_ns,
+            now.wrapping_sub(io_start),
+        );
         if req.start_ns == 0 {
             count(UNREC_NO_START_STAMP);
             return Ok(());
         }
-        add_queue(s, elapsed(io_start, req.start_ns));
+        add_latency(
+            &mut s.queue,
+            &mut s.queue_ns,
+            io_start.wrapping_sub(req.start_ns),
+        );
         return Ok(());
     }
+    let ctl = &control();
     if ctl.bios_in_requests != 0 {
         bio::complete_request_bios(rq, status);
     }
@@ -164,9 +172,30 @@ pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
 /// target has no select).
 #[inline(always)]
 fn elapsed(to: u64, from: u64) -> u64 {
-    let d = to.wrapping_sub(from);
+    elapsed_of(to.wrapping_sub(from))
+}
+
+/// `d`, a wrapping difference, or 0 where it is negative.
+#[inline(always)]
+fn elapsed_of(d: u64) -> u64 {
     d & !(((d as i64) >> 63) as u64)
 }
+/// Adds the time `to - from` (`d`, wrapping) to a histogram and its sum, as
+/// `add_service`/`add_queue` do with `elapsed`: one compare where it lies between 1 ns and
+/// 4.29 s, the common case; the clamp and the general slot otherwise.
+#[inline(always)]
+fn add_latency(hist: &mut [u64; LAT_SLOTS], sum: &mut u64, d: u64) {
+    let n = d.wrapping_sub(1);
+    if n < 1 << 32 {
+        hist[latency_slot_short(n)] += 1;
+        *sum += d;
+    } else {
+        let ns = elapsed_of(d);
+        hist[latency_slot(ns)] += 1;
+        *sum += ns;
+    }
+}
+
 #[inline(always)]
 fn add_size(s: &mut OpStats, bytes: u32) {
     s.size[size_slot(bytes as u64)] += 1;

@@ -18,7 +18,7 @@ pub fn try_issue(ctx: &BtfTracePointContext) -> Result<(), i32> {
     if !ready(probe::BLOCK_ISSUE) {
         return Ok(());
     }
-    let ctl = control().ok_or(-1)?;
+    let ctl = control();
     let rq: *const u8 = ctx.arg(0);
     // Stamp the dispatch where the kernel will not (the completion takes the kernel's stamp
     // wherever it finds one).

@@ -25,8 +25,8 @@ pub mod requeue;
 use agent_common::block::{
     BlockControl, BlockLayout, COUNTERS, DevOp, ErrorKey, FAST_SLOTS, FastSlot, HIDDEN_MAJOR,
     MARK_HCTX, MARK_QUEUES, MARK_TAGS, MAX_DEV_OPS, MAX_ERROR_KEYS, MAX_PROBE_STAMPS, MAX_QUEUES,
-    MINOR_MASK, MarkWords, OFFSET_NONE, OP_DISCARD, OP_FLUSH, OP_OTHER, OP_READ, OP_WRITE, OpStats,
-    QueueSlot, UNREC_STATS_FULL, UNREC_UNSEEN_END, fast_index, hidden_name_minor,
+    MINOR_MASK, MarkWords, OFFSET_NONE, OP_CLASS_ENTRIES, OpClasses, OpStats, QueueSlot,
+    UNREC_STATS_FULL, UNREC_UNSEEN_END, fast_index, hidden_name_minor,
 };
 use core::intrinsics::AtomicOrdering;
 
@@ -43,13 +43,36 @@ const _: () = assert!(agent_common::maps::same(
 // SAFETY: all zeros is a valid `BlockLayout` (plain integers); user space fills it before load.
 pub(crate) static BLOCK_LAYOUT: BlockLayout = unsafe { core::mem::zeroed() };
 
+/// Filled by user space before load, by this name, from the layout (`op_classes`).
+const _: () = assert!(agent_common::maps::same(
+    "BLOCK_OP_CLASS",
+    agent_common::block::OP_CLASS_GLOBAL
+));
+#[unsafe(no_mangle)]
+static BLOCK_OP_CLASS: OpClasses = [0; OP_CLASS_ENTRIES];
+
+/// Written by user space after load, through the map aya makes of its section: a global
+/// rather than an array map, so that reading it is a load, not an (inlined) lookup with a
+/// bounds check.
+const _: () = assert!(agent_common::maps::same(
+    ".data.block_control",
+    agent_common::block::CONTROL_SECTION
+));
+#[unsafe(no_mangle)]
+#[unsafe(link_section = ".data.block_control")]
+static mut BLOCK_CONTROL: BlockControl = BlockControl {
+    probe_stamps: 0,
+    track_inflight: 0,
+    cgroups: 0,
+    bios_in_requests: 0,
+};
+
 crate::ready::shared_map_names!(
     BLOCK_STATS,
     BLOCK_FAST,
     BLOCK_ZERO,
     BLOCK_QUEUES,
     BLOCK_MARKS,
-    BLOCK_CONTROL,
     BLOCK_STAMPS,
     BLOCK_ERRORS,
     BLOCK_COUNTERS,
@@ -77,10 +100,6 @@ static BLOCK_QUEUES: Array<QueueSlot> = Array::with_max_entries(MAX_QUEUES, 0);
 /// Dispatched-request marks, per (request queue id, hardware queue): see `MarkWords`.
 #[map]
 static BLOCK_MARKS: Array<MarkWords> = Array::with_max_entries(MARK_QUEUES * MARK_HCTX, 0);
-
-/// Written by user space after load (entry 0).
-#[map]
-static BLOCK_CONTROL: Array<BlockControl> = Array::with_max_entries(1, 0);
 
 /// Dispatch time of requests the kernel does not stamp, keyed by request address. LRU, so a
 /// request whose completion was never seen cannot hold its entry forever.
@@ -242,20 +261,14 @@ pub fn disk_dev(disk: *const u8) -> u32 {
     ((major as u32) << 20) | (minor as u32 & MINOR_MASK)
 }
 
-/// The op class of `cmd_flags` (a request's) or `bi_opf` (a bio's): the same encoding.
+/// The op class of `cmd_flags` (a request's) or `bi_opf` (a bio's): the same encoding, its
+/// op in the low byte (the table folds `op_mask` in).
 #[inline(always)]
 pub fn op_of(flags: u32) -> u32 {
-    let req_op = flags & lay!(op_mask);
-    if req_op == lay!(req_op_read) {
-        OP_READ
-    } else if req_op == lay!(req_op_write) {
-        OP_WRITE
-    } else if req_op == lay!(req_op_flush) {
-        OP_FLUSH
-    } else if req_op == lay!(req_op_discard) {
-        OP_DISCARD
-    } else {
-        OP_OTHER
+    // SAFETY: a plain read of an immutable global, at an index below its length.
+    unsafe {
+        core::ptr::read_volatile((&raw const BLOCK_OP_CLASS as *const u8).add(flags as u8 as usize))
+            as u32
     }
 }
 
@@ -273,8 +286,20 @@ pub fn kernel_stamps(rq: *const u8) -> bool {
     (flags >> lay!(queue_flag_stats)) & 1 == 1
 }
 
-pub fn control() -> Option<&'static BlockControl> {
-    BLOCK_CONTROL.get(0)
+/// The settings user space last wrote. Volatile reads: user space changes them while the
+/// programs run, and the compiler must not take the zeros it was built with.
+#[inline(always)]
+pub fn control() -> BlockControl {
+    // SAFETY: a plain read of a global that only user space writes.
+    unsafe { core::ptr::read_volatile(&raw const BLOCK_CONTROL) }
+}
+
+/// Whether any setting is on (`BlockControl::options`), read as two words.
+#[inline(always)]
+pub fn any_option() -> bool {
+    let words = (&raw const BLOCK_CONTROL) as *const u64;
+    // SAFETY: the global is 16 bytes, 8-aligned (`BlockControl`'s own asserts).
+    unsafe { core::ptr::read_volatile(words) | core::ptr::read_volatile(words.add(1)) != 0 }
 }
 
 /// Whether the completion takes the kernel's own dispatch stamp: wherever there is one (the

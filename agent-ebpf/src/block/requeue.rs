@@ -15,7 +15,7 @@ pub fn try_requeue(ctx: &BtfTracePointContext) -> Result<(), i32> {
     let req = Request::read(ctx.arg(0));
     // Counted out until it is dispatched again. (Where the driver tag is already released,
     // the mark stays set and the tag's next request is counted in its place.)
-    if control().is_some_and(|c| c.track_inflight != 0) {
+    if control().track_inflight != 0 {
         leave_request(&req);
     }
     let _ = stamps().remove(req.key());

@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::os::fd::{AsFd, OwnedFd};
 
 use agent_common::block::{
-    BlockControl, COUNTERS, DevOp, ErrorKey, FAST_SLOTS, FastSlot, MAX_DEV_OPS, MAX_ERROR_KEYS,
-    OpStats, QueueSlot,
+    BlockControl, CONTROL_SECTION, COUNTERS, DevOp, ErrorKey, FAST_SLOTS, FastSlot, MAX_DEV_OPS,
+    MAX_ERROR_KEYS, OpStats, QueueSlot,
 };
 use anyhow::{Context, Result};
 use aya::maps::{Array, HashMap, MapData, PerCpuArray, PerCpuHashMap, PerCpuValues};
@@ -136,7 +136,7 @@ impl BlockMaps {
             fast: PerCpuArray::try_from(fast)?,
             stats: PerCpuHashMap::try_from(stats)?,
             queues: Array::try_from(take(probes, maps::BLOCK_QUEUES)?)?,
-            control: Array::try_from(take(probes, maps::BLOCK_CONTROL)?)?,
+            control: Array::try_from(take(probes, CONTROL_SECTION)?)?,
             settings: BlockControl::default(),
             errors: HashMap::try_from(errors)?,
             read_fds,
@@ -175,7 +175,7 @@ impl BlockMaps {
     fn write(&mut self, ctl: BlockControl) -> Result<()> {
         self.control
             .set(0, ctl, 0)
-            .with_context(|| format!("writing {}", maps::BLOCK_CONTROL))?;
+            .with_context(|| format!("writing {CONTROL_SECTION}"))?;
         self.settings = ctl;
         Ok(())
     }

@@ -148,9 +148,10 @@ pub fn bio_layers(btf: &Btf, layout: &mut BlockLayout) -> Result<()> {
 pub fn layout(btf: &Btf, version: Option<(u32, u32)>) -> Result<BlockLayout> {
     // REQ_OP_BITS is a macro, but the first request flag bit is defined as equal to it.
     let op_bits = btf.enum_value("req_flag_bits", "__REQ_FAILFAST_DEV")?;
+    // The probes class ops by the low byte of the flags (`op_classes`).
     ensure!(
-        (1..32).contains(&op_bits),
-        "kernel BTF: unexpected REQ_OP_BITS {op_bits}"
+        (1..=8).contains(&op_bits),
+        "kernel BTF: unexpected REQ_OP_BITS {op_bits} (stornet reads ops of at most 8 bits)"
     );
     let stats_bit = enumerator_or_macro(btf, "QUEUE_FLAG_STATS", version)?;
     ensure!(

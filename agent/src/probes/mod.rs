@@ -318,6 +318,8 @@ fn load_object(globals: &Globals) -> Result<Ebpf> {
     loader.override_global(agent_common::ready::GLOBAL, &ready, true);
     let block = globals.block.as_ref().copied().unwrap_or_default();
     loader.override_global(agent_common::block::LAYOUT_GLOBAL, &block, true);
+    let op_classes = agent_common::block::op_classes(&block);
+    loader.override_global(agent_common::block::OP_CLASS_GLOBAL, &op_classes, true);
     loader.override_global(agent_common::net::LAYOUT_GLOBAL, &globals.net.layout, true);
     if OBJECT.is_empty() {
         bail!(
@@ -387,6 +389,8 @@ mod tests {
                 assert!(obj.maps.contains_key(*m), "{m}");
             }
         }
+        // The block settings are a global in a section of their own, a map user space writes.
+        assert!(obj.maps.contains_key(agent_common::block::CONTROL_SECTION));
         for name in obj.maps.keys().filter(|n| !n.starts_with('.')) {
             assert!(
                 all_probes().any(|p| p.maps.contains(&name.as_str())),
