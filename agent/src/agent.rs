@@ -1,6 +1,6 @@
 //! Wires probes and collectors together; one `gather` per scrape.
 
-use std::time::Instant;
+use std::time::Duration;
 
 use metric_names::agent as agent_metrics;
 use metric_names::labels::COLLECTOR;
@@ -8,6 +8,7 @@ use tracing::{info, warn};
 
 use crate::block;
 use crate::cgroups::Labeller;
+use crate::collectors::background::{self, Background};
 use crate::collectors::probe_spec::{BLOCK_ISSUER, ProbeSpec, TCP_RETRANSMIT};
 use crate::collectors::{self as registry, Snapshot};
 use crate::config::Config;
@@ -26,8 +27,10 @@ pub struct Agent {
 }
 
 impl Agent {
-    /// Attaches every probe it can and builds the collectors for what is up.
-    pub fn start(config: &Config) -> Agent {
+    /// Attaches every probe it can and builds the collectors for what is up; with
+    /// `background`, the slow readers (`collectors::background::NAMES`) read on their own
+    /// threads at that interval rather than at each gather.
+    pub fn start(config: &Config, background: Option<Duration>) -> Agent {
         let root = cgroup_root(config);
         let labeller = |probe: &ProbeSpec| {
             let root = root
@@ -62,6 +65,18 @@ impl Agent {
             snapshots,
             net_labeller,
         ));
+        if let Some(interval) = background {
+            collectors = collectors
+                .into_iter()
+                .map(|c| {
+                    if background::NAMES.contains(&c.name()) {
+                        Background::spawn(c, interval)
+                    } else {
+                        c
+                    }
+                })
+                .collect();
+        }
         Agent {
             probes,
             collectors_enabled: registry::names()
@@ -81,23 +96,27 @@ impl Agent {
     }
 }
 
-/// What `collectors` read, and for each how long it took and whether it succeeded; a failing
-/// one is logged (what it read before it failed stays).
+/// What `collectors` read, and for each how long it took, whether it succeeded and (for one
+/// read in the background) how old its read is; a failing one is logged (what it read before
+/// it failed stays).
 fn collect_all(collectors: &[Box<dyn Collector>]) -> Vec<MetricFamily> {
     let mut out = Vec::new();
     let mut took = MetricFamily::of(&agent_metrics::SCRAPE_COLLECTOR_DURATION_SECONDS);
+    let mut age = MetricFamily::of(&agent_metrics::SCRAPE_COLLECTOR_AGE_SECONDS);
     let mut success = MetricFamily::of(&agent_metrics::SCRAPE_COLLECTOR_SUCCESS);
     for c in collectors {
-        let start = Instant::now();
-        let result = c.collect(&mut out);
+        let reading = c.read(&mut out);
         let labels = [(COLLECTOR, c.name())];
-        took.scalar(&labels, start.elapsed().as_secs_f64());
-        success.scalar(&labels, if result.is_ok() { 1.0 } else { 0.0 });
-        if let Err(e) = result {
+        took.scalar(&labels, reading.took.as_secs_f64());
+        if let Some(a) = reading.age {
+            age.scalar(&labels, a.as_secs_f64());
+        }
+        success.scalar(&labels, if reading.result.is_ok() { 1.0 } else { 0.0 });
+        if let Err(e) = reading.result {
             warn!(collector = c.name(), error = %format!("{e:#}"), "collector failed");
         }
     }
-    out.extend([took, success]);
+    out.extend([took, age, success]);
     out
 }
 
@@ -195,5 +214,23 @@ mod tests {
         assert_eq!(value(&out, success, "bad"), Some(0.0));
         assert!(value(&out, took, "good").is_some_and(|t| t >= 0.0));
         assert!(value(&out, took, "bad").is_some());
+        let age = agent_metrics::SCRAPE_COLLECTOR_AGE_SECONDS.name;
+        assert_eq!(value(&out, age, "good"), None, "read at this scrape");
+    }
+
+    #[test]
+    fn a_reader_in_the_background_says_how_old_its_read_is() {
+        let collectors: Vec<Box<dyn Collector>> = vec![
+            Background::spawn(Box::new(Reader("slow", true)), Duration::from_secs(60)),
+            Box::new(Reader("fast", true)),
+        ];
+        let out = collect_all(&collectors);
+        let age = agent_metrics::SCRAPE_COLLECTOR_AGE_SECONDS.name;
+        let success = agent_metrics::SCRAPE_COLLECTOR_SUCCESS.name;
+        assert!(value(&out, age, "slow").is_some_and(|a| a >= 0.0));
+        assert_eq!(value(&out, age, "fast"), None);
+        assert_eq!(value(&out, success, "slow"), Some(1.0));
+        let started = agent_metrics::START_TIME_SECONDS.name;
+        assert_eq!(out.iter().filter(|f| f.name == started).count(), 2);
     }
 }

@@ -129,6 +129,27 @@ pub trait Collector: Send + Sync {
     /// The reader's name in `stornet_scrape_collector_*{collector}`.
     fn name(&self) -> &'static str;
     fn collect(&self, out: &mut Vec<MetricFamily>) -> anyhow::Result<()>;
+
+    /// Collects, and says how the read went: a reader refreshed apart from the scrape
+    /// (`collectors::background`) tells of its last read rather than of the copy.
+    fn read(&self, out: &mut Vec<MetricFamily>) -> Reading {
+        let start = std::time::Instant::now();
+        let result = self.collect(out);
+        Reading {
+            result,
+            took: start.elapsed(),
+            age: None,
+        }
+    }
+}
+
+/// How a collection went.
+pub struct Reading {
+    pub result: anyhow::Result<()>,
+    /// How long the read took.
+    pub took: std::time::Duration,
+    /// How long ago the read began, for a reader that does not read at each scrape.
+    pub age: Option<std::time::Duration>,
 }
 
 #[cfg(test)]

@@ -136,6 +136,10 @@ fn measure(agent: &AgentProcess, ios: &AtomicU64, sent: &AtomicU64) -> Result<()
         m99 / h99
     );
     println!("agent RSS: {rss:.1} MiB (peak {hwm:.1} MiB)");
+    println!("the last scrape's readers, slowest first:");
+    for (collector, ms) in collector_times(&body) {
+        println!("  {collector:<32}  {ms:8.2} ms");
+    }
     let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
     println!(
         "targets: p99 < 5 ms {}, RSS < 50 MiB {}",
@@ -156,6 +160,22 @@ fn distinct(body: &str, metric: &str, label: &str) -> usize {
     seen.sort_unstable();
     seen.dedup();
     seen.len()
+}
+
+/// Each reader's time in a scrape (`stornet_scrape_collector_duration_seconds`), in ms,
+/// slowest first.
+fn collector_times(body: &str) -> Vec<(String, f64)> {
+    let mut out: Vec<(String, f64)> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("stornet_scrape_collector_duration_seconds{collector=\""))
+        .filter_map(|l| {
+            let (name, rest) = l.split_once('"')?;
+            let v: f64 = rest.rsplit(' ').next()?.parse().ok()?;
+            Some((name.to_string(), v * 1e3))
+        })
+        .collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1));
+    out
 }
 
 /// Percentile by nearest rank.
@@ -264,7 +284,16 @@ fn tcp_peers(
 
 #[cfg(test)]
 mod tests {
-    use super::{distinct, pct};
+    use super::{collector_times, distinct, pct};
+
+    #[test]
+    fn reads_collector_times_slowest_first() {
+        let body = "# TYPE x gauge\nstornet_scrape_collector_duration_seconds{collector=\"a\"} 0.001\nstornet_scrape_collector_duration_seconds{collector=\"b\"} 0.004\n";
+        assert_eq!(
+            collector_times(body),
+            vec![("b".to_string(), 4.0), ("a".to_string(), 1.0)]
+        );
+    }
 
     #[test]
     fn percentiles_by_nearest_rank() {

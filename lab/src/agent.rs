@@ -215,7 +215,34 @@ impl AgentProcess {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// The metrics as of this call or later: scrapes until every reader the agent refreshes
+    /// in the background shows a read begun after the call (its
+    /// `stornet_scrape_collector_age_seconds` is under the time since), so a test sees what
+    /// it did just before. A scrape by Prometheus may show reads up to the agent's refresh
+    /// interval older.
     pub fn scrape(&self) -> Result<Vec<Sample>> {
+        let called = Instant::now();
+        loop {
+            // The agent measures the age after this, so a read it shows that is younger
+            // than this began after the call.
+            let since = called.elapsed().as_secs_f64();
+            let samples = self.scrape_once()?;
+            let fresh = samples
+                .iter()
+                .filter(|s| s.name == "stornet_scrape_collector_age_seconds")
+                .all(|s| s.value <= since);
+            if fresh {
+                return Ok(samples);
+            }
+            if called.elapsed() > Duration::from_secs(30) {
+                bail!("the agent's background readers showed no read younger than 30 s");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// One scrape, showing whatever the agent read last.
+    pub fn scrape_once(&self) -> Result<Vec<Sample>> {
         let (code, body) = self.get("/metrics")?;
         if code != 200 {
             bail!("/metrics answered {code}: {body}");

@@ -27,7 +27,15 @@ pub const SCRAPE_DURATION_SECONDS: Metric = histogram(
 );
 pub const SCRAPE_COLLECTOR_DURATION_SECONDS: Metric = gauge(
     "stornet_scrape_collector_duration_seconds",
-    "Time the reader took in this scrape: which one makes /metrics slow.",
+    "Time the reader took for what this scrape shows (for a reader refreshed in the \
+     background, its last read): which one makes /metrics slow.",
+)
+.with_labels(&[COLLECTOR]);
+pub const SCRAPE_COLLECTOR_AGE_SECONDS: Metric = gauge(
+    "stornet_scrape_collector_age_seconds",
+    "How long before this scrape the reader began the read it shows, for the readers \
+     refreshed in the background (network snapshots, block topology) rather than at each \
+     scrape: normally under their refresh interval plus one read.",
 )
 .with_labels(&[COLLECTOR]);
 pub const SCRAPE_COLLECTOR_SUCCESS: Metric = gauge(
@@ -99,6 +107,7 @@ pub const ALL: &[Metric] = &[
     KERNEL_INFO,
     SCRAPE_DURATION_SECONDS,
     SCRAPE_COLLECTOR_DURATION_SECONDS,
+    SCRAPE_COLLECTOR_AGE_SECONDS,
     SCRAPE_COLLECTOR_SUCCESS,
     PROBE_RUNS_TOTAL,
     PROBE_RUN_SECONDS_TOTAL,

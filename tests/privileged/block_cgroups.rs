@@ -76,7 +76,7 @@ fn scraping(
     let result = std::thread::scope(|scope| {
         scope.spawn(|| {
             while !stop.load(Ordering::Relaxed) {
-                observe(&agent.scrape().expect("scrape"));
+                observe(&agent.scrape_once().expect("scrape"));
                 scrapes.fetch_add(1, Ordering::Relaxed);
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }

@@ -28,6 +28,17 @@ const SERIES_PER_INTERFACE: usize = 13 + 8;
 const RSS_SLACK: u64 = 5 << 20;
 const FD_SLACK: usize = 8;
 
+/// How long before the scrape the network snapshot it shows began.
+fn snapshot_age(s: &[Sample]) -> f64 {
+    s.iter()
+        .find(|x| {
+            x.name == "stornet_scrape_collector_age_seconds"
+                && x.label("collector") == Some("network_snapshots")
+        })
+        .expect("the network snapshots are read in the background")
+        .value
+}
+
 /// The series of namespace `ns` that name an interface.
 fn interface_series<'a>(s: &'a [Sample], ns: &'a str) -> impl Iterator<Item = &'a Sample> {
     s.iter()
@@ -172,11 +183,29 @@ fn net_interface_churn_stays_within_the_cap() {
         std::thread::sleep(Duration::from_millis(100));
     }
     eprintln!("removed in {:.1} s", removed.elapsed().as_secs_f64());
-    let without = agent.scrape().unwrap();
+    // The agent reads the namespaces in the background: scrapes show the last read, and the
+    // first to show a read begun after the veths went has none of them.
+    let gone = Instant::now();
+    let without = loop {
+        let since = gone.elapsed().as_secs_f64();
+        let s = agent.scrape_once().unwrap();
+        if snapshot_age(&s) <= since {
+            break s;
+        }
+        assert!(
+            gone.elapsed() < Duration::from_secs(30),
+            "no newer read in 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    eprintln!(
+        "series gone {:.2} s after the veths (the agent reads every second)",
+        gone.elapsed().as_secs_f64()
+    );
     assert_eq!(
         interfaces(&without, ns),
         base_interfaces,
-        "one scrape after the veths went"
+        "the first read after the veths went"
     );
     assert_eq!(interface_series(&without, ns).count(), base_series);
     // A few more scrapes, as Prometheus would make, then the footprint.

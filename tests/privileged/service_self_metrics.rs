@@ -1,6 +1,6 @@
 //! The agent's own metrics against independent counts: probe runs against the probe's own
 //! event count, map fill against the series it reports, CPU and RSS against /proc, and
-//! scrape counts against the scrapes the test made.
+//! scrape counts against the scrapes the test made (one request each: `scrape_once`).
 
 use anyhow::ensure;
 use stornet_lab::agent::AgentProcess;
@@ -31,9 +31,9 @@ fn service_self_metrics_match_independent_counts() {
     let mut scrapes = 0.0;
     up_to_three_times("self metrics: probe runs", || {
         scrapes += 2.0;
-        let before = agent.scrape()?;
+        let before = agent.scrape_once()?;
         direct_writes(&disk.dev, N, 4096)?;
-        after = agent.scrape()?;
+        after = agent.scrape_once()?;
         let delta = |name: &str, labels: &[(&str, &str)]| {
             sum(&after, name, labels) - sum(&before, name, labels)
         };
@@ -116,7 +116,7 @@ fn service_self_metrics_match_independent_counts() {
         total(&after, "stornet_agent_scrape_duration_seconds_count"),
         scrapes - 1.0
     );
-    let third = agent.scrape().unwrap();
+    let third = agent.scrape_once().unwrap();
     assert_eq!(
         total(&third, "stornet_agent_scrape_duration_seconds_count"),
         scrapes
@@ -142,9 +142,9 @@ fn service_statistics_are_sampled_not_kept_on() {
     let disk = LoopDevice::new("nostats", 16 << 20).unwrap();
     let labels = [("device", disk.name.as_str()), ("op", "write")];
     up_to_three_times("probes count without run statistics", || {
-        let before = agent.scrape()?;
+        let before = agent.scrape_once()?;
         direct_writes(&disk.dev, 100, 4096)?;
-        let after = agent.scrape()?;
+        let after = agent.scrape_once()?;
         let ios = sum(&after, "stornet_block_io_size_bytes_count", &labels)
             - sum(&before, "stornet_block_io_size_bytes_count", &labels);
         ensure!(ios == 100.0, "{ios} writes counted of 100");
@@ -171,7 +171,7 @@ fn service_statistics_are_sampled_not_kept_on() {
         open + closed
     );
 
-    let after = agent.scrape().unwrap();
+    let after = agent.scrape_once().unwrap();
     let completion = [("probe", "block_completion")];
     let per_run = sum(
         &after,

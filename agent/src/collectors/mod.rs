@@ -2,12 +2,13 @@
 //! list, `check`, the collector flags, the config file's `[collectors]` keys and the checked
 //! docs (docs/agent.md's collector table, docs/metrics.md's probe table) all come. Each entry
 //! says its name, what it exports (from `metric_names`) and where its data comes from: an
-//! eBPF probe (its [`ProbeSpec`]: program, hook, maps) or a snapshot read at each scrape.
+//! eBPF probe (its [`ProbeSpec`]: program, hook, maps) or a snapshot (read at each scrape, or every second in the background: [`background`]).
 //!
 //! Adding a probe: its `ProbeSpec` in [`probe_spec`], one `probe(&…)` line here, its program
 //! in agent-ebpf and its reader in `block` or `net`. A disabled collector attaches nothing
 //! and exports nothing.
 
+pub mod background;
 pub mod flags;
 pub mod probe_spec;
 
@@ -21,7 +22,7 @@ pub use flags::CollectorFlags;
 pub enum Source {
     /// An eBPF probe, loaded at start and attached then or when needed ([`Attach`]).
     Probe(&'static ProbeSpec),
-    /// Read at each scrape from procfs, sysfs or netlink.
+    /// Read from procfs, sysfs or netlink: at each scrape, or in the background (`background::NAMES`).
     Snapshot(Snapshot),
 }
 

@@ -156,7 +156,9 @@ async fn serve(
         .into_iter()
         .map(tokio::net::TcpListener::from_std)
         .collect::<std::io::Result<Vec<_>>>()?;
-    let mut starting = tokio::task::spawn_blocking(move || Agent::start(&config));
+    let mut starting = tokio::task::spawn_blocking(move || {
+        Agent::start(&config, Some(crate::collectors::background::INTERVAL))
+    });
     let agent = tokio::select! {
         a = &mut starting => Arc::new(a.context("starting probes")?),
         _ = term.recv() => return Ok(()),

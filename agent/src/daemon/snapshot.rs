@@ -12,7 +12,8 @@ use crate::config::Config;
 use crate::exposition::text;
 
 pub fn run(config: &Config, interval: Duration, format: SnapshotFormat) -> ExitCode {
-    let agent = Agent::start(config);
+    // Everything read at the one gather, after the interval.
+    let agent = Agent::start(config, None);
     std::thread::sleep(interval);
     let families = agent.gather();
     let text = match format {

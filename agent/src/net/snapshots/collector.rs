@@ -1,5 +1,6 @@
-//! The collector of the scrape-time snapshots: reads the host namespace and the configured
-//! ones at each scrape, keeps count of the parts it could not read, and exports them.
+//! The collector of the network snapshots: reads the host namespace and the configured ones
+//! at each call (every second, in the background, when the agent serves), keeps count of
+//! the parts it could not read, and exports them.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -19,7 +20,7 @@ use crate::net::unattributed::Unattributed;
 use metric_names::labels::{NETNS, SNAPSHOT};
 use metric_names::net;
 
-/// Reads the host namespace and the configured ones at every scrape.
+/// Reads the host namespace and the configured ones at every call.
 pub struct SnapshotCollector {
     namespaces: Vec<Namespace>,
     peers: Arc<PeerLabels>,
