@@ -224,7 +224,8 @@ fn exitall_ends_the_group_with_the_first_job() {
 
 /// `rate_min`: a job held to 200 IOs of 4 KiB a second (800 KiB/s) misses a minimum of
 /// 1 MiB/s and fails with fio's words; a minimum it meets changes nothing. `rate_iops` caps
-/// the rate, so the outcome does not depend on the machine.
+/// the rate, so the outcome does not depend on the machine; the checks begin after 2 s and
+/// judge 1 s windows, so 6 s leave several windows even when a busy machine delays them.
 #[test]
 fn a_job_below_rate_min_fails_naming_the_rate() {
     let dir = scratch("ratemin");
@@ -236,7 +237,7 @@ fn a_job_below_rate_min_fails_naming_the_rate() {
             "--bs=4k",
             "--size=1m",
             "--time_based",
-            "--runtime=4",
+            "--runtime=6",
             "--rate_iops=200",
             min,
         ]
@@ -481,7 +482,9 @@ fn grouped(json: &Value) -> Vec<(String, u64, u64, u64)> {
 /// `exitall` (fio's: for every job once one has it) ends what `exit_what` names: `group`
 /// (the default) only the finished job's group, so the 3 s job of the next group runs
 /// whole; `stonewall` every job running, of any group; `all` every job, so the one after
-/// the next wall never starts (reported with no IO). fio runs the same files.
+/// the next wall never starts (reported with no IO). fio runs the same files. The short job
+/// takes about a second (16 IOs at 16 a second): a job that ends at once can end fio's run
+/// before a busy machine has started the next group's job.
 #[test]
 fn exit_what_ends_a_group_the_running_jobs_or_all_as_fios() {
     let dir = scratch("exit-what");
@@ -489,7 +492,7 @@ fn exit_what_ends_a_group_the_running_jobs_or_all_as_fios() {
     let long = "time_based\nruntime=60\nrate_iops=100\n";
     std::fs::write(
         dir.join("group.fio"),
-        format!("{head}[short]\n[long]\n{long}[other]\nnew_group\ntime_based\nruntime=3\nrate_iops=100\n"),
+        format!("{head}[short]\nrate_iops=16\n[long]\n{long}[other]\nnew_group\ntime_based\nruntime=3\nrate_iops=100\n"),
     )
     .unwrap();
     std::fs::write(
