@@ -23,6 +23,12 @@ fn in_use(i: &Interface, n: usize) -> bool {
     }
 }
 
+/// The smallest MTU an interface had during the run: one lowered for a while (a port whose
+/// configuration was lost, then restored) mattered while it lasted.
+fn smallest(s: &crate::model::Series) -> Option<f64> {
+    s.iter().flatten().copied().reduce(f64::min)
+}
+
 fn mtus(host: &Host, only: Option<&str>, n: usize) -> Vec<Mtu> {
     host.interfaces
         .iter()
@@ -31,7 +37,7 @@ fn mtus(host: &Host, only: Option<&str>, n: usize) -> Vec<Mtu> {
             Some(Mtu {
                 host: host.name.clone(),
                 interface: name.clone(),
-                bytes: last(&i.mtu_bytes)?,
+                bytes: smallest(&i.mtu_bytes)?,
             })
         })
         .collect()
@@ -215,6 +221,20 @@ mod tests {
             mismatch(&r, &r.hosts[0], Some("198.18.0.2"), &t).unwrap(),
             "path MTU to 198.18.0.2 is 1500 bytes, below the 9000-byte interface MTU"
         );
+    }
+
+    #[test]
+    fn an_mtu_lowered_for_part_of_the_run_is_a_mismatch() {
+        let mut r = run(9000.0);
+        r.hosts[0].peers.get_mut("198.18.0.2").unwrap().mss_bytes = vec![Some(8948.0); 4];
+        r.hosts[2].interfaces.get_mut("sa").unwrap().mtu_bytes =
+            vec![Some(9000.0), Some(1500.0), Some(1500.0), Some(9000.0)];
+        let t = Thresholds::default();
+        assert_eq!(
+            mismatch(&r, &r.hosts[0], Some("198.18.0.2"), &t).unwrap(),
+            "MTUs differ on the path: 9000 on h1 a0, h2 b0; 1500 on sw sa"
+        );
+        assert!(oversized(&r, &r.hosts[0], "198.18.0.2").is_some());
     }
 
     #[test]
