@@ -23,18 +23,35 @@ fn in_use(i: &Interface, n: usize) -> bool {
     }
 }
 
-fn mtus(host: &Host, only: Option<&str>, n: usize) -> Vec<Mtu> {
+/// An interface's MTU in interval `i`, or its last one (`None`).
+fn mtu_at(s: &crate::model::Series, i: Option<usize>) -> Option<f64> {
+    match i {
+        Some(i) => crate::series::at(s, i),
+        None => last(s),
+    }
+}
+
+fn mtus(host: &Host, only: Option<&str>, n: usize, i: Option<usize>) -> Vec<Mtu> {
     host.interfaces
         .iter()
-        .filter(|(name, i)| *name != "lo" && only.is_none_or(|o| o == *name) && in_use(i, n))
-        .filter_map(|(name, i)| {
+        .filter(|(name, iface)| {
+            *name != "lo" && only.is_none_or(|o| o == *name) && in_use(iface, n)
+        })
+        .filter_map(|(name, iface)| {
             Some(Mtu {
                 host: host.name.clone(),
                 interface: name.clone(),
-                bytes: last(&i.mtu_bytes)?,
+                bytes: mtu_at(&iface.mtu_bytes, i)?,
             })
         })
         .collect()
+}
+
+/// The MTUs at the run's end first, then in each interval from the last back: an MTU
+/// lowered for a while (a port whose configuration was lost, then restored) mattered while
+/// it lasted.
+fn moments(run: &Run) -> impl Iterator<Item = Option<usize>> {
+    std::iter::once(None).chain((0..run.len()).rev().map(Some))
 }
 
 /// Describes an MTU mismatch on the path from `subject` to `peer` (all of the subject's
@@ -42,10 +59,10 @@ fn mtus(host: &Host, only: Option<&str>, n: usize) -> Vec<Mtu> {
 /// MTU (or MSS) smaller than the interface MTU.
 pub fn mismatch(run: &Run, subject: &Host, peer: Option<&str>, t: &Thresholds) -> Option<String> {
     let p = peer.and_then(|a| subject.peers.get(a));
-    let (path, local_min) = path(run, subject, peer);
-    if let Some(text) = differing(&path) {
+    if let Some(text) = moments(run).find_map(|i| differing(&path(run, subject, peer, i).0)) {
         return Some(text);
     }
+    let (_, local_min) = path(run, subject, peer, None);
     let (p, addr, local) = (p?, peer?, local_min?);
     if let Some(pmtu) = last(&p.path_mtu_bytes) {
         return (pmtu < local).then(|| prose::path_mtu_below(addr, pmtu, local));
@@ -56,11 +73,16 @@ pub fn mismatch(run: &Run, subject: &Host, peer: Option<&str>, t: &Thresholds) -
 
 /// The interfaces on the path from `subject` to `peer` (the subject's route interface
 /// when known, the peer's host, switches) and the smallest MTU among the subject's own.
-fn path(run: &Run, subject: &Host, peer: Option<&str>) -> (Vec<Mtu>, Option<f64>) {
+fn path(
+    run: &Run,
+    subject: &Host,
+    peer: Option<&str>,
+    i: Option<usize>,
+) -> (Vec<Mtu>, Option<f64>) {
     let n = run.len();
     let p = peer.and_then(|a| subject.peers.get(a));
     let only = p.and_then(|p| p.interface.as_deref());
-    let mut path = mtus(subject, only, n);
+    let mut path = mtus(subject, only, n, i);
     let local_min = path.iter().map(|m| m.bytes).reduce(f64::min);
     let others = peer
         .and_then(|a| run.host_with_address(a))
@@ -68,7 +90,7 @@ fn path(run: &Run, subject: &Host, peer: Option<&str>) -> (Vec<Mtu>, Option<f64>
         .chain(run.hosts.iter().filter(|h| h.switch));
     for h in others {
         if h.name != subject.name {
-            path.extend(mtus(h, None, n));
+            path.extend(mtus(h, None, n, i));
         }
     }
     (path, local_min)
@@ -83,16 +105,18 @@ const TCP_IP_HEADERS: f64 = 40.0;
 /// sends no ICMP, so the sender never learns), unlike MTUs that merely differ.
 pub fn oversized(run: &Run, subject: &Host, peer: &str) -> Option<String> {
     let mss = last(&subject.peers.get(peer)?.mss_bytes)?;
-    let (path, _) = path(run, subject, Some(peer));
-    let smallest = path.iter().min_by(|a, b| a.bytes.total_cmp(&b.bytes))?;
-    (mss + TCP_IP_HEADERS > smallest.bytes).then(|| {
-        prose::segments_too_large(
-            peer,
-            mss + TCP_IP_HEADERS,
-            smallest.bytes,
-            &smallest.host,
-            &smallest.interface,
-        )
+    moments(run).find_map(|i| {
+        let (path, _) = path(run, subject, Some(peer), i);
+        let smallest = path.iter().min_by(|a, b| a.bytes.total_cmp(&b.bytes))?;
+        (mss + TCP_IP_HEADERS > smallest.bytes).then(|| {
+            prose::segments_too_large(
+                peer,
+                mss + TCP_IP_HEADERS,
+                smallest.bytes,
+                &smallest.host,
+                &smallest.interface,
+            )
+        })
     })
 }
 
@@ -215,6 +239,20 @@ mod tests {
             mismatch(&r, &r.hosts[0], Some("198.18.0.2"), &t).unwrap(),
             "path MTU to 198.18.0.2 is 1500 bytes, below the 9000-byte interface MTU"
         );
+    }
+
+    #[test]
+    fn an_mtu_lowered_for_part_of_the_run_is_a_mismatch() {
+        let mut r = run(9000.0);
+        r.hosts[0].peers.get_mut("198.18.0.2").unwrap().mss_bytes = vec![Some(8948.0); 4];
+        r.hosts[2].interfaces.get_mut("sa").unwrap().mtu_bytes =
+            vec![Some(9000.0), Some(1500.0), Some(1500.0), Some(9000.0)];
+        let t = Thresholds::default();
+        assert_eq!(
+            mismatch(&r, &r.hosts[0], Some("198.18.0.2"), &t).unwrap(),
+            "MTUs differ on the path: 9000 on h1 a0, h2 b0; 1500 on sw sa"
+        );
+        assert!(oversized(&r, &r.hosts[0], "198.18.0.2").is_some());
     }
 
     #[test]

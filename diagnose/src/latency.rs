@@ -92,6 +92,19 @@ pub fn latency(
         local_device_seconds: local,
         ..Latency::default()
     };
+    // A stall: the latency of its rows is the wait of the IOs in flight so far.
+    for (i, wait) in stalled_waits(rows).into_iter().enumerate() {
+        if let Some(w) = wait {
+            for s in [
+                &mut lat.p50_seconds,
+                &mut lat.p99_seconds,
+                &mut lat.mean_seconds,
+                &mut lat.local_device_seconds,
+            ] {
+                s[i] = Some(w);
+            }
+        }
+    }
     for name in legs.iter().skip(1) {
         let s = leg_mean(name);
         if s.iter().any(Option::is_some) {
@@ -99,6 +112,26 @@ pub fn latency(
         }
     }
     Some(lat)
+}
+
+/// IOs in flight for at least half of this many of a row's seconds make an interval without
+/// completions a stall rather than an idle one.
+const STALLED_DEPTH: f64 = 0.5;
+
+/// Per row, in rows where IOs were in flight and none completed in either direction (a
+/// stall: a server that stopped answering, a path that drops what is sent), how long the
+/// IOs in flight have waited at least: since the first row of that stall. Such a row has no
+/// completed IO to measure, yet its latency is that wait, not unknown; the IOs complete
+/// later with all of it (or never). `None` elsewhere.
+fn stalled_waits(rows: &[TimelineRow]) -> Vec<Option<f64>> {
+    let mut waited = 0.0;
+    rows.iter()
+        .map(|r| {
+            let stalled = r.read.ios + r.write.ios == 0 && r.queue_depth >= STALLED_DEPTH;
+            waited = if stalled { waited + r.duration_s } else { 0.0 };
+            stalled.then_some(waited)
+        })
+        .collect()
 }
 
 /// The share of the point's IO slots (`slots`: the jobs' queue depths added up) in use in
@@ -185,6 +218,36 @@ mod tests {
         assert_eq!(l.local_device_seconds, vec![Some(0.0005), None]);
         assert_eq!(l.replicas["198.18.0.2"], vec![Some(0.002), None]);
         assert!(latency(&rows, true, &[]).is_none(), "no reads");
+    }
+
+    #[test]
+    fn rows_without_completions_while_ios_wait_carry_the_wait_so_far() {
+        let mut rows = vec![TimelineRow::default(); 5];
+        for (i, r) in rows.iter_mut().enumerate() {
+            r.duration_s = 1.0;
+            r.queue_depth = 4.0;
+            if i == 0 || i == 3 {
+                r.write.ios = 10;
+                r.write.lat_ns.n = 10;
+                r.write.lat_ns.mean = 2e6;
+                r.write.lat_ns.p50 = 2_000_000;
+                r.write.lat_ns.p99 = 3_000_000;
+                r.write.clat_ns.n = 10;
+                r.write.clat_ns.mean = 2e6;
+            }
+        }
+        // The last row has nothing in flight: idle, not stalled.
+        rows[4].queue_depth = 0.0;
+        let l = latency(&rows, false, &[]).unwrap();
+        assert_eq!(
+            l.p99_seconds,
+            vec![Some(0.003), Some(1.0), Some(2.0), Some(0.003), None]
+        );
+        assert_eq!(l.mean_seconds[2], Some(2.0));
+        assert_eq!(l.local_device_seconds[1], Some(1.0));
+        assert_eq!(l.iops[1], Some(0.0));
+        // A direction without IO has no latency, stall or not.
+        assert!(latency(&rows, true, &[]).is_none());
     }
 
     #[test]

@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 use diagnose::app_latency::AppLatency;
 use serde_json::Value;
 use stornet_lab::blockdev::DiskStat;
-use stornet_lab::ceph::{CephLab, CephSpec, RadosBench};
-use stornet_lab::lab::Shaping;
+use stornet_lab::ceph::{CLIENT_HOST, CephLab, CephSpec, RadosBench};
+use stornet_lab::lab::run::device_run;
+use stornet_lab::lab::{Shaping, Workload};
 use stornet_lab::promserver::now;
 
 /// Seconds of load before the fault, with it, and the evaluation step: the healthy part is
@@ -365,4 +366,144 @@ fn scenario_ceph_3_an_osd_starved_of_cpu_is_its_hosts_cpu() {
         location.contains(&format!("CPU of {host}")),
         "{host}'s verdict place {location:?} is not its CPU"
     );
+}
+
+/// Seconds of loadgen's writes on CephFS before the MTU fault, with it, and after it.
+const MTU_HEALTHY_S: u64 = 16;
+const MTU_FAULT_S: u64 = 12;
+const MTU_AFTER_S: u64 = 10;
+
+/// A jumbo-frame network (every host, port and the bridge at MTU 9000) whose switch port
+/// toward h1 (osd.0's host) falls back to 1500 in the middle of the writes of a client
+/// stornet did not build into Ceph: loadgen writing a file on a `ceph-fuse` mount of CephFS,
+/// with an agent beside it. The client's connection to osd.0 agreed on jumbo segments, and
+/// the port drops each frame above 1500 bytes (a bridge sends no ICMP); the OSDs' own
+/// connections, open since before the jumbo frames, keep their 1500-byte segments, so
+/// their op latency, which `--app-latency ceph` judges, does not see it. The client's
+/// latency does: stornet names `mtu_mismatch` on the path to h1 from loadgen's run record;
+/// the kernel's drop tracepoint (the agent's count of drops at the bridge), the port's rx
+/// drops and `ip link`'s MTUs are the independent counts, and Ceph's health is printed from
+/// the same run.
+#[test]
+fn scenario_ceph_4_an_mtu_mismatch_toward_an_osd_host_is_named_from_the_clients_latency() {
+    let test =
+        "scenario_ceph_4_an_mtu_mismatch_toward_an_osd_host_is_named_from_the_clients_latency";
+    if !stornet_lab::ceph::can_run(test, &["ceph-fuse"]) {
+        return;
+    }
+    let began = Instant::now();
+    let spec = CephSpec {
+        prometheus: false,
+        agents: false,
+        ..CephSpec::default()
+    };
+    let mut c = CephLab::new("ceph4", spec).unwrap_or_else(|e| panic!("{e:#}"));
+    assert_eq!(
+        c.health().unwrap_or_default(),
+        "HEALTH_OK",
+        "{}",
+        c.logs(20)
+    );
+    c.start_cephfs().unwrap_or_else(|e| panic!("{e:#}"));
+    c.set_mtu(9000).unwrap();
+    let mount = c.mount_cephfs().unwrap_or_else(|e| panic!("{e:#}"));
+    let agent = c.client_agent().unwrap_or_else(|e| panic!("{e:#}"));
+    let dir = std::env::temp_dir().join(format!("stornet-scenario-ceph4-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // 64 KiB random writes, 4 in flight, on a 64 MiB file.
+    let w = Workload {
+        rw: "randwrite".into(),
+        rwmixread: None,
+        bs: "64k".into(),
+        iodepth: 4,
+        numjobs: 1,
+        rate_iops: None,
+        size: "64m".into(),
+        runtime: format!("{}s", MTU_HEALTHY_S + MTU_FAULT_S + MTU_AFTER_S),
+        ramp_time: Some("1s".into()),
+        interval: "1s".into(),
+        extra: Vec::new(),
+    };
+    let file = mount.dir.join("lg");
+    let client = c.client_host();
+    let h1 = c.lab.host("h1").addr.to_string();
+    // `ip link`'s MTU of a link in a namespace.
+    let mtu = |ns: &stornet_lab::netns::Netns, dev: &str| -> u32 {
+        let out = ns.ip(&["-o", "link", "show", dev]).unwrap_or_default();
+        let mut words = out.split_whitespace();
+        words
+            .find(|w| *w == "mtu")
+            .and_then(|_| words.next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    let port = c.lab.host("h1").port.clone();
+    let (o, counts) = std::thread::scope(|s| {
+        let run = s.spawn(|| {
+            device_run(&c.lab, client, &agent, &file, &w, &dir, "cephfs-mtu")
+                .unwrap_or_else(|e| panic!("{e:#}\nagent log:\n{}", agent.log()))
+        });
+        // The file is laid out and the ramp passes before the measured part.
+        while !file.exists() {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        std::thread::sleep(Duration::from_secs(MTU_HEALTHY_S + 2));
+        let rx0 = c.port_rx_drops().unwrap();
+        let r0 = client.ns.snmp_tcp("RetransSegs").unwrap();
+        c.set_port_mtu("h1", 1500).unwrap();
+        let mtus = (
+            mtu(&client.ns, stornet_lab::lab::Host::DEV),
+            mtu(&c.lab.switch, &port),
+        );
+        std::thread::sleep(Duration::from_secs(MTU_FAULT_S));
+        let health = c.health().unwrap_or_else(|e| format!("{e:#}"));
+        let rx = retransmitted_on(&rx0, &c.port_rx_drops().unwrap());
+        let resent = client.ns.snmp_tcp("RetransSegs").unwrap() - r0;
+        c.set_port_mtu("h1", 9000).unwrap();
+        (run.join().unwrap(), (mtus, rx, resent, health))
+    });
+    let ((client_mtu, port_mtu), rx, resent, health) = counts;
+    drop(mount);
+    let w_all = o.latency(0, "write");
+    let bridge = o
+        .record_sum(0, CLIENT_HOST, &["skb_drops", "not_specified"])
+        .unwrap_or(0.0);
+    let v = &o.analysis["verdict"];
+    eprintln!(
+        "loadgen on CephFS, 64 KiB writes, {MTU_HEALTHY_S} s healthy then {MTU_FAULT_S} s with h1's port at MTU \
+         {port_mtu} (the client's {client_mtu}): {:.0} IOPS, mean {:.0} ms, p99 {:.0} ms over the run; Ceph: \
+         {health}; /proc/net/snmp: {resent} retransmits from the client; the agent saw {bridge} drops \
+         without reason (the bridge's); ip -s link: {rx} frames the switch ports refused; stornet: {}; \
+         the scenario {:.0} s",
+        w_all.iops,
+        w_all.mean_s * 1e3,
+        w_all.p99_s * 1e3,
+        line(v),
+        began.elapsed().as_secs_f64()
+    );
+    for e in o.evidence() {
+        eprintln!("  {e}");
+    }
+    assert_eq!((client_mtu, port_mtu), (9000, 1500), "ip link's MTUs");
+    assert!(resent > 0, "the client retransmitted nothing toward h1");
+    assert!(bridge > 0.0, "the agent counted no drops at the bridge");
+    assert_eq!(v["cause"], "mtu_mismatch", "{}", line(v));
+    let location = v["location"].as_str().unwrap_or_default();
+    assert!(
+        location.contains(&h1),
+        "the verdict's place {location:?} is not the path to h1 ({h1})"
+    );
+    let evidence = o.evidence().join("\n");
+    assert!(
+        evidence.contains("1500"),
+        "the evidence names the 1500-byte port: {evidence}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Frames refused over the fault, all ports together.
+fn retransmitted_on(before: &[(String, u64)], after: &[(String, u64)]) -> u64 {
+    after
+        .iter()
+        .map(|(h, n)| n - before.iter().find(|(g, _)| g == h).map_or(0, |x| x.1))
+        .sum()
 }

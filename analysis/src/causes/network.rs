@@ -34,11 +34,21 @@ pub(super) fn peers(cx: &Context) -> Vec<Option<String>> {
 pub(super) fn net_share(cx: &Context, peer: Option<&str>) -> Option<f64> {
     let replica = peer.and_then(|p| cx.share(PartKind::Replica, Some(p)));
     let served = || {
-        served_device(cx, peer)?;
+        if served_device(cx, peer).is_none() && !network_file_system(cx) {
+            return None;
+        }
         cx.share(PartKind::LocalDevice, None)
     };
     let known = cx.parts.complete && !cx.shares.is_empty();
     replica.or_else(served).or(known.then_some(0.0))
+}
+
+/// The local IO reached no block device of the host, which has TCP peers: a file on a
+/// network file system (NFS, CephFS, a FUSE client), whose time is spent with its servers.
+/// Which of them holds it is not known, so each peer may hold all of it; the signals on
+/// each path tell them apart.
+pub(super) fn network_file_system(cx: &Context) -> bool {
+    cx.parts.devices.is_empty() && cx.subject.devices.is_empty() && !cx.subject.peers.is_empty()
 }
 
 /// The local device that `peer` serves over the network (NVMe over TCP, iSCSI): a layer

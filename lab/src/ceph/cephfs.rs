@@ -14,6 +14,7 @@ use anyhow::{Context, Result, bail};
 use super::cli::wait;
 use super::daemon::{Daemon, in_host};
 use super::{CephLab, MON_HOST};
+use crate::agent::AgentProcess;
 
 /// The file system's name.
 pub const FS: &str = "labfs";
@@ -103,6 +104,22 @@ impl CephLab {
             std::thread::sleep(Duration::from_millis(100));
         }
         Ok(m)
+    }
+}
+
+impl CephLab {
+    /// A stornet-agent on the client host, as beside an application that uses the mount:
+    /// it also watches the switch's namespace (its ports' MTUs and counters, as a switch's
+    /// would be read), not the OSD hosts', whose sockets would count as the client's; and
+    /// it reports no block device, since every disk of this machine is an OSD's (all hosts
+    /// share one kernel) and the client's IO reaches none of its own.
+    pub fn client_agent(&self) -> Result<AgentProcess> {
+        let client = self.client_host();
+        let config = format!(
+            "[block]\ndevices_exclude = [\"*\"]\n\n[net]\nmax_peers = 4096\nnamespaces = [{:?}]\n",
+            self.lab.switch.name
+        );
+        AgentProcess::in_netns(&client.ns, &config)
     }
 }
 

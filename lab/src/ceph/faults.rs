@@ -50,16 +50,28 @@ impl CephLab {
     /// everything back at 1500. Connections open before keep the segment size they agreed,
     /// new ones send frames that port cannot carry.
     pub fn mtu_mismatch(&self, host: Option<&str>) -> Result<()> {
-        let mtu = if host.is_some() { 9000 } else { 1500 };
+        self.set_mtu(if host.is_some() { 9000 } else { 1500 })?;
+        if let Some(h) = host {
+            self.set_port_mtu(h, 1500)?;
+        }
+        Ok(())
+    }
+
+    /// Every host, switch port and the bridge at `mtu` (9000: a jumbo-frame network).
+    /// Connections open before keep the segment size they agreed.
+    pub fn set_mtu(&self, mtu: u32) -> Result<()> {
         for h in &self.lab.hosts {
             self.lab.switch.set_mtu(&h.port, mtu)?;
             h.ns.set_mtu(Host::DEV, mtu)?;
         }
-        self.lab.switch.set_mtu("br0", mtu)?;
-        if let Some(h) = host {
-            self.lab.set_port_mtu(self.lab.host(h), 1500)?;
-        }
-        Ok(())
+        self.lab.switch.set_mtu("br0", mtu)
+    }
+
+    /// The switch port toward `host` alone at `mtu`: on a jumbo-frame network, 1500 is a
+    /// port whose configuration was lost, and the connections through it that agreed on
+    /// jumbo segments lose every frame above 1500 bytes there, open or new.
+    pub fn set_port_mtu(&self, host: &str, mtu: u32) -> Result<()> {
+        self.lab.set_port_mtu(self.lab.host(host), mtu)
     }
 
     /// Frames the switch ports refused on receive (`ip -s link` rx_dropped), by host.

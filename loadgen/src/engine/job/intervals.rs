@@ -36,9 +36,13 @@ impl Job<'_> {
         while now >= self.next_boundary && self.deadline.is_none_or(|d| self.next_boundary < d) {
             // The first interval of a job held back by `startdelay` is covered in part.
             let start = self.next_boundary - self.spec.interval_ns;
+            // IOs in flight count in each interval they spanned, also when nothing
+            // completed in it.
+            self.advance_qd(self.next_boundary);
             self.send_interval(self.next_boundary - start.max(self.measure_start));
             self.next_boundary += self.spec.interval_ns;
         }
+        self.advance_qd(now);
     }
 
     pub(super) fn send_interval(&mut self, covered_ns: u64) {

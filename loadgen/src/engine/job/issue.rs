@@ -303,8 +303,16 @@ impl Job<'_> {
         self.prepared.clear();
     }
 
-    /// Integrates IOs in flight over time, for the interval's average queue depth.
+    /// Integrates IOs in flight over time, for the interval's average queue depth; only up
+    /// to the end of the current interval while another follows, since a call that blocked
+    /// across boundaries (a submission to a file system that waits) is spread over the
+    /// intervals it spans by `boundaries`.
     pub(super) fn advance_qd(&mut self, t: u64) {
+        let t = if self.deadline.is_none_or(|d| self.next_boundary < d) {
+            t.min(self.next_boundary)
+        } else {
+            t
+        };
         let from = self.qd_last.max(self.measure_start);
         if t > from {
             self.ivl.inflight_area += self.qd_inflight as u128 * (t - from) as u128;

@@ -541,6 +541,9 @@ impl Job<'_> {
             self.submitted(submit);
             self.ring.submit_and_wait(1).context("io_uring_enter")?;
             now = clock::now_ns();
+            // Intervals that passed while the call waited close first: what completes now
+            // belongs to the interval of now, and the IOs in flight counted in each of them.
+            self.boundaries(now);
             self.reap(now);
             if let Some(s) = &mut self.search
                 && s.check(now) == Action::ResetStats
