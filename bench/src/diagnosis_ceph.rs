@@ -17,7 +17,7 @@
 //! - cpu: osd.1's daemon is capped at a share of a CPU (a cgroup quota, three sizes).
 //!
 //! An MTU mismatch is left out: a new client's ops never reach the OSD behind the port, so
-//! no OSD's op latency shows it. A case is right when the cluster's verdict names the cause
+//! no OSD's op latency shows it (Ceph scenario 4 names it from a client's own latency). A case is right when the cluster's verdict names the cause
 //! and its place: the path to h1, osd.0's device on h1, the CPU of osd.1's host (for a
 //! healthy case, `none`). Printed: every case with the verdict, its place and confidence and
 //! each OSD host's own verdict (and, for a wrong one, every host's best candidates), the

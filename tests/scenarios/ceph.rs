@@ -5,7 +5,6 @@
 //! counts (`tc -s` at the switch port, `/proc/net/snmp`, `/sys/block/*/stat`) are the
 //! independent evidence.
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use diagnose::app_latency::AppLatency;
@@ -75,28 +74,9 @@ fn judge(c: &CephLab, fault: impl FnOnce(), lift: impl FnOnce()) -> Judged {
     // The last reports reach the mgr and Prometheus.
     std::thread::sleep(Duration::from_secs(2 * STEP_S));
     let end = start + ((now() - start) / STEP_S as f64).floor() * STEP_S as f64;
-    let prom = c.prometheus.as_ref().expect("the lab's Prometheus");
     let analyze = |format: &str| -> String {
-        let out = Command::new("ip")
-            .args(["netns", "exec", &c.mon_host().ns.name])
-            .arg(stornet_lab::bins::path("stornet"))
-            .args([
-                "analyze",
-                &format!("--prometheus=http://{}", prom.addr),
-                &format!("--start={start}"),
-                &format!("--end={end}"),
-                &format!("--step={STEP_S}s"),
-                "--app-latency=ceph",
-                &format!("--format={format}"),
-            ])
-            .output()
-            .expect("running stornet");
-        assert!(
-            out.status.success(),
-            "stornet analyze: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        c.analyze(start, end, STEP_S, format)
+            .unwrap_or_else(|e| panic!("{e:#}"))
     };
     let text = analyze("text");
     eprintln!("{text}");
