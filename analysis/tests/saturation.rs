@@ -225,17 +225,23 @@ fn pause_frames_tell_without_a_queue_or_rate() {
     );
 }
 
+/// The share of each interval the client's connections to the replica waited for its
+/// receive window.
+fn rwnd_limited(run: &mut Run, share: f64) {
+    run.hosts[0]
+        .peers
+        .get_mut(REPLICA)
+        .unwrap()
+        .rwnd_limited_seconds = c(share);
+}
+
 #[test]
 fn a_send_queue_held_by_the_receivers_window_is_not_saturation() {
     // No shaper: only the send queue tells. The connections waited for the replica's
     // receive window 80% of the time: the replica does not read, the path is idle.
     let mut run = Setup::saturated().run();
     run.hosts.retain(|h| h.name != "sw");
-    run.hosts[0]
-        .peers
-        .get_mut(REPLICA)
-        .unwrap()
-        .rwnd_limited_seconds = c(0.8);
+    rwnd_limited(&mut run, 0.8);
     let r = analyze(&run);
     assert!(!saturation(&r).requirement_met, "{}", r.to_text());
     assert_ne!(r.verdict.cause, Cause::NetworkSaturation, "{}", r.to_text());
@@ -245,20 +251,12 @@ fn a_send_queue_held_by_the_receivers_window_is_not_saturation() {
         "{e}"
     );
     // Below half the time, the queue is the path's again.
-    run.hosts[0]
-        .peers
-        .get_mut(REPLICA)
-        .unwrap()
-        .rwnd_limited_seconds = c(0.3);
+    rwnd_limited(&mut run, 0.3);
     let r = analyze(&run);
     assert_eq!(r.verdict.cause, Cause::NetworkSaturation, "{}", r.to_text());
     // A link at its rate still tells, whatever the window did.
     let mut run = Setup::saturated().run();
-    run.hosts[0]
-        .peers
-        .get_mut(REPLICA)
-        .unwrap()
-        .rwnd_limited_seconds = c(0.8);
+    rwnd_limited(&mut run, 0.8);
     let r = analyze(&run);
     assert_eq!(r.verdict.cause, Cause::NetworkSaturation, "{}", r.to_text());
 }
