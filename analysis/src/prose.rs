@@ -60,9 +60,16 @@ fn correlation(s: &SignalScore) -> String {
 /// A signal in raised intervals against the others, with its correlation.
 pub fn describe_raised(cx: &Context, i: usize) -> String {
     let s = &cx.scores[i];
-    let (r, o) = match cx.mode {
+    let (r, all) = match cx.mode {
         Mode::Raised { raised, others } => (raised.len(), others.len()),
         Mode::Whole => (0, 0),
+    };
+    let o = s.others_intervals;
+    // The intervals next to a raised one are left out of the comparison when enough remain.
+    let others = if o < all {
+        format!("the {o} others not next to them")
+    } else {
+        format!("the other {o}")
     };
     let what = phrase(&cx.subject.name, s);
     let (during, before) = (s.raised.unwrap_or(0.0), s.others.unwrap_or(0.0));
@@ -74,7 +81,7 @@ pub fn describe_raised(cx: &Context, i: usize) -> String {
     };
     if s.kind.is_counter() {
         format!(
-            "{} {what} in the {r} raised intervals{shifted} ({} in the other {o}); {}",
+            "{} {what} in the {r} raised intervals{shifted} ({} in {others}); {}",
             count(during),
             count(before),
             correlation(s)
