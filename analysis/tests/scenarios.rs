@@ -986,3 +986,51 @@ fn reads_waiting_for_slots_that_writes_hold_take_the_writes_cause() {
         r.to_text()
     );
 }
+
+// ---- a file on a network file system: the local IO's time is its server's ----
+
+#[test]
+fn congestion_toward_a_network_file_systems_server_is_named_from_the_local_io() {
+    let mut lab = Lab::new(Fault::Congestion).noisy();
+    lab.network_fs = true;
+    let r = report(&lab);
+    assert_cause(&r, Cause::NetworkCongestion, State::Raised);
+    assert_eq!(
+        r.verdict.location.as_deref(),
+        Some("path to peer 198.18.0.2"),
+        "{}",
+        r.to_text()
+    );
+    // The local IO's rise is the path's: each server may hold all of it.
+    let to = |peer: &str| {
+        write_result(&r)
+            .candidates
+            .iter()
+            .find(|c| c.cause == Cause::NetworkCongestion && c.location.ends_with(peer))
+            .unwrap_or_else(|| panic!("no candidate toward {peer}: {}", r.to_text()))
+    };
+    let (busy, calm) = (to("198.18.0.2"), to("198.18.0.3"));
+    assert!(busy.share.is_some_and(|s| s > 0.9), "{busy:?}");
+    assert_eq!(busy.share, calm.share, "{}", r.to_text());
+    // Only the signals on its own path can make a server the cause.
+    assert!(busy.requirement_met && !calm.requirement_met, "{calm:?}");
+    assert!(calm.score < busy.score / 2.0, "{}", r.to_text());
+}
+
+#[test]
+fn without_network_peers_a_deviceless_local_io_is_not_put_on_the_network() {
+    let mut lab = Lab::new(Fault::Congestion).noisy();
+    lab.network_fs = true;
+    let mut run = lab.build();
+    run.hosts[0].peers.clear();
+    let r = analyze(&run).expect("a synthetic run lines up");
+    assert!(
+        write_result(&r)
+            .candidates
+            .iter()
+            .filter(|c| NETWORK.contains(&c.cause))
+            .all(|c| c.share.is_none_or(|s| s == 0.0)),
+        "{}",
+        r.to_text()
+    );
+}

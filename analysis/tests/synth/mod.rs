@@ -78,6 +78,10 @@ pub struct Lab {
     pub histograms: bool,
     /// Relative noise on latency.
     pub latency_noise: f64,
+    /// The file is on a network file system (CephFS through FUSE): no block device on h1,
+    /// its local IO's time is the round trip to its server h2, and h1 also talks to a
+    /// healthy 198.18.0.3.
+    pub network_fs: bool,
 }
 
 impl Lab {
@@ -95,6 +99,7 @@ impl Lab {
             reads: false,
             histograms: false,
             latency_noise: 0.15,
+            network_fs: false,
         }
     }
 
@@ -337,6 +342,28 @@ impl Lab {
             sw.interfaces
                 .insert("sa".into(), iface(c(1500.0), s.get(|x| x.sw_drops)));
             sw.interfaces.insert("sb".into(), iface(c(1500.0), c(0.0)));
+        }
+        if self.network_fs {
+            if let Some(w) = h1.write.as_mut() {
+                w.replicas.clear();
+                w.local_device_seconds = s.get(|x| x.rtt);
+            }
+            h1.local_devices.clear();
+            h1.devices.clear();
+            // Routed through v1 (the shallow qdisc) and v3 (nothing wrong) respectively.
+            if let Some(p) = h1.peers.get_mut("198.18.0.2") {
+                p.interface = Some("v1".into());
+            }
+            h1.peers.insert(
+                "198.18.0.3".into(),
+                Peer {
+                    retransmits: c(0.0),
+                    srtt_seconds: c(0.000_3),
+                    interface: Some("v3".into()),
+                    ..Peer::default()
+                },
+            );
+            h1.interfaces.insert("v3".into(), iface(c(1500.0), c(0.0)));
         }
         Run {
             interval_seconds: 1.0,
