@@ -483,8 +483,8 @@ fn grouped(json: &Value) -> Vec<(String, u64, u64, u64)> {
 /// (the default) only the finished job's group, so the 3 s job of the next group runs
 /// whole; `stonewall` every job running, of any group; `all` every job, so the one after
 /// the next wall never starts (reported with no IO). fio runs the same files. The short job
-/// takes about a second (16 IOs at 16 a second): a job that ends at once can end fio's run
-/// before a busy machine has started the next group's job.
+/// takes about two seconds (16 IOs at 8 a second): a job that ends sooner can end before a
+/// busy machine has started the jobs beside it, which then run whole.
 #[test]
 fn exit_what_ends_a_group_the_running_jobs_or_all_as_fios() {
     let dir = scratch("exit-what");
@@ -492,14 +492,14 @@ fn exit_what_ends_a_group_the_running_jobs_or_all_as_fios() {
     let long = "time_based\nruntime=60\nrate_iops=100\n";
     std::fs::write(
         dir.join("group.fio"),
-        format!("{head}[short]\nrate_iops=16\n[long]\n{long}[other]\nnew_group\ntime_based\nruntime=3\nrate_iops=100\n"),
+        format!("{head}[short]\nrate_iops=8\n[long]\n{long}[other]\nnew_group\ntime_based\nruntime=3\nrate_iops=100\n"),
     )
     .unwrap();
     std::fs::write(
         dir.join("wall.fio"),
         format!(
-            "{head}[short]\nexit_what=stonewall\n[long]\nnew_group\n{long}\
-             [wall]\nstonewall\nexit_what=all\n[long2]\n{long}[never]\nstonewall\n"
+            "{head}[short]\nrate_iops=8\nexit_what=stonewall\n[long]\nnew_group\n{long}\
+             [wall]\nstonewall\nrate_iops=8\nexit_what=all\n[long2]\n{long}[never]\nstonewall\n"
         ),
     )
     .unwrap();
