@@ -407,8 +407,7 @@ pub fn score(
                     _ => here,
                 }
             });
-            let (r, o, rose, shift, others_intervals) =
-                judged.unwrap_or((None, None, false, 0, 0));
+            let (r, o, rose, shift, others_intervals) = judged.unwrap_or((None, None, false, 0, 0));
             SignalScore {
                 host: s.host.clone(),
                 kind: s.kind,
