@@ -442,7 +442,7 @@ pub const OPTIONS: &[OptionDoc] = &[
     job(
         "dedupe_percentage",
         "PCT",
-        "PCT % of writes repeat the last unique block's data, so storage that deduplicates stores that much less (default: 0)",
+        "PCT % of writes are copies of an earlier block (see --dedupe_mode), so storage that deduplicates stores that much less (default: 0)",
     ),
     job(
         "dedupe_mode",
