@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::engine::content::WorkingSet;
 use crate::engine::minrate::MinRate;
 use crate::engine::workload::OffsetRule;
 use crate::engine::{self, FileRegion, JobLive, JobSpec, Think, Watcher, legs::LegsFactory};
@@ -98,7 +99,7 @@ fn specs(run: &Run<'_>, point: &Point, group: &[usize]) -> Vec<JobSpec> {
         .map(|&j| plan.jobs[j].ramp_time_ns)
         .max()
         .unwrap_or(0);
-    layout
+    let specs = layout
         .threads
         .iter()
         .enumerate()
@@ -174,6 +175,8 @@ fn specs(run: &Run<'_>, point: &Point, group: &[usize]) -> Vec<JobSpec> {
                 do_verify: job.do_verify,
                 verify_backlog: job.verify_backlog,
                 verify_dump: job.verify_dump,
+                data: job.data.clone(),
+                working_set: None,
                 seed: if job.randrepeat { base } else { base ^ entropy },
                 offsets: OffsetRule {
                     seq_add: job.seq_add,
@@ -251,7 +254,41 @@ fn specs(run: &Run<'_>, point: &Point, group: &[usize]) -> Vec<JobSpec> {
                 },
             }
         })
-        .collect()
+        .collect::<Vec<JobSpec>>();
+    with_working_sets(specs)
+}
+
+/// fio's dedupe working sets: `dedupe_working_set_percentage` of each job's region, in its
+/// smallest writes; the jobs with `dedupe_global` running together share theirs.
+fn with_working_sets(mut specs: Vec<JobSpec>) -> Vec<JobSpec> {
+    {
+        let blocks = |s: &JobSpec| {
+            let len = s.files.first().map_or(0, |f| f.len);
+            len * s.data.working_set_pct as u64 / 100 / s.sizes[1].min().max(1)
+        };
+        let uses = |s: &JobSpec| s.data.dedupe > 0 && s.data.working_set;
+        let global: Vec<u64> = specs
+            .iter()
+            .filter(|s| uses(s) && s.data.global)
+            .map(blocks)
+            .collect();
+        let mut me = 0;
+        for s in specs.iter_mut().filter(|s| uses(s)) {
+            s.working_set = Some(if s.data.global {
+                me += 1;
+                WorkingSet {
+                    blocks: global.clone(),
+                    me: me - 1,
+                }
+            } else {
+                WorkingSet {
+                    blocks: vec![blocks(s)],
+                    me: 0,
+                }
+            });
+        }
+    }
+    specs
 }
 
 /// Runs `loadgen run` with its arguments; Ok is the exit status.

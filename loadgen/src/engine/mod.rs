@@ -3,6 +3,7 @@
 //! samples into the timeline, samples CPU, and feeds the progress bar and live metrics.
 
 pub mod buffers;
+pub mod content;
 pub mod distribution;
 pub mod flow;
 pub mod iolog;
@@ -91,6 +92,10 @@ pub struct JobSpec {
     pub do_verify: bool,
     pub verify_backlog: Option<u64>,
     pub verify_dump: bool,
+    /// fio's options for the data written (not used with --verify, which writes its own).
+    pub data: crate::options::data::DataOptions,
+    /// `dedupe_mode=working_set`: the working set this job draws duplicates from.
+    pub working_set: Option<content::WorkingSet>,
     pub seed: u64,
     /// fio's `rw=…:N`, `rw_sequencer`, `blockalign`.
     pub offsets: workload::OffsetRule,

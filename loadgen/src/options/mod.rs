@@ -1,6 +1,7 @@
 //! What a run does: jobs with fio's options, and the settings of the run as a whole.
 //! `parse` reads them from a command line, job files and profiles; `validate` checks them.
 
+pub mod data;
 pub mod distribution;
 pub mod groups;
 pub mod jobfile;
@@ -314,6 +315,9 @@ pub struct JobOptions {
     /// fio's `prio`, `prioclass`, `cmdprio*`, `log_prio`.
     #[serde(default)]
     pub prio: prio::PrioOptions,
+    /// fio's options for the data written (`buffer_pattern`, `dedupe_percentage`, …).
+    #[serde(default)]
+    pub data: data::DataOptions,
     /// fio's `allow_file_create`: 0 refuses a job whose file does not exist.
     #[serde(default = "yes")]
     pub allow_file_create: bool,
@@ -412,6 +416,7 @@ impl Default for JobOptions {
             flow_id: 0,
             flow_sleep_us: 0,
             prio: prio::PrioOptions::default(),
+            data: data::DataOptions::default(),
             allow_file_create: true,
             ss: Default::default(),
             verify_pattern: None,
@@ -461,7 +466,7 @@ fn usec_time(v: &str) -> Result<u64, String> {
 /// fio's `verify_pattern`: hex numbers (`0xaa55`, bytes in the order written), decimal
 /// numbers (their bytes, least significant first, as fio's), and quoted strings, one after
 /// another. fio's `%o` (the block's offset) is not run.
-fn verify_pattern(v: &str) -> Result<Vec<u8>, String> {
+pub(super) fn verify_pattern(v: &str) -> Result<Vec<u8>, String> {
     const MAX: usize = 512;
     let mut out = Vec::new();
     let mut rest = v.trim();
@@ -661,7 +666,8 @@ impl JobOptions {
             || self.set_io(key, v)?
             || self.set_reporting(key, v, value)?
             || self.set_order(key, v)?
-            || self.prio.set(key, v).map_err(|e| format!("--{key}: {e}"))?;
+            || self.prio.set(key, v).map_err(|e| format!("--{key}: {e}"))?
+            || self.data.set(key, v).map_err(|e| format!("--{key}: {e}"))?;
         if !known {
             return Err(format!("--{key} is not a job option"));
         }
@@ -1296,6 +1302,13 @@ mod tests {
         assert!(!j.lfsr, "random_generator=tausworthe: independent draws");
         assert_eq!(j.file_service, FileService::RoundRobin(1), "roundrobin");
         assert_eq!(j.filename_format, None, "$jobname.$jobnum.$filenum");
+        let d = &j.data;
+        assert!(
+            d.pattern.is_none() && !d.zero && !d.refill,
+            "random data, filled once"
+        );
+        assert!(d.scrambles(), "scramble_buffers=1");
+        assert_eq!((d.compress, d.chunk, d.dedupe), (0, 512, 0));
         // Where loadgen differs, on purpose (docs/loadgen.md says why).
         assert_eq!(j.ioengine, IoEngine::IoUring, "fio: psync");
     }

@@ -410,6 +410,56 @@ pub const OPTIONS: &[OptionDoc] = &[
         "write a corrupt block as read and as written to NAME.OFFSET.received and NAME.OFFSET.expected in the working directory (default 0)",
     ),
     job(
+        "buffer_pattern",
+        "0xHEX|N|\"TEXT\"...",
+        "fill write buffers with these bytes, repeated from the start of each buffer (default: random data)",
+    ),
+    flag(
+        "zero_buffers",
+        Scope::Job,
+        "fill write buffers with zeros (default: random data)",
+    ),
+    flag(
+        "refill_buffers",
+        Scope::Job,
+        "new data for every write: the random part is taken from a per-job pool and stamped unique every 512 bytes (default 0; on with compression or dedupe)",
+    ),
+    job(
+        "scramble_buffers",
+        "0|1",
+        "make each write's data unique by stamping every 512 bytes with the IO's offset and a counter (default 1, 0 with --zero_buffers)",
+    ),
+    job(
+        "buffer_compress_percentage",
+        "PCT",
+        "each chunk of a write is PCT % fill (zeros or --buffer_pattern) after random data, so it compresses to about that (default: not set)",
+    ),
+    job(
+        "buffer_compress_chunk",
+        "SIZE",
+        "the chunk --buffer_compress_percentage lays out (default 512; 0: the block size)",
+    ),
+    job(
+        "dedupe_percentage",
+        "PCT",
+        "PCT % of writes are copies of an earlier block (see --dedupe_mode), so storage that deduplicates stores that much less (default: 0)",
+    ),
+    job(
+        "dedupe_mode",
+        "repeat|working_set",
+        "a duplicate repeats the last unique block (repeat, default) or one of the job's first unique blocks, its working set (working_set)",
+    ),
+    job(
+        "dedupe_working_set_percentage",
+        "PCT",
+        "the working set of dedupe_mode=working_set: this share of the job's region in blocks (default 5)",
+    ),
+    job(
+        "dedupe_global",
+        "0|1",
+        "jobs running together with this set share one working set, spread evenly among them (default 0)",
+    ),
+    job(
         "ioengine",
         "ENGINE",
         "io_uring (default; libaio runs as io_uring), or sync / psync: one IO at a time with read/write or pread/pwrite",
@@ -730,9 +780,6 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "allrandrepeat",
     "bs_is_seq_rand",
     "bs_unaligned",
-    "buffer_compress_chunk",
-    "buffer_compress_percentage",
-    "buffer_pattern",
     "bwavgtime",
     "clat_percentiles",
     "continue_on_error",
@@ -740,7 +787,6 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "cpus_allowed",
     "create_on_open",
     "create_serialize",
-    "dedupe_percentage",
     "disable_bw_measurement",
     "disable_clat",
     "disable_lat",
@@ -769,10 +815,8 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "randseed",
     "rate_ignore_thinktime",
     "read_iolog",
-    "refill_buffers",
     "replay_redirect",
     "rwmixcycle",
-    "scramble_buffers",
     "serialize_overlap",
     "sig_figs",
     "size_increment",
@@ -783,7 +827,6 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "unit_base",
     "verify_fatal",
     "write_iolog",
-    "zero_buffers",
     "zonemode",
     "zonesize",
 ];
@@ -802,19 +845,6 @@ const WHY: &[(&[&str], &str)] = &[
     (
         &["continue_on_error", "ignore_error", "error_dump"],
         "an IO error ends the job and fails the run",
-    ),
-    (
-        &[
-            "buffer_pattern",
-            "dedupe_percentage",
-            "dedupe_mode",
-            "buffer_compress_percentage",
-            "buffer_compress_chunk",
-            "refill_buffers",
-            "scramble_buffers",
-            "zero_buffers",
-        ],
-        "loadgen writes its own data, not fio's patterns",
     ),
     (
         &["read_iolog", "write_iolog", "replay_redirect"],

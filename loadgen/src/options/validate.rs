@@ -143,6 +143,38 @@ pub fn validate(plan: &Plan) -> Result<(), String> {
                 ));
             }
         }
+        let d = &j.data;
+        if d.dedupe > 0 && d.working_set {
+            // fio's checks: the working set is a share of an explicit size, on one file.
+            if j.size.is_none() {
+                return Err(format!(
+                    "job {name}: dedupe_mode=working_set needs --size (its working set is a share of it)"
+                ));
+            }
+            if files > 1 {
+                return Err(format!(
+                    "job {name}: dedupe_mode=working_set works on one file per job, not {files}"
+                ));
+            }
+            if d.dedupe as u32 + d.working_set_pct as u32 > 100 {
+                return Err(format!(
+                    "job {name}: --dedupe_percentage={} cannot be reached with --dedupe_working_set_percentage={}: the working set's blocks are unique",
+                    d.dedupe, d.working_set_pct
+                ));
+            }
+        }
+        if j.verify
+            && let Some(opt) = j.data.layout_option()
+        {
+            let hint = match opt {
+                "buffer_pattern" => " (--verify_pattern sets the bytes after the header)",
+                "zero_buffers" => "",
+                _ => ": no block of it can be a duplicate or compressible",
+            };
+            return Err(format!(
+                "job {name}: --{opt} with --verify: verify writes a unique header and its own data into every block{hint}"
+            ));
+        }
         if j.verify
             && j.bs_sweep.is_empty()
             && !(matches!(j.sizes[0], SizeDist::Fixed(_)) && j.sizes[0] == j.sizes[1])
@@ -186,6 +218,40 @@ mod tests {
             jobs: vec![j],
             ..Plan::default()
         }
+    }
+
+    #[test]
+    fn verify_refuses_fios_data_layouts() {
+        for (k, v) in [
+            ("buffer_pattern", "0x55"),
+            ("dedupe_percentage", "50"),
+            ("buffer_compress_percentage", "50"),
+            ("zero_buffers", "1"),
+        ] {
+            let e = validate(&plan_of(&[("verify", "1"), (k, v)])).unwrap_err();
+            assert!(e.contains(&format!("--{k} with --verify")), "{e}");
+            assert!(validate(&plan_of(&[(k, v)])).is_ok());
+        }
+        for (k, v) in [("refill_buffers", "1"), ("scramble_buffers", "0")] {
+            assert!(validate(&plan_of(&[("verify", "1"), (k, v)])).is_ok());
+        }
+    }
+
+    #[test]
+    fn working_set_dedupe_needs_what_fios_needs() {
+        let ws = [("dedupe_percentage", "50"), ("dedupe_mode", "working_set")];
+        let e = validate(&plan_of(&ws)).unwrap_err();
+        assert!(e.contains("needs --size"), "{e}");
+        let mut sets = ws.to_vec();
+        sets.push(("size", "1M"));
+        assert!(validate(&plan_of(&sets)).is_ok());
+        sets.push(("dedupe_working_set_percentage", "60"));
+        let e = validate(&plan_of(&sets)).unwrap_err();
+        assert!(e.contains("cannot be reached"), "{e}");
+        sets.pop();
+        sets.push(("nrfiles", "2"));
+        let e = validate(&plan_of(&sets)).unwrap_err();
+        assert!(e.contains("one file per job"), "{e}");
     }
 
     #[test]

@@ -199,6 +199,12 @@ impl Job<'_> {
                 Dir::Read => check = Check::Whole,
             }
         }
+        if dir == Dir::Write && self.map.is_none() {
+            self.content.write(
+                &mut self.bufs.get_mut(slot as usize)[..len as usize],
+                offset,
+            );
+        }
         let extra = match (&self.legs, phase) {
             (Some(l), Phase::Workload) => l.legs_for(dir),
             _ => 0,

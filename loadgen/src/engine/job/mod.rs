@@ -18,6 +18,7 @@ use anyhow::{Context, Result, anyhow};
 
 use crate::clock;
 use crate::engine::buffers::Buffers;
+use crate::engine::content::Content;
 use crate::engine::iolog::IoLogs;
 use crate::engine::latency_target::{Action, Search};
 use crate::engine::legs::{ExtraLegs, MAX_LEGS};
@@ -110,6 +111,8 @@ struct Job<'a> {
     // The ring is declared before the buffers and files so that it is dropped first.
     ring: Ring,
     bufs: Buffers,
+    /// What writes carry (fio's buffer options).
+    content: Content,
     /// The open files (kept open for the ring and the synchronous engines) and their
     /// descriptors.
     _files: Vec<File>,
@@ -324,7 +327,19 @@ impl<'a> Job<'a> {
             .collect::<Result<Vec<File>>>()?;
         let fds: Vec<RawFd> = files.iter().map(|f| f.as_raw_fd()).collect();
         let max_bs = spec.sizes.iter().map(|s| s.max()).max().unwrap_or(4096);
-        let bufs = Buffers::new(spec.iodepth as usize, max_bs as usize)?;
+        let mut bufs = Buffers::new(spec.iodepth as usize, max_bs as usize)?;
+        // Each run writes data of its own, so a deduplicating target does not match it
+        // against an earlier run's.
+        let min_write = spec.sizes[1].min().max(1) as usize;
+        let content = Content::new(
+            &spec.data,
+            max_bs as usize,
+            min_write,
+            spec.seed ^ ((spec.run_id as u64) << 32),
+            spec.working_set.clone(),
+            spec.run_id as u64,
+        );
+        content.prepare(&spec.data, &mut bufs, spec.iodepth as usize, min_write);
         let extra_sqes = legs.as_ref().map_or(0, |l| l.sqes_per_io());
         // Room for the syncs of every file too.
         let sqes = spec.iodepth * (1 + extra_sqes) + fds.len() as u32;
@@ -344,6 +359,7 @@ impl<'a> Job<'a> {
             tx,
             ring,
             bufs,
+            content,
             _files: files,
             file_pos: vec![None; fds.len()],
             fds,
