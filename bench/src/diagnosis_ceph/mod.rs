@@ -86,8 +86,8 @@ impl Fault {
         Fault::Cpu(50),
         Fault::Cpu(25),
         Fault::ClientHealthy,
-        Fault::Mtu(8000),
-        Fault::Mtu(4000),
+        Fault::Mtu(3000),
+        Fault::Mtu(2000),
         Fault::Mtu(1500),
     ];
 
@@ -445,17 +445,15 @@ fn one_client(
     let right = cause == fault.truth() && places.right(fault, &location);
     let w = r.outcome.latency(0, "write");
     println!(
-        "  {:<38} {}: {} {cause} at {} ({confidence:.2}) | loadgen {:.0} IOPS, mean {:.0} ms, p99 {:.0} ms; \
-         {} retransmits from the client; {} frames refused at the switch; Ceph: {}{}",
+        "  {:<38} {}: {} {cause} at {} ({confidence:.2}) | loadgen {:.0} IOPS; {}; \
+         /proc/net/snmp: {} retransmits from the client; Ceph: {}{}",
         fault.label(),
         name,
         if right { "right" } else { "WRONG" },
         if location.is_empty() { "-" } else { &location },
         w.iops,
-        w.mean_s * 1e3,
-        w.p99_s * 1e3,
+        r.outcome.evidence().first().map_or("-", String::as_str),
         r.outcome.retransmits,
-        r.refused,
         r.health,
         r.outcome
             .failure
