@@ -14,12 +14,15 @@
 //!   to each replica, which Ceph 16.2's mgr does not export (`subop_w_latency` is below its
 //!   export priority): this class shows what stornet says without it;
 //! - slow device: osd.0's disk is throttled (three write rates);
-//! - cpu: osd.1's daemon is capped at a share of a CPU (a cgroup quota, three sizes).
+//! - cpu: osd.1's daemon is capped at a share of a CPU (a cgroup quota, three sizes);
+//! - judged from a client's own latency ([`client`]): loadgen on CephFS, healthy, and with
+//!   an MTU mismatch at the port toward h1 at three MTUs below the network's 9000. A new
+//!   client's ops never reach the OSD behind that port, so no OSD's op latency shows it:
+//!   `stornet analyze` judges the client's run record. These cases run last in each
+//!   repetition, and the network stays at MTU 9000 from the first of them on.
 //!
-//! An MTU mismatch is left out: a new client's ops never reach the OSD behind the port, so
-//! no OSD's op latency shows it (Ceph scenario 4 names it from a client's own latency). A case is right when the cluster's verdict names the cause
-//! and its place: the path to h1, osd.0's device on h1, the CPU of osd.1's host (for a
-//! healthy case, `none`). Printed: every case with the verdict, its place and confidence and
+//! A case is right when the verdict names the cause and its place: the path to h1, osd.0's
+//! device on h1, the CPU of osd.1's host (for a healthy case, `none`). Printed: every case with the verdict, its place and confidence and
 //! each OSD host's own verdict (and, for a wrong one, every host's best candidates), the
 //! confusion matrix, the accuracy, and the machine's load average at the start and the end
 //! (the bench takes no lock: the verdicts must hold on a busy machine). Every analysis is
@@ -36,6 +39,8 @@ use stornet_lab::lab::{Shaping, interrupt};
 use stornet_lab::promserver::now;
 
 use super::confusion;
+
+mod client;
 
 /// Seconds of load before the fault, with it, and the analysis' step: the healthy part is
 /// the larger, so that the analysis' baseline is the healthy latency.
@@ -59,10 +64,14 @@ enum Fault {
     SlowDevice(u64),
     /// osd.1's CPU limit, per mille of a CPU.
     Cpu(u32),
+    /// loadgen on CephFS, nothing injected.
+    ClientHealthy,
+    /// loadgen on CephFS; the MTU of the switch port toward osd.0's host.
+    Mtu(u32),
 }
 
 impl Fault {
-    const ALL: [Fault; 13] = [
+    const ALL: [Fault; 17] = [
         Fault::Healthy,
         Fault::Congestion("200mbit"),
         Fault::Congestion("100mbit"),
@@ -76,6 +85,10 @@ impl Fault {
         Fault::Cpu(100),
         Fault::Cpu(50),
         Fault::Cpu(25),
+        Fault::ClientHealthy,
+        Fault::Mtu(3000),
+        Fault::Mtu(2000),
+        Fault::Mtu(1500),
     ];
 
     fn truth(self) -> &'static str {
@@ -85,7 +98,14 @@ impl Fault {
             Fault::Deep(_) => "network_saturation",
             Fault::SlowDevice(_) => "slow_device",
             Fault::Cpu(_) => "cpu",
+            Fault::ClientHealthy => "none",
+            Fault::Mtu(_) => "mtu_mismatch",
         }
+    }
+
+    /// Judged from loadgen's record on CephFS rather than the OSDs' op latency.
+    fn client(self) -> bool {
+        matches!(self, Fault::ClientHealthy | Fault::Mtu(_))
     }
 
     fn label(self) -> String {
@@ -95,6 +115,8 @@ impl Fault {
             Fault::Deep(r) => format!("saturation, {r} 4 MiB toward h1"),
             Fault::SlowDevice(n) => format!("slow device, osd.0 at {n} writes/s"),
             Fault::Cpu(n) => format!("cpu, osd.1 at {}% of a CPU", f64::from(n) / 10.0),
+            Fault::ClientHealthy => "healthy, CephFS client".into(),
+            Fault::Mtu(m) => format!("mtu mismatch, port toward h1 at {m}"),
         }
     }
 
@@ -106,6 +128,8 @@ impl Fault {
             Fault::Deep(_) => "saturation",
             Fault::SlowDevice(_) => "slow device",
             Fault::Cpu(_) => "cpu",
+            Fault::ClientHealthy => "healthy, client",
+            Fault::Mtu(_) => "mtu mismatch",
         }
     }
 
@@ -122,6 +146,8 @@ impl Fault {
             ),
             Fault::SlowDevice(n) => c.slow_osd_disk(DISK_OSD, Some(n)),
             Fault::Cpu(n) => c.starve_osd_cpu(CPU_OSD, Some(n.into())),
+            // The client cases inject their own, at their run's time.
+            Fault::ClientHealthy | Fault::Mtu(_) => Ok(()),
         }
     }
 }
@@ -153,8 +179,10 @@ impl Places {
 
     fn right(&self, fault: Fault, location: &str) -> bool {
         match fault {
-            Fault::Healthy => true,
-            Fault::Congestion(_) | Fault::Deep(_) => location.contains(&self.disk_host_addr),
+            Fault::Healthy | Fault::ClientHealthy => true,
+            Fault::Congestion(_) | Fault::Deep(_) | Fault::Mtu(_) => {
+                location.contains(&self.disk_host_addr)
+            }
             Fault::SlowDevice(_) => location.contains(&self.disk),
             Fault::Cpu(_) => location.starts_with(&self.cpu),
         }
@@ -258,6 +286,8 @@ pub fn run(only: Option<&str>, reps: usize) -> Result<()> {
             "stornet-agent",
             "-p",
             "stornet-diagnose",
+            "-p",
+            "loadgen",
         ]))
     })?;
     interrupt::install()?;
@@ -265,7 +295,7 @@ pub fn run(only: Option<&str>, reps: usize) -> Result<()> {
     std::fs::create_dir_all(&out)?;
     let began = Instant::now();
     let load_start = loadavg();
-    let c = cmd::step("bring up the Ceph lab", || {
+    let mut c = cmd::step("bring up the Ceph lab", || {
         CephLab::new(
             "dxc",
             CephSpec {
@@ -274,6 +304,10 @@ pub fn run(only: Option<&str>, reps: usize) -> Result<()> {
             },
         )
     })?;
+    if faults.iter().any(|(_, f)| f.client()) {
+        cmd::step("start CephFS", || c.start_cephfs())?;
+    }
+    let c = c;
     let hosts: Vec<String> = c.osds.iter().map(|o| o.host.clone()).collect();
     let places = Places::of(&c);
     println!(
@@ -288,11 +322,24 @@ pub fn run(only: Option<&str>, reps: usize) -> Result<()> {
     c.rados_bench(&RadosBench::writes(10))?;
     c.cleanup_bench()?;
     let mut cases = Vec::new();
+    // Started at the first client case: from then on, the network is at MTU 9000.
+    let mut client: Option<client::Client> = None;
     for rep in 1..=reps {
         for &(i, fault) in &faults {
             interrupt::check()?;
             let name = format!("case{i}-rep{rep}");
-            let case = match one(&c, fault, &places, &hosts, &out, &name) {
+            let result = if fault.client() {
+                if client.is_none() {
+                    client = Some(cmd::step("mount CephFS at MTU 9000", || {
+                        client::Client::start(&c)
+                    })?);
+                }
+                let cl = client.as_ref().expect("started above");
+                one_client(&c, cl, fault, &places, &out, &name)
+            } else {
+                one(&c, fault, &places, &hosts, &out, &name)
+            };
+            let case = match result {
                 Ok(case) => case,
                 Err(e) => {
                     println!("  {:<38} rep {rep}: failed: {e:#}", fault.label());
@@ -377,6 +424,57 @@ fn one(
     })
 }
 
+/// A case judged from loadgen's record on CephFS.
+fn one_client(
+    c: &CephLab,
+    cl: &client::Client,
+    fault: Fault,
+    places: &Places,
+    out: &Path,
+    name: &str,
+) -> Result<Case> {
+    let mtu = match fault {
+        Fault::Mtu(m) => Some(m),
+        _ => None,
+    };
+    let r = cl.run(c, &c.osd(DISK_OSD).host, mtu, out, name)?;
+    let v = &r.outcome.analysis["verdict"];
+    let cause = v["cause"].as_str().unwrap_or("").to_string();
+    let location = v["location"].as_str().unwrap_or("").to_string();
+    let confidence = v["confidence"].as_f64().unwrap_or(0.0);
+    let right = cause == fault.truth() && places.right(fault, &location);
+    let w = r.outcome.latency(0, "write");
+    println!(
+        "  {:<38} {}: {} {cause} at {} ({confidence:.2}) | loadgen {:.0} IOPS; {}; \
+         /proc/net/snmp: {} retransmits from the client; Ceph: {}{}",
+        fault.label(),
+        name,
+        if right { "right" } else { "WRONG" },
+        if location.is_empty() { "-" } else { &location },
+        w.iops,
+        r.outcome.evidence().first().map_or("-", String::as_str),
+        r.outcome.retransmits,
+        r.health,
+        r.outcome
+            .failure
+            .as_deref()
+            .map(|f| format!("; loadgen: {f}"))
+            .unwrap_or_default(),
+    );
+    if !right {
+        for e in r.outcome.evidence() {
+            println!("      {e}");
+        }
+    }
+    Ok(Case {
+        fault,
+        cause,
+        location,
+        confidence,
+        right,
+    })
+}
+
 fn summarize(cases: &[Case], load_start: &str, took: Duration) -> String {
     use std::fmt::Write;
     let mut s = String::new();
@@ -394,12 +492,25 @@ fn summarize(cases: &[Case], load_start: &str, took: Duration) -> String {
         .collect();
     confusion::matrix(
         &mut s,
-        &["healthy", "congestion", "slow device", "cpu"],
-        &["none", "network_congestion", "slow_device", "cpu"],
+        &[
+            "healthy",
+            "congestion",
+            "slow device",
+            "cpu",
+            "healthy, client",
+            "mtu mismatch",
+        ],
+        &[
+            "none",
+            "network_congestion",
+            "slow_device",
+            "cpu",
+            "mtu_mismatch",
+        ],
         &pairs,
     );
-    let faults: Vec<&Case> = cases.iter().filter(|c| c.fault != Fault::Healthy).collect();
-    let healthy: Vec<&Case> = cases.iter().filter(|c| c.fault == Fault::Healthy).collect();
+    let faults: Vec<&Case> = cases.iter().filter(|c| c.fault.truth() != "none").collect();
+    let healthy: Vec<&Case> = cases.iter().filter(|c| c.fault.truth() == "none").collect();
     let cause_right = faults.iter().filter(|c| c.cause == c.fault.truth()).count();
     let right = faults.iter().filter(|c| c.right).count();
     let _ = writeln!(
