@@ -1009,6 +1009,15 @@ fn congestion_toward_a_network_file_systems_server_is_named_from_the_local_io() 
             .find(|c| c.cause == Cause::NetworkCongestion && c.location.ends_with(peer))
             .unwrap_or_else(|| panic!("no candidate toward {peer}: {}", r.to_text()))
     };
+    // No block device is under the file: no device cause to weigh.
+    assert!(
+        write_result(&r)
+            .candidates
+            .iter()
+            .all(|c| !DEVICE.contains(&c.cause)),
+        "{}",
+        r.to_text()
+    );
     let (busy, calm) = (to("198.18.0.2"), to("198.18.0.3"));
     assert!(busy.share.is_some_and(|s| s > 0.9), "{busy:?}");
     assert_eq!(busy.share, calm.share, "{}", r.to_text());

@@ -390,20 +390,7 @@ fn scenario_ceph_4_an_mtu_mismatch_toward_an_osd_host_is_named_from_the_clients_
     let agent = c.client_agent().unwrap_or_else(|e| panic!("{e:#}"));
     let dir = std::env::temp_dir().join(format!("stornet-scenario-ceph4-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    // 64 KiB random writes, 4 in flight, on a 64 MiB file.
-    let w = Workload {
-        rw: "randwrite".into(),
-        rwmixread: None,
-        bs: "64k".into(),
-        iodepth: 4,
-        numjobs: 1,
-        rate_iops: None,
-        size: "64m".into(),
-        runtime: format!("{}s", MTU_HEALTHY_S + MTU_FAULT_S + MTU_AFTER_S),
-        ramp_time: Some("1s".into()),
-        interval: "1s".into(),
-        extra: Vec::new(),
-    };
+    let w = Workload::file_writes(&format!("{}s", MTU_HEALTHY_S + MTU_FAULT_S + MTU_AFTER_S));
     let file = mount.dir.join("lg");
     let client = c.client_host();
     let h1 = c.lab.host("h1").addr.to_string();

@@ -1,6 +1,7 @@
 //! The devices the device causes act on (the analysed host's, or a replica's), and how
 //! their block layer behaved.
 
+use super::network::network_file_system;
 use super::score::SPECIFIC;
 use crate::breakdown::{PartKind, local_devices};
 use crate::context::{Context, Mode};
@@ -25,7 +26,10 @@ pub(super) struct Target<'a> {
 
 pub(super) fn device_targets<'a>(cx: &Context<'a>) -> Vec<Target<'a>> {
     let mut out = Vec::new();
-    if cx.parts.get(PartKind::LocalDevice).is_some() || !cx.parts.devices.is_empty() {
+    // A file on a network file system has no device of its own to be slow or full: the
+    // local IO's time is its servers', which the network causes weigh.
+    let local = cx.parts.get(PartKind::LocalDevice).is_some() || !cx.parts.devices.is_empty();
+    if local && !network_file_system(cx) {
         let layers = cx.local_layers().to_vec();
         out.push(Target::layered(cx.subject, &cx.parts.devices, layers, None));
     }

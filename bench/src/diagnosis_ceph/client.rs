@@ -57,19 +57,7 @@ impl<'a> Client<'a> {
         out: &Path,
         name: &str,
     ) -> Result<ClientRun> {
-        let w = Workload {
-            rw: "randwrite".into(),
-            rwmixread: None,
-            bs: "64k".into(),
-            iodepth: 4,
-            numjobs: 1,
-            rate_iops: None,
-            size: "64m".into(),
-            runtime: format!("{}s", HEALTHY_S + FAULT_S + AFTER_S),
-            ramp_time: Some("1s".into()),
-            interval: "1s".into(),
-            extra: Vec::new(),
-        };
+        let w = Workload::file_writes(&format!("{}s", HEALTHY_S + FAULT_S + AFTER_S));
         // One file for every case: laid out once, by the first.
         let file = self.mount.dir.join("lg");
         let client = c.client_host();

@@ -199,6 +199,38 @@ struct Case {
     right: bool,
 }
 
+impl Case {
+    /// The case of `fault` whose verdict (stornet's JSON) is `v`.
+    fn judged(fault: Fault, v: &Value, places: &Places) -> Case {
+        let cause = v["cause"].as_str().unwrap_or("").to_string();
+        let location = v["location"].as_str().unwrap_or("").to_string();
+        let right = cause == fault.truth() && places.right(fault, &location);
+        Case {
+            fault,
+            right,
+            confidence: v["confidence"].as_f64().unwrap_or(0.0),
+            cause,
+            location,
+        }
+    }
+
+    /// `congestion, … case1-rep1: right network_congestion at path … (0.41)`.
+    fn head(&self, name: &str) -> String {
+        format!(
+            "{:<38} {name}: {} {} at {} ({:.2})",
+            self.fault.label(),
+            if self.right { "right" } else { "WRONG" },
+            self.cause,
+            if self.location.is_empty() {
+                "-"
+            } else {
+                &self.location
+            },
+            self.confidence
+        )
+    }
+}
+
 /// `h1 slow_device at device loop1 on h1 (0.80)` for each OSD host.
 fn host_verdicts(json: &Value, hosts: &[String]) -> String {
     hosts
@@ -394,34 +426,21 @@ fn one(
     let json: Value = serde_json::from_str(&analysis).context("stornet's JSON")?;
     c.cleanup_bench()?;
 
-    let v = &json["verdict"];
-    let cause = v["cause"].as_str().unwrap_or("").to_string();
-    let location = v["location"].as_str().unwrap_or("").to_string();
-    let confidence = v["confidence"].as_f64().unwrap_or(0.0);
-    let right = cause == fault.truth() && places.right(fault, &location);
+    let case = Case::judged(fault, &json["verdict"], places);
     println!(
-        "  {:<38} {}: {} {cause} at {} ({confidence:.2}) | {} | rados bench {:.0} IOPS, mean {:.0} ms, max {:.0} ms; Ceph: {health}",
-        fault.label(),
-        name,
-        if right { "right" } else { "WRONG" },
-        if location.is_empty() { "-" } else { &location },
+        "  {} | {} | rados bench {:.0} IOPS, mean {:.0} ms, max {:.0} ms; Ceph: {health}",
+        case.head(name),
         host_verdicts(&json, hosts),
         bench.iops,
         bench.mean_latency_s * 1e3,
         bench.max_latency_s * 1e3,
     );
-    if !right {
+    if !case.right {
         for l in candidates(&json) {
             println!("      {l}");
         }
     }
-    Ok(Case {
-        fault,
-        cause,
-        location,
-        confidence,
-        right,
-    })
+    Ok(case)
 }
 
 /// A case judged from loadgen's record on CephFS.
@@ -438,19 +457,11 @@ fn one_client(
         _ => None,
     };
     let r = cl.run(c, &c.osd(DISK_OSD).host, mtu, out, name)?;
-    let v = &r.outcome.analysis["verdict"];
-    let cause = v["cause"].as_str().unwrap_or("").to_string();
-    let location = v["location"].as_str().unwrap_or("").to_string();
-    let confidence = v["confidence"].as_f64().unwrap_or(0.0);
-    let right = cause == fault.truth() && places.right(fault, &location);
+    let case = Case::judged(fault, &r.outcome.analysis["verdict"], places);
     let w = r.outcome.latency(0, "write");
     println!(
-        "  {:<38} {}: {} {cause} at {} ({confidence:.2}) | loadgen {:.0} IOPS; {}; \
-         /proc/net/snmp: {} retransmits from the client; Ceph: {}{}",
-        fault.label(),
-        name,
-        if right { "right" } else { "WRONG" },
-        if location.is_empty() { "-" } else { &location },
+        "  {} | loadgen {:.0} IOPS; {}; /proc/net/snmp: {} retransmits from the client; Ceph: {}{}",
+        case.head(name),
         w.iops,
         r.outcome.evidence().first().map_or("-", String::as_str),
         r.outcome.retransmits,
@@ -461,18 +472,12 @@ fn one_client(
             .map(|f| format!("; loadgen: {f}"))
             .unwrap_or_default(),
     );
-    if !right {
+    if !case.right {
         for e in r.outcome.evidence() {
             println!("      {e}");
         }
     }
-    Ok(Case {
-        fault,
-        cause,
-        location,
-        confidence,
-        right,
-    })
+    Ok(case)
 }
 
 fn summarize(cases: &[Case], load_start: &str, took: Duration) -> String {

@@ -60,6 +60,17 @@ impl Workload {
         }
     }
 
+    /// A client's writes on a network file system (CephFS in the Ceph lab): 64 KiB random
+    /// writes, 4 in flight as fast as they complete, on a 64 MiB file, after a 1 s ramp,
+    /// with 1 s intervals.
+    pub fn file_writes(runtime: &str) -> Workload {
+        Workload {
+            rate_iops: None,
+            size: "64m".into(),
+            ..Workload::paced_writes(runtime)
+        }
+    }
+
     pub fn args(&self) -> Vec<String> {
         let mut a = vec![
             format!("--rw={}", self.rw),
