@@ -637,17 +637,26 @@ fn flow_weights_share_the_ios_as_fios() {
          [one]\nflow=1\n[three]\nflow=3\n",
     )
     .unwrap();
-    for tool in [Tool::Loadgen, Tool::Fio] {
+    let shares = |tool| {
         let (code, json, err) = run(tool, &dir, &["g.fio"]);
         assert_eq!(code, Some(0), "{tool:?}: {err}");
         let json = json.unwrap();
         let ios: Vec<u64> = (0..2)
             .map(|i| json["jobs"][i]["read"]["total_ios"].as_u64().unwrap())
             .collect();
-        assert!(ios[0] > 100, "{tool:?}: {ios:?}");
         let r = ios[1] as f64 / ios[0] as f64;
-        assert!((2.5..=3.5).contains(&r), "{tool:?}: {ios:?}");
+        (ios[0] > 100 && (2.5..=3.5).contains(&r), ios)
+    };
+    let (ok, ios) = shares(Tool::Loadgen);
+    assert!(ok, "loadgen: {ios:?}");
+    // fio adds a job's weight to its flow when the job's thread starts: on a busy machine a
+    // job that starts late leaves the other to run alone for a while, so fio, the reference,
+    // gets three tries; loadgen's flows know every weight before any job starts.
+    let mut fio = Vec::new();
+    while fio.len() < 3 && !fio.last().is_some_and(|(ok, _)| *ok) {
+        fio.push(shares(Tool::Fio));
     }
+    assert!(fio.last().unwrap().0, "fio: {fio:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
