@@ -107,16 +107,16 @@ pub fn oversized(run: &Run, subject: &Host, peer: &str) -> Option<String> {
     let mss = last(&subject.peers.get(peer)?.mss_bytes)?;
     moments(run).find_map(|i| {
         let (path, _) = path(run, subject, Some(peer), i);
-        let smallest = path.iter().min_by(|a, b| a.bytes.total_cmp(&b.bytes))?;
-        (mss + TCP_IP_HEADERS > smallest.bytes).then(|| {
-            prose::segments_too_large(
-                peer,
-                mss + TCP_IP_HEADERS,
-                smallest.bytes,
-                &smallest.host,
-                &smallest.interface,
-            )
-        })
+        let smallest = path.iter().map(|m| m.bytes).reduce(f64::min)?;
+        // Every interface at that MTU: a bridge takes its smallest port's MTU, so the bridge
+        // and the port that lowered it are both named, the port among them.
+        let at: Vec<(&str, &str)> = path
+            .iter()
+            .filter(|m| m.bytes == smallest)
+            .map(|m| (m.host.as_str(), m.interface.as_str()))
+            .collect();
+        (mss + TCP_IP_HEADERS > smallest)
+            .then(|| prose::segments_too_large(peer, mss + TCP_IP_HEADERS, smallest, &at))
     })
 }
 
@@ -203,6 +203,19 @@ mod tests {
         // Without an MSS nothing is known.
         let r = run(1500.0);
         assert_eq!(oversized(&r, &r.hosts[0], "198.18.0.2"), None);
+    }
+
+    #[test]
+    fn a_bridge_at_its_ports_mtu_is_named_with_the_port() {
+        let mut r = run(1500.0);
+        r.hosts[0].peers.get_mut("198.18.0.2").unwrap().mss_bytes = vec![Some(8948.0); 4];
+        // A bridge takes its smallest port's MTU; the ports at 9000 are not named.
+        r.hosts[2].interfaces.insert("br0".into(), iface(1500.0, 4));
+        r.hosts[2].interfaces.insert("sb".into(), iface(9000.0, 4));
+        assert_eq!(
+            oversized(&r, &r.hosts[0], "198.18.0.2").unwrap(),
+            "segments to 198.18.0.2 of up to 8988 bytes are larger than the 1500-byte MTU of sw br0, sa: dropped there"
+        );
     }
 
     #[test]

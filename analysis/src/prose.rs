@@ -232,9 +232,22 @@ pub fn path_mtu_below(addr: &str, pmtu: f64, local: f64) -> String {
 }
 
 /// Segments to a peer larger than an interface's MTU on the path.
-pub fn segments_too_large(addr: &str, bytes: f64, mtu: f64, host: &str, iface: &str) -> String {
+/// `at`: the (host, interface) pairs with that MTU, in path order.
+pub fn segments_too_large(addr: &str, bytes: f64, mtu: f64, at: &[(&str, &str)]) -> String {
+    let mut hosts: Vec<(&str, Vec<&str>)> = Vec::new();
+    for &(host, iface) in at {
+        match hosts.iter_mut().find(|(h, _)| *h == host) {
+            Some((_, ifaces)) => ifaces.push(iface),
+            None => hosts.push((host, vec![iface])),
+        }
+    }
+    let places: Vec<String> = hosts
+        .iter()
+        .map(|(h, ifaces)| format!("{h} {}", ifaces.join(", ")))
+        .collect();
     format!(
-        "segments to {addr} of up to {bytes:.0} bytes are larger than the {mtu:.0}-byte MTU of {host} {iface}: dropped there"
+        "segments to {addr} of up to {bytes:.0} bytes are larger than the {mtu:.0}-byte MTU of {}: dropped there",
+        places.join("; ")
     )
 }
 
