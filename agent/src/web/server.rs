@@ -222,8 +222,11 @@ pub async fn serve(
     Ok(())
 }
 
-/// Sets a client socket's kernel buffers (see [`SEND_BUFFER`]).
-fn small_buffers(s: &tokio::net::TcpStream) {
+/// Sets a client socket's kernel buffers (see [`SEND_BUFFER`]) and turns Nagle's algorithm
+/// off: an answer leaves in pieces through the small send buffer, and with Nagle its last
+/// piece waits for the scraper's delayed ACK (40 ms on Linux) half the time.
+fn tune(s: &tokio::net::TcpStream) {
+    let _ = s.set_nodelay(true);
     use std::os::fd::AsRawFd;
     for (opt, v) in [
         (libc::SO_SNDBUF, SEND_BUFFER),
@@ -257,7 +260,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             debug!(%peer, "refused: every connection is answering a request");
             continue;
         };
-        small_buffers(&stream);
+        tune(&stream);
         let shared = shared.clone();
         tokio::spawn(async move {
             let stream = WriteDeadline::new(stream, WRITE_TIMEOUT);
@@ -467,5 +470,48 @@ async fn metrics(conn: &Conn, format: Format, gzip: bool) -> Response<Answer> {
             "text/plain",
             format!("{e}\n"),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    fn option(s: &tokio::net::TcpStream, level: i32, name: i32) -> i32 {
+        let mut v: i32 = 0;
+        let mut len = std::mem::size_of::<i32>() as libc::socklen_t;
+        // SAFETY: getsockopt into an int of the given size, on a socket this test owns.
+        let rc = unsafe {
+            libc::getsockopt(
+                s.as_raw_fd(),
+                level,
+                name,
+                &mut v as *mut i32 as *mut libc::c_void,
+                &mut len,
+            )
+        };
+        assert_eq!(rc, 0, "getsockopt {name}");
+        v
+    }
+
+    #[tokio::test]
+    async fn a_client_socket_sends_without_nagle_through_small_buffers() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let _client = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (stream, _) = listener.accept().await.unwrap();
+        assert_eq!(option(&stream, libc::IPPROTO_TCP, libc::TCP_NODELAY), 0);
+        tune(&stream);
+        assert_ne!(option(&stream, libc::IPPROTO_TCP, libc::TCP_NODELAY), 0);
+        // The kernel doubles what it is given.
+        assert_eq!(
+            option(&stream, libc::SOL_SOCKET, libc::SO_SNDBUF),
+            2 * SEND_BUFFER
+        );
+        assert_eq!(
+            option(&stream, libc::SOL_SOCKET, libc::SO_RCVBUF),
+            2 * RECEIVE_BUFFER
+        );
     }
 }

@@ -168,11 +168,14 @@ impl LiveMetrics {
         } else {
             ("404 Not Found", "text/plain", "see /metrics\n".to_string())
         };
-        write!(
-            s,
+        // One write: `write!` on the socket would send each formatted piece as a segment of
+        // its own, and with Nagle's algorithm a later piece waits for an ACK.
+        let answer = format!(
             "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
             body.len()
-        )
+        );
+        s.set_nodelay(true)?;
+        s.write_all(answer.as_bytes())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
