@@ -175,6 +175,8 @@ fn specs(run: &Run<'_>, point: &Point, group: &[usize]) -> Vec<JobSpec> {
                 do_verify: job.do_verify,
                 verify_backlog: job.verify_backlog,
                 verify_dump: job.verify_dump,
+                errors: job.errors.clone(),
+                create_on_open: job.layout.create_on_open,
                 data: job.data.clone(),
                 working_set: None,
                 seed: if job.randrepeat { base } else { base ^ entropy },
@@ -352,7 +354,7 @@ pub fn run_plan(
         Some(p) => target::resolve_preopened(&plan, p),
     }
     .map_err(Failure::Usage)?;
-    target::check_space(&layout).map_err(Failure::Usage)?;
+    target::check_space(&layout, preopened.is_some()).map_err(Failure::Usage)?;
     target::check_memory(&layout, &points).map_err(Failure::Usage)?;
     let guards = guard_block_devices(&plan, &layout)?;
     let replicas = crate::replication::replicas::Replicas::new(&plan, &layout)

@@ -289,6 +289,16 @@ pub struct JobResult {
     /// Why the job stopped early (a failed IO or replica); its IOs until then are above.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// With fio's `continue_on_error`: the IO errors the job went on after.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errors_continued: Option<ErrorCount>,
+}
+
+/// fio's `total_err` and `first_error` (an errno; 0: none).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorCount {
+    pub total: u64,
+    pub first: i32,
 }
 
 /// Reads `[r, w]`, or one value (or null) for both, as older run records have it.

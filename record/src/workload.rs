@@ -13,6 +13,10 @@ pub enum Rw {
     RandWrite,
     ReadWrite,
     RandRw,
+    /// Trims (fio's `rw=trim`): holes punched in a file, in order.
+    Trim,
+    /// Trims at random offsets (`rw=randtrim`).
+    RandTrim,
 }
 
 impl Rw {
@@ -24,9 +28,17 @@ impl Rw {
             "randwrite" => Rw::RandWrite,
             "readwrite" | "rw" => Rw::ReadWrite,
             "randrw" => Rw::RandRw,
+            "trim" => Rw::Trim,
+            "randtrim" => Rw::RandTrim,
+            "trimwrite" | "randtrimwrite" => {
+                return Err(format!(
+                    "rw `{}` is not run (loadgen runs trim and randtrim on their own)",
+                    crate::units::excerpt(s)
+                ));
+            }
             _ => {
                 return Err(format!(
-                    "unknown rw `{}` (use read, write, randread, randwrite, readwrite or randrw)",
+                    "unknown rw `{}` (use read, write, randread, randwrite, readwrite, randrw, trim or randtrim)",
                     crate::units::excerpt(s)
                 ));
             }
@@ -40,10 +52,20 @@ impl Rw {
             Rw::RandWrite => "randwrite",
             Rw::ReadWrite => "readwrite",
             Rw::RandRw => "randrw",
+            Rw::Trim => "trim",
+            Rw::RandTrim => "randtrim",
         }
     }
     pub fn random(self) -> bool {
-        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
+        matches!(
+            self,
+            Rw::RandRead | Rw::RandWrite | Rw::RandRw | Rw::RandTrim
+        )
+    }
+    /// Whether the job trims: its IOs run as the writes of other jobs do, each a hole
+    /// punched rather than data written.
+    pub fn trim(self) -> bool {
+        matches!(self, Rw::Trim | Rw::RandTrim)
     }
     pub fn mixed(self) -> bool {
         matches!(self, Rw::ReadWrite | Rw::RandRw)
@@ -52,7 +74,7 @@ impl Rw {
     pub fn read_pct(self, rwmixread: u8) -> u8 {
         match self {
             Rw::Read | Rw::RandRead => 100,
-            Rw::Write | Rw::RandWrite => 0,
+            Rw::Write | Rw::RandWrite | Rw::Trim | Rw::RandTrim => 0,
             Rw::ReadWrite | Rw::RandRw => rwmixread,
         }
     }

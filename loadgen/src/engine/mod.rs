@@ -92,6 +92,10 @@ pub struct JobSpec {
     pub do_verify: bool,
     pub verify_backlog: Option<u64>,
     pub verify_dump: bool,
+    /// fio's `continue_on_error`, `ignore_error`, `error_dump`, `verify_fatal`.
+    pub errors: crate::options::errors::ErrorOptions,
+    /// fio's `create_on_open`: the job's files are created when it opens them.
+    pub create_on_open: bool,
     /// fio's options for the data written (not used with --verify, which writes its own).
     pub data: crate::options::data::DataOptions,
     /// `dedupe_mode=working_set`: the working set this job draws duplicates from.
@@ -324,6 +328,7 @@ impl SoFar {
                     sync: Default::default(),
                     latency_search: None,
                     steadystate: None,
+                    errors_continued: None,
                     error: None,
                 })
                 .collect(),

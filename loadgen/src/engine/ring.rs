@@ -89,6 +89,16 @@ impl Ring {
         self.push(&e.user_data(user_data))
     }
 
+    /// Queues a trim of `len` bytes at `offset` of fixed file `file`: a hole punched, the
+    /// file's size kept (fio's trim of a file).
+    pub fn push_trim(&mut self, file: u32, len: u64, offset: u64, user_data: u64) -> Result<()> {
+        let e = opcode::Fallocate::new(types::Fixed(file), len)
+            .offset(offset)
+            .mode(libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE)
+            .build();
+        self.push(&e.user_data(user_data))
+    }
+
     /// Queues an fsync (or fdatasync) of fixed file `file`.
     pub fn push_fsync(&mut self, file: u32, datasync: bool, user_data: u64) -> Result<()> {
         let mut op = opcode::Fsync::new(types::Fixed(file));

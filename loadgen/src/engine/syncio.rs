@@ -42,6 +42,15 @@ pub fn rw(
     if n < 0 { -errno() } else { n as i32 }
 }
 
+/// Punches a hole of `len` bytes at `offset`, keeping the file's size (fio's trim of a
+/// file); `len` or a negative errno.
+pub fn punch(fd: RawFd, offset: u64, len: u64) -> i32 {
+    let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+    // SAFETY: a plain system call on the job's own file descriptor.
+    let r = unsafe { libc::fallocate(fd, mode, offset as libc::off_t, len as libc::off_t) };
+    if r < 0 { -errno() } else { len as i32 }
+}
+
 /// fsync or fdatasync; 0 or a negative errno.
 pub fn sync(fd: RawFd, datasync: bool) -> i32 {
     // SAFETY: plain system calls on the job's own file descriptor.

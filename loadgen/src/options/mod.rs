@@ -3,8 +3,10 @@
 
 pub mod data;
 pub mod distribution;
+pub mod errors;
 pub mod groups;
 pub mod jobfile;
+pub mod layout;
 pub mod numa;
 pub mod parse;
 pub mod prio;
@@ -337,6 +339,12 @@ pub struct JobOptions {
     /// fio's `verify_dump`: a corrupt block's data as read and as written, to files.
     #[serde(default)]
     pub verify_dump: bool,
+    /// fio's `continue_on_error`, `ignore_error`, `error_dump`, `verify_fatal`.
+    #[serde(default)]
+    pub errors: errors::ErrorOptions,
+    /// fio's `fallocate`, `create_on_open`.
+    #[serde(default)]
+    pub layout: layout::LayoutOptions,
     #[serde(default)]
     pub ss_dur_s: u32,
     #[serde(default)]
@@ -423,6 +431,8 @@ impl Default for JobOptions {
             do_verify: true,
             verify_backlog: None,
             verify_dump: false,
+            errors: Default::default(),
+            layout: Default::default(),
             ss_dur_s: 0,
             ss_ramp_ns: 0,
             given: BTreeMap::new(),
@@ -667,7 +677,15 @@ impl JobOptions {
             || self.set_reporting(key, v, value)?
             || self.set_order(key, v)?
             || self.prio.set(key, v).map_err(|e| format!("--{key}: {e}"))?
-            || self.data.set(key, v).map_err(|e| format!("--{key}: {e}"))?;
+            || self.data.set(key, v).map_err(|e| format!("--{key}: {e}"))?
+            || self
+                .errors
+                .set(key, v)
+                .map_err(|e| format!("--{key}: {e}"))?
+            || self
+                .layout
+                .set(key, v)
+                .map_err(|e| format!("--{key}: {e}"))?;
         if !known {
             return Err(format!("--{key} is not a job option"));
         }
@@ -923,6 +941,11 @@ impl JobOptions {
             }
             "do_verify" => self.do_verify = parse_bool(v).map_err(err)?,
             "verify_dump" => self.verify_dump = parse_bool(v).map_err(err)?,
+            // loadgen checks each block in the job thread as its read completes: fio's
+            // helper threads change nothing in what is checked or found.
+            "verify_async" => {
+                count_u32(v, 0).map_err(err)?;
+            }
             "verify_backlog" => {
                 let n = parse_count(v).map_err(err)?;
                 self.verify_backlog = (n > 0).then_some(n);
@@ -1141,8 +1164,12 @@ impl JobOptions {
     /// `--directory` named by `filename_format` as fio's (`$jobname.$jobnum.$filenum`).
     pub fn files_of(&self, jobnum: u32) -> Vec<PathBuf> {
         let names = self.filenames();
+        // fio puts a relative --filename in --directory too.
         if !names.is_empty() {
-            return names;
+            return match &self.directory {
+                Some(d) => names.iter().map(|n| d.join(n)).collect(),
+                None => names,
+            };
         }
         let dir = self.directory.clone().unwrap_or_else(|| PathBuf::from("."));
         let format = self
@@ -1362,6 +1389,13 @@ mod tests {
             .unwrap();
         assert_eq!(j.files_of(0)[1], PathBuf::from("/srv/f.1.t.0"));
         assert_eq!(j.file_count(), 2);
+        let mut named = j.clone();
+        named.set("filename", Some("a:/dev/x")).unwrap();
+        assert_eq!(
+            named.files_of(0),
+            [PathBuf::from("/srv/a"), PathBuf::from("/dev/x")],
+            "a relative --filename is in --directory, as fio's"
+        );
         j.set("filename", Some("/a:/b:/c")).unwrap();
         assert_eq!(j.file_count(), 3, "--filename lists the files");
         j.set("openfiles", Some("2")).unwrap();

@@ -22,16 +22,19 @@ pub fn build_job(layers: &[&Pairs]) -> Result<JobOptions, String> {
         }
     }
     // fio's `filesize`: the size of each of the job's files, so the job's size is that
-    // times the files unless `size` says otherwise.
+    // times the files unless `size` says otherwise; a `size` larger than the files is cut
+    // to them, as fio's.
     if let Some(fs) = job.filesize {
         let files = job.file_count().max(1) as u64;
         let total = fs.saturating_mul(files);
         match job.size {
             None => job.size = Some(super::values::SizeSpec::Bytes(total)),
-            Some(super::values::SizeSpec::Bytes(s)) if s == total => {}
+            Some(super::values::SizeSpec::Bytes(s)) if s >= total => {
+                job.size = Some(super::values::SizeSpec::Bytes(total));
+            }
             Some(_) => {
                 return Err(format!(
-                    "--filesize={fs} with another --size: loadgen divides --size among the job's {files} file(s), so --size must be {total} or left out"
+                    "--filesize={fs} with another --size: loadgen divides --size among the job's {files} file(s), so --size must be at least {total} or left out"
                 ));
             }
         }
@@ -237,8 +240,14 @@ bs=64k
             Some(crate::options::values::SizeSpec::Bytes(1 << 20))
         );
         assert!(plan(&["--filesize=1m", "--size=1m"]).is_ok());
-        let e = plan(&["--filesize=1m", "--size=2m"]).unwrap_err();
-        assert!(e.contains("--filesize=1048576 with another --size"), "{e}");
+        let p = plan(&["--filesize=1m", "--size=4m"]).unwrap();
+        assert_eq!(
+            p.jobs[0].size,
+            Some(crate::options::values::SizeSpec::Bytes(1 << 20)),
+            "a larger size is cut to the file's, as fio's"
+        );
+        let e = plan(&["--filesize=2m", "--size=1m"]).unwrap_err();
+        assert!(e.contains("--filesize=2097152 with another --size"), "{e}");
         let p = plan(&["--filesize=1m", "--nrfiles=3"]).unwrap();
         assert_eq!(
             p.jobs[0].size,

@@ -371,6 +371,41 @@ pub const OPTIONS: &[OptionDoc] = &[
         "when this job ends, the other jobs of its group end too (as fio's)",
     ),
     job(
+        "continue_on_error",
+        "none|read|write|io|verify|all",
+        "errors of these kinds do not end the job when --ignore_error lists them (default lists: EIO, EILSEQ); they are counted in total_err and first_error, as fio's",
+    ),
+    job(
+        "ignore_error",
+        "READ,WRITE,VERIFY",
+        "the errors --continue_on_error goes on after, per kind: `:`-separated names or numbers, e.g. `,ENOSPC` (trims are writes)",
+    ),
+    job(
+        "error_dump",
+        "0|1",
+        "1 (default): each error --continue_on_error goes on after is named on stderr as it happens",
+    ),
+    job(
+        "fallocate",
+        "none|posix|keep|native|truncate",
+        "how a file the job only writes is laid out: allocated (posix, keep, native) or extended (truncate) as fio's, or left to grow (none); not given: written whole",
+    ),
+    job(
+        "create_on_open",
+        "0|1",
+        "1: the file is created empty when the job opens it, not laid out",
+    ),
+    job(
+        "verify_fatal",
+        "0|1",
+        "1: the first corrupt block ends the job (default 0: every block is checked and each corrupt one reported)",
+    ),
+    job(
+        "verify_async",
+        "N",
+        "accepted: loadgen checks each block in the job thread as its read completes",
+    ),
+    job(
         "rate_process",
         "linear|poisson",
         "how IOs of a rate are spaced: evenly (default) or as Poisson arrivals",
@@ -782,19 +817,15 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "bs_unaligned",
     "bwavgtime",
     "clat_percentiles",
-    "continue_on_error",
     "cpumask",
     "cpus_allowed",
-    "create_on_open",
     "create_serialize",
     "disable_bw_measurement",
     "disable_clat",
     "disable_lat",
     "disable_slat",
-    "fallocate",
     "fsync_on_close",
     "hipri",
-    "ignore_error",
     "invalidate",
     "iodepth_batch_complete",
     "iodepth_batch_complete_max",
@@ -825,7 +856,6 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "sync",
     "unified_rw_reporting",
     "unit_base",
-    "verify_fatal",
     "write_iolog",
     "zonemode",
     "zonesize",
@@ -835,16 +865,8 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
 const WHY: &[(&[&str], &str)] = &[
     (&["zonemode", "zonesize"], "zoned block devices are not run"),
     (
-        &["verify_fatal"],
-        "loadgen checks every block and reports each corrupt one (fio's verify_fatal=0)",
-    ),
-    (
         &["verify_interval", "verify_offset"],
         "loadgen's verify header covers each whole block of --bs",
-    ),
-    (
-        &["continue_on_error", "ignore_error", "error_dump"],
-        "an IO error ends the job and fails the run",
     ),
     (
         &["read_iolog", "write_iolog", "replay_redirect"],

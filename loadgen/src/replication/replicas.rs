@@ -232,6 +232,7 @@ mod tests {
                     exists: false,
                     needed: 0,
                     written: true,
+                    prep: Default::default(),
                 })
                 .collect(),
             threads: threads

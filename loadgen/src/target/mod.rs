@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+use crate::options::layout::Fallocate;
 use crate::options::values::{SizeSpec, format_bytes};
 use crate::options::{IoEngine, Plan};
 
@@ -46,6 +47,26 @@ pub struct Target {
     pub needed: u64,
     /// Whether any job writes to it.
     pub written: bool,
+    /// How the jobs on it want it laid out.
+    pub prep: Prep,
+}
+
+/// How a file is laid out before the run, from the options of the jobs on it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Prep {
+    /// Whether any job reads it (then it is written whole, so reads find data).
+    pub read: bool,
+    /// fio's `fallocate` of the first job on it that gives one.
+    pub alloc: Option<Fallocate>,
+    /// fio's `create_on_open` of every job on it (None: no job yet).
+    pub on_open: Option<bool>,
+}
+
+impl Prep {
+    /// Whether the layout writes data into the file (else it allocates or creates at most).
+    pub fn writes_data(&self) -> bool {
+        self.on_open != Some(true) && (self.read || self.alloc.is_none())
+    }
 }
 
 /// One job thread's place: which plan job, which clone, which target (its first), how
@@ -160,6 +181,7 @@ pub fn inspect(path: &Path, open: &Path, created: bool) -> Result<Target, String
         exists: true,
         needed: 0,
         written: false,
+        prep: Prep::default(),
     };
     match std::fs::metadata(open) {
         Ok(m) if m.file_type().is_block_device() => {
@@ -220,6 +242,7 @@ fn null_target(path: &Path) -> Target {
         exists: true,
         needed: 0,
         written: false,
+        prep: Prep::default(),
     }
 }
 
@@ -361,6 +384,15 @@ pub fn resolve_with(
                 }
                 t.needed = t.needed.max(offset + region);
                 t.written |= job.rw.read_pct(job.rwmixread) < 100;
+                t.prep.read |= job.rw.read_pct(job.rwmixread) > 0;
+                t.prep.alloc = t.prep.alloc.or(job.layout.fallocate);
+                t.prep.on_open = Some(t.prep.on_open.unwrap_or(true) && job.layout.create_on_open);
+                if job.rw.trim() && t.kind != TargetKind::File {
+                    return Err(format!(
+                        "job {name}: rw={} on {shown}: loadgen trims regular files only (a hole punched), not devices",
+                        job.rw.as_str()
+                    ));
+                }
                 files.push((ti, offset, region));
             }
             let total: u64 = files.iter().map(|f| f.2).sum();
@@ -387,6 +419,14 @@ pub fn prepare(layout: &Layout) -> anyhow::Result<()> {
         if t.kind != TargetKind::File || t.size >= t.needed {
             continue;
         }
+        // fio's `create_on_open`: the job creates the file when it opens it.
+        if t.prep.on_open == Some(true) {
+            continue;
+        }
+        if let (false, Some(mode)) = (t.prep.writes_data(), t.prep.alloc) {
+            allocate(t, mode)?;
+            continue;
+        }
         crate::note!(
             "loadgen: laying out {} ({} bytes)",
             t.path.display(),
@@ -411,6 +451,50 @@ pub fn prepare(layout: &Layout) -> anyhow::Result<()> {
             pos += n as u64;
         }
         f.sync_all()?;
+    }
+    Ok(())
+}
+
+/// fio's layout of a file its jobs only write: created, then space allocated (or the size
+/// set) as `fallocate` says; no data is written. A failed allocation is reported and the
+/// run goes on, as fio's.
+fn allocate(t: &Target, mode: Fallocate) -> anyhow::Result<()> {
+    let f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&t.open)
+        .with_context(|| format!("creating {}", t.path.display()))?;
+    let fd = f.as_raw_fd();
+    let len = t.needed as libc::off_t;
+    // SAFETY: plain system calls on a file this function opened.
+    let r = unsafe {
+        match mode {
+            Fallocate::None => return Ok(()),
+            Fallocate::Posix => match libc::posix_fallocate(fd, 0, len) {
+                0 => 0,
+                e => {
+                    *libc::__errno_location() = e;
+                    -1
+                }
+            },
+            Fallocate::Keep => libc::fallocate(fd, libc::FALLOC_FL_KEEP_SIZE, 0, len),
+            Fallocate::Native => libc::fallocate(fd, 0, 0, len),
+            Fallocate::Truncate => libc::ftruncate(fd, len),
+        }
+    };
+    if r != 0 {
+        let e = std::io::Error::last_os_error();
+        let quiet = mode == Fallocate::Native
+            && matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP | libc::ENOSYS));
+        if !quiet {
+            crate::note!(
+                "loadgen: fallocate={} of {} ({} bytes) failed: {e}",
+                format!("{mode:?}").to_ascii_lowercase(),
+                t.path.display(),
+                t.needed
+            );
+        }
     }
     Ok(())
 }
@@ -528,11 +612,15 @@ pub fn check_memory(
 
 /// Refuses a layout larger than the free space of the file systems it goes on: a `--size`
 /// given by mistake (or in a job order) would otherwise fill them.
-pub fn check_space(layout: &Layout) -> Result<(), String> {
+///
+/// `all`: also the files whose layout writes no data (`fallocate`, `create_on_open`), which
+/// the jobs' writes fill as they go: the job service counts them, `loadgen run` leaves them to
+/// the run (a job may mean to fill its file system, as fio's enospc-pressure.fio).
+pub fn check_space(layout: &Layout, all: bool) -> Result<(), String> {
     // (file system, bytes to write on it, bytes free, a target on it)
     let mut per_fs: Vec<(u64, u64, u64, &Path)> = Vec::new();
     for t in &layout.targets {
-        if t.kind != TargetKind::File || t.needed <= t.size {
+        if t.kind != TargetKind::File || t.needed <= t.size || !(all || t.prep.writes_data()) {
             continue;
         }
         let on = if t.exists || t.open != t.path {
@@ -625,10 +713,10 @@ mod tests {
             }
         };
         let (layout, _) = resolve(&plan("16383p")).unwrap();
-        let e = check_space(&layout).unwrap_err();
+        let e = check_space(&layout, false).unwrap_err();
         assert!(e.contains("free on its file system"), "{e}");
         let (layout, _) = resolve(&plan("1m")).unwrap();
-        assert_eq!(check_space(&layout), Ok(()));
+        assert_eq!(check_space(&layout, false), Ok(()));
         assert!(!dir.join("f").exists(), "nothing was created");
         std::fs::remove_dir_all(&dir).unwrap();
     }

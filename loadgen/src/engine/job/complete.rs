@@ -7,6 +7,7 @@ use super::{Check, Job, MAX_LISTED, Phase, SYNC, TIMER};
 use crate::engine::latency_target::Action;
 use crate::engine::legs::{MAX_LEGS, decode};
 use crate::engine::syncio;
+use crate::options::errors;
 use crate::results::stats::{Dir, IoDists};
 use crate::verify::{self, Corruption};
 
@@ -110,22 +111,68 @@ impl Job<'_> {
         }
         let s = self.slots[slot as usize];
         let want = s.len as i32;
+        // A trim on the ring is a fallocate: 0 when done.
+        let trim = self.spec.rw.trim() && !self.sync_engine();
+        let res = if trim && res == 0 { want } else { res };
+        // Short transfers count with the bytes they moved, as fio's async engines count
+        // them: a write the file system took in part (it is full: the next write says so),
+        // and, in a file created on open and not laid out, a read past what was written.
+        let short_write = s.dir == Dir::Write && !trim && self.map.is_none() && res > 0;
+        let short_read = self.spec.create_on_open
+            && s.dir == Dir::Read
+            && s.check == Check::None
+            && !self.sync_engine()
+            && res >= 0;
+        if (short_write || short_read) && res < want {
+            self.slots[slot as usize].len = res as u32;
+            self.leg_finished(slot, 0, now);
+            return;
+        }
         if res != want {
             let what = if res < 0 {
                 std::io::Error::from_raw_os_error(-res).to_string()
             } else {
-                format!("short {} of {res} bytes", s.dir.name())
+                format!("short {} of {res} bytes", self.op_name(s.dir))
             };
-            self.fail(anyhow!(
+            let msg = format!(
                 "{} of {} bytes at offset {} of {} failed: {what}",
-                s.dir.name(),
+                self.op_name(s.dir),
                 s.len,
                 s.offset,
                 self.spec.files[s.file as usize].path.display()
-            ));
+            );
+            // fio: a short IO that is not an error is retried; loadgen counts it as failed.
+            let errno = if res < 0 { -res } else { libc::EIO };
+            let kind = errors::kind_of(s.dir == Dir::Write, errno);
+            match &mut self.errors_continued {
+                Some(c) if self.spec.errors.non_fatal(kind, errno) => {
+                    c.total += 1;
+                    if c.first == 0 {
+                        c.first = errno;
+                    }
+                    // fio's `error_dump` (default 1): the error is named as it happens.
+                    if self.spec.errors.dump != Some(false) {
+                        crate::note!(
+                            "loadgen: job {}: {msg} ({}; going on: continue_on_error)",
+                            self.spec.name,
+                            errors::name(errno)
+                        );
+                    }
+                }
+                _ => self.fail(anyhow!("{msg} ({})", errors::name(errno))),
+            }
             self.slots[slot as usize].failed = true;
         }
         self.leg_finished(slot, 0, now);
+    }
+
+    /// What an IO of `dir` is called in messages: trims are the writes of a trim job.
+    fn op_name(&self, dir: Dir) -> &'static str {
+        if self.spec.rw.trim() {
+            "trim"
+        } else {
+            dir.name()
+        }
     }
 
     pub(super) fn leg_finished(&mut self, slot: u32, leg: u8, now: u64) {
@@ -173,6 +220,10 @@ impl Job<'_> {
                         self.vstats.corruptions.push(Corruption { offset, problem });
                     } else {
                         self.vstats.more_corruptions += 1;
+                    }
+                    // fio's `verify_fatal`: the first corrupt block ends the job.
+                    if self.spec.errors.verify_fatal {
+                        self.halted = true;
                     }
                 }
             }

@@ -199,7 +199,7 @@ impl Job<'_> {
                 Dir::Read => check = Check::Whole,
             }
         }
-        if dir == Dir::Write && self.map.is_none() {
+        if dir == Dir::Write && self.map.is_none() && !self.spec.rw.trim() {
             self.content.write(
                 &mut self.bufs.get_mut(slot as usize)[..len as usize],
                 offset,
@@ -248,7 +248,11 @@ impl Job<'_> {
                 let positional = self.spec.engine == IoEngine::Psync;
                 let fd = self.fds[file as usize];
                 let pos = (!positional).then_some(&mut self.file_pos[file as usize]);
-                syncio::rw(fd, dir == Dir::Write, buf, len as usize, offset, pos)
+                if self.spec.rw.trim() {
+                    syncio::punch(fd, offset, len)
+                } else {
+                    syncio::rw(fd, dir == Dir::Write, buf, len as usize, offset, pos)
+                }
             };
             let done = clock::now_ns();
             self.advance_qd(done);
@@ -267,16 +271,20 @@ impl Job<'_> {
             self.submitted(clock::now_ns());
             self.ring.submit().context("io_uring_enter")?;
         }
-        self.ring.push_rw(
-            dir == Dir::Write,
-            file,
-            slot as usize,
-            buf,
-            len as u32,
-            offset,
-            self.slots[slot as usize].prio,
-            user_data(slot, 0),
-        )?;
+        if self.spec.rw.trim() {
+            self.ring.push_trim(file, len, offset, user_data(slot, 0))?;
+        } else {
+            self.ring.push_rw(
+                dir == Dir::Write,
+                file,
+                slot as usize,
+                buf,
+                len as u32,
+                offset,
+                self.slots[slot as usize].prio,
+                user_data(slot, 0),
+            )?;
+        }
         if extra > 0
             && let Some(legs) = &mut self.legs
         {

@@ -30,7 +30,8 @@ use crate::engine::{JobSpec, Msg, Shared};
 use crate::options::IoEngine;
 use crate::results::histogram::Histogram;
 use crate::results::stats::{
-    Dir, DirStats, IntervalCount, IoDists, JobResult, LegStats, SyncStats, ThreadCpu, VerifyStats,
+    Dir, DirStats, ErrorCount, IntervalCount, IoDists, JobResult, LegStats, SyncStats, ThreadCpu,
+    VerifyStats,
 };
 use crate::results::timeline::IntervalSample;
 use crate::verify::BlockMap;
@@ -188,6 +189,10 @@ struct Job<'a> {
     /// `rate_min`, `rate_iops_min`.
     min_rate: Option<Checker>,
     error: Option<anyhow::Error>,
+    /// fio's `continue_on_error`: the errors gone on after (None: the option is not set).
+    errors_continued: Option<ErrorCount>,
+    /// fio's `verify_fatal`: a corrupt block was found, the job ends.
+    halted: bool,
 }
 
 fn new_interval(index: u64, legs: usize) -> IntervalSample {
@@ -209,6 +214,8 @@ fn open(spec: &JobSpec, f: &crate::engine::FileRegion, writes: bool) -> Result<F
     OpenOptions::new()
         .read(true)
         .write(writes)
+        // fio's `create_on_open`: the file was not laid out; the job creates it.
+        .create(writes && spec.create_on_open)
         .custom_flags(flags)
         .open(&f.open)
         .with_context(|| {
@@ -270,7 +277,7 @@ pub fn run(
         shared.exit(spec.index, what);
     }
     let _ = tx.send(Msg::WorkloadDone(spec.index));
-    if job.writes && job.map.is_some() && job.error.is_none() && spec.do_verify {
+    if job.writes && job.map.is_some() && job.error.is_none() && !job.halted && spec.do_verify {
         // With a backlog, what it has not read back yet; else every block written.
         let blocks = match job.backlog.take() {
             Some(b) => b,
@@ -306,6 +313,7 @@ pub fn run(
         latency_search: job.search.as_ref().map(Search::result),
         steadystate: None,
         error,
+        errors_continued: job.errors_continued,
     })
 }
 
@@ -428,6 +436,8 @@ impl<'a> Job<'a> {
             results_from: 0,
             vstats: VerifyStats::default(),
             error: None,
+            errors_continued: spec.errors.continues().then(ErrorCount::default),
+            halted: false,
             leg_names,
         };
         for d in &mut job.dirs {
@@ -485,6 +495,7 @@ impl Job<'_> {
             self.check_min_rate(now);
             if !stopping
                 && (self.error.is_some()
+                    || self.halted
                     || self.shared.stopped(self.spec.index)
                     || deadline.is_some_and(|d| now >= d)
                     || self.budget_spent()
@@ -606,9 +617,9 @@ impl Job<'_> {
     /// Reads back `blocks` this job wrote and checks each against the generation written.
     fn readback(&mut self, blocks: &[u64]) -> Result<()> {
         let mut next = 0;
-        while (next < blocks.len() && self.error.is_none()) || self.inflight > 0 {
+        while (next < blocks.len() && self.error.is_none() && !self.halted) || self.inflight > 0 {
             let now = clock::now_ns();
-            while next < blocks.len() && self.error.is_none() {
+            while next < blocks.len() && self.error.is_none() && !self.halted {
                 let Some(slot) = self.free.pop() else { break };
                 let off = self.spec.files[0].offset + blocks[next] * self.block_size;
                 let len = self.block_size;

@@ -226,6 +226,14 @@ pub(crate) fn job(
     let ios = j.dirs[0].ios + j.dirs[1].ios;
     let spec = r.options.jobs.get(j.group);
     let ramp = spec.map_or(0, |g| g.ramp_time_ns);
+    // A trim job's IOs are its writes; fio reports them as trims.
+    let write_or_trim = |trim: bool| {
+        if trim == j.rw.trim() {
+            dir(&j.dirs[1], j.runtime_ns, &j.intervals, 1, agg(1), iv, &c)
+        } else {
+            dir(&DirStats::default(), 0, &[], 0, 0.0, iv, &c)
+        }
+    };
     let mut o = Obj::new()
         .with("jobname", j.name.as_str())
         .with("groupid", j.groupid.unwrap_or(p.index))
@@ -240,11 +248,8 @@ pub(crate) fn job(
             "read",
             dir(&j.dirs[0], j.runtime_ns, &j.intervals, 0, agg(0), iv, &c),
         )
-        .with(
-            "write",
-            dir(&j.dirs[1], j.runtime_ns, &j.intervals, 1, agg(1), iv, &c),
-        )
-        .with("trim", dir(&DirStats::default(), 0, &[], 0, 0.0, iv, &c))
+        .with("write", write_or_trim(false))
+        .with("trim", write_or_trim(true))
         .with(
             "sync",
             Obj::new()
@@ -258,6 +263,11 @@ pub(crate) fn job(
         .with("majf", j.thread_cpu.majf)
         .with("minf", j.thread_cpu.minf);
     dists(&mut o, &j.dists, ios);
+    // fio's: only with continue_on_error.
+    if let Some(e) = &j.errors_continued {
+        o.put("total_err", e.total);
+        o.put("first_error", e.first.max(0) as u64);
+    }
     // fio's units: the target in ns, the window in µs.
     match &j.latency_search {
         Some(l) => {

@@ -119,6 +119,12 @@ fn merge(p: &PointResult, members: &[usize]) -> JobResult {
         first.dists.merge(&j.dists);
         first.thread_cpu.add(&j.thread_cpu);
         first.sync.merge(&j.sync);
+        if let (Some(a), Some(b)) = (&mut first.errors_continued, &j.errors_continued) {
+            a.total += b.total;
+            if a.first == 0 {
+                a.first = b.first;
+            }
+        }
         merge_intervals(&mut first.intervals, &j.intervals);
     }
     first

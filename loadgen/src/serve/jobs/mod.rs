@@ -373,7 +373,7 @@ pub fn check_order(
     confinement.check_options(&plan)?;
     confinement.anchor(&mut plan);
     let targets = confinement.targets(&plan)?;
-    if let Err(e) = crate::target::check_space(&targets.layout) {
+    if let Err(e) = crate::target::check_space(&targets.layout, true) {
         targets.remove_created();
         return Err(e);
     }

@@ -56,15 +56,17 @@ impl Confinement {
     pub fn anchor(&self, plan: &mut Plan) {
         let home = self.home();
         for j in &mut plan.jobs {
-            j.directory = Some(home.join(j.directory.take().unwrap_or_default()));
+            let dir = home.join(j.directory.take().unwrap_or_default());
             if j.filename.is_some() {
+                // A relative name is in the job's directory, as `loadgen run` puts it.
                 let names: Vec<String> = j
                     .filenames()
                     .iter()
-                    .map(|n| home.join(n).to_string_lossy().replace(':', "\\:"))
+                    .map(|n| dir.join(n).to_string_lossy().replace(':', "\\:"))
                     .collect();
                 j.filename = Some(PathBuf::from(names.join(":")));
             }
+            j.directory = Some(dir);
         }
     }
 
