@@ -237,7 +237,11 @@ pub(crate) fn job(
     let mut o = Obj::new()
         .with("jobname", j.name.as_str())
         .with("groupid", j.groupid.unwrap_or(p.index))
-        .with("error", 0u64)
+        // fio's: a job that went on after errors (continue_on_error) reports its first.
+        .with(
+            "error",
+            j.errors_continued.map_or(0, |e| e.first.max(0) as u64),
+        )
         .with("eta", 0u64)
         .with(
             "elapsed",
