@@ -170,12 +170,14 @@ mod tests {
             "the list replaces fio's default"
         );
         assert!(!e.non_fatal(READ, libc::EIO), "reads are not continued on");
-        e.set("ignore_error", "EIO:5:enxio,,EILSEQ").unwrap();
+        e.set("ignore_error", "EIO:5:enxio,,84").unwrap();
+        assert_eq!(e.ignore[2], Some(vec![libc::EILSEQ]));
         assert_eq!(e.ignore[0], Some(vec![5, 5, libc::ENXIO]));
         assert_eq!(e.ignore[1], Some(vec![libc::ENOSPC]), "an empty list keeps");
         assert_eq!(name(28), "ENOSPC");
         assert_eq!(name(84), "84");
-        for bad in ["ENOPE", "0", "-3", "a,b,c,d", "E2BIG,x"] {
+        // As fio: names past ERANGE are given as numbers.
+        for bad in ["ENOPE", "EILSEQ", "0", "-3", "a,b,c,d", "E2BIG,x"] {
             assert!(e.set("ignore_error", bad).is_err(), "{bad}");
         }
     }

@@ -694,6 +694,25 @@ mod tests {
     }
 
     #[test]
+    fn trims_run_on_regular_files_only() {
+        let args: Vec<String> = [
+            "--name=t",
+            "--rw=randtrim",
+            "--size=1m",
+            "--filename=/dev/null",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let plan = match crate::options::parse::parse_args(&args).unwrap() {
+            crate::options::parse::Parsed::Plan(p) => *p,
+            _ => unreachable!(),
+        };
+        let e = resolve(&plan).map(|_| ()).unwrap_err();
+        assert!(e.contains("trims regular files only"), "{e}");
+    }
+
+    #[test]
     fn a_layout_larger_than_the_free_space_is_refused() {
         let dir = std::env::temp_dir().join(format!("loadgen-space-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

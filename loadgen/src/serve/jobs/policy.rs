@@ -331,4 +331,42 @@ mod tests {
         );
         std::fs::remove_dir_all(&served).unwrap();
     }
+
+    /// The options of fio's enospc-pressure.fio in a job order: trims and writes reach only
+    /// the order's served files (a relative name in its directory, there too), and a file the
+    /// layout leaves to grow (`fallocate=none`, `create_on_open`) still counts in full against
+    /// the served file system's free space, so an order cannot fill the host's disk.
+    #[test]
+    fn error_and_layout_options_keep_to_the_served_files_and_space() {
+        let served = scratch("enospc");
+        std::fs::create_dir_all(served.join("sub")).unwrap();
+        let c = Confinement::new(std::slice::from_ref(&served), &[]).unwrap();
+        let job = "--name=t --rw=randtrim --size=1m --directory=sub --filename=f \
+                   --continue_on_error=all --ignore_error=,ENOSPC --error_dump=1";
+        let mut p = plan(job);
+        c.check_options(&p).unwrap();
+        c.anchor(&mut p);
+        let t = c.targets(&p).unwrap();
+        assert_eq!(t.layout.targets[0].path, served.join("sub/f"));
+        t.remove_created();
+        assert!(
+            targets_of(&c, "--name=t --rw=randtrim --size=1m --filename=../f")
+                .unwrap_err()
+                .contains("refused")
+        );
+        for layout in ["--fallocate=none", "--fallocate=keep", "--create_on_open=1"] {
+            let mut p = plan(&format!(
+                "--name=t --rw=write --filesize=1024p --filename=big {layout}"
+            ));
+            c.check_options(&p).unwrap();
+            c.anchor(&mut p);
+            let t = c.targets(&p).unwrap();
+            let e = crate::target::check_space(&t.layout, true).unwrap_err();
+            assert!(e.contains("free on its file system"), "{layout}: {e}");
+            // `loadgen run` on its own machine leaves the filling to the run.
+            assert_eq!(crate::target::check_space(&t.layout, false), Ok(()));
+            t.remove_created();
+        }
+        std::fs::remove_dir_all(&served).unwrap();
+    }
 }
