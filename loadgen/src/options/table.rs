@@ -146,7 +146,7 @@ pub const OPTIONS: &[OptionDoc] = &[
         ..job(
             "rw",
             "RW",
-            "read, write, randread, randwrite, readwrite (rw), randrw (default: read); `:N` as fio: sequential IO skips N bytes after each IO (back, if negative), random IO takes a new offset every N IOs",
+            "read, write, randread, randwrite, readwrite (rw), randrw (default: read), trim, randtrim (holes punched in a file); `:N` as fio: sequential IO skips N bytes after each IO (back, if negative), random IO takes a new offset every N IOs",
         )
     },
     job(

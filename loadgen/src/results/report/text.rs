@@ -264,7 +264,17 @@ fn point(out: &mut String, r: &RunResult, p: &PointResult, group: bool) {
             j.filename
         );
         dir_block(out, "read", &j.dirs[0], j.runtime_ns);
-        dir_block(out, "write", &j.dirs[1], j.runtime_ns);
+        // A trim job's IOs are its writes' (each a hole punched).
+        let w = if j.rw.trim() { "trim" } else { "write" };
+        dir_block(out, w, &j.dirs[1], j.runtime_ns);
+        if let Some(e) = j.errors_continued.filter(|e| e.total > 0) {
+            let _ = writeln!(
+                out,
+                "    errors gone on after (continue_on_error): {}, the first {}",
+                e.total,
+                crate::options::errors::name(e.first)
+            );
+        }
         if j.sync.ios > 0 {
             let _ = writeln!(
                 out,
