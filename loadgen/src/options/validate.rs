@@ -29,7 +29,19 @@ pub fn validate(plan: &Plan) -> Result<(), String> {
                 "job {name}: --verify works on one file, not {files} (--filename with `:`, --nrfiles)"
             ));
         }
+        if j.rw.trim() && j.verify {
+            return Err(format!(
+                "job {name}: rw={} with --verify: a trim writes no data to check",
+                j.rw.as_str()
+            ));
+        }
         if !plan.settings.replicas.is_empty() {
+            if j.rw.trim() {
+                return Err(format!(
+                    "job {name}: rw={} with --replica: replicas take writes, not trims",
+                    j.rw.as_str()
+                ));
+            }
             if files > 1 {
                 return Err(format!(
                     "job {name}: --replica works with one file per job, not {files}"
@@ -218,6 +230,17 @@ mod tests {
             jobs: vec![j],
             ..Plan::default()
         }
+    }
+
+    #[test]
+    fn trims_take_no_verify_and_no_replicas() {
+        let e = validate(&plan_of(&[("rw", "randtrim"), ("verify", "1")])).unwrap_err();
+        assert!(e.contains("rw=randtrim with --verify"), "{e}");
+        let mut p = plan_of(&[("rw", "trim")]);
+        assert!(validate(&p).is_ok());
+        p.settings.replicas = vec!["198.18.0.2:7480".parse().unwrap()];
+        let e = validate(&p).unwrap_err();
+        assert!(e.contains("rw=trim with --replica"), "{e}");
     }
 
     #[test]
