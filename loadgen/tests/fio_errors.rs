@@ -279,3 +279,76 @@ fn bad_error_and_layout_values_are_refused_in_one_line() {
         assert!(err.contains(named), "{arg}: {err}");
     }
 }
+
+/// fio's enospc-pressure.fio itself, on a 16 MiB tmpfs for 2 s (its `directory` and
+/// `runtime` changed, nothing else): loadgen runs it to the end with fio's meaning — the
+/// direct writes go on after ENOSPC (`total_err`, `first_error` 28), the trims punch holes
+/// in the same file (counted in `trim`), the verifier finds no corrupt block — and exits 0.
+/// fio 3.33 beside it: its trim job fails at once with ENOTTY (its engines trim a file with
+/// a block device's BLKDISCARD; see docs/loadgen.md) and `exitall` ends the others.
+#[test]
+fn enospc_pressure_example_runs_on_a_full_file_system() {
+    let example = Path::new("/usr/share/doc/fio/examples/enospc-pressure.fio");
+    if !example.exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{} is missing",
+            example.display()
+        );
+        eprintln!("skipped: {} is missing", example.display());
+        return;
+    }
+    let text = std::fs::read_to_string(example).unwrap();
+    for tool in BOTH {
+        let Some(fs) = SmallFs::mount(&format!("enospc-example-{tool:?}"), "16m") else {
+            return;
+        };
+        let job = text
+            .replace(
+                "directory=/scratch",
+                &format!("directory={}", fs.dir.display()),
+            )
+            .replace("runtime=100", "runtime=2");
+        assert_ne!(job, text);
+        let (code, json, err) = run(tool, fs.dir.parent().unwrap(), &job);
+        let jobs = json.expect("JSON")["jobs"].clone();
+        let by = |name: &str| {
+            jobs.as_array()
+                .unwrap()
+                .iter()
+                .find(|j| j["jobname"] == name)
+                .unwrap()
+                .clone()
+        };
+        let (dio, punch, verifier) = (
+            by("dio-raicer"),
+            by("punch_hole-raicer"),
+            by("aio-dio-verifier"),
+        );
+        match tool {
+            Tool::Loadgen => {
+                assert_eq!(code, Some(0), "{err}");
+                assert_eq!(dio["first_error"], 28, "ENOSPC");
+                assert!(dio["total_err"].as_u64().unwrap() > 0);
+                assert!(dio["write"]["io_bytes"].as_u64().unwrap() > 0);
+                assert_eq!(punch["error"], 0);
+                assert!(punch["trim"]["total_ios"].as_u64().unwrap() > 0);
+                assert_eq!(punch["write"]["total_ios"], 0);
+                assert_eq!(
+                    verifier["loadgen"]["verify"]["corruptions"],
+                    serde_json::json!([]),
+                    "{err}"
+                );
+            }
+            Tool::Fio => {
+                assert_eq!(code, Some(1), "{err}");
+                assert_eq!(
+                    punch["error"],
+                    libc::ENOTTY,
+                    "fio 3.33: BLKDISCARD on a file"
+                );
+                assert_eq!(dio["error"], 0);
+            }
+        }
+    }
+}
