@@ -141,7 +141,7 @@ impl Job<'_> {
                 s.offset,
                 self.spec.files[s.file as usize].path.display()
             );
-            // fio: a short IO that is not an error is retried; loadgen counts it as failed.
+            // Any other short transfer fails as EIO (fio's `full resid` error).
             let errno = if res < 0 { -res } else { libc::EIO };
             let kind = errors::kind_of(s.dir == Dir::Write, errno);
             match &mut self.errors_continued {
