@@ -185,6 +185,7 @@ fn specs(run: &Run<'_>, point: &Point, group: &[usize]) -> Vec<JobSpec> {
                     align: job.blockalign,
                     files: job.file_service,
                     lfsr: job.lfsr,
+                    zones: job.zones.zones().ok().flatten(),
                 },
                 start_delay_ns: {
                     // A range: each thread draws its own delay, as fio's.

@@ -6,6 +6,7 @@ pub mod distribution;
 pub mod groups;
 pub mod jobfile;
 pub mod numa;
+pub mod overlap;
 pub mod parse;
 pub mod prio;
 pub mod profiles;
@@ -15,6 +16,7 @@ pub mod sweep;
 pub mod table;
 pub mod validate;
 pub mod values;
+pub mod zones;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -315,6 +317,9 @@ pub struct JobOptions {
     /// fio's `prio`, `prioclass`, `cmdprio*`, `log_prio`.
     #[serde(default)]
     pub prio: prio::PrioOptions,
+    /// fio's `zonemode`, `zonesize`, `zonerange`, `zoneskip`.
+    #[serde(default)]
+    pub zones: zones::ZoneOptions,
     /// fio's options for the data written (`buffer_pattern`, `dedupe_percentage`, …).
     #[serde(default)]
     pub data: data::DataOptions,
@@ -416,6 +421,7 @@ impl Default for JobOptions {
             flow_id: 0,
             flow_sleep_us: 0,
             prio: prio::PrioOptions::default(),
+            zones: zones::ZoneOptions::default(),
             data: data::DataOptions::default(),
             allow_file_create: true,
             ss: Default::default(),
@@ -667,6 +673,10 @@ impl JobOptions {
             || self.set_reporting(key, v, value)?
             || self.set_order(key, v)?
             || self.prio.set(key, v).map_err(|e| format!("--{key}: {e}"))?
+            || self
+                .zones
+                .set(key, v)
+                .map_err(|e| format!("--{key}: {e}"))?
             || self.data.set(key, v).map_err(|e| format!("--{key}: {e}"))?;
         if !known {
             return Err(format!("--{key} is not a job option"));

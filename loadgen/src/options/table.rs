@@ -771,6 +771,31 @@ pub const OPTIONS: &[OptionDoc] = &[
         Scope::Run,
         "check the options and job files and exit, running nothing (as fio's)",
     ),
+    job(
+        "zonemode",
+        "none|strided",
+        "strided: fio's plain zones, --zonesize bytes of sequential IO in each zone of --zonerange bytes, then --zoneskip bytes left out (zbd, a zoned block device's zones, is refused)",
+    ),
+    job(
+        "zonesize",
+        "SIZE",
+        "with --zonemode=strided, bytes of IO in each zone before the next",
+    ),
+    job(
+        "zonerange",
+        "SIZE",
+        "with --zonemode=strided, bytes each zone spans (default --zonesize)",
+    ),
+    job(
+        "zoneskip",
+        "SIZE",
+        "with --zonemode=strided, bytes left out after each zone (default 0)",
+    ),
+    run(
+        "section",
+        "NAME",
+        "run only the job file sections called NAME (repeatable; `[global]` applies as always), as fio's --section",
+    ),
     flag("help", Scope::Run, "print this list"),
 ];
 
@@ -827,13 +852,10 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "unit_base",
     "verify_fatal",
     "write_iolog",
-    "zonemode",
-    "zonesize",
 ];
 
 /// Why loadgen does not run some of fio's options, for the one line that refuses them.
 const WHY: &[(&[&str], &str)] = &[
-    (&["zonemode", "zonesize"], "zoned block devices are not run"),
     (
         &["verify_fatal"],
         "loadgen checks every block and reports each corrupt one (fio's verify_fatal=0)",
@@ -946,7 +968,7 @@ mod tests {
         assert_eq!(lookup("output_format").unwrap().name, "output-format");
         assert_eq!(lookup("time-based").unwrap().name, "time_based");
         assert!(lookup("bogus").is_none());
-        assert!(unknown("zonemode").contains("fio option loadgen does not run: zoned"));
+        assert!(unknown("verify_offset").contains("fio option loadgen does not run: "));
         assert!(unknown("kb_base").contains("fio option loadgen does not support"));
         for (keys, _) in WHY {
             for k in *keys {

@@ -9,9 +9,15 @@ use super::{IoEngine, Plan, sweep};
 
 pub fn validate(plan: &Plan) -> Result<(), String> {
     sweep::axes(plan)?;
-    super::groups::groups(plan)?;
-    let mut verify_files: HashMap<&std::path::Path, &str> = HashMap::new();
-    for j in &plan.jobs {
+    let walls = super::groups::groups(plan)?;
+    // Which run of jobs between walls each job is in.
+    let wall_of: HashMap<usize, usize> = walls
+        .iter()
+        .enumerate()
+        .flat_map(|(w, jobs)| jobs.iter().map(move |&i| (i, w)))
+        .collect();
+    let mut verify_files: HashMap<&std::path::Path, (&str, usize)> = HashMap::new();
+    for (ji, j) in plan.jobs.iter().enumerate() {
         let name = &j.name;
         let files = j.file_count();
         if j.nrfiles > 1 && !j.filenames().is_empty() {
@@ -23,6 +29,23 @@ pub fn validate(plan: &Plan) -> Result<(), String> {
             return Err(format!(
                 "job {name}: --openfiles={open} is below its {files} files: loadgen keeps every file of a job open"
             ));
+        }
+        if j.zones
+            .zones()
+            .map_err(|e| format!("job {name}: {e}"))?
+            .is_some()
+        {
+            if j.rw.random() {
+                return Err(format!(
+                    "job {name}: --zonemode=strided with --rw={}: loadgen runs sequential IO in zones (fio's zoneskip is for sequential IO too)",
+                    j.rw.as_str()
+                ));
+            }
+            if files > 1 || j.seq_add != 0 {
+                return Err(format!(
+                    "job {name}: --zonemode=strided runs on one file with plain sequential IO (no --rw=…:N), not {files} file(s)"
+                ));
+            }
         }
         if files > 1 && j.verify {
             return Err(format!(
@@ -186,15 +209,15 @@ pub fn validate(plan: &Plan) -> Result<(), String> {
         if j.verify
             && let Some(f) = &j.filename
         {
-            if j.numjobs > 1 {
+            super::overlap::clones_apart(j, j.bs[0])?;
+            // Jobs that run one after the other (between different walls) may verify one
+            // file: a later read-only job checks what an earlier one wrote.
+            let run = wall_of[&ji];
+            if let Some((other, other_run)) = verify_files.insert(f.as_path(), (name, run))
+                && other_run == run
+            {
                 return Err(format!(
-                    "job {name}: --verify with --numjobs={} on one file: the jobs would overwrite each other's blocks (use --numjobs=1 or one file per job)",
-                    j.numjobs
-                ));
-            }
-            if let Some(other) = verify_files.insert(f.as_path(), name) {
-                return Err(format!(
-                    "jobs {other} and {name}: --verify on the same file {}: the jobs would overwrite each other's blocks",
+                    "jobs {other} and {name}: --verify on the same file {}, running together: the jobs would overwrite each other's blocks",
                     f.display()
                 ));
             }
@@ -269,7 +292,7 @@ mod tests {
             ("filename", "/x"),
         ]))
         .unwrap_err();
-        assert!(e.contains("--numjobs=1"));
+        assert!(e.contains("--numjobs=2") && e.contains("one offset"), "{e}");
         assert!(validate(&plan_of(&[("bs", "4k"), ("size", "1M")])).is_ok());
         let e = validate(&plan_of(&[
             ("verify", "1"),

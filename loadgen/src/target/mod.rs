@@ -266,6 +266,7 @@ pub fn resolve_with(
             let paths = job.files_of(jobnum);
             let nfiles = paths.len().max(1) as u64;
             let mut files = Vec::with_capacity(paths.len());
+            let mut sized = 0;
             for path in paths {
                 // A null job's name is never the target of a job that does IO: that one
                 // is inspected (and, if it writes a device, guarded) on its own.
@@ -361,9 +362,17 @@ pub fn resolve_with(
                 }
                 t.needed = t.needed.max(offset + region);
                 t.written |= job.rw.read_pct(job.rwmixread) < 100;
-                files.push((ti, offset, region));
+                sized += region;
+                // fio's strided zones move on to the end of the file, whatever `size`
+                // says (it bounds the bytes transferred), and wrap to the job's start.
+                let span = if job.zones.strided && known {
+                    region.max(t.size.saturating_sub(offset))
+                } else {
+                    region
+                };
+                files.push((ti, offset, span));
             }
-            let total: u64 = files.iter().map(|f| f.2).sum();
+            let total = sized;
             let io_size = job.io_size.map_or(total, |s| bytes_of(s, total));
             threads.push(Thread {
                 group,
