@@ -9,7 +9,8 @@ use super::values::SizeSpec;
 /// How far from its start one clone writes, when that is known without the file: `size`
 /// in bytes bounds the region; without it, a sequential job's `io_size` (in bytes) bounds
 /// what it reaches, IO after IO, `rw=…:N` gaps included (fio counts only the bytes it
-/// transfers, so the gaps widen the reach). `Err`: why it cannot be bounded.
+/// transfers, so the gaps widen the reach), over every loop (each goes on where the last
+/// ended, as fio's). `Err`: why it cannot be bounded.
 fn reach(j: &JobOptions, bs: u64) -> Result<u64, String> {
     let region = match j.size {
         Some(SizeSpec::Bytes(b)) => Some(b),
@@ -20,7 +21,7 @@ fn reach(j: &JobOptions, bs: u64) -> Result<u64, String> {
     };
     let span = match j.io_size {
         Some(SizeSpec::Bytes(io)) if !j.rw.random() && j.seq_add >= 0 => {
-            let ios = io.div_ceil(bs);
+            let ios = io.div_ceil(bs).saturating_mul(j.loops.max(1) as u64);
             Some(ios.saturating_sub(1).saturating_mul(bs + j.seq_add as u64) + bs)
         }
         _ => None,
@@ -101,6 +102,10 @@ mod tests {
             e.contains("1064960 bytes") && e.contains("offset_increment=1048576"),
             "{e}"
         );
+        // A second loop goes on where the first ended: 16 IOs reach past 1m.
+        let looped = job(&[&base[..], &[("io_size", "128k"), ("loops", "2")]].concat());
+        assert_eq!(reach(&looped, 16384), Ok(15 * 131072 + 16384));
+        assert!(clones_apart(&looped, 16384).is_err());
         // A region of its own bounds a clone whatever it transfers.
         let sized = job(&[&base[..], &[("io_size", "10m"), ("size", "1m")]].concat());
         assert!(clones_apart(&sized, 16384).is_ok());
