@@ -857,6 +857,18 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
 /// Why loadgen does not run some of fio's options, for the one line that refuses them.
 const WHY: &[(&[&str], &str)] = &[
     (
+        &[
+            "max_open_zones",
+            "job_max_open_zones",
+            "ignore_zone_limits",
+            "read_beyond_wp",
+            "zone_reset_threshold",
+            "zone_reset_frequency",
+            "zonecapacity",
+        ],
+        "it is for a zoned block device (zonemode=zbd), which loadgen does not drive",
+    ),
+    (
         &["verify_fatal"],
         "loadgen checks every block and reports each corrupt one (fio's verify_fatal=0)",
     ),

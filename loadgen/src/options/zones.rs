@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use super::values::{excerpt, parse_bytes};
 
+/// Why `zonemode=zbd` is refused.
+pub const ZBD: &str = "--zonemode=zbd needs a zoned block device (host-managed or host-aware), which loadgen does not drive; --zonemode=strided runs fio's plain zones on any file";
+
 /// The strided zones of a job, in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Zones {
@@ -37,12 +40,7 @@ impl ZoneOptions {
                 self.strided = match v.trim() {
                     "none" => false,
                     "strided" => true,
-                    "zbd" => {
-                        return Err(
-                            "`zbd` needs a zoned block device (host-managed or host-aware), which loadgen does not drive; `strided` runs fio's plain zones on any file"
-                                .into(),
-                        );
-                    }
+                    "zbd" => return Err(ZBD.into()),
                     other => {
                         return Err(format!(
                             "`{}` (use none or strided; zbd is not run)",
