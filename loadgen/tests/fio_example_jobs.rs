@@ -324,3 +324,76 @@ fn sections_and_environment_variables_as_fios() {
     assert_eq!(lg, [("override".to_string(), 128, 1 << 20)]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The offsets of a job's IOs in order, from its latency log written with `log_offset`.
+fn logged_offsets(tool: Tool, args: &[&str]) -> Vec<(u64, u64)> {
+    let dir = scratch(&format!("zone-log-{tool:?}"));
+    std::fs::write(dir.join("f"), vec![0u8; 256 << 10]).unwrap();
+    let mut all = vec![
+        "--output-format=json",
+        "--write_lat_log=z",
+        "--log_offset=1",
+    ];
+    all.extend(args);
+    let (code, _, err) = run(tool, &dir, &all, &[]);
+    assert_eq!(code, Some(0), "{tool:?}: {err}");
+    let log = std::fs::read_to_string(dir.join("z_lat.1.log")).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    log.lines()
+        .map(|l| {
+            let f: Vec<u64> = l.split(", ").map(|v| v.trim().parse().unwrap()).collect();
+            assert_eq!(
+                f.len(),
+                6,
+                "time, value, direction, size, offset, priority: {l}"
+            );
+            (f[3], f[4])
+        })
+        .collect()
+}
+
+/// `disk-zone-profile.fio`'s shape (reads in zones, two in flight, `log_offset`): the
+/// latency log of each tool gives every IO's size and offset, in the order they completed;
+/// loadgen's are fio's, and `log_offset` adds fio's column.
+#[test]
+fn strided_zone_reads_log_fios_offsets() {
+    let args = [
+        "--name=t",
+        "--filename=f",
+        "--bs=16k",
+        "--rw=read",
+        "--ioengine=libaio",
+        "--iodepth=2",
+        "--zonemode=strided",
+        "--zonesize=32k",
+        "--zoneskip=64k",
+    ];
+    let lg = logged_offsets(Tool::Loadgen, &args);
+    let fio = logged_offsets(Tool::Fio, &args);
+    let mut sorted_lg = lg.clone();
+    let mut sorted_fio = fio.clone();
+    // Two IOs in flight may complete in either order: the same IOs, and each zone's.
+    sorted_lg.sort_unstable();
+    sorted_fio.sort_unstable();
+    assert_eq!(sorted_lg, sorted_fio, "loadgen {lg:?}\nfio {fio:?}");
+    let k = 1024;
+    let zones: Vec<u64> = lg.iter().map(|&(_, o)| o / k).collect();
+    assert_eq!(lg.len(), 16, "256k read 16k at a time: {zones:?}");
+    assert!(
+        lg.iter()
+            .all(|&(bs, o)| bs == 16 * k && [0, 16, 96, 112, 192, 208].contains(&(o / k))),
+        "{zones:?}"
+    );
+    let example = Path::new(EXAMPLES).join("disk-zone-profile.fio");
+    if example.exists() {
+        let dir = scratch("zone-example");
+        let (code, _, err) = run(
+            Tool::Loadgen,
+            &dir,
+            &["--parse-only", example.to_str().unwrap()],
+            &[],
+        );
+        assert_eq!(code, Some(0), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -40,6 +40,10 @@ pub struct LogOptions {
     pub avg_msec: u64,
     /// Window of the histogram log, in ms.
     pub hist_msec: u64,
+    /// fio's `log_offset`: each line of the latency, bandwidth and IOPS logs gives the
+    /// IO's offset in its file.
+    #[serde(default)]
+    pub offset: bool,
 }
 
 impl LogOptions {
@@ -1015,6 +1019,7 @@ impl JobOptions {
             }
             "latency_run" => self.latency_run = parse_bool(v).map_err(err)?,
             "log_avg_msec" => self.logs.avg_msec = parse_count(v).map_err(err)?,
+            "log_offset" => self.logs.offset = parse_bool(v).map_err(err)?,
             "log_hist_msec" => self.logs.hist_msec = parse_count(v).map_err(err)?,
             "percentile_list" => {
                 let mut list = Vec::new();

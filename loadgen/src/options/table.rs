@@ -612,6 +612,11 @@ pub const OPTIONS: &[OptionDoc] = &[
         "average the logs over windows of MS milliseconds (default: a line per IO)",
     ),
     job(
+        "log_offset",
+        "0|1",
+        "a column after the IO size in the latency, bandwidth and IOPS logs: the IO's offset in its file (0 on averaged lines), as fio's",
+    ),
+    job(
         "log_hist_msec",
         "MS",
         "window of the histogram log, in milliseconds",
@@ -831,7 +836,6 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "lockfile",
     "log_compression",
     "log_max_value",
-    "log_offset",
     "max_latency",
     "nice",
     "offset_align",

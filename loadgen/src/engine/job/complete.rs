@@ -237,7 +237,7 @@ impl Job<'_> {
                 0 => self.job_prio,
                 p => p,
             };
-            if let Err(e) = l.io(t, d, bs, lat, slat, clat, prio) {
+            if let Err(e) = l.io(t, d, bs, lat, slat, clat, prio, s.offset) {
                 self.logs = None;
                 self.fail(e.context("writing a log"));
             }
