@@ -115,6 +115,50 @@ pub fn check(
     Ok(())
 }
 
+/// As [`fill`], a header every `interval` bytes of the block (fio's `verify_interval`;
+/// 0: one for the whole block), each piece for its own offset.
+pub fn fill_pieces(
+    block: &mut [u8],
+    offset: u64,
+    generation: u64,
+    pattern: Option<&[u8]>,
+    interval: u64,
+) {
+    let n = piece_len(block.len(), interval);
+    for (i, piece) in block.chunks_mut(n).enumerate() {
+        fill(piece, offset + (i * n) as u64, generation, pattern);
+    }
+}
+
+/// As [`check`], each `interval` bytes of the block on its own; the first bad piece is
+/// reported with its offset.
+pub fn check_pieces(
+    block: &[u8],
+    offset: u64,
+    expected: Option<u64>,
+    pattern: Option<&[u8]>,
+    interval: u64,
+) -> Result<(), String> {
+    let n = piece_len(block.len(), interval);
+    if n == block.len() {
+        return check(block, offset, expected, pattern);
+    }
+    for (i, piece) in block.chunks(n).enumerate() {
+        let at = offset + (i * n) as u64;
+        check(piece, at, expected, pattern)
+            .map_err(|e| format!("at {at} (verify_interval={n}): {e}"))?;
+    }
+    Ok(())
+}
+
+fn piece_len(block: usize, interval: u64) -> usize {
+    match interval as usize {
+        0 => block,
+        n if n >= block || block % n != 0 => block,
+        n => n,
+    }
+}
+
 /// Per block of a job's region: the generation counter of the last completed write (0 =
 /// not written in this run), and whether an IO on it is in flight. With --verify a block
 /// never has two IOs in flight, so what a read returns is always defined.

@@ -10,7 +10,7 @@ use std::process::Command;
 const EXAMPLES: &str = "/usr/share/doc/fio/examples";
 
 /// How many of them parse today; only ever raised.
-const PARSED_AT_LEAST: usize = 33;
+const PARSED_AT_LEAST: usize = 34;
 
 /// fio's engines that loadgen runs (fio's default, psync, when a file names none).
 const ENGINES: &[&str] = &["io_uring", "libaio", "sync", "psync", "posixaio", "null"];

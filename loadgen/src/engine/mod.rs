@@ -92,6 +92,10 @@ pub struct JobSpec {
     pub do_verify: bool,
     pub verify_backlog: Option<u64>,
     pub verify_dump: bool,
+    /// fio's `verify_interval` (0: one header per block).
+    pub verify_interval: u64,
+    /// fio's `fill_device`: ENOSPC on a write ends the workload without an error.
+    pub fill_device: bool,
     /// fio's options for the data written (not used with --verify, which writes its own).
     pub data: crate::options::data::DataOptions,
     /// `dedupe_mode=working_set`: the working set this job draws duplicates from.

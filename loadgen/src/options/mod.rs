@@ -346,6 +346,14 @@ pub struct JobOptions {
     /// fio's `verify_dump`: a corrupt block's data as read and as written, to files.
     #[serde(default)]
     pub verify_dump: bool,
+    /// fio's `verify_interval`: a verify header every this many bytes of a block (None:
+    /// one per block).
+    #[serde(default)]
+    pub verify_interval: Option<u64>,
+    /// fio's `fill_device`: write until the file system (or device) is full; ENOSPC ends
+    /// the workload, not the run.
+    #[serde(default)]
+    pub fill_device: bool,
     #[serde(default)]
     pub ss_dur_s: u32,
     #[serde(default)]
@@ -433,6 +441,8 @@ impl Default for JobOptions {
             do_verify: true,
             verify_backlog: None,
             verify_dump: false,
+            verify_interval: None,
+            fill_device: false,
             ss_dur_s: 0,
             ss_ramp_ns: 0,
             given: BTreeMap::new(),
@@ -937,13 +947,23 @@ impl JobOptions {
             }
             "do_verify" => self.do_verify = parse_bool(v).map_err(err)?,
             "verify_dump" => self.verify_dump = parse_bool(v).map_err(err)?,
+            "verify_interval" => {
+                let n = parse_size(v).map_err(err)?;
+                let SizeSpec::Bytes(n) = n else {
+                    return Err(err("bytes, not a percentage".into()));
+                };
+                self.verify_interval = (n > 0).then_some(n);
+            }
+            "fill_device" => self.fill_device = parse_bool(v).map_err(err)?,
             "verify_backlog" => {
                 let n = parse_count(v).map_err(err)?;
                 self.verify_backlog = (n > 0).then_some(n);
             }
             "verify" => {
                 self.verify = match v.to_ascii_lowercase().as_str() {
-                    "crc32c" | "crc32c-intel" => true,
+                    // fio's `meta` checks the header alone (where the block belongs, and
+                    // which write it was); loadgen's header also covers the data.
+                    "crc32c" | "crc32c-intel" | "meta" => true,
                     "none" => false,
                     other => parse_bool(other).map_err(|_| {
                         err(format!(
@@ -1061,7 +1081,8 @@ impl JobOptions {
                 }
                 self.wait_for = Some(v.trim().to_string());
             }
-            "registerfiles" | "fixedbufs" | "thread" | "norandommap" | "gtod_reduce" => {
+            "registerfiles" | "fixedbufs" | "thread" | "norandommap" | "gtod_reduce"
+            | "create_serialize" => {
                 parse_bool(v).map_err(err)?;
             }
             "description" | "clocksource" => {}

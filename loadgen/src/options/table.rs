@@ -395,6 +395,21 @@ pub const OPTIONS: &[OptionDoc] = &[
         "the bytes after each block's verify header (fio's default: random data), checked byte by byte on read; turns --verify on unless given",
     ),
     job(
+        "verify_interval",
+        "SIZE",
+        "a verify header every SIZE bytes of each block, each checked on its own (default: one per block; SIZE divides --bs)",
+    ),
+    flag(
+        "fill_device",
+        Scope::Job,
+        "write until the file system (or the device) is full: ENOSPC ends the workload, not the run, as fio's (sequential writes; refused in a job order)",
+    ),
+    flag(
+        "create_serialize",
+        Scope::Job,
+        "accepted for fio job files; loadgen lays out its files one after the other before the run",
+    ),
+    job(
         "do_verify",
         "0|1",
         "read back and check what the job wrote, after its workload (default 1)",
@@ -816,7 +831,6 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "cpumask",
     "cpus_allowed",
     "create_on_open",
-    "create_serialize",
     "disable_bw_measurement",
     "disable_clat",
     "disable_lat",
@@ -877,8 +891,8 @@ const WHY: &[(&[&str], &str)] = &[
         "loadgen checks every block and reports each corrupt one (fio's verify_fatal=0)",
     ),
     (
-        &["verify_interval", "verify_offset"],
-        "loadgen's verify header covers each whole block of --bs",
+        &["verify_offset"],
+        "loadgen's verify header starts each block (or each --verify_interval of it)",
     ),
     (
         &["continue_on_error", "ignore_error", "error_dump"],

@@ -47,6 +47,25 @@ pub fn validate(plan: &Plan) -> Result<(), String> {
                 ));
             }
         }
+        if j.fill_device && (j.rw != super::Rw::Write || j.seq_add != 0) {
+            return Err(format!(
+                "job {name}: --fill_device with --rw={}: loadgen fills with plain sequential writes (--rw=write), which fio's fill_device is for",
+                j.rw.as_str()
+            ));
+        }
+        if let Some(n) = j.verify_interval
+            && (n < 2 * crate::verify::HEADER_LEN as u64 || j.bs.iter().any(|&b| b % n != 0))
+        {
+            return Err(format!(
+                "job {name}: --verify_interval={n} must divide --bs ({}) and be at least {} bytes (loadgen's verify header is {})",
+                j.bs.iter()
+                    .map(|b| b.to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
+                2 * crate::verify::HEADER_LEN,
+                crate::verify::HEADER_LEN
+            ));
+        }
         if files > 1 && j.verify {
             return Err(format!(
                 "job {name}: --verify works on one file, not {files} (--filename with `:`, --nrfiles)"
