@@ -154,7 +154,7 @@ pub fn check_pieces(
 fn piece_len(block: usize, interval: u64) -> usize {
     match interval as usize {
         0 => block,
-        n if n >= block || block % n != 0 => block,
+        n if n >= block || !block.is_multiple_of(n) => block,
         n => n,
     }
 }
@@ -203,6 +203,34 @@ impl BlockMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// fio's `verify_interval`: a header per piece, each piece checked for its own offset;
+    /// a damaged byte is named with its piece.
+    #[test]
+    fn pieces_of_a_block_carry_headers_of_their_own() {
+        let mut b = vec![0u8; 4096];
+        fill_pieces(&mut b, 8192, generation(7, 1), Some(&[0xaa, 0x55]), 512);
+        for i in 0..8 {
+            let piece = &b[i * 512..(i + 1) * 512];
+            assert_eq!(check(piece, 8192 + i as u64 * 512, None, None), Ok(()));
+        }
+        assert_eq!(
+            check_pieces(&b, 8192, Some(generation(7, 1)), None, 512),
+            Ok(())
+        );
+        assert!(
+            check(&b, 8192, None, None).is_err(),
+            "not one header for the block"
+        );
+        b[3 * 512 + 100] ^= 1;
+        let e = check_pieces(&b, 8192, None, None, 512).unwrap_err();
+        assert!(e.starts_with("at 9728 (verify_interval=512): "), "{e}");
+        // Without an interval (0), or one that does not divide the block, one header.
+        let mut w = vec![0u8; 4096];
+        fill_pieces(&mut w, 0, 1, None, 0);
+        assert_eq!(check(&w, 0, Some(1), None), Ok(()));
+        assert_eq!(check_pieces(&w, 0, Some(1), None, 0), Ok(()));
+    }
 
     #[test]
     fn good_blocks_pass_and_every_kind_of_damage_is_named() {

@@ -54,7 +54,8 @@ pub fn validate(plan: &Plan) -> Result<(), String> {
             ));
         }
         if let Some(n) = j.verify_interval
-            && (n < 2 * crate::verify::HEADER_LEN as u64 || j.bs.iter().any(|&b| b % n != 0))
+            && (n < 2 * crate::verify::HEADER_LEN as u64
+                || j.bs.iter().any(|&b| !b.is_multiple_of(n)))
         {
             return Err(format!(
                 "job {name}: --verify_interval={n} must divide --bs ({}) and be at least {} bytes (loadgen's verify header is {})",
@@ -260,6 +261,40 @@ mod tests {
             jobs: vec![j],
             ..Plan::default()
         }
+    }
+
+    #[test]
+    fn fill_device_and_verify_interval_take_what_they_can_do() {
+        let e = validate(&plan_of(&[("fill_device", "1")])).unwrap_err();
+        assert!(e.contains("--fill_device with --rw=read"), "{e}");
+        let e = validate(&plan_of(&[("fill_device", "1"), ("rw", "randwrite")])).unwrap_err();
+        assert!(e.contains("--rw=randwrite"), "{e}");
+        assert!(validate(&plan_of(&[("fill_device", "1"), ("rw", "write")])).is_ok());
+        let vi = |n: &str| {
+            validate(&plan_of(&[
+                ("verify", "meta"),
+                ("bs", "64k"),
+                ("verify_interval", n),
+            ]))
+        };
+        assert!(vi("512").is_ok());
+        assert!(
+            vi("3000")
+                .unwrap_err()
+                .contains("--verify_interval=3000 must divide --bs")
+        );
+        assert!(vi("32").unwrap_err().contains("at least 64"));
+        let mut j = JobOptions::default();
+        assert!(
+            j.set("verify_interval", Some("10%"))
+                .unwrap_err()
+                .contains("--verify_interval")
+        );
+        assert!(
+            j.set("fill_device", Some("maybe"))
+                .unwrap_err()
+                .contains("--fill_device")
+        );
     }
 
     #[test]
