@@ -261,7 +261,7 @@ fn parse_lines(
         let doc = table::lookup(key).ok_or_else(|| format!("{at}: {}", table::unknown(key)))?;
         // Refused where it is, before the options of the zoned device that follow it.
         if doc.name == "zonemode" && value.as_deref().map(str::trim) == Some("zbd") {
-            return Err(format!("{at}: {}", super::zones::ZBD));
+            return Err(format!("{at}: --zonemode={}", super::zones::ZBD));
         }
         if doc.name == "group_reporting" {
             group_reporting = value.as_deref().is_none_or(|v| v != "0");

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::values::{excerpt, parse_bytes};
 
 /// Why `zonemode=zbd` is refused.
-pub const ZBD: &str = "--zonemode=zbd needs a zoned block device (host-managed or host-aware), which loadgen does not drive; --zonemode=strided runs fio's plain zones on any file";
+pub const ZBD: &str = "zbd needs a zoned block device (host-managed or host-aware), which loadgen does not drive; --zonemode=strided runs fio's plain zones on any file";
 
 /// The strided zones of a job, in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
