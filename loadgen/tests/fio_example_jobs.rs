@@ -186,11 +186,11 @@ fn strided_zones_visit_fios_blocks() {
 /// `cross-stripe-verify.fio`'s shape on a 4 MiB file: 3 verifying clones, each at its own
 /// `offset_increment` region, 16k written every 128k (`rw=write:112k`), `io_size`,
 /// `verify_backlog`, `loops=2` (each loop going on where the last ended, as fio's). Their
-/// regions cannot overlap, so loadgen runs them: the
-/// same blocks as fio's and as many writes, no corrupt block. With an `io_size` that
+/// regions cannot overlap, so loadgen runs them: the same blocks as fio's and as many
+/// writes, no corrupt block. With an `io_size` that
 /// reaches the next clone's start, fio warns that writers may overwrite each other's
 /// blocks; loadgen refuses it in one line, and so the example itself, whose clones reach
-/// 960g past their starts, 124g apart.
+/// 1.9 TiB past their starts (120g of 16k writes 128k apart, twice), 124g apart.
 #[test]
 fn verifying_clones_at_their_own_regions_run_as_fios() {
     let base = [

@@ -63,10 +63,21 @@ pub fn clones_apart(j: &JobOptions, bs: u64) -> Result<(), String> {
     };
     if reach > step {
         return refuse(format!(
-            "each reaches {reach} bytes from its start, more than --offset_increment={step}"
+            "each reaches {reach} bytes ({}) from its start, more than --offset_increment={}",
+            approx(reach),
+            super::values::format_bytes(step)
         ));
     }
     Ok(())
+}
+
+/// `1.9 TiB`, `912.0 KiB`: a size for reading.
+fn approx(n: u64) -> String {
+    let (shift, unit) = [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")]
+        .into_iter()
+        .find(|&(s, _)| n >= 1 << s)
+        .unwrap_or((0, "B"));
+    format!("{:.1} {unit}", n as f64 / (1u64 << shift) as f64)
 }
 
 #[cfg(test)]
@@ -99,7 +110,7 @@ mod tests {
         let e =
             clones_apart(&job(&[&base[..], &[("io_size", "144k")]].concat()), 16384).unwrap_err();
         assert!(
-            e.contains("1064960 bytes") && e.contains("offset_increment=1048576"),
+            e.contains("1064960 bytes (1.0 MiB)") && e.contains("offset_increment=1m"),
             "{e}"
         );
         // A second loop goes on where the first ended: 16 IOs reach past 1m.
