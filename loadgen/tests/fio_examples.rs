@@ -15,9 +15,10 @@ const PARSED_AT_LEAST: usize = 34;
 /// fio's engines that loadgen runs (fio's default, psync, when a file names none).
 const ENGINES: &[&str] = &["io_uring", "libaio", "sync", "psync", "posixaio", "null"];
 
-/// Options an example's own header says to run it with (fio's `--section`), and the
-/// environment it reads: `xnvme-compare.fio`'s `[override]` takes `${FIO_RW}` and others,
-/// which fio 3.33 refuses unset, as loadgen does, so without `--section` neither runs it.
+/// Options an example's own header says to run it with (fio's `--section`): the
+/// `[override]` sections of `xnvme-compare.fio` and `xnvme-zoned.fio` take `${FIO_RW}` and
+/// others, which fio 3.33 refuses unset, as loadgen does, so without `--section` neither
+/// tool runs them (`xnvme-zoned.fio` is refused anyway, for its `zonemode=zbd`).
 fn invocation(name: &str) -> &'static [&'static str] {
     match name {
         "xnvme-compare.fio" | "xnvme-zoned.fio" => &["--section=default"],
