@@ -8,5 +8,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let _ = loadgen::options::jobfile::parse_order(text, "fuzz.fio");
+    let _ = loadgen::options::jobfile::parse_order(text, "fuzz.fio", &[]);
+    // fio's `--section`: the sections not named are skipped unread.
+    let _ = loadgen::options::jobfile::parse_order(text, "fuzz.fio", &["a".to_string()]);
 });

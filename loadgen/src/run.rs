@@ -121,22 +121,44 @@ fn specs(run: &Run<'_>, point: &Point, group: &[usize]) -> Vec<JobSpec> {
                     .filter(|_| used[d])
             });
             let base = fnv(&job.name) ^ (t.jobnum as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            // After an earlier job's `fill_device`: the region is what it wrote, in whole
+            // blocks, as the file is now.
+            let at_start = |ti: usize, offset: u64| {
+                let size = std::fs::metadata(&layout.targets[ti].open).map_or(0, |m| m.len());
+                size.saturating_sub(offset) / bs.max(1) * bs.max(1)
+            };
+            let files: Vec<FileRegion> = place
+                .files
+                .iter()
+                .map(|&(ti, offset, len)| FileRegion {
+                    path: layout.targets[ti].path.clone(),
+                    open: layout.targets[ti].open.clone(),
+                    offset,
+                    len: if place.sized_at_start {
+                        at_start(ti, offset)
+                    } else {
+                        len
+                    },
+                })
+                .collect();
+            let io_bytes = if place.sized_at_start {
+                let total: u64 = files.iter().map(|f| f.len).sum();
+                let io = match job.io_size {
+                    Some(crate::options::values::SizeSpec::Bytes(b)) => b,
+                    Some(crate::options::values::SizeSpec::Percent(p)) => total * p as u64 / 100,
+                    None => total,
+                };
+                io.saturating_mul(job.loops as u64)
+            } else {
+                place.io_bytes
+            };
             JobSpec {
                 index,
                 name: job.name.clone(),
                 group: t.group,
                 jobnum: t.jobnum,
-                files: place
-                    .files
-                    .iter()
-                    .map(|&(ti, offset, len)| FileRegion {
-                        path: layout.targets[ti].path.clone(),
-                        open: layout.targets[ti].open.clone(),
-                        offset,
-                        len,
-                    })
-                    .collect(),
-                io_bytes: place.io_bytes,
+                files,
+                io_bytes,
                 number_ios: job.number_ios,
                 // fio: 0 means the whole depth.
                 batch_submit: match job.iodepth_batch_submit {
@@ -177,6 +199,8 @@ fn specs(run: &Run<'_>, point: &Point, group: &[usize]) -> Vec<JobSpec> {
                 verify_dump: job.verify_dump,
                 errors: job.errors.clone(),
                 create_on_open: job.layout.create_on_open,
+                verify_interval: job.verify_interval.unwrap_or(0),
+                fill_device: job.fill_device,
                 data: job.data.clone(),
                 working_set: None,
                 seed: if job.randrepeat { base } else { base ^ entropy },
@@ -187,6 +211,7 @@ fn specs(run: &Run<'_>, point: &Point, group: &[usize]) -> Vec<JobSpec> {
                     align: job.blockalign,
                     files: job.file_service,
                     lfsr: job.lfsr,
+                    zones: job.zones.zones().ok().flatten(),
                 },
                 start_delay_ns: {
                     // A range: each thread draws its own delay, as fio's.

@@ -115,6 +115,50 @@ pub fn check(
     Ok(())
 }
 
+/// As [`fill`], a header every `interval` bytes of the block (fio's `verify_interval`;
+/// 0: one for the whole block), each piece for its own offset.
+pub fn fill_pieces(
+    block: &mut [u8],
+    offset: u64,
+    generation: u64,
+    pattern: Option<&[u8]>,
+    interval: u64,
+) {
+    let n = piece_len(block.len(), interval);
+    for (i, piece) in block.chunks_mut(n).enumerate() {
+        fill(piece, offset + (i * n) as u64, generation, pattern);
+    }
+}
+
+/// As [`check`], each `interval` bytes of the block on its own; the first bad piece is
+/// reported with its offset.
+pub fn check_pieces(
+    block: &[u8],
+    offset: u64,
+    expected: Option<u64>,
+    pattern: Option<&[u8]>,
+    interval: u64,
+) -> Result<(), String> {
+    let n = piece_len(block.len(), interval);
+    if n == block.len() {
+        return check(block, offset, expected, pattern);
+    }
+    for (i, piece) in block.chunks(n).enumerate() {
+        let at = offset + (i * n) as u64;
+        check(piece, at, expected, pattern)
+            .map_err(|e| format!("at {at} (verify_interval={n}): {e}"))?;
+    }
+    Ok(())
+}
+
+fn piece_len(block: usize, interval: u64) -> usize {
+    match interval as usize {
+        0 => block,
+        n if n >= block || !block.is_multiple_of(n) => block,
+        n => n,
+    }
+}
+
 /// Per block of a job's region: the generation counter of the last completed write (0 =
 /// not written in this run), and whether an IO on it is in flight. With --verify a block
 /// never has two IOs in flight, so what a read returns is always defined.
@@ -159,6 +203,34 @@ impl BlockMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// fio's `verify_interval`: a header per piece, each piece checked for its own offset;
+    /// a damaged byte is named with its piece.
+    #[test]
+    fn pieces_of_a_block_carry_headers_of_their_own() {
+        let mut b = vec![0u8; 4096];
+        fill_pieces(&mut b, 8192, generation(7, 1), Some(&[0xaa, 0x55]), 512);
+        for i in 0..8 {
+            let piece = &b[i * 512..(i + 1) * 512];
+            assert_eq!(check(piece, 8192 + i as u64 * 512, None, None), Ok(()));
+        }
+        assert_eq!(
+            check_pieces(&b, 8192, Some(generation(7, 1)), None, 512),
+            Ok(())
+        );
+        assert!(
+            check(&b, 8192, None, None).is_err(),
+            "not one header for the block"
+        );
+        b[3 * 512 + 100] ^= 1;
+        let e = check_pieces(&b, 8192, None, None, 512).unwrap_err();
+        assert!(e.starts_with("at 9728 (verify_interval=512): "), "{e}");
+        // Without an interval (0), or one that does not divide the block, one header.
+        let mut w = vec![0u8; 4096];
+        fill_pieces(&mut w, 0, 1, None, 0);
+        assert_eq!(check(&w, 0, Some(1), None), Ok(()));
+        assert_eq!(check_pieces(&w, 0, Some(1), None, 0), Ok(()));
+    }
 
     #[test]
     fn good_blocks_pass_and_every_kind_of_damage_is_named() {

@@ -519,7 +519,7 @@ fn job_file_variables_and_long_lines() {
     assert_usage_error(&[jf.to_str().unwrap()], "at most 8192");
     assert_usage_error(
         &["--zonemode=zbd"],
-        "fio option loadgen does not run: zoned",
+        "--zonemode: zbd needs a zoned block device (host-managed or host-aware)",
     );
     let _ = std::fs::remove_file(&f);
     let _ = std::fs::remove_file(&jf);

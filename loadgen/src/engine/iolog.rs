@@ -44,6 +44,8 @@ struct Hist {
 pub struct IoLogs {
     /// fio's `log_prio`.
     pub log_prio: bool,
+    /// fio's `log_offset`.
+    log_offset: bool,
     avg_msec: u64,
     hist_msec: u64,
     /// lat, slat, clat, bw, iops.
@@ -89,6 +91,7 @@ impl IoLogs {
         };
         Ok(Some(IoLogs {
             log_prio: false,
+            log_offset: o.offset,
             avg_msec: o.avg_msec,
             hist_msec: o.hist_msec.max(1),
             files,
@@ -106,13 +109,20 @@ impl IoLogs {
         &mut self,
         t_ns: u64,
         dir: usize,
-        len: u64,
+        bytes: u64,
         lat: u64,
         slat: Option<u64>,
         clat: u64,
         prio: u16,
+        offset: u64,
     ) -> Result<()> {
         let ms = t_ns / 1_000_000;
+        // fio's `log_offset` column, between the IO size and the priority.
+        let len = if self.log_offset {
+            format!("{bytes}, {offset}")
+        } else {
+            bytes.to_string()
+        };
         // fio's last column: the IO's priority with `log_prio`, else 1 for realtime.
         let p = if self.log_prio {
             format!("0x{prio:04x}")
@@ -127,7 +137,7 @@ impl IoLogs {
             }
             h.last_ms = ms;
             h.counts[dir][fio::idx(clat)] += 1;
-            h.bs[dir] = len;
+            h.bs[dir] = bytes;
         }
         if self.avg_msec == 0 {
             let lats = [Some(lat), slat, Some(clat)];
@@ -137,7 +147,7 @@ impl IoLogs {
                 }
             }
             if let Some(f) = &mut self.files[3] {
-                let rate = (len as u128 * 1_000_000 / clat.max(1) as u128) as u64;
+                let rate = (bytes as u128 * 1_000_000 / clat.max(1) as u128) as u64;
                 writeln!(f, "{ms}, {rate}, {dir}, {len}, {p}")?;
             }
             if let Some(f) = &mut self.files[4] {
@@ -161,7 +171,7 @@ impl IoLogs {
                 win.lat[dir][i].1 += 1;
             }
         }
-        win.bytes[dir] += len;
+        win.bytes[dir] += bytes;
         win.ios[dir] += 1;
         Ok(())
     }
@@ -169,6 +179,8 @@ impl IoLogs {
     /// Writes the current averaging window; a partial one (at the end) only to the latency
     /// logs, as fio does.
     fn flush_window(&mut self, full: bool) -> Result<()> {
+        // The IO size, offset (`log_offset`) and priority of an averaged line are 0.
+        let zero = if self.log_offset { "0, 0, 0" } else { "0, 0" };
         let w = &self.window;
         let end = if full {
             (w.index + 1) * self.avg_msec
@@ -182,7 +194,7 @@ impl IoLogs {
                     && n > 0
                 {
                     let mean = (sum as f64 / n as f64 + 0.5) as u64;
-                    writeln!(f, "{end}, {mean}, {dir}, 0, 0")?;
+                    writeln!(f, "{end}, {mean}, {dir}, {zero}")?;
                 }
             }
             if !full || w.ios[dir] == 0 {
@@ -190,10 +202,14 @@ impl IoLogs {
             }
             let ms = self.avg_msec;
             if let Some(f) = &mut self.files[3] {
-                writeln!(f, "{end}, {}, {dir}, 0, 0", w.bytes[dir] * 1000 / ms / 1024)?;
+                writeln!(
+                    f,
+                    "{end}, {}, {dir}, {zero}",
+                    w.bytes[dir] * 1000 / ms / 1024
+                )?;
             }
             if let Some(f) = &mut self.files[4] {
-                writeln!(f, "{end}, {}, {dir}, 0, 0", w.ios[dir] * 1000 / ms)?;
+                writeln!(f, "{end}, {}, {dir}, {zero}", w.ios[dir] * 1000 / ms)?;
             }
         }
         Ok(())
@@ -253,9 +269,10 @@ mod tests {
             ..Default::default()
         };
         let mut l = IoLogs::open(&per_io, "1").unwrap().unwrap();
-        l.io(1_500_000, 0, 4096, 120_000, Some(20_000), 100_000, 0)
+        l.io(1_500_000, 0, 4096, 120_000, Some(20_000), 100_000, 0, 0)
             .unwrap();
-        l.io(2_600_000, 1, 8192, 220_000, None, 200_000, 0).unwrap();
+        l.io(2_600_000, 1, 8192, 220_000, None, 200_000, 0, 0)
+            .unwrap();
         l.finish().unwrap();
         let read = |n: &str| std::fs::read_to_string(d.join(n)).unwrap();
         assert_eq!(
@@ -280,10 +297,11 @@ mod tests {
         let mut l = IoLogs::open(&avg, "2").unwrap().unwrap();
         for i in 0..10u64 {
             // 10 reads in the first 100 ms, then one in the next window.
-            l.io(i * 5_000_000, 0, 4096, 1000 + i, Some(10), 900, 0)
+            l.io(i * 5_000_000, 0, 4096, 1000 + i, Some(10), 900, 0, 0)
                 .unwrap();
         }
-        l.io(150_000_000, 0, 4096, 3000, Some(10), 2900, 0).unwrap();
+        l.io(150_000_000, 0, 4096, 3000, Some(10), 2900, 0, 0)
+            .unwrap();
         l.finish().unwrap();
         assert_eq!(
             read("a_lat.2.log"),

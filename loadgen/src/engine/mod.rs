@@ -96,6 +96,10 @@ pub struct JobSpec {
     pub errors: crate::options::errors::ErrorOptions,
     /// fio's `create_on_open`: the job's files are created when it opens them.
     pub create_on_open: bool,
+    /// fio's `verify_interval` (0: one header per block).
+    pub verify_interval: u64,
+    /// fio's `fill_device`: ENOSPC on a write ends the workload without an error.
+    pub fill_device: bool,
     /// fio's options for the data written (not used with --verify, which writes its own).
     pub data: crate::options::data::DataOptions,
     /// `dedupe_mode=working_set`: the working set this job draws duplicates from.

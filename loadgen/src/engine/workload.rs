@@ -73,6 +73,8 @@ pub struct OffsetRule {
     pub files: FileService,
     /// fio's `random_generator=lfsr`: each unit once per pass.
     pub lfsr: bool,
+    /// fio's `zonemode=strided` (sequential IO, one file).
+    pub zones: Option<crate::options::zones::Zones>,
 }
 
 /// Every unit of `0..units` once per pass, in a scrambled order: a full-period linear
@@ -138,6 +140,10 @@ pub struct Workload {
     file: usize,
     file_left: u32,
     file_bytes: u64,
+    /// With zones: where the current zone starts in the region, and the bytes of IO done
+    /// in it (fio's `file_offset` and `zone_bytes`).
+    zone_start: u64,
+    zone_bytes: u64,
     rng: Rng,
 }
 
@@ -171,6 +177,8 @@ impl Workload {
             file: 0,
             file_left: 1,
             file_bytes: 0,
+            zone_start: 0,
+            zone_bytes: 0,
             rng,
         }
     }
@@ -259,6 +267,29 @@ impl Workload {
         if pos + len > region { 0 } else { pos }
     }
 
+    /// fio's strided zones before a sequential IO: after `size` bytes of IO in a zone the
+    /// next starts `range + skip` further (from the start again past the end of the
+    /// region); within a zone, past its range the IO goes back to its start.
+    fn zone_offset(&mut self, f: usize, d: usize, len: u64, region: u64) -> u64 {
+        let Some(z) = self.rule.zones else {
+            return self.seq_offset(self.next_seq[f][d], len, region);
+        };
+        if self.zone_bytes >= z.size {
+            self.zone_bytes = 0;
+            self.zone_start += z.range + z.skip;
+            if self.zone_start >= region {
+                self.zone_start = 0;
+            }
+            self.next_seq[f][d] = self.zone_start;
+        }
+        if self.next_seq[f][d] >= self.zone_start + z.range {
+            self.next_seq[f][d] = self.zone_start;
+        }
+        self.zone_bytes += len;
+        let pos = self.next_seq[f][d];
+        if pos + len > region { 0 } else { pos }
+    }
+
     #[inline]
     pub fn dir(&mut self) -> Dir {
         match self.read_pct {
@@ -309,7 +340,7 @@ impl Workload {
                 let last = self.last_start[f][d];
                 if last + len > region { 0 } else { last }
             } else {
-                self.seq_offset(self.next_seq[f][d], len, region)
+                self.zone_offset(f, d, len, region)
             };
             self.next_seq[f][d] = off + len;
             self.last_start[f][d] = off;

@@ -13,6 +13,8 @@ pub struct JobFile {
     /// (job name, the global options in force at its section, its own options).
     pub jobs: Vec<(String, Pairs, Pairs)>,
     pub group_reporting: bool,
+    /// The names of every job section, those `--section` left out too.
+    pub sections: Vec<String>,
 }
 
 /// Longest line read, as fio's (`OPT_LEN_MAX`).
@@ -98,23 +100,25 @@ type Env<'a> = Option<&'a dyn Fn(&str) -> Option<String>>;
 
 /// A job file of this machine: `${VAR}` from this process's environment, `include`
 /// files beside it or below its directory (`dir`).
-pub fn parse(text: &str, origin: &str) -> Result<JobFile, String> {
+/// With `only` not empty, only the job sections so named are read (fio's `--section`):
+/// the others are skipped unread, as fio skips them.
+pub fn parse(text: &str, origin: &str, only: &[String]) -> Result<JobFile, String> {
     let dir = Path::new(origin)
         .parent()
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let lines = lines(text, origin, Some(&dir))?;
-    parse_lines(&lines, origin, Some(&|k| std::env::var(k).ok()))
+    parse_lines(&lines, origin, Some(&|k| std::env::var(k).ok()), only)
 }
 
 /// A job file a job order carries: `${VAR}` is refused, never taken from the host, and so
 /// is `include` (the host reads no file of its own).
-pub fn parse_order(text: &str, origin: &str) -> Result<JobFile, String> {
-    parse_lines(&lines(text, origin, None)?, origin, None)
+pub fn parse_order(text: &str, origin: &str, only: &[String]) -> Result<JobFile, String> {
+    parse_lines(&lines(text, origin, None)?, origin, None, only)
 }
 
 #[cfg(test)]
 fn parse_with(text: &str, origin: &str, env: Env<'_>) -> Result<JobFile, String> {
-    parse_lines(&lines(text, origin, None)?, origin, env)
+    parse_lines(&lines(text, origin, None)?, origin, env, &[])
 }
 
 /// How deep `include`s nest, and how many one job file may pull in.
@@ -205,13 +209,23 @@ fn lines_into(
     Ok(())
 }
 
-fn parse_lines(lines: &[(String, String)], origin: &str, env: Env<'_>) -> Result<JobFile, String> {
+fn parse_lines(
+    lines: &[(String, String)],
+    origin: &str,
+    env: Env<'_>,
+    only: &[String],
+) -> Result<JobFile, String> {
     let mut global: Pairs = Vec::new();
     let mut jobs: Vec<(String, Pairs, Pairs)> = Vec::new();
+    let mut sections = Vec::new();
     let mut in_global = false;
+    let mut skipping = false;
     let mut group_reporting = false;
     for (at, line) in lines {
         let (at, line) = (at.as_str(), line.as_str());
+        if skipping && !line.starts_with('[') {
+            continue;
+        }
         if let Some(rest) = line.strip_prefix('[') {
             let name = rest
                 .strip_suffix(']')
@@ -227,8 +241,13 @@ fn parse_lines(lines: &[(String, String)], origin: &str, env: Env<'_>) -> Result
                 ));
             }
             in_global = name == "global";
+            skipping = false;
             if !in_global {
-                jobs.push((name.to_string(), global.clone(), Vec::new()));
+                sections.push(name.to_string());
+                skipping = !only.is_empty() && !only.iter().any(|o| o == name);
+                if !skipping {
+                    jobs.push((name.to_string(), global.clone(), Vec::new()));
+                }
             }
             continue;
         }
@@ -240,6 +259,10 @@ fn parse_lines(lines: &[(String, String)], origin: &str, env: Env<'_>) -> Result
             None => (line, None),
         };
         let doc = table::lookup(key).ok_or_else(|| format!("{at}: {}", table::unknown(key)))?;
+        // Refused where it is, before the options of the zoned device that follow it.
+        if doc.name == "zonemode" && value.as_deref().map(str::trim) == Some("zbd") {
+            return Err(format!("{at}: --zonemode={}", super::zones::ZBD));
+        }
         if doc.name == "group_reporting" {
             group_reporting = value.as_deref().is_none_or(|v| v != "0");
             continue;
@@ -273,12 +296,13 @@ fn parse_lines(lines: &[(String, String)], origin: &str, env: Env<'_>) -> Result
             return Err(format!("{at}: `{}` comes before any section", excerpt(key)));
         }
     }
-    if jobs.is_empty() {
+    if sections.is_empty() {
         return Err(format!("{}: no job sections", excerpt(origin)));
     }
     Ok(JobFile {
         jobs,
         group_reporting,
+        sections,
     })
 }
 
@@ -319,19 +343,35 @@ mod tests {
     #[test]
     fn a_job_order_takes_nothing_from_the_environment() {
         let path = std::env::var("PATH").unwrap();
-        let local = parse("[a]\nfilename=${PATH}\n", "f").unwrap();
+        let local = parse("[a]\nfilename=${PATH}\n", "f", &[]).unwrap();
         assert_eq!(local.jobs[0].2[0].1.as_deref(), Some(path.as_str()));
-        let e = parse_order("[a]\nfilename=${PATH}\n", "f").unwrap_err();
+        let e = parse_order("[a]\nfilename=${PATH}\n", "f", &[]).unwrap_err();
         assert!(e.contains("environment") && !e.contains(&path), "{e}");
         assert!(
-            parse_order("[a]\nnumjobs=$ncpus\n", "f").is_ok(),
+            parse_order("[a]\nnumjobs=$ncpus\n", "f", &[]).is_ok(),
             "fio's keywords stay"
         );
     }
 
+    /// fio's `--section`: only the sections named are read; the others are skipped unread
+    /// (a `${VAR}` there that is not set is no error), `[global]` applies as always.
+    #[test]
+    fn sections_named_are_the_only_jobs_read() {
+        let text = "[global]\nbs=8k\n[default]\n[override]\nrw=${LOADGEN_TEST_UNSET_VAR}\n";
+        let e = parse(text, "f", &[]).unwrap_err();
+        assert!(e.contains("LOADGEN_TEST_UNSET_VAR is not set"), "{e}");
+        let jf = parse(text, "f", &["default".to_string()]).unwrap();
+        assert_eq!(jf.jobs.len(), 1);
+        assert_eq!(jf.jobs[0].0, "default");
+        assert_eq!(jf.jobs[0].1[0], ("bs".to_string(), Some("8k".to_string())));
+        assert_eq!(jf.sections, ["default", "override"]);
+        let jf = parse(text, "f", &["nope".to_string()]).unwrap();
+        assert!(jf.jobs.is_empty());
+    }
+
     #[test]
     fn a_byte_order_mark_is_skipped() {
-        let jf = parse("\u{feff}[a]\nrw=write\n", "f").unwrap();
+        let jf = parse("\u{feff}[a]\nrw=write\n", "f", &[]).unwrap();
         assert_eq!(jf.jobs[0].0, "a");
     }
 
@@ -340,6 +380,7 @@ mod tests {
         let jf = parse(
             "[global]\nbs=4k ; fio strips this\n[a]\nname=reader # and this\ndescription=reads\nrw=read;x\n",
             "f",
+            &[],
         )
         .unwrap();
         let (name, global, own) = &jf.jobs[0];
@@ -361,7 +402,7 @@ mod tests {
         std::fs::write(dir.join("sub/more.fio"), "iodepth=4\n").unwrap();
         std::fs::write(dir.join("loop.fio"), "include loop.fio\n").unwrap();
         let main_s = main.display().to_string();
-        let jf = parse("[a]\ninclude sub/common.fio\nrw=write\n", &main_s).unwrap();
+        let jf = parse("[a]\ninclude sub/common.fio\nrw=write\n", &main_s, &[]).unwrap();
         let keys: Vec<_> = jf.jobs[0].2.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(keys, ["bs", "iodepth", "rw"]);
         for (text, needle) in [
@@ -373,10 +414,10 @@ mod tests {
                 "cannot read include file none.fio",
             ),
         ] {
-            let e = parse(text, &main_s).unwrap_err();
+            let e = parse(text, &main_s, &[]).unwrap_err();
             assert!(e.contains(needle) && !e.contains('\n'), "{e}");
         }
-        let e = parse_order("[a]\ninclude sub/common.fio\n", &main_s).unwrap_err();
+        let e = parse_order("[a]\ninclude sub/common.fio\n", &main_s, &[]).unwrap_err();
         assert!(e.contains("job order"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -384,28 +425,28 @@ mod tests {
     #[test]
     fn bad_files_say_where() {
         assert!(
-            parse("[a]\nbogus=1\n", "f")
+            parse("[a]\nbogus=1\n", "f", &[])
                 .unwrap_err()
                 .starts_with("f:2: unknown option --bogus")
         );
         assert!(
-            parse("bs=4k\n[a]\n", "f")
+            parse("bs=4k\n[a]\n", "f", &[])
                 .unwrap_err()
                 .contains("before any section")
         );
         assert!(
-            parse("[global]\nbs=4k\n", "f")
+            parse("[global]\nbs=4k\n", "f", &[])
                 .unwrap_err()
                 .contains("no job sections")
         );
-        assert!(parse("[a\n", "f").unwrap_err().contains("without `]`"));
+        assert!(parse("[a\n", "f", &[]).unwrap_err().contains("without `]`"));
         assert!(
-            parse("[a]\nbs\n", "f")
+            parse("[a]\nbs\n", "f", &[])
                 .unwrap_err()
                 .contains("needs a value")
         );
         assert!(
-            parse("[a]\noutput-format=json\n", "f")
+            parse("[a]\noutput-format=json\n", "f", &[])
                 .unwrap_err()
                 .contains("command line")
         );

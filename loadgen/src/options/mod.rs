@@ -8,6 +8,7 @@ pub mod groups;
 pub mod jobfile;
 pub mod layout;
 pub mod numa;
+pub mod overlap;
 pub mod parse;
 pub mod prio;
 pub mod profiles;
@@ -17,6 +18,7 @@ pub mod sweep;
 pub mod table;
 pub mod validate;
 pub mod values;
+pub mod zones;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -40,6 +42,10 @@ pub struct LogOptions {
     pub avg_msec: u64,
     /// Window of the histogram log, in ms.
     pub hist_msec: u64,
+    /// fio's `log_offset`: each line of the latency, bandwidth and IOPS logs gives the
+    /// IO's offset in its file.
+    #[serde(default)]
+    pub offset: bool,
 }
 
 impl LogOptions {
@@ -317,6 +323,9 @@ pub struct JobOptions {
     /// fio's `prio`, `prioclass`, `cmdprio*`, `log_prio`.
     #[serde(default)]
     pub prio: prio::PrioOptions,
+    /// fio's `zonemode`, `zonesize`, `zonerange`, `zoneskip`.
+    #[serde(default)]
+    pub zones: zones::ZoneOptions,
     /// fio's options for the data written (`buffer_pattern`, `dedupe_percentage`, …).
     #[serde(default)]
     pub data: data::DataOptions,
@@ -345,6 +354,14 @@ pub struct JobOptions {
     /// fio's `fallocate`, `create_on_open`.
     #[serde(default)]
     pub layout: layout::LayoutOptions,
+    /// fio's `verify_interval`: a verify header every this many bytes of a block (None:
+    /// one per block).
+    #[serde(default)]
+    pub verify_interval: Option<u64>,
+    /// fio's `fill_device`: write until the file system (or device) is full; ENOSPC ends
+    /// the workload, not the run.
+    #[serde(default)]
+    pub fill_device: bool,
     #[serde(default)]
     pub ss_dur_s: u32,
     #[serde(default)]
@@ -424,6 +441,7 @@ impl Default for JobOptions {
             flow_id: 0,
             flow_sleep_us: 0,
             prio: prio::PrioOptions::default(),
+            zones: zones::ZoneOptions::default(),
             data: data::DataOptions::default(),
             allow_file_create: true,
             ss: Default::default(),
@@ -433,6 +451,8 @@ impl Default for JobOptions {
             verify_dump: false,
             errors: Default::default(),
             layout: Default::default(),
+            verify_interval: None,
+            fill_device: false,
             ss_dur_s: 0,
             ss_ramp_ns: 0,
             given: BTreeMap::new(),
@@ -677,6 +697,10 @@ impl JobOptions {
             || self.set_reporting(key, v, value)?
             || self.set_order(key, v)?
             || self.prio.set(key, v).map_err(|e| format!("--{key}: {e}"))?
+            || self
+                .zones
+                .set(key, v)
+                .map_err(|e| format!("--{key}: {e}"))?
             || self.data.set(key, v).map_err(|e| format!("--{key}: {e}"))?
             || self
                 .errors
@@ -946,13 +970,23 @@ impl JobOptions {
             "verify_async" => {
                 count_u32(v, 0).map_err(err)?;
             }
+            "verify_interval" => {
+                let n = parse_size(v).map_err(err)?;
+                let SizeSpec::Bytes(n) = n else {
+                    return Err(err("bytes, not a percentage".into()));
+                };
+                self.verify_interval = (n > 0).then_some(n);
+            }
+            "fill_device" => self.fill_device = parse_bool(v).map_err(err)?,
             "verify_backlog" => {
                 let n = parse_count(v).map_err(err)?;
                 self.verify_backlog = (n > 0).then_some(n);
             }
             "verify" => {
                 self.verify = match v.to_ascii_lowercase().as_str() {
-                    "crc32c" | "crc32c-intel" => true,
+                    // fio's `meta` checks the header alone (where the block belongs, and
+                    // which write it was); loadgen's header also covers the data.
+                    "crc32c" | "crc32c-intel" | "meta" => true,
                     "none" => false,
                     other => parse_bool(other).map_err(|_| {
                         err(format!(
@@ -1028,6 +1062,7 @@ impl JobOptions {
             }
             "latency_run" => self.latency_run = parse_bool(v).map_err(err)?,
             "log_avg_msec" => self.logs.avg_msec = parse_count(v).map_err(err)?,
+            "log_offset" => self.logs.offset = parse_bool(v).map_err(err)?,
             "log_hist_msec" => self.logs.hist_msec = parse_count(v).map_err(err)?,
             "percentile_list" => {
                 let mut list = Vec::new();
@@ -1069,7 +1104,8 @@ impl JobOptions {
                 }
                 self.wait_for = Some(v.trim().to_string());
             }
-            "registerfiles" | "fixedbufs" | "thread" | "norandommap" | "gtod_reduce" => {
+            "registerfiles" | "fixedbufs" | "thread" | "norandommap" | "gtod_reduce"
+            | "create_serialize" => {
                 parse_bool(v).map_err(err)?;
             }
             "description" | "clocksource" => {}

@@ -127,13 +127,14 @@ pub fn parse_args_from(args: &[String], files_from: JobFiles<'_>) -> Result<Pars
     note_globals(&global);
     let mut jobs = Vec::new();
     let mut job_files = Vec::new();
+    let mut sections_seen: Vec<String> = Vec::new();
     for f in &files {
         let origin = f.display().to_string();
         let jf = match files_from {
             JobFiles::Local => {
                 let text = crate::files::read_text(f, crate::files::MAX_JOB_FILE)
                     .map_err(|e| format!("cannot read job file {origin}: {e}"))?;
-                let jf = jobfile::parse(&text, &origin)?;
+                let jf = jobfile::parse(&text, &origin, &settings.sections)?;
                 job_files.push((origin.clone(), text));
                 jf
             }
@@ -144,12 +145,13 @@ pub fn parse_args_from(args: &[String], files_from: JobFiles<'_>) -> Result<Pars
                         super::values::excerpt(&origin)
                     )
                 })?;
-                let jf = jobfile::parse_order(text, &origin)?;
+                let jf = jobfile::parse_order(text, &origin, &settings.sections)?;
                 job_files.push((origin.clone(), text.clone()));
                 jf
             }
         };
         settings.group_reporting |= jf.group_reporting;
+        sections_seen.extend(jf.sections.iter().cloned());
         for (name, section_global, section) in &jf.jobs {
             note_globals(section_global);
             let name_pair: Pairs = vec![("name".into(), Some(name.clone()))];
@@ -166,6 +168,17 @@ pub fn parse_args_from(args: &[String], files_from: JobFiles<'_>) -> Result<Pars
                 )?,
             );
         }
+    }
+    // fio runs nothing for a `--section` no job file has; a misspelt name is refused.
+    if let Some(s) = settings
+        .sections
+        .iter()
+        .find(|s| !sections_seen.contains(s))
+    {
+        return Err(format!(
+            "--section={}: no job file has a section so named",
+            super::values::excerpt(s)
+        ));
     }
     for j in &cli_jobs {
         jobs.push(build_job(&[&profile, &global, j])?);
@@ -211,7 +224,7 @@ bs=64k
 
     #[test]
     fn job_file_sections_inherit_global() {
-        let jf = jobfile::parse(FILE, "t.fio").unwrap();
+        let jf = jobfile::parse(FILE, "t.fio", &[]).unwrap();
         assert!(jf.group_reporting);
         assert_eq!(jf.jobs.len(), 2);
         let jobs: Vec<_> = jf
@@ -267,7 +280,7 @@ bs=64k
             format!("[a]\nbs={}\n", "9".repeat(5000)),
             format!("[{}]\nbogus\n", "z".repeat(3000)),
         ] {
-            let e = match jobfile::parse(&text, "f") {
+            let e = match jobfile::parse(&text, "f", &[]) {
                 Err(e) => e,
                 Ok(jf) => {
                     let (name, g, own) = &jf.jobs[0];

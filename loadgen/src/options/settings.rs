@@ -135,6 +135,9 @@ pub struct RunSettings {
     /// `--parse-only`: check the options and job files, run nothing (as fio's).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub parse_only: bool,
+    /// `--section=NAME` (repeatable): only the job file sections so named run (fio's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sections: Vec<String>,
 }
 
 impl Default for RunSettings {
@@ -161,6 +164,7 @@ impl Default for RunSettings {
             replica_volume_prefix: None,
             start_gate: false,
             parse_only: false,
+            sections: Vec::new(),
         }
     }
 }
@@ -241,6 +245,12 @@ impl RunSettings {
             }
             "start-gate" => self.start_gate = parse_bool(v).map_err(err)?,
             "parse-only" => self.parse_only = parse_bool(v).map_err(err)?,
+            "section" => {
+                if v.is_empty() {
+                    return Err(err("an empty section name".to_string()));
+                }
+                self.sections.push(v.to_string());
+            }
             "replica-volume-prefix" => self.replica_volume_prefix = Some(v.to_string()),
             _ => return Err(format!("--{key} is not a run option")),
         }

@@ -430,6 +430,21 @@ pub const OPTIONS: &[OptionDoc] = &[
         "the bytes after each block's verify header (fio's default: random data), checked byte by byte on read; turns --verify on unless given",
     ),
     job(
+        "verify_interval",
+        "SIZE",
+        "a verify header every SIZE bytes of each block, each checked on its own (default: one per block; SIZE divides --bs)",
+    ),
+    flag(
+        "fill_device",
+        Scope::Job,
+        "write until the file system (or the device) is full: ENOSPC ends the workload, not the run, as fio's (sequential writes; refused in a job order)",
+    ),
+    flag(
+        "create_serialize",
+        Scope::Job,
+        "accepted for fio job files; loadgen lays out its files one after the other before the run",
+    ),
+    job(
         "do_verify",
         "0|1",
         "read back and check what the job wrote, after its workload (default 1)",
@@ -647,6 +662,11 @@ pub const OPTIONS: &[OptionDoc] = &[
         "average the logs over windows of MS milliseconds (default: a line per IO)",
     ),
     job(
+        "log_offset",
+        "0|1",
+        "a column after the IO size in the latency, bandwidth and IOPS logs: the IO's offset in its file (0 on averaged lines), as fio's",
+    ),
+    job(
         "log_hist_msec",
         "MS",
         "window of the histogram log, in milliseconds",
@@ -806,6 +826,31 @@ pub const OPTIONS: &[OptionDoc] = &[
         Scope::Run,
         "check the options and job files and exit, running nothing (as fio's)",
     ),
+    job(
+        "zonemode",
+        "none|strided",
+        "strided: fio's plain zones, --zonesize bytes of sequential IO in each zone of --zonerange bytes, then --zoneskip bytes left out (zbd, a zoned block device's zones, is refused)",
+    ),
+    job(
+        "zonesize",
+        "SIZE",
+        "with --zonemode=strided, bytes of IO in each zone before the next",
+    ),
+    job(
+        "zonerange",
+        "SIZE",
+        "with --zonemode=strided, bytes each zone spans (default --zonesize)",
+    ),
+    job(
+        "zoneskip",
+        "SIZE",
+        "with --zonemode=strided, bytes left out after each zone (default 0)",
+    ),
+    run(
+        "section",
+        "NAME",
+        "run only the job file sections called NAME (repeatable; `[global]` applies as always), as fio's --section",
+    ),
     flag("help", Scope::Run, "print this list"),
 ];
 
@@ -819,7 +864,6 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "clat_percentiles",
     "cpumask",
     "cpus_allowed",
-    "create_serialize",
     "disable_bw_measurement",
     "disable_clat",
     "disable_lat",
@@ -837,7 +881,6 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "lockfile",
     "log_compression",
     "log_max_value",
-    "log_offset",
     "max_latency",
     "nice",
     "offset_align",
@@ -857,16 +900,25 @@ pub const FIO_UNSUPPORTED: &[&str] = &[
     "unified_rw_reporting",
     "unit_base",
     "write_iolog",
-    "zonemode",
-    "zonesize",
 ];
 
 /// Why loadgen does not run some of fio's options, for the one line that refuses them.
 const WHY: &[(&[&str], &str)] = &[
-    (&["zonemode", "zonesize"], "zoned block devices are not run"),
     (
-        &["verify_interval", "verify_offset"],
-        "loadgen's verify header covers each whole block of --bs",
+        &[
+            "max_open_zones",
+            "job_max_open_zones",
+            "ignore_zone_limits",
+            "read_beyond_wp",
+            "zone_reset_threshold",
+            "zone_reset_frequency",
+            "zonecapacity",
+        ],
+        "it is for a zoned block device (zonemode=zbd), which loadgen does not drive",
+    ),
+    (
+        &["verify_offset"],
+        "loadgen's verify header starts each block (or each --verify_interval of it)",
     ),
     (
         &["read_iolog", "write_iolog", "replay_redirect"],
@@ -968,7 +1020,7 @@ mod tests {
         assert_eq!(lookup("output_format").unwrap().name, "output-format");
         assert_eq!(lookup("time-based").unwrap().name, "time_based");
         assert!(lookup("bogus").is_none());
-        assert!(unknown("zonemode").contains("fio option loadgen does not run: zoned"));
+        assert!(unknown("verify_offset").contains("fio option loadgen does not run: "));
         assert!(unknown("kb_base").contains("fio option loadgen does not support"));
         for (keys, _) in WHY {
             for k in *keys {

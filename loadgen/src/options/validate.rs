@@ -9,9 +9,15 @@ use super::{IoEngine, Plan, sweep};
 
 pub fn validate(plan: &Plan) -> Result<(), String> {
     sweep::axes(plan)?;
-    super::groups::groups(plan)?;
-    let mut verify_files: HashMap<&std::path::Path, &str> = HashMap::new();
-    for j in &plan.jobs {
+    let walls = super::groups::groups(plan)?;
+    // Which run of jobs between walls each job is in.
+    let wall_of: HashMap<usize, usize> = walls
+        .iter()
+        .enumerate()
+        .flat_map(|(w, jobs)| jobs.iter().map(move |&i| (i, w)))
+        .collect();
+    let mut verify_files: HashMap<&std::path::Path, (&str, usize)> = HashMap::new();
+    for (ji, j) in plan.jobs.iter().enumerate() {
         let name = &j.name;
         let files = j.file_count();
         if j.nrfiles > 1 && !j.filenames().is_empty() {
@@ -22,6 +28,43 @@ pub fn validate(plan: &Plan) -> Result<(), String> {
         if let Some(open) = j.openfiles.filter(|&o| (o as usize) < files) {
             return Err(format!(
                 "job {name}: --openfiles={open} is below its {files} files: loadgen keeps every file of a job open"
+            ));
+        }
+        if j.zones
+            .zones()
+            .map_err(|e| format!("job {name}: {e}"))?
+            .is_some()
+        {
+            if j.rw.random() {
+                return Err(format!(
+                    "job {name}: --zonemode=strided with --rw={}: loadgen runs sequential IO in zones (fio's zoneskip is for sequential IO too)",
+                    j.rw.as_str()
+                ));
+            }
+            if files > 1 || j.seq_add != 0 {
+                return Err(format!(
+                    "job {name}: --zonemode=strided runs on one file with plain sequential IO (no --rw=…:N), not {files} file(s)"
+                ));
+            }
+        }
+        if j.fill_device && (j.rw != super::Rw::Write || j.seq_add != 0) {
+            return Err(format!(
+                "job {name}: --fill_device with --rw={}: loadgen fills with plain sequential writes (--rw=write), which fio's fill_device is for",
+                j.rw.as_str()
+            ));
+        }
+        if let Some(n) = j.verify_interval
+            && (n < 2 * crate::verify::HEADER_LEN as u64
+                || j.bs.iter().any(|&b| !b.is_multiple_of(n)))
+        {
+            return Err(format!(
+                "job {name}: --verify_interval={n} must divide --bs ({}) and be at least {} bytes (loadgen's verify header is {})",
+                j.bs.iter()
+                    .map(|b| b.to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
+                2 * crate::verify::HEADER_LEN,
+                crate::verify::HEADER_LEN
             ));
         }
         if files > 1 && j.verify {
@@ -198,15 +241,15 @@ pub fn validate(plan: &Plan) -> Result<(), String> {
         if j.verify
             && let Some(f) = &j.filename
         {
-            if j.numjobs > 1 {
+            super::overlap::clones_apart(j, j.bs[0])?;
+            // Jobs that run one after the other (between different walls) may verify one
+            // file: a later read-only job checks what an earlier one wrote.
+            let run = wall_of[&ji];
+            if let Some((other, other_run)) = verify_files.insert(f.as_path(), (name, run))
+                && other_run == run
+            {
                 return Err(format!(
-                    "job {name}: --verify with --numjobs={} on one file: the jobs would overwrite each other's blocks (use --numjobs=1 or one file per job)",
-                    j.numjobs
-                ));
-            }
-            if let Some(other) = verify_files.insert(f.as_path(), name) {
-                return Err(format!(
-                    "jobs {other} and {name}: --verify on the same file {}: the jobs would overwrite each other's blocks",
+                    "jobs {other} and {name}: --verify on the same file {}, running together: the jobs would overwrite each other's blocks",
                     f.display()
                 ));
             }
@@ -241,6 +284,40 @@ mod tests {
         p.settings.replicas = vec!["198.18.0.2:7480".parse().unwrap()];
         let e = validate(&p).unwrap_err();
         assert!(e.contains("rw=trim with --replica"), "{e}");
+    }
+
+    #[test]
+    fn fill_device_and_verify_interval_take_what_they_can_do() {
+        let e = validate(&plan_of(&[("fill_device", "1")])).unwrap_err();
+        assert!(e.contains("--fill_device with --rw=read"), "{e}");
+        let e = validate(&plan_of(&[("fill_device", "1"), ("rw", "randwrite")])).unwrap_err();
+        assert!(e.contains("--rw=randwrite"), "{e}");
+        assert!(validate(&plan_of(&[("fill_device", "1"), ("rw", "write")])).is_ok());
+        let vi = |n: &str| {
+            validate(&plan_of(&[
+                ("verify", "meta"),
+                ("bs", "64k"),
+                ("verify_interval", n),
+            ]))
+        };
+        assert!(vi("512").is_ok());
+        assert!(
+            vi("3000")
+                .unwrap_err()
+                .contains("--verify_interval=3000 must divide --bs")
+        );
+        assert!(vi("32").unwrap_err().contains("at least 64"));
+        let mut j = JobOptions::default();
+        assert!(
+            j.set("verify_interval", Some("10%"))
+                .unwrap_err()
+                .contains("--verify_interval")
+        );
+        assert!(
+            j.set("fill_device", Some("maybe"))
+                .unwrap_err()
+                .contains("--fill_device")
+        );
     }
 
     #[test]
@@ -292,7 +369,7 @@ mod tests {
             ("filename", "/x"),
         ]))
         .unwrap_err();
-        assert!(e.contains("--numjobs=1"));
+        assert!(e.contains("--numjobs=2") && e.contains("one offset"), "{e}");
         assert!(validate(&plan_of(&[("bs", "4k"), ("size", "1M")])).is_ok());
         let e = validate(&plan_of(&[
             ("verify", "1"),

@@ -87,6 +87,9 @@ pub struct Placement {
     pub files: Vec<(usize, u64, u64)>,
     /// `io_size` × `loops`.
     pub io_bytes: u64,
+    /// The region runs to the end of what an earlier job's `fill_device` wrote: its length
+    /// (and `io_bytes`) are the file's when the job starts.
+    pub sized_at_start: bool,
 }
 
 pub struct Layout {
@@ -282,6 +285,9 @@ pub fn resolve_with(
     let mut targets: Vec<Target> = Vec::new();
     let mut threads = Vec::new();
     let mut placements = Vec::new();
+    // Targets an earlier job fills (`fill_device`): a later job without a size gets what
+    // it wrote.
+    let mut filled: Vec<usize> = Vec::new();
     for (group, job) in plan.jobs.iter().enumerate() {
         let name = &job.name;
         let min_bs = job.bs.iter().copied().min().unwrap_or(4096);
@@ -289,6 +295,8 @@ pub fn resolve_with(
             let paths = job.files_of(jobnum);
             let nfiles = paths.len().max(1) as u64;
             let mut files = Vec::with_capacity(paths.len());
+            let mut sized = 0;
+            let mut sized_at_start = false;
             for path in paths {
                 // A null job's name is never the target of a job that does IO: that one
                 // is inspected (and, if it writes a device, guarded) on its own.
@@ -332,8 +340,15 @@ pub fn resolve_with(
                         None => {}
                     }
                 }
+                let later = job.size.is_none() && filled.contains(&ti) && !job.fill_device;
                 // fio divides --size between the files of a job.
                 let region = match job.size {
+                    None if job.fill_device => fill_region(t, offset)
+                        .map_err(|e| format!("job {name}: fill_device: {e}"))?,
+                    None if later => {
+                        sized_at_start = true;
+                        0
+                    }
                     Some(SizeSpec::Bytes(b)) => b / nfiles,
                     Some(SizeSpec::Percent(p)) if t.exists => t.size * p as u64 / 100,
                     Some(SizeSpec::Percent(_)) => {
@@ -362,7 +377,7 @@ pub fn resolve_with(
                     ));
                 }
                 let max_bs = job.bs.iter().copied().max().unwrap_or(0);
-                if region < max_bs {
+                if region < max_bs && !sized_at_start {
                     return Err(format!(
                         "job {name}: size {region} bytes of {shown} is smaller than --bs={}",
                         format_bytes(max_bs)
@@ -382,7 +397,13 @@ pub fn resolve_with(
                         ));
                     }
                 }
-                t.needed = t.needed.max(offset + region);
+                // A filled file is not laid out: the job writes it until it is full.
+                if job.fill_device {
+                    t.needed = t.needed.max(offset);
+                    filled.push(ti);
+                } else if !sized_at_start {
+                    t.needed = t.needed.max(offset + region);
+                }
                 t.written |= job.rw.read_pct(job.rwmixread) < 100;
                 t.prep.read |= job.rw.read_pct(job.rwmixread) > 0;
                 t.prep.alloc = t.prep.alloc.or(job.layout.fallocate);
@@ -393,9 +414,17 @@ pub fn resolve_with(
                         job.rw.as_str()
                     ));
                 }
-                files.push((ti, offset, region));
+                sized += region;
+                // fio's strided zones move on to the end of the file, whatever `size`
+                // says (it bounds the bytes transferred), and wrap to the job's start.
+                let span = if job.zones.strided && known {
+                    region.max(t.size.saturating_sub(offset))
+                } else {
+                    region
+                };
+                files.push((ti, offset, span));
             }
-            let total: u64 = files.iter().map(|f| f.2).sum();
+            let total = sized;
             let io_size = job.io_size.map_or(total, |s| bytes_of(s, total));
             threads.push(Thread {
                 group,
@@ -405,6 +434,7 @@ pub fn resolve_with(
             });
             placements.push(Placement {
                 io_bytes: io_size.saturating_mul(job.loops as u64),
+                sized_at_start,
                 files,
             });
         }
@@ -416,7 +446,17 @@ pub fn resolve_with(
 /// that reads hit written blocks rather than holes.
 pub fn prepare(layout: &Layout) -> anyhow::Result<()> {
     for t in &layout.targets {
-        if t.kind != TargetKind::File || t.size >= t.needed {
+        if t.kind != TargetKind::File || (t.exists && t.size >= t.needed) {
+            continue;
+        }
+        // A file to fill (`fill_device`) is created as it is, without laying it out.
+        if t.size >= t.needed {
+            OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&t.open)
+                .with_context(|| format!("creating {}", t.path.display()))?;
             continue;
         }
         // fio's `create_on_open`: the job creates the file when it opens it.
@@ -650,6 +690,61 @@ pub fn check_space(layout: &Layout, all: bool) -> Result<(), String> {
         )),
         None => Ok(()),
     }
+}
+
+/// fio's `fill_device` without a size: a device to its end; a file past what the free
+/// space of its file system takes it to from its end (what root may write, reserved blocks
+/// included, and 1 % more, at least 1 MiB: the file system's own count may be short), so
+/// that ENOSPC, not the region, ends the writes.
+fn fill_region(t: &Target, offset: u64) -> Result<u64, String> {
+    match t.kind {
+        TargetKind::BlockDevice => Ok(t.size.saturating_sub(offset)),
+        TargetKind::File => {
+            let on = if t.exists || t.open != t.path {
+                t.open.clone()
+            } else {
+                match t.open.parent() {
+                    Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+                    _ => PathBuf::from("."),
+                }
+            };
+            let free = free_to_fill(&on).ok_or_else(|| {
+                format!(
+                    "cannot read the free space of {}'s file system",
+                    t.path.display()
+                )
+            })?;
+            let margin = (free / 100).max(1 << 20);
+            Ok(t.size
+                .saturating_sub(offset)
+                .saturating_add(free)
+                .saturating_add(margin))
+        }
+        _ => Err(format!(
+            "{} is not a file or block device",
+            t.path.display()
+        )),
+    }
+}
+
+/// Bytes this process may write on the file system `path` is on: root's free blocks
+/// (reserved ones included), or a user's.
+fn free_to_fill(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: an all-zero statvfs is a valid value of the plain C struct.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: statvfs writes one struct through a valid pointer; the path is NUL-terminated.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    // SAFETY: geteuid has no preconditions.
+    let blocks = if unsafe { libc::geteuid() } == 0 {
+        st.f_bfree
+    } else {
+        st.f_bavail
+    };
+    Some(blocks.saturating_mul(st.f_frsize))
 }
 
 /// (file system id, bytes free to an unprivileged user) of the file system `path` is on.

@@ -123,12 +123,25 @@ impl Job<'_> {
             && s.check == Check::None
             && !self.sync_engine()
             && res >= 0;
-        if (short_write || short_read) && res < want {
+        // fio's `fill_device`: a full file system (or device) ends the workload; the write
+        // that found it full is not counted.
+        let full = res == -libc::ENOSPC || res == -libc::EDQUOT || (res >= 0 && res < want);
+        if res != want && self.spec.fill_device && s.dir == Dir::Write && full {
+            if !self.filled {
+                crate::note!(
+                    "loadgen: job {}: {} is full at offset {} (fill_device)",
+                    self.spec.name,
+                    self.spec.files[s.file as usize].path.display(),
+                    s.offset
+                );
+            }
+            self.filled = true;
+            self.slots[slot as usize].failed = true;
+        } else if (short_write || short_read) && res < want {
             self.slots[slot as usize].len = res as u32;
             self.leg_finished(slot, 0, now);
             return;
-        }
-        if res != want {
+        } else if res != want {
             let what = if res < 0 {
                 std::io::Error::from_raw_os_error(-res).to_string()
             } else {
@@ -207,11 +220,12 @@ impl Job<'_> {
                     Check::Generation(g) => Some(g),
                     _ => None,
                 };
-                if let Err(problem) = verify::check(
+                if let Err(problem) = verify::check_pieces(
                     &self.bufs.get(slot as usize)[..bs as usize],
                     offset,
                     expected,
                     self.spec.verify_pattern.as_deref(),
+                    self.spec.verify_interval,
                 ) {
                     if self.spec.verify_dump {
                         self.dump(slot, offset, expected);
@@ -288,7 +302,7 @@ impl Job<'_> {
                 0 => self.job_prio,
                 p => p,
             };
-            if let Err(e) = l.io(t, d, bs, lat, slat, clat, prio) {
+            if let Err(e) = l.io(t, d, bs, lat, slat, clat, prio, s.offset) {
                 self.logs = None;
                 self.fail(e.context("writing a log"));
             }
@@ -313,7 +327,13 @@ impl Job<'_> {
         let mut files = vec![("received", received)];
         if let Some(g) = expected {
             let mut want = vec![0u8; bs];
-            verify::fill(&mut want, offset, g, self.spec.verify_pattern.as_deref());
+            verify::fill_pieces(
+                &mut want,
+                offset,
+                g,
+                self.spec.verify_pattern.as_deref(),
+                self.spec.verify_interval,
+            );
             files.push(("expected", want));
         }
         for (kind, data) in files {

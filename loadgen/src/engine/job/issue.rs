@@ -184,11 +184,12 @@ impl Job<'_> {
                     self.counter += 1;
                     counter = self.counter;
                     let g = verify::generation(self.spec.run_id, counter);
-                    verify::fill(
+                    verify::fill_pieces(
                         &mut self.bufs.get_mut(slot as usize)[..len as usize],
                         offset,
                         g,
                         self.spec.verify_pattern.as_deref(),
+                        self.spec.verify_interval,
                     );
                 }
                 Dir::Read if self.writes || phase == Phase::Readback => {

@@ -193,6 +193,8 @@ struct Job<'a> {
     errors_continued: Option<ErrorCount>,
     /// fio's `verify_fatal`: a corrupt block was found, the job ends.
     halted: bool,
+    /// fio's `fill_device`: a write found the file system full; no more IO is issued.
+    filled: bool,
 }
 
 fn new_interval(index: u64, legs: usize) -> IntervalSample {
@@ -435,6 +437,7 @@ impl<'a> Job<'a> {
             reset_pending: false,
             results_from: 0,
             vstats: VerifyStats::default(),
+            filled: false,
             error: None,
             errors_continued: spec.errors.continues().then(ErrorCount::default),
             halted: false,
@@ -611,7 +614,9 @@ impl Job<'_> {
         // fio still issues a sync that is due while bytes of the size are left, even too few
         // for another IO.
         let sync_left = self.sync_due != SyncDue::None && self.issued_bytes < self.spec.io_bytes;
-        (size_done && !sync_left) || self.spec.number_ios.is_some_and(|n| self.issued_ios >= n)
+        self.filled
+            || (size_done && !sync_left)
+            || self.spec.number_ios.is_some_and(|n| self.issued_ios >= n)
     }
 
     /// Reads back `blocks` this job wrote and checks each against the generation written.

@@ -115,6 +115,12 @@ impl Confinement {
                     j.name
                 ));
             }
+            if j.fill_device {
+                return Err(format!(
+                    "job {}: fill_device is not taken in a job order: it writes until the host's file system (or device) is full",
+                    j.name
+                ));
+            }
             if j.verify_dump {
                 return Err(format!(
                     "job {}: verify_dump is not taken in a job order (the dumps would be written on the host, outside the served directories)",
@@ -260,6 +266,47 @@ mod tests {
         assert_eq!(
             present.replace("passwd", "X"),
             absent.replace("no-such-file-here", "X")
+        );
+        std::fs::remove_dir_all(&served).unwrap();
+    }
+
+    /// fio's `fill_device` writes until ENOSPC: a remote order would fill a file system of
+    /// the host (the service runs as root, so even the blocks kept for root), whatever its
+    /// size says. Refused before any file is opened, on its own or from a job file.
+    #[test]
+    fn fill_device_is_refused_in_a_job_order() {
+        let served = scratch("fill");
+        let c = Confinement::new(std::slice::from_ref(&served), &[]).unwrap();
+        for args in [
+            "--name=w --rw=write --fill_device",
+            "--name=w --rw=write --size=1m --fill_device=1",
+        ] {
+            let e = targets_of(&c, args).unwrap_err();
+            assert!(
+                e.contains("fill_device is not taken in a job order") && !e.contains('\n'),
+                "{args}: {e}"
+            );
+        }
+        assert_eq!(
+            targets_of(&c, "--name=w --rw=write --size=1m --fill_device=0"),
+            Ok(())
+        );
+        let text = "[w]\nrw=write\nfill_device=1\n".to_string();
+        let given = [("f.fio".to_string(), text)];
+        let p = match crate::options::parse::parse_args_from(
+            &["f.fio".to_string()],
+            crate::options::parse::JobFiles::Given(&given),
+        )
+        .unwrap()
+        {
+            Parsed::Plan(p) => *p,
+            Parsed::Help => unreachable!(),
+        };
+        assert!(c.check_options(&p).unwrap_err().contains("fill_device"));
+        assert_eq!(
+            std::fs::read_dir(&served).unwrap().count(),
+            0,
+            "no file made"
         );
         std::fs::remove_dir_all(&served).unwrap();
     }
