@@ -217,8 +217,22 @@ fn securityfs() -> Result<()> {
     run(Command::new("mount").args(["-t", "securityfs", "none", "/sys/kernel/security"]))
 }
 
+/// Fetches every crate the lock files name, for every platform: the lint step reads the
+/// dependency graph with `cargo metadata --offline`, which needs them all, where a build
+/// fetches only this platform's. Quick and silent when they are cached.
+fn crates() -> Result<()> {
+    let root = cmd::workspace_root();
+    for manifest in [root.join("Cargo.toml"), root.join("fuzz/Cargo.toml")] {
+        run(Command::new("cargo")
+            .args(["fetch", "--locked", "--manifest-path"])
+            .arg(&manifest))?;
+    }
+    Ok(())
+}
+
 pub fn setup() -> Result<()> {
     cmd::step("setup: apt packages", apt_packages)?;
+    cmd::step("setup: crates", crates)?;
     cmd::step("setup: nightly rust-src", nightly_rust_src)?;
     cmd::step("setup: bpf-linker", bpf_linker)?;
     cmd::step("setup: cargo-fuzz", || cargo_tool(CARGO_FUZZ))?;
