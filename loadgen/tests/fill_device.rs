@@ -35,66 +35,23 @@ rw=read
 do_verify=1
 ";
 
-/// A tmpfs mounted for the test, unmounted (and its directory removed) however the test
-/// ends.
-struct Mounted(PathBuf);
+mod beside_fio;
 
-impl Mounted {
-    fn tmpfs(dir: &Path, size: &str) -> Mounted {
-        std::fs::create_dir_all(dir).unwrap();
-        let o = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir)
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "mount: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        Mounted(dir.to_path_buf())
-    }
-}
+use beside_fio::{SmallFs, Tool};
 
-impl Drop for Mounted {
-    fn drop(&mut self) {
-        use std::os::unix::ffi::OsStrExt;
-        let c = std::ffi::CString::new(self.0.as_os_str().as_bytes()).unwrap();
-        // SAFETY: umount2 reads a NUL-terminated path.
-        unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
-        let _ = std::fs::remove_dir(&self.0);
-    }
-}
-
-fn root_or_skip() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "the fill_device test mounts a tmpfs and needs root in CI"
-    );
-    eprintln!("skipped: mounting a tmpfs needs root");
-    false
-}
-
-fn run(prog: &str, args: &[&str], dir: &Path) -> (Output, Option<Value>) {
-    let mut c = Command::new(prog);
-    if prog != "fio" {
-        c.arg("run");
-    }
-    let o = c
+/// Runs `tool` on scan.fio in `dir` with `args`: its output and JSON report.
+fn run(tool: Tool, args: &[&str], dir: &Path) -> (Output, Option<Value>) {
+    // fio prints its warnings (a verify state file it cannot write on a full file system)
+    // on stderr, but may put a line before its JSON.
+    let o = tool
+        .command()
         .args(args)
         .arg("--output-format=json")
         .arg("scan.fio")
         .current_dir(dir)
         .output()
         .expect("runs (cargo xtask setup installs fio)");
-    // fio prints its warnings (a verify state file it cannot write on a full file system)
-    // on stderr, but may put a line before its JSON.
-    let at = o.stdout.iter().position(|&b| b == b'{').unwrap_or(0);
-    let json = serde_json::from_slice(&o.stdout[at..]).ok();
+    let json = tool.json(&o);
     (o, json)
 }
 
@@ -113,18 +70,14 @@ fn phases(j: &Value) -> (u64, u64) {
 
 #[test]
 fn fill_device_writes_until_full_and_the_verify_phase_reads_it_all_as_fio() {
-    if !root_or_skip() {
+    let Some(fs) = SmallFs::mount("fill-device", "scan", "8m") else {
         return;
-    }
-    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("fill-device-{}", std::process::id()));
-    let mnt = Mounted::tmpfs(&base.join("mnt"), "8m");
-    let dir = &mnt.0;
+    };
+    let dir = &fs.dir;
     std::fs::write(dir.join("scan.fio"), SURFACE_SCAN).unwrap();
     // The job file stays; what is free is what it leaves.
-    let lg_bin = env!("CARGO_BIN_EXE_loadgen");
 
-    let (o, json) = run(lg_bin, &[], dir);
+    let (o, json) = run(Tool::Loadgen, &[], dir);
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert_eq!(o.status.code(), Some(0), "loadgen: {err}");
     assert!(
@@ -157,7 +110,7 @@ fn fill_device_writes_until_full_and_the_verify_phase_reads_it_all_as_fio() {
     data[(block + 700) as usize] ^= 0x10;
     std::fs::write(&path, &data).unwrap();
     drop(data);
-    let (o, _) = run(lg_bin, &["--section=verify-phase"], dir);
+    let (o, _) = run(Tool::Loadgen, &["--section=verify-phase"], dir);
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert_eq!(o.status.code(), Some(3), "{err}");
     assert!(
@@ -166,7 +119,7 @@ fn fill_device_writes_until_full_and_the_verify_phase_reads_it_all_as_fio() {
     );
     std::fs::remove_file(&path).unwrap();
 
-    let (o, json) = run("fio", &[], dir);
+    let (o, json) = run(Tool::Fio, &[], dir);
     assert!(
         o.status.success(),
         "fio: {}",
@@ -178,6 +131,4 @@ fn fill_device_writes_until_full_and_the_verify_phase_reads_it_all_as_fio() {
         written.abs_diff(fio_written) <= 2 * block,
         "loadgen wrote {written}, fio {fio_written}"
     );
-    drop(mnt);
-    let _ = std::fs::remove_dir_all(&base);
 }

@@ -12,87 +12,21 @@ use std::process::Command;
 
 use serde_json::Value;
 
+mod beside_fio;
+
+use beside_fio::{BOTH, SmallFs, Tool};
+
 fn scratch(name: &str) -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("fio-errors-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    beside_fio::scratch("fio-errors", name)
 }
-
-/// A tmpfs of a few MiB mounted on a fresh directory, unmounted when dropped (a failing
-/// test too).
-struct SmallFs {
-    dir: PathBuf,
-}
-
-impl SmallFs {
-    /// None (after saying why) when not root and CI is unset.
-    fn mount(name: &str, size: &str) -> Option<SmallFs> {
-        // SAFETY: a plain system call.
-        if unsafe { libc::geteuid() } != 0 {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "mounting a tmpfs needs root, and CI is set"
-            );
-            eprintln!("skipped: mounting a tmpfs needs root");
-            return None;
-        }
-        let dir = scratch(name).join("fs");
-        std::fs::create_dir_all(&dir).unwrap();
-        let o = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(&dir)
-            .output()
-            .expect("mount runs");
-        assert!(
-            o.status.success(),
-            "mount: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        Some(SmallFs { dir })
-    }
-}
-
-impl Drop for SmallFs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
-        let _ = std::fs::remove_dir_all(self.dir.parent().unwrap());
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Tool {
-    Loadgen,
-    Fio,
-}
-
-const BOTH: [Tool; 2] = [Tool::Loadgen, Tool::Fio];
 
 /// Runs `tool` on the job file `job` in `dir`: its exit status, JSON (when it wrote one)
 /// and stderr.
 fn run(tool: Tool, dir: &Path, job: &str) -> (Option<i32>, Option<Value>, String) {
     std::fs::write(dir.join("job.fio"), job).unwrap();
-    let mut c = match tool {
-        Tool::Loadgen => {
-            let mut c = Command::new(env!("CARGO_BIN_EXE_loadgen"));
-            c.arg("run");
-            c
-        }
-        Tool::Fio => Command::new("fio"),
-    };
-    let o = c
-        .arg("--output-format=json")
-        .arg("job.fio")
-        .current_dir(dir)
-        .output()
-        .expect("runs (cargo xtask setup installs fio)");
-    let at = o.stdout.iter().position(|&b| b == b'{').unwrap_or(0);
-    (
-        o.status.code(),
-        serde_json::from_slice(&o.stdout[at..]).ok(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+    let mut c = tool.command();
+    c.arg("--output-format=json").arg("job.fio");
+    tool.outcome(c, dir)
 }
 
 /// A job that writes 16 MiB into a 4 MiB file system, as fio's enospc-pressure.fio does
@@ -111,7 +45,7 @@ fn enospc_job(fs: &Path, extra: &str) -> String {
 #[test]
 fn enospc_with_continue_on_error_goes_on_as_fio() {
     for tool in BOTH {
-        let Some(fs) = SmallFs::mount(&format!("enospc-go-{tool:?}"), "4m") else {
+        let Some(fs) = SmallFs::mount("fio-errors", &format!("enospc-go-{tool:?}"), "4m") else {
             return;
         };
         let job = enospc_job(
@@ -143,7 +77,7 @@ fn enospc_with_continue_on_error_goes_on_as_fio() {
 #[test]
 fn enospc_without_continue_on_error_fails_naming_it_as_fio() {
     for tool in BOTH {
-        let Some(fs) = SmallFs::mount(&format!("enospc-stop-{tool:?}"), "4m") else {
+        let Some(fs) = SmallFs::mount("fio-errors", &format!("enospc-stop-{tool:?}"), "4m") else {
             return;
         };
         let (code, json, err) = run(tool, fs.dir.parent().unwrap(), &enospc_job(&fs.dir, ""));
@@ -300,7 +234,7 @@ fn enospc_pressure_example_runs_on_a_full_file_system() {
     }
     let text = std::fs::read_to_string(example).unwrap();
     for tool in BOTH {
-        let Some(fs) = SmallFs::mount(&format!("enospc-example-{tool:?}"), "16m") else {
+        let Some(fs) = SmallFs::mount("fio-errors", &format!("enospc-example-{tool:?}"), "16m") else {
             return;
         };
         let job = text

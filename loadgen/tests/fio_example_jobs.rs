@@ -11,58 +11,28 @@ use serde_json::Value;
 
 const EXAMPLES: &str = "/usr/share/doc/fio/examples";
 
+mod beside_fio;
+
+use beside_fio::Tool;
+
 fn scratch(name: &str) -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("fio-example-jobs-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    beside_fio::scratch("fio-example-jobs", name)
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Tool {
-    Loadgen,
-    Fio,
-}
-
-/// Runs `tool` in `dir` with `args` (and `env`): its exit status, JSON (when it wrote
-/// one) and stderr.
+/// Runs `tool` in `dir` with `args` (and `env`, without the variables the examples read
+/// unless given): its exit status, JSON (when it wrote one) and stderr.
 fn run(
     tool: Tool,
     dir: &Path,
     args: &[&str],
     env: &[(&str, &str)],
 ) -> (Option<i32>, Option<Value>, String) {
-    let mut c = match tool {
-        Tool::Loadgen => {
-            let mut c = Command::new(env!("CARGO_BIN_EXE_loadgen"));
-            c.arg("run");
-            c
-        }
-        Tool::Fio => Command::new("fio"),
-    };
+    let mut c = tool.command();
     for k in ["FIO_RW", "FIO_BS", "FIO_IODEPTH"] {
         c.env_remove(k);
     }
-    let o = c
-        .args(args)
-        .envs(env.iter().copied())
-        .current_dir(dir)
-        .output()
-        .expect("runs (cargo xtask setup installs fio)");
-    // fio may print a warning before its JSON; loadgen's stdout must be JSON alone.
-    let json = match tool {
-        Tool::Loadgen => &o.stdout[..],
-        Tool::Fio => {
-            let at = o.stdout.iter().position(|&b| b == b'{').unwrap_or(0);
-            &o.stdout[at..]
-        }
-    };
-    (
-        o.status.code(),
-        serde_json::from_slice(json).ok(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+    c.args(args).envs(env.iter().copied());
+    tool.outcome(c, dir)
 }
 
 /// Which `unit`-sized pieces of a file hold anything but zeros, as `x` and `.`.

@@ -10,50 +10,19 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-fn scratch(name: &str) -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("fio-options-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+mod beside_fio;
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Tool {
-    Loadgen,
-    Fio,
+use beside_fio::Tool;
+
+fn scratch(name: &str) -> PathBuf {
+    beside_fio::scratch("fio-options", name)
 }
 
 /// Runs `tool` in `dir` with `args`: its exit status, JSON (when it wrote one) and stderr.
 fn run(tool: Tool, dir: &Path, args: &[&str]) -> (Option<i32>, Option<Value>, String) {
-    let mut c = match tool {
-        Tool::Loadgen => {
-            let mut c = Command::new(env!("CARGO_BIN_EXE_loadgen"));
-            c.arg("run");
-            c
-        }
-        Tool::Fio => Command::new("fio"),
-    };
-    let o = c
-        .args(args)
-        .arg("--output-format=json")
-        .current_dir(dir)
-        .output()
-        .expect("runs (cargo xtask setup installs fio)");
-    // fio may print a line before its JSON ("fio: terminating on signal 15" when
-    // `exit_what=all` ends its jobs); loadgen's stdout must be JSON alone.
-    let json = match tool {
-        Tool::Loadgen => &o.stdout[..],
-        Tool::Fio => {
-            let at = o.stdout.iter().position(|&b| b == b'{').unwrap_or(0);
-            &o.stdout[at..]
-        }
-    };
-    (
-        o.status.code(),
-        serde_json::from_slice(json).ok(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+    let mut c = tool.command();
+    c.args(args).arg("--output-format=json");
+    tool.outcome(c, dir)
 }
 
 /// Which `unit`-sized pieces of a file hold anything but zeros.

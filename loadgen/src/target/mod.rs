@@ -663,14 +663,7 @@ pub fn check_space(layout: &Layout, all: bool) -> Result<(), String> {
         if t.kind != TargetKind::File || t.needed <= t.size || !(all || t.prep.writes_data()) {
             continue;
         }
-        let on = if t.exists || t.open != t.path {
-            t.open.clone()
-        } else {
-            match t.open.parent() {
-                Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-                _ => PathBuf::from("."),
-            }
-        };
+        let on = space_on(t);
         let Some((fsid, free)) = free_space(&on) else {
             continue;
         };
@@ -692,6 +685,18 @@ pub fn check_space(layout: &Layout, all: bool) -> Result<(), String> {
     }
 }
 
+/// Where the free space of a file target's file system is read: the file, or the directory
+/// it will be created in.
+fn space_on(t: &Target) -> PathBuf {
+    if t.exists || t.open != t.path {
+        return t.open.clone();
+    }
+    match t.open.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
 /// fio's `fill_device` without a size: a device to its end; a file past what the free
 /// space of its file system takes it to from its end (what root may write, reserved blocks
 /// included, and 1 % more, at least 1 MiB: the file system's own count may be short), so
@@ -700,14 +705,7 @@ fn fill_region(t: &Target, offset: u64) -> Result<u64, String> {
     match t.kind {
         TargetKind::BlockDevice => Ok(t.size.saturating_sub(offset)),
         TargetKind::File => {
-            let on = if t.exists || t.open != t.path {
-                t.open.clone()
-            } else {
-                match t.open.parent() {
-                    Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-                    _ => PathBuf::from("."),
-                }
-            };
+            let on = space_on(t);
             let free = free_to_fill(&on).ok_or_else(|| {
                 format!(
                     "cannot read the free space of {}'s file system",
