@@ -4,8 +4,8 @@
 //! ENOSPC ends the writes, not the run; its second job, after a wall, reads back and checks
 //! every block written. fio, run the same way, writes as much. Needs root (to mount).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 
 use serde_json::Value;
 

@@ -234,7 +234,8 @@ fn enospc_pressure_example_runs_on_a_full_file_system() {
     }
     let text = std::fs::read_to_string(example).unwrap();
     for tool in BOTH {
-        let Some(fs) = SmallFs::mount("fio-errors", &format!("enospc-example-{tool:?}"), "16m") else {
+        let Some(fs) = SmallFs::mount("fio-errors", &format!("enospc-example-{tool:?}"), "16m")
+        else {
             return;
         };
         let job = text

@@ -5,7 +5,6 @@
 //! tool's non-zero data): an independent count of the blocks each tool wrote. No root needed.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 

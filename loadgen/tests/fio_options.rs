@@ -5,7 +5,6 @@
 //! count of the blocks each tool wrote. No root needed.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
