@@ -261,6 +261,9 @@ pub fn build(g: &Grid, answers: &Answers) -> Run {
             }
         }
     }
+    for v in values.values_mut() {
+        born_at_zero(v, g.n);
+    }
     let hosts = values
         .iter()
         .map(|(instance, v)| {
@@ -290,6 +293,26 @@ pub fn build(g: &Grid, answers: &Answers) -> Run {
         interval_seconds: g.step,
         starts: (0..g.n).map(|i| g.start + i as f64 * g.step).collect(),
         hosts,
+    }
+}
+
+/// The agent creates a series of an eBPF counter at its first event (a peer's first
+/// retransmit), and Prometheus has no sample of it before then: where the instance answered
+/// for anything else, such a counter's increase is 0, not unknown. Left unknown, a peer's
+/// retransmits that begin with a fault have no quiet intervals to correlate against.
+fn born_at_zero(v: &mut Values, n: usize) {
+    let scraped: Vec<bool> = (0..n)
+        .map(|i| v.values().any(|s| s.get(i).is_some_and(Option::is_some)))
+        .collect();
+    for (key, s) in v.iter_mut() {
+        if signals::family_of(key.field).kind != (MetricType::Counter { born_at_zero: true }) {
+            continue;
+        }
+        for (x, &up) in s.iter_mut().zip(&scraped) {
+            if x.is_none() && up {
+                *x = Some(0.0);
+            }
+        }
     }
 }
 
@@ -513,10 +536,12 @@ pub(crate) mod tests {
             ),
             (
                 Target::Family(Field::TcpRetransmits),
-                vec![answer(
-                    &[inst, ("peer", "198.18.7.2")],
-                    &[0.0, 40.0, 2.0, 0.0],
-                )],
+                vec![
+                    answer(&[inst, ("peer", "198.18.7.2")], &[0.0, 40.0, 2.0, 0.0]),
+                    // A peer's first retransmit in the third interval: the agent made
+                    // the series then.
+                    matrix(1015.0, 5.0, &[inst, ("peer", "198.18.7.3")], &[7.0, 1.0]),
+                ],
             ),
             (
                 Target::Quantile {
@@ -553,5 +578,32 @@ pub(crate) mod tests {
         assert_eq!(w.mean_seconds[0], Some(0.0015));
         assert_eq!(w.mean_seconds[2], None, "no requests: no mean");
         assert_eq!(h.peers["198.18.7.2"].retransmits[1], Some(40.0));
+        assert_eq!(
+            h.peers["198.18.7.3"].retransmits,
+            vec![Some(0.0), Some(0.0), Some(7.0), Some(1.0)],
+            "an eBPF counter is 0 before its series exists"
+        );
+    }
+
+    #[test]
+    fn a_counter_is_unknown_where_the_instance_answered_nothing() {
+        let g = fleet().grid().unwrap();
+        let inst = ("instance", "198.18.7.1:9477");
+        let answers: Answers = vec![
+            (
+                Target::Family(Field::TcpRetransmits),
+                vec![matrix(1015.0, 5.0, &[inst, ("peer", "198.18.7.3")], &[7.0])],
+            ),
+            (
+                Target::Family(Field::TcpSrtt),
+                vec![matrix(1010.0, 5.0, &[inst, ("peer", "198.18.7.3")], &[0.001; 2])],
+            ),
+        ];
+        let run = build(&g, &answers);
+        assert_eq!(
+            run.hosts[0].peers["198.18.7.3"].retransmits,
+            vec![None, Some(0.0), Some(7.0), None],
+            "the agent was not scraped in the first and last intervals"
+        );
     }
 }
