@@ -596,7 +596,12 @@ pub(crate) mod tests {
             ),
             (
                 Target::Family(Field::TcpSrtt),
-                vec![matrix(1010.0, 5.0, &[inst, ("peer", "198.18.7.3")], &[0.001; 2])],
+                vec![matrix(
+                    1010.0,
+                    5.0,
+                    &[inst, ("peer", "198.18.7.3")],
+                    &[0.001; 2],
+                )],
             ),
         ];
         let run = build(&g, &answers);
