@@ -1,6 +1,7 @@
 //! Fleet mode: the agents' signals read back from Prometheus with range queries, one host per
 //! `instance`, in the same analysis model as a run record. Counters become their increase
-//! over each step, gauges their average, histograms their `_sum`/`_count` increase for
+//! over each step (0 before the first sample of one the agent creates at its first event),
+//! gauges their average, histograms their `_sum`/`_count` increase for
 //! means and their buckets for percentiles. Without loadgen there is no application
 //! latency: each host's latency is its block layer's (queue plus service time), see
 //! `docs/analysis.md` and `docs/run-record.md` for what that leaves out.
