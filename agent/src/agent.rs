@@ -1,5 +1,6 @@
 //! Wires probes and collectors together; one `gather` per scrape.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use metric_names::agent as agent_metrics;
@@ -49,7 +50,10 @@ impl Agent {
         let mut probes = Probes::load(&wanted, &kernel, net_labeller.is_some());
         // Before collectors take maps out of the object.
         let self_metrics = SelfMetrics::new(&probes, &config.probes);
-        let mut collectors: Vec<Box<dyn Collector>> = vec![Box::new(probes.status_collector())];
+        let mut collectors: Vec<Box<dyn Collector>> = vec![
+            Box::new(probes.status_collector()),
+            Box::new(crate::self_metrics::map_fill::MapFill::new(&probes)),
+        ];
         if let Some(c) = block::collector(&mut probes, &config.block, block_labeller) {
             collectors.push(Box::new(c));
         }
@@ -89,23 +93,41 @@ impl Agent {
 
     /// Collects every family; a failing collector is logged and skipped, and each says how
     /// long it took and whether it succeeded.
-    pub fn gather(&self) -> Vec<MetricFamily> {
+    pub fn gather(&self) -> Gathered {
         let mut out = collect_all(&self.collectors);
-        self.self_metrics.collect(&self.probes, &mut out);
+        let mut own = Vec::new();
+        self.self_metrics.collect(&self.probes, &mut own);
+        out.0.push(Arc::new(own));
         out
+    }
+}
+
+/// What one gather read, reader by reader; the reads of readers refreshed in the background
+/// are shared with them, not copied (a thousand series and their labels, at each scrape).
+pub struct Gathered(Vec<Arc<Vec<MetricFamily>>>);
+
+impl Gathered {
+    /// Every family, in the order read.
+    pub fn families(&self) -> Vec<&MetricFamily> {
+        self.0.iter().flat_map(|part| part.iter()).collect()
     }
 }
 
 /// What `collectors` read, and for each how long it took, whether it succeeded and (for one
 /// read in the background) how old its read is; a failing one is logged (what it read before
 /// it failed stays).
-fn collect_all(collectors: &[Box<dyn Collector>]) -> Vec<MetricFamily> {
-    let mut out = Vec::new();
+fn collect_all(collectors: &[Box<dyn Collector>]) -> Gathered {
+    let mut parts = Vec::new();
     let mut took = MetricFamily::of(&agent_metrics::SCRAPE_COLLECTOR_DURATION_SECONDS);
     let mut age = MetricFamily::of(&agent_metrics::SCRAPE_COLLECTOR_AGE_SECONDS);
     let mut success = MetricFamily::of(&agent_metrics::SCRAPE_COLLECTOR_SUCCESS);
     for c in collectors {
-        let reading = c.read(&mut out);
+        let mut own = Vec::new();
+        let reading = c.read(&mut own);
+        if !own.is_empty() {
+            parts.push(Arc::new(own));
+        }
+        parts.extend(reading.shared);
         let labels = [(COLLECTOR, c.name())];
         took.scalar(&labels, reading.took.as_secs_f64());
         if let Some(a) = reading.age {
@@ -116,8 +138,8 @@ fn collect_all(collectors: &[Box<dyn Collector>]) -> Vec<MetricFamily> {
             warn!(collector = c.name(), error = %format!("{e:#}"), "collector failed");
         }
     }
-    out.extend([took, age, success]);
-    out
+    parts.push(Arc::new(vec![took, age, success]));
+    Gathered(parts)
 }
 
 /// The collector of a snapshot read on its own; the network snapshots share one pass over
@@ -188,7 +210,7 @@ mod tests {
         }
     }
 
-    fn value(fams: &[MetricFamily], name: &str, collector: &str) -> Option<f64> {
+    fn value(fams: &[&MetricFamily], name: &str, collector: &str) -> Option<f64> {
         let f = fams.iter().find(|f| f.name == name)?;
         let s = f.series.iter().find(|s| {
             s.labels
@@ -207,7 +229,8 @@ mod tests {
             Box::new(Reader("good", true)),
             Box::new(Reader("bad", false)),
         ];
-        let out = collect_all(&collectors);
+        let gathered = collect_all(&collectors);
+        let out = gathered.families();
         let success = agent_metrics::SCRAPE_COLLECTOR_SUCCESS.name;
         let took = agent_metrics::SCRAPE_COLLECTOR_DURATION_SECONDS.name;
         assert_eq!(value(&out, success, "good"), Some(1.0));
@@ -224,7 +247,8 @@ mod tests {
             Background::spawn(Box::new(Reader("slow", true)), Duration::from_secs(60)),
             Box::new(Reader("fast", true)),
         ];
-        let out = collect_all(&collectors);
+        let gathered = collect_all(&collectors);
+        let out = gathered.families();
         let age = agent_metrics::SCRAPE_COLLECTOR_AGE_SECONDS.name;
         let success = agent_metrics::SCRAPE_COLLECTOR_SUCCESS.name;
         assert!(value(&out, age, "slow").is_some_and(|a| a >= 0.0));

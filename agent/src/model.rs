@@ -139,6 +139,7 @@ pub trait Collector: Send + Sync {
             result,
             took: start.elapsed(),
             age: None,
+            shared: None,
         }
     }
 }
@@ -150,6 +151,8 @@ pub struct Reading {
     pub took: std::time::Duration,
     /// How long ago the read began, for a reader that does not read at each scrape.
     pub age: Option<std::time::Duration>,
+    /// What such a reader read last, shared with the scrape rather than copied into `out`.
+    pub shared: Option<std::sync::Arc<Vec<MetricFamily>>>,
 }
 
 #[cfg(test)]

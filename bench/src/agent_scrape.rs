@@ -135,6 +135,9 @@ fn measure(agent: &AgentProcess, ios: &AtomicU64, sent: &AtomicU64) -> Result<()
         m50 / h50,
         m99 / h99
     );
+    if let Some(ms) = render_mean_ms(&body) {
+        println!("  the agent's own time per scrape (collect and encode), mean: {ms:.2} ms");
+    }
     println!("agent RSS: {rss:.1} MiB (peak {hwm:.1} MiB)");
     println!("the last scrape's readers, slowest first:");
     for (collector, ms) in collector_times(&body) {
@@ -176,6 +179,18 @@ fn collector_times(body: &str) -> Vec<(String, f64)> {
         .collect();
     out.sort_by(|a, b| b.1.total_cmp(&a.1));
     out
+}
+
+/// The mean of the agent's own scrape duration histogram, in ms: the time from the request
+/// to the encoded answer, without the HTTP exchange around it.
+fn render_mean_ms(body: &str) -> Option<f64> {
+    let value = |name: &str| -> Option<f64> {
+        body.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+    };
+    let sum = value("stornet_agent_scrape_duration_seconds_sum")?;
+    let count = value("stornet_agent_scrape_duration_seconds_count")?;
+    (count > 0.0).then(|| sum / count * 1e3)
 }
 
 /// Percentile by nearest rank.

@@ -62,7 +62,7 @@ pub const DIRECTION: &str = "direction";
 pub const SNAPSHOT: &str = "snapshot";
 /// A reader of a scrape: `block`, `block_topology`, `pressure`, `network_snapshots`,
 /// `skb_drops`, `tcp_retransmits`, `tcp_retransmit_cgroups`, `socket_pressure`,
-/// `probe_status`.
+/// `probe_status`, `map_fill`.
 pub const COLLECTOR: &str = "collector";
 /// A network interface's name.
 pub const INTERFACE: &str = "interface";

@@ -14,7 +14,7 @@ use aya::maps::{MapData, PerCpuHashMap};
 use super::maps::{fd_of, per_cpu, read};
 use crate::cgroups::Labeller;
 use crate::cgroups::counts::CgroupCounts;
-use crate::kernel::map_batch::{lookup_all, value_bytes};
+use crate::kernel::map_batch::{Batch, value_bytes};
 use crate::probes::Probes;
 
 /// Counters by (device `dev_t`, op, `cgroup` label).
@@ -23,6 +23,8 @@ pub type ByCgroup = BTreeMap<(u32, u32, String), CgroupStats>;
 pub struct CgroupCounters {
     map: PerCpuHashMap<MapData, CgroupKey, CgroupStats>,
     fd: OwnedFd,
+    /// The read's buffers, kept from one scrape to the next.
+    buffer: Batch,
     /// By (device, op).
     counts: CgroupCounts<(u32, u32), CgroupStats>,
 }
@@ -37,6 +39,7 @@ impl CgroupCounters {
         Ok(CgroupCounters {
             map,
             fd,
+            buffer: Batch::default(),
             counts: CgroupCounts::new(labeller),
         })
     }
@@ -45,14 +48,16 @@ impl CgroupCounters {
     /// that are gone.
     pub fn snapshot(&mut self) -> Result<ByCgroup> {
         let value = value_bytes(std::mem::size_of::<CgroupStats>(), true)?;
-        let batch = lookup_all(
-            self.fd.as_fd(),
-            std::mem::size_of::<CgroupKey>(),
-            value,
-            MAX_CGROUP_KEYS as usize,
-            256,
-        )
-        .with_context(|| format!("reading {}", maps::BLOCK_CGROUPS))?;
+        let batch = &mut self.buffer;
+        batch
+            .read(
+                self.fd.as_fd(),
+                std::mem::size_of::<CgroupKey>(),
+                value,
+                MAX_CGROUP_KEYS as usize,
+                256,
+            )
+            .with_context(|| format!("reading {}", maps::BLOCK_CGROUPS))?;
         let mut entries = Vec::with_capacity(batch.len);
         for i in 0..batch.len {
             let key: CgroupKey = read(batch.key(i));

@@ -13,10 +13,11 @@
 //! Decided from /sys/block at each scrape (so a scrape after a device appears finds the
 //! probes it needs attached) and every second in between.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::os::unix::fs::DirEntryExt;
 use std::path::Path;
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use agent_common::block::UNREC_NO_DISPATCH_STAMP;
 use anyhow::Result;
@@ -24,6 +25,7 @@ use tracing::{info, warn};
 
 use super::maps::BlockSnapshot;
 use crate::host::devices::{DeviceFilter, hidden_number};
+use crate::host::sysfs;
 use crate::probes::on_demand::OnDemand;
 
 /// How often /sys/block is looked at between scrapes.
@@ -38,50 +40,98 @@ pub struct Needs {
     pub bio_based: Vec<String>,
     /// Every device in /sys/block with sectors, by number (`dev_t` as the probes give it).
     pub present: BTreeSet<u32>,
+    /// Whether any md array exists (a device with an `md/` directory, assembled or not). md
+    /// hands its own bio to the devices below on some kernels (5.10), whose completion the
+    /// kernel then does not trace: while an array exists, the request completion looks its
+    /// bios up.
+    pub md_arrays: bool,
+}
+
+/// What does not change while a disk exists, kept by its /sys/block entry (name and inode:
+/// a disk removed and added again gets a new entry), so that a scan reads only what can
+/// change: the size, and (once a second) whether writeback throttling is set up.
+#[derive(Default)]
+pub struct Known(HashMap<(String, u64), Fixed>);
+
+#[derive(Clone, Copy)]
+struct Fixed {
+    dev: Option<u32>,
+    request_based: bool,
+    md: bool,
+    /// Whether `queue/wbt_lat_usec` could be read, and when: read again after [`EVERY`].
+    throttled: Option<(bool, Instant)>,
 }
 
 /// Reads what the reported devices in `sys_block` need.
 pub fn needs(sys_block: &Path, filter: &DeviceFilter) -> Needs {
+    scan(sys_block, filter, &mut Known::default())
+}
+
+/// [`needs`], with what `known` holds of the disks seen before.
+fn scan(sys_block: &Path, filter: &DeviceFilter, known: &mut Known) -> Needs {
     let mut out = Needs::default();
     let Ok(dir) = std::fs::read_dir(sys_block) else {
+        known.0.clear();
         return out;
     };
     let mut entries: Vec<_> = dir.flatten().collect();
     entries.sort_by_key(|e| e.file_name());
+    let mut seen = HashMap::with_capacity(entries.len());
     for e in entries {
         let (name, path) = (e.file_name().to_string_lossy().into_owned(), e.path());
+        let key = (name, e.ino());
+        let mut fixed = match known.0.get(&key) {
+            Some(f) => *f,
+            None => Fixed {
+                dev: number(&path),
+                request_based: path.join("mq").is_dir(),
+                md: path.join("md").is_dir(),
+                throttled: None,
+            },
+        };
+        out.md_arrays |= fixed.md;
         // A detached loop device, an unset zram: no sectors, no IO.
-        let sectors: u64 = std::fs::read_to_string(path.join("size"))
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or(0);
-        if sectors == 0 {
-            continue;
+        let sectors = sysfs::read_u64(&path.join("size")).unwrap_or(0);
+        if sectors > 0 {
+            if let Some(dev) = fixed.dev {
+                out.present.insert(dev);
+            }
+            let name = &key.0;
+            if !filter.allows(name) {
+            } else if !fixed.request_based {
+                out.bio_based.push(name.clone());
+            } else if !throttled(&mut fixed, &path) {
+                out.unstamped.push(name.clone());
+            }
         }
-        if let Some(dev) = number(&path) {
-            out.present.insert(dev);
-        }
-        if !filter.allows(&name) {
-            continue;
-        }
-        if !path.join("mq").is_dir() {
-            out.bio_based.push(name);
-        } else if std::fs::read_to_string(path.join("queue/wbt_lat_usec")).is_err() {
-            out.unstamped.push(name);
+        seen.insert(key, fixed);
+    }
+    known.0 = seen;
+    out
+}
+
+/// Whether the request-based disk in `dir` has writeback throttling set up (its
+/// `queue/wbt_lat_usec` can be read), as read within the last [`EVERY`].
+fn throttled(fixed: &mut Fixed, dir: &Path) -> bool {
+    match fixed.throttled {
+        Some((yes, at)) if at.elapsed() < EVERY => yes,
+        _ => {
+            let yes = sysfs::read(&dir.join("queue/wbt_lat_usec")).is_some();
+            fixed.throttled = Some((yes, Instant::now()));
+            yes
         }
     }
-    out
 }
 
 /// The number the probes give the disk in `dir`: its `dev`, or for a hidden disk its
 /// stand-in ([`hidden_number`]).
 fn number(dir: &Path) -> Option<u32> {
-    match std::fs::read_to_string(dir.join("dev")) {
-        Ok(s) => {
+    match sysfs::read(&dir.join("dev")) {
+        Some(s) => {
             let (major, minor) = s.trim().split_once(':')?;
             Some((major.parse::<u32>().ok()? << 20) | minor.parse::<u32>().ok()?)
         }
-        Err(_) => hidden_number(dir),
+        None => hidden_number(dir),
     }
 }
 
@@ -101,6 +151,12 @@ pub struct Demand {
     no_dispatch_stamp: u64,
     /// What the last decision was, to log changes.
     last: (bool, bool),
+    /// The disks the last scan saw.
+    known: Known,
+    /// Whether the last scan saw an md array.
+    md_arrays: bool,
+    /// The devices with sectors the last scan saw.
+    present: BTreeSet<u32>,
 }
 
 impl Demand {
@@ -119,12 +175,27 @@ impl Demand {
             untimed: BTreeMap::new(),
             no_dispatch_stamp: 0,
             last: (false, false),
+            known: Known::default(),
+            md_arrays: false,
+            present: BTreeSet::new(),
         }
+    }
+
+    /// Whether the last look at /sys/block found an md array.
+    pub fn md_arrays(&self) -> bool {
+        self.md_arrays
+    }
+
+    /// The devices with sectors the last look at /sys/block found, by number.
+    pub fn present(&self) -> &BTreeSet<u32> {
+        &self.present
     }
 
     /// Attaches or detaches each probe as the devices in `sys_block` need.
     pub fn reconcile(&mut self, sys_block: &Path) -> Result<()> {
-        let needs = needs(sys_block, &self.filter);
+        let needs = scan(sys_block, &self.filter, &mut self.known);
+        self.md_arrays = needs.md_arrays;
+        self.present = needs.present.clone();
         self.unstamped.retain(|d| needs.present.contains(d));
         let dispatch =
             self.dispatch_always || !needs.unstamped.is_empty() || !self.unstamped.is_empty();
@@ -249,7 +320,55 @@ mod tests {
             [7 << 20, 8 << 20 | 16, 252 << 20, 253 << 20],
             "devices with sectors, reported or not"
         );
+        assert!(!n.md_arrays);
         assert_eq!(needs(&root.join("missing"), &filter), Needs::default());
+        std::fs::create_dir_all(root.join("md127/md")).unwrap();
+        assert!(
+            needs(&root, &filter).md_arrays,
+            "an array, assembled or not"
+        );
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_scan_reads_again_what_a_disk_added_again_under_its_name_is() {
+        let root = std::env::temp_dir().join(format!("stornet-known-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let filter = DeviceFilter::default();
+        let mut known = Known::default();
+        disk(&root, "sdb", 2048, true, true, Some("8:16"));
+        let first = scan(&root, &filter, &mut known);
+        assert_eq!(first, needs(&root, &filter));
+        assert_eq!(
+            scan(&root, &filter, &mut known),
+            first,
+            "from what is known"
+        );
+        // What can change is read again: writeback throttling after a second, the size at
+        // each scan.
+        std::fs::remove_file(root.join("sdb/queue/wbt_lat_usec")).unwrap();
+        assert_eq!(
+            scan(&root, &filter, &mut known),
+            first,
+            "throttling read a moment ago"
+        );
+        for f in known.0.values_mut() {
+            f.throttled = f.throttled.map(|(yes, at)| (yes, at - EVERY));
+        }
+        assert_eq!(scan(&root, &filter, &mut known).unstamped, ["sdb"]);
+        std::fs::write(root.join("sdb/size"), "0\n").unwrap();
+        assert!(scan(&root, &filter, &mut known).present.is_empty());
+        // The disk goes and another comes under its name (a new entry, made before the old
+        // one goes, so that its inode differs): bio-based, with another number.
+        disk(&root, "sdb.new", 2048, false, false, Some("253:4"));
+        std::fs::remove_dir_all(root.join("sdb")).unwrap();
+        std::fs::rename(root.join("sdb.new"), root.join("sdb")).unwrap();
+        let again = scan(&root, &filter, &mut known);
+        assert_eq!(again.bio_based, ["sdb"]);
+        assert_eq!(
+            again.present.into_iter().collect::<Vec<_>>(),
+            [253 << 20 | 4]
+        );
         std::fs::remove_dir_all(&root).unwrap();
     }
 

@@ -11,7 +11,7 @@ use agent_common::block::{
 use anyhow::{Context, Result};
 use aya::maps::{Array, HashMap, MapData, PerCpuArray, PerCpuHashMap, PerCpuValues};
 
-use crate::kernel::map_batch::{Batch, lookup_all, value_bytes};
+use crate::kernel::map_batch::{Batch, value_bytes};
 use crate::probes::Probes;
 use agent_common::maps;
 
@@ -60,6 +60,16 @@ pub struct BlockMaps {
     errors: HashMap<MapData, ErrorKey, u64>,
     /// Copies of the fds of the maps read at each scrape, for batch reads.
     read_fds: ReadFds,
+    /// The buffers of those reads, kept from one scrape to the next.
+    buffers: Buffers,
+}
+
+#[derive(Default)]
+struct Buffers {
+    fast: Batch,
+    stats: Batch,
+    errors: Batch,
+    counters: Batch,
 }
 
 struct ReadFds {
@@ -96,16 +106,24 @@ pub(crate) fn per_cpu<T: Copy + 'static>(bytes: &[u8]) -> impl Iterator<Item = T
         .map(read::<T>)
 }
 
-fn batch<K, V>(fd: &OwnedFd, per_cpu: bool, max: u32, what: &str) -> Result<Batch> {
+/// Reads the map `fd` of `K` keys and `V` values into `into`.
+fn batch<'a, K, V>(
+    into: &'a mut Batch,
+    fd: &OwnedFd,
+    per_cpu: bool,
+    max: u32,
+    what: &str,
+) -> Result<&'a Batch> {
     let value = value_bytes(std::mem::size_of::<V>(), per_cpu)?;
-    lookup_all(
+    into.read(
         fd.as_fd(),
         std::mem::size_of::<K>(),
         value,
         max as usize,
         (max as usize).min(256),
     )
-    .with_context(|| format!("reading {what}"))
+    .with_context(|| format!("reading {what}"))?;
+    Ok(into)
 }
 
 fn take(probes: &mut Probes, name: &str) -> Result<aya::maps::Map> {
@@ -140,6 +158,7 @@ impl BlockMaps {
             settings: BlockControl::default(),
             errors: HashMap::try_from(errors)?,
             read_fds,
+            buffers: Buffers::default(),
         })
     }
 
@@ -180,12 +199,13 @@ impl BlockMaps {
         Ok(())
     }
 
-    pub fn snapshot(&self) -> Result<BlockSnapshot> {
+    pub fn snapshot(&mut self) -> Result<BlockSnapshot> {
         let mut snap = BlockSnapshot::default();
-        let fds = &self.read_fds;
+        let (fds, buf) = (&self.read_fds, &mut self.buffers);
         // Each CPU's copy of a direct-mapped slot names the (device, op) it holds there.
         let mut queues = QueuesSeen::default();
-        let fast = batch::<u32, FastSlot>(&fds.fast, true, FAST_SLOTS, maps::BLOCK_FAST)?;
+        let fast =
+            batch::<u32, FastSlot>(&mut buf.fast, &fds.fast, true, FAST_SLOTS, maps::BLOCK_FAST)?;
         for i in 0..fast.len {
             for slot in per_cpu::<FastSlot>(fast.value(i)).filter(|s| s.owner.dev != 0) {
                 queues.note(slot.owner.dev, &slot.stats);
@@ -195,7 +215,13 @@ impl BlockMaps {
                 );
             }
         }
-        let stats = batch::<DevOp, OpStats>(&fds.stats, true, MAX_DEV_OPS, maps::BLOCK_STATS)?;
+        let stats = batch::<DevOp, OpStats>(
+            &mut buf.stats,
+            &fds.stats,
+            true,
+            MAX_DEV_OPS,
+            maps::BLOCK_STATS,
+        )?;
         for i in 0..stats.len {
             let key: DevOp = read(stats.key(i));
             let total = snap.ops.entry(key).or_insert(OpStats::ZERO);
@@ -216,14 +242,24 @@ impl BlockMaps {
                 *snap.inflight.entry(dev).or_default() += slot.inflight;
             }
         }
-        let errors =
-            batch::<ErrorKey, u64>(&fds.errors, false, MAX_ERROR_KEYS, maps::BLOCK_ERRORS)?;
+        let errors = batch::<ErrorKey, u64>(
+            &mut buf.errors,
+            &fds.errors,
+            false,
+            MAX_ERROR_KEYS,
+            maps::BLOCK_ERRORS,
+        )?;
         for i in 0..errors.len {
             snap.errors
                 .insert(read(errors.key(i)), read(errors.value(i)));
         }
-        let counters =
-            batch::<u32, u64>(&fds.counters, true, COUNTERS as u32, maps::BLOCK_COUNTERS)?;
+        let counters = batch::<u32, u64>(
+            &mut buf.counters,
+            &fds.counters,
+            true,
+            COUNTERS as u32,
+            maps::BLOCK_COUNTERS,
+        )?;
         for i in 0..counters.len {
             let index: u32 = read(counters.key(i));
             if let Some(total) = snap.counters.get_mut(index as usize) {

@@ -8,6 +8,7 @@ pub mod maps;
 mod nbd;
 pub mod topology;
 
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -21,7 +22,7 @@ use crate::collectors::probe_spec::{
     BLOCK_BIO_COMPLETION, BLOCK_BIO_QUEUE, BLOCK_ISSUE, ProbeCollector,
 };
 use crate::config::{BlockConfig, DispatchTime, HistogramDetail};
-use crate::host::devices::{DeviceFilter, DeviceLabels, DeviceNames, queue_limits};
+use crate::host::devices::{DeviceFilter, DeviceLabels, DeviceNames, QueueLimits};
 use crate::model::{Collector, MetricFamily};
 use crate::probes::Probes;
 use demand::Demand;
@@ -35,6 +36,7 @@ pub struct BlockCollector {
     /// Per-cgroup counters, when `[cgroups]` is on and the issuer probe is up.
     cgroups: Option<Mutex<cgroups::CgroupCounters>>,
     names: DeviceNames,
+    limits: QueueLimits,
     filter: DeviceFilter,
     labels: DeviceLabels,
     fine: bool,
@@ -69,7 +71,6 @@ pub fn collector(
             config.inflight_at_issue,
             cgroups.is_some(),
         )?;
-        maps.look_up_request_bios(has_md_arrays(Path::new("/sys/block")))?;
         let bio = [BLOCK_BIO_COMPLETION.name, BLOCK_BIO_QUEUE.name]
             .into_iter()
             .filter_map(|name| probes.take_on_demand(name))
@@ -83,6 +84,7 @@ pub fn collector(
         if let Err(e) = demand.reconcile(Path::new("/sys/block")) {
             warn!(error = %format!("{e:#}"), "on-demand block probes");
         }
+        maps.look_up_request_bios(demand.md_arrays())?;
         let demand = Arc::new(Mutex::new(demand));
         demand::watch(&demand);
         Ok(BlockCollector {
@@ -90,6 +92,7 @@ pub fn collector(
             demand,
             cgroups,
             names: DeviceNames::default(),
+            limits: QueueLimits::default(),
             filter: config.device_filter(),
             labels: DeviceLabels::new(config.max_devices),
             fine: config.histogram == HistogramDetail::Fine,
@@ -113,19 +116,36 @@ impl Collector for BlockCollector {
 
     fn collect(&self, out: &mut Vec<MetricFamily>) -> Result<()> {
         let mut maps = self.maps.lock().expect("block maps");
-        maps.look_up_request_bios(has_md_arrays(Path::new("/sys/block")))?;
         let mut snap = maps.snapshot()?;
-        {
+        let (md_arrays, present) = {
             let mut demand = self.demand.lock().expect("on-demand probes");
             demand.observe(&snap);
             if let Err(e) = demand.reconcile(Path::new("/sys/block")) {
                 warn!(error = %format!("{e:#}"), "on-demand block probes");
             }
-        }
-        let devs: std::collections::BTreeSet<u32> = snap.ops.keys().map(|k| k.dev).collect();
-        let gone: Vec<u32> = devs
+            (demand.md_arrays(), demand.present().clone())
+        };
+        maps.look_up_request_bios(md_arrays)?;
+        // One name per device for this scrape: each lookup is a readlink in sysfs, and a
+        // device's name is asked for once per op, error and gauge.
+        let names: HashMap<u32, Option<String>> = snap
+            .ops
+            .keys()
+            .map(|k| k.dev)
+            .chain(snap.errors.keys().map(|k| k.dev))
+            .collect::<BTreeSet<u32>>()
             .into_iter()
-            .filter(|&d| !self.names.present(d))
+            .map(|d| (d, self.names.lookup(d)))
+            .collect();
+        // Gone: not in /sys/block, or without sectors (a detached loop device stays there
+        // with a size of 0, and is as gone as an unplugged disk).
+        let gone: Vec<u32> = snap
+            .ops
+            .keys()
+            .map(|k| k.dev)
+            .collect::<BTreeSet<u32>>()
+            .into_iter()
+            .filter(|d| !present.contains(d) || names[d].is_none())
             .collect();
         if !gone.is_empty() {
             let retired: u64 = snap
@@ -156,22 +176,26 @@ impl Collector for BlockCollector {
             .saturating_sub(snap.counters[STAMP_BIO as usize]);
         if !self.track_inflight {
             for dev in snap.ops.keys().map(|k| k.dev).collect::<Vec<_>>() {
-                if let Some(n) = self
-                    .names
-                    .lookup(dev)
-                    .and_then(|name| kernel_inflight(Path::new("/sys/block"), &name))
+                if let Some(n) = names
+                    .get(&dev)
+                    .and_then(Option::as_deref)
+                    .and_then(|name| kernel_inflight(Path::new("/sys/block"), name))
                 {
                     snap.inflight.insert(dev, n);
                 }
             }
         }
+        let name = |dev| match names.get(&dev) {
+            Some(n) => n.clone(),
+            None => self.names.lookup(dev),
+        };
         let view = View {
             fine: self.fine,
             depth: self.track_inflight,
             filter: &self.filter,
             labels: &self.labels,
-            name: &|dev| self.names.lookup(dev),
-            limits: &|name| queue_limits(Path::new("/sys/block"), name),
+            name: &name,
+            limits: &|name| self.limits.get(Path::new("/sys/block"), name),
         };
         out.extend(export::families(&snap, &view));
         if let Some(c) = &self.cgroups {
@@ -187,21 +211,10 @@ fn timed(s: &agent_common::block::OpStats) -> u64 {
     s.service.iter().sum()
 }
 
-/// Whether any md array exists (a device in `sys_block` with an `md/` directory). md hands
-/// its own bio to the devices below on some kernels (5.10), whose completion the kernel then
-/// does not trace: while an array exists, the request completion looks its bios up.
-fn has_md_arrays(sys_block: &Path) -> bool {
-    std::fs::read_dir(sys_block)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .any(|e| e.path().join("md").is_dir())
-}
-
 /// The kernel's count of a disk's requests in flight (dispatched to the driver, not yet
 /// completed): `/sys/block/<name>/inflight`, reads plus writes.
 fn kernel_inflight(sys_block: &Path, name: &str) -> Option<i64> {
-    let text = std::fs::read_to_string(sys_block.join(name).join("inflight")).ok()?;
+    let text = crate::host::sysfs::read(&sys_block.join(name).join("inflight"))?;
     let mut sum = 0i64;
     for n in text.split_whitespace() {
         sum += n.parse::<i64>().ok()?;
@@ -223,17 +236,6 @@ mod tests {
         assert_eq!(kernel_inflight(&dir, "sda"), Some(8));
         assert_eq!(kernel_inflight(&dir, "bad"), None);
         assert_eq!(kernel_inflight(&dir, "gone"), None);
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn md_arrays_are_devices_with_an_md_directory() {
-        let dir = std::env::temp_dir().join(format!("stornet-md-{}", std::process::id()));
-        std::fs::create_dir_all(dir.join("sda")).unwrap();
-        assert!(!has_md_arrays(&dir));
-        std::fs::create_dir_all(dir.join("md_data/md")).unwrap();
-        assert!(has_md_arrays(&dir));
-        assert!(!has_md_arrays(&dir.join("missing")));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

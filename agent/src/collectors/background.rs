@@ -1,5 +1,6 @@
 //! Readers too slow for the request path — the network snapshots (netlink, sock_diag and
-//! ethtool dumps in every watched namespace) and the block topology (a walk of sysfs) — read
+//! ethtool dumps in every watched namespace), the block topology (a walk of sysfs) and the
+//! eBPF maps' fill (a read of every entry) — read
 //! on a thread of their own every [`INTERVAL`]; a scrape shows the last read, with how long
 //! ago it began (`stornet_scrape_collector_age_seconds`), how long it took and whether it
 //! succeeded. What a scrape shows from them is at most one interval plus one read old, so a
@@ -19,7 +20,11 @@ pub const INTERVAL: Duration = Duration::from_secs(1);
 const FIRST_READ_WAIT: Duration = Duration::from_secs(10);
 
 /// The readers whose reads move off the request path.
-pub const NAMES: [&str; 2] = ["network_snapshots", crate::collectors::BLOCK_TOPOLOGY];
+pub const NAMES: [&str; 3] = [
+    "network_snapshots",
+    crate::collectors::BLOCK_TOPOLOGY,
+    crate::self_metrics::map_fill::NAME,
+];
 
 struct Last {
     families: Arc<Vec<MetricFamily>>,
@@ -122,10 +127,13 @@ impl Collector for Background {
     }
 
     fn collect(&self, out: &mut Vec<MetricFamily>) -> anyhow::Result<()> {
-        self.read(out).result
+        let reading = self.read(out);
+        out.extend(reading.shared.iter().flat_map(|f| f.iter().cloned()));
+        reading.result
     }
 
-    fn read(&self, out: &mut Vec<MetricFamily>) -> Reading {
+    /// The last read, shared: a scrape does not copy its series.
+    fn read(&self, _out: &mut Vec<MetricFamily>) -> Reading {
         let deadline = Instant::now() + FIRST_READ_WAIT;
         let mut state = self.shared.lock();
         while state.last.is_none() {
@@ -135,6 +143,7 @@ impl Collector for Background {
                     result: Err(anyhow!("no read finished in {FIRST_READ_WAIT:?}")),
                     took: now.duration_since(deadline - FIRST_READ_WAIT),
                     age: None,
+                    shared: None,
                 };
             }
             state = self
@@ -151,11 +160,11 @@ impl Collector for Background {
             Some(e) => Err(anyhow!("{e}")),
         };
         drop(state);
-        out.extend(families.iter().cloned());
         Reading {
             result,
             took,
             age: Some(age),
+            shared: Some(families),
         }
     }
 }
@@ -208,21 +217,25 @@ mod tests {
             fail_odd: false,
         };
         let c = Background::spawn(Box::new(inner), Duration::from_millis(20));
-        let mut out = Vec::new();
-        let first = c.read(&mut out);
+        let first = c.read(&mut Vec::new());
         assert!(first.result.is_ok());
         assert!(first.age.is_some());
-        let v1 = shown(&out);
+        let v1 = shown(first.shared.as_ref().expect("shared"));
         assert!(v1 >= 1.0);
         // The reads go on without scrapes; a scrape taken after one more shows it.
         let before = reads.load(Ordering::SeqCst);
         while reads.load(Ordering::SeqCst) < before + 2 {
             std::thread::sleep(Duration::from_millis(5));
         }
-        out.clear();
-        let later = c.read(&mut out);
-        assert!(shown(&out) > v1);
+        let later = c.read(&mut Vec::new());
+        assert!(shown(later.shared.as_ref().expect("shared")) > v1);
         assert!(later.age.is_some());
+        let mut copied = Vec::new();
+        c.collect(&mut copied).unwrap();
+        assert!(
+            shown(&copied) >= shown(later.shared.as_ref().unwrap()),
+            "collect copies"
+        );
         drop(c);
         // Dropped: the thread stops reading.
         std::thread::sleep(Duration::from_millis(60));
@@ -240,10 +253,9 @@ mod tests {
         };
         // Long enough that the first read is the one shown.
         let c = Background::spawn(Box::new(inner), Duration::from_secs(60));
-        let mut out = Vec::new();
-        let r = c.read(&mut out);
+        let r = c.read(&mut Vec::new());
         let e = r.result.expect_err("the first read fails");
         assert!(format!("{e:#}").contains("read 1 failed"), "{e:#}");
-        assert_eq!(shown(&out), 1.0);
+        assert_eq!(shown(r.shared.as_ref().expect("what it read")), 1.0);
     }
 }

@@ -15,7 +15,8 @@ pub fn run(config: &Config, interval: Duration, format: SnapshotFormat) -> ExitC
     // Everything read at the one gather, after the interval.
     let agent = Agent::start(config, None);
     std::thread::sleep(interval);
-    let families = agent.gather();
+    let gathered = agent.gather();
+    let families = gathered.families();
     let text = match format {
         SnapshotFormat::Text => text::render(&families),
         SnapshotFormat::Json => serde_json::to_string_pretty(&families)

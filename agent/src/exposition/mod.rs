@@ -8,6 +8,7 @@ pub mod protobuf;
 pub mod text;
 
 use crate::model::MetricFamily;
+use std::borrow::Borrow;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -32,7 +33,11 @@ impl Format {
 
 /// The families in `format`; `created` (Unix seconds) is when counters and histograms
 /// started, for the formats that say so.
-pub fn render(families: &[MetricFamily], format: Format, created: f64) -> anyhow::Result<Vec<u8>> {
+pub fn render<F: Borrow<MetricFamily>>(
+    families: &[F],
+    format: Format,
+    created: f64,
+) -> anyhow::Result<Vec<u8>> {
     Ok(match format {
         Format::Text => text::render(families)?.into_bytes(),
         Format::OpenMetrics => openmetrics::render(families, created).into_bytes(),

@@ -2,6 +2,7 @@
 //! named without its `_total`, counters and histograms have a `_created` sample (when they
 //! started counting: the agent's start), and the exposition ends with `# EOF`.
 
+use std::borrow::Borrow;
 use std::fmt::Write;
 
 use crate::model::{MetricFamily, MetricKind, Value};
@@ -40,10 +41,14 @@ fn labels(pairs: &[(String, String)], extra: Option<(&str, &str)>) -> String {
 
 /// The families in OpenMetrics text; families without series are left out. `created` (Unix
 /// seconds) is when the counters and histograms started.
-pub fn render(families: &[MetricFamily], created: f64) -> String {
+pub fn render<F: Borrow<MetricFamily>>(families: &[F], created: f64) -> String {
     let mut out = String::new();
     let created = number(created);
-    for f in families.iter().filter(|f| !f.series.is_empty()) {
+    for f in families
+        .iter()
+        .map(Borrow::borrow)
+        .filter(|f| !f.series.is_empty())
+    {
         let name = match f.kind {
             MetricKind::Counter => f.name.strip_suffix("_total").unwrap_or(&f.name),
             _ => &f.name,

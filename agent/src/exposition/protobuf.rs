@@ -5,6 +5,7 @@
 //! numbers), encoded by `prost`.
 
 use prost::Message;
+use std::borrow::Borrow;
 
 use super::native;
 use crate::model::{HistogramValue, MetricFamily, MetricKind, Value};
@@ -185,10 +186,14 @@ fn family(f: &MetricFamily, created: &Timestamp) -> Family {
 
 /// The families, each as a length-delimited `MetricFamily`; families without series are
 /// left out. `created` (Unix seconds) is when the counters and histograms started.
-pub fn render(families: &[MetricFamily], created: f64) -> Vec<u8> {
+pub fn render<F: Borrow<MetricFamily>>(families: &[F], created: f64) -> Vec<u8> {
     let created = timestamp(created);
     let mut buf = Vec::new();
-    for f in families.iter().filter(|f| !f.series.is_empty()) {
+    for f in families
+        .iter()
+        .map(Borrow::borrow)
+        .filter(|f| !f.series.is_empty())
+    {
         family(f, &created)
             .encode_length_delimited(&mut buf)
             .expect("a Vec grows as needed");

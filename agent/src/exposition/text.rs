@@ -2,6 +2,7 @@
 //! from the previous scrape, without an intermediate copy of the families: a scrape at a few
 //! thousand series spends its time in the collectors, not here.
 
+use std::borrow::Borrow;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -11,7 +12,7 @@ use crate::model::{MetricFamily, MetricKind, Value};
 static LAST_LEN: AtomicUsize = AtomicUsize::new(0);
 
 /// Prometheus text format of the given families. Families without series are left out.
-pub fn render(families: &[MetricFamily]) -> anyhow::Result<String> {
+pub fn render<F: Borrow<MetricFamily>>(families: &[F]) -> anyhow::Result<String> {
     let mut out = String::with_capacity(LAST_LEN.load(Ordering::Relaxed) + 4096);
     write(families, &mut out);
     LAST_LEN.store(out.len(), Ordering::Relaxed);
@@ -19,12 +20,16 @@ pub fn render(families: &[MetricFamily]) -> anyhow::Result<String> {
 }
 
 /// Appends the families to `out`.
-pub fn write(families: &[MetricFamily], out: &mut String) {
+pub fn write<F: Borrow<MetricFamily>>(families: &[F], out: &mut String) {
     // The escaped labels of one series, written once and repeated on each of its lines.
     let mut labels = String::new();
     // A histogram family's bucket bounds as text: the same for each of its series.
     let mut les: Vec<(u64, String)> = Vec::new();
-    for f in families.iter().filter(|f| !f.series.is_empty()) {
+    for f in families
+        .iter()
+        .map(Borrow::borrow)
+        .filter(|f| !f.series.is_empty())
+    {
         let name = f.name.as_str();
         if !f.help.is_empty() {
             out.push_str("# HELP ");

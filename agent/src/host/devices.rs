@@ -2,11 +2,12 @@
 //! hidden disk without a number, its `diskseq` in `/sys/class/block`, or before 5.15 its
 //! name), which devices
 //! to report (include/exclude globs), the cap on reported devices (the rest fold into
-//! `device="other"`), and queue limits from sysfs.
+//! `device="other"`), and queue limits from sysfs (shown for a second after they are read).
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use agent_common::block::{
     DISK_NAME_LEN, HIDDEN_MAJOR, MINOR_MASK, dev_major_minor, hidden_name_minor, name_words,
@@ -41,18 +42,6 @@ impl DeviceNames {
         name
     }
 
-    /// Whether the device exists and holds any sectors: a detached loop device stays in
-    /// sysfs with a size of 0, and is as gone as an unplugged disk.
-    pub fn present(&self, dev: u32) -> bool {
-        let (major, minor) = dev_major_minor(dev);
-        if major == HIDDEN_MAJOR {
-            let name = self.lookup(dev);
-            return name
-                .is_some_and(|n| sectors(&Path::new("/sys/class/block").join(n).join("size")) > 0);
-        }
-        self.lookup(dev).is_some() && has_sectors(Path::new("/sys/dev/block"), major, minor)
-    }
-
     /// The device's name; for a device gone since, its last known name, else `MAJ:MIN`.
     pub fn name(&self, dev: u32) -> String {
         if let Some(n) = self.lookup(dev) {
@@ -67,18 +56,6 @@ impl DeviceNames {
 pub fn resolve(sys_dev_block: &Path, major: u32, minor: u32) -> Option<String> {
     let link = std::fs::read_link(sys_dev_block.join(format!("{major}:{minor}"))).ok()?;
     Some(link.file_name()?.to_string_lossy().into_owned())
-}
-
-/// Whether `major:minor` under a `/sys/dev/block`-like directory has a non-zero `size`.
-pub fn has_sectors(sys_dev_block: &Path, major: u32, minor: u32) -> bool {
-    sectors(&sys_dev_block.join(format!("{major}:{minor}/size"))) > 0
-}
-
-fn sectors(size: &Path) -> u64 {
-    std::fs::read_to_string(size)
-        .ok()
-        .and_then(|s| s.trim().parse::<u64>().ok())
-        .unwrap_or(0)
 }
 
 /// The `dev_t` stornet gives a disk that has none of its own (see [`HIDDEN_MAJOR`]).
@@ -203,17 +180,39 @@ impl DeviceLabels {
     }
 }
 
+/// How long read queue limits are shown: they change only when someone writes them, and a
+/// scrape would otherwise read two files per device.
+const LIMITS_AGE: Duration = Duration::from_secs(1);
+
+/// A device's queue limits, as (`limit` label, value).
+pub type Limits = Vec<(&'static str, u64)>;
+
+/// Queue limits ([`queue_limits`]) as read within the last [`LIMITS_AGE`].
+#[derive(Default)]
+pub struct QueueLimits {
+    read: Mutex<HashMap<String, (Instant, Limits)>>,
+}
+
+impl QueueLimits {
+    pub fn get(&self, sys_block: &Path, name: &str) -> Limits {
+        let now = Instant::now();
+        let mut read = self.read.lock().unwrap_or_else(|e| e.into_inner());
+        read.retain(|_, (at, _)| now.duration_since(*at) < LIMITS_AGE);
+        if let Some((_, limits)) = read.get(name) {
+            return limits.clone();
+        }
+        let limits = queue_limits(sys_block, name);
+        read.insert(name.to_string(), (now, limits.clone()));
+        limits
+    }
+}
+
 /// A device's queue limits from sysfs: `queue/nr_requests` (requests the block layer lets
 /// wait or run per hardware queue) and `device/queue_depth` (commands the device takes at
 /// once, where the driver reports it, e.g. SCSI).
-pub fn queue_limits(sys_block: &Path, name: &str) -> Vec<(&'static str, u64)> {
-    let read = |rel: &str| -> Option<u64> {
-        std::fs::read_to_string(sys_block.join(name).join(rel))
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
-    };
+pub fn queue_limits(sys_block: &Path, name: &str) -> Limits {
+    let read =
+        |rel: &str| -> Option<u64> { super::sysfs::read_u64(&sys_block.join(name).join(rel)) };
     let mut out = Vec::new();
     if let Some(n) = read("queue/nr_requests") {
         out.push(("nr_requests", n));
@@ -242,19 +241,6 @@ mod tests {
         std::os::unix::fs::symlink("../../devices/virtual/block/loop3", &link).unwrap();
         assert_eq!(resolve(&dir, 7, 3).as_deref(), Some("loop3"));
         assert_eq!(resolve(&dir, 7, 4), None);
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn a_device_of_no_sectors_is_absent() {
-        let dir = temp_dir("sectors");
-        std::fs::create_dir_all(dir.join("7:1")).unwrap();
-        std::fs::create_dir_all(dir.join("7:2")).unwrap();
-        std::fs::write(dir.join("7:1/size"), "2048\n").unwrap();
-        std::fs::write(dir.join("7:2/size"), "0\n").unwrap();
-        assert!(has_sectors(&dir, 7, 1));
-        assert!(!has_sectors(&dir, 7, 2), "a detached loop device");
-        assert!(!has_sectors(&dir, 7, 3), "no such device");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -61,7 +61,10 @@ fn bpf<T>(cmd: libc::c_long, attr: &mut T) -> std::io::Result<()> {
 }
 
 /// Keys and values read in one pass, in the map's order; per-CPU values hold one
-/// 8-byte-aligned copy per possible CPU, back to back.
+/// 8-byte-aligned copy per possible CPU, back to back. A `Batch` kept between reads
+/// ([`Batch::read`]) keeps its buffers: a map of per-CPU histograms takes megabytes, which a
+/// scrape would otherwise allocate and zero each time.
+#[derive(Default)]
 pub struct Batch {
     pub keys: Vec<u8>,
     pub values: Vec<u8>,
@@ -72,6 +75,39 @@ pub struct Batch {
 }
 
 impl Batch {
+    /// Reads every entry of the map `fd` (at most `max_entries`), `chunk` keys per call,
+    /// into this batch's buffers, replacing what they held.
+    pub fn read(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        key_size: usize,
+        value_size: usize,
+        max_entries: usize,
+        chunk: usize,
+    ) -> Result<()> {
+        self.key_size = key_size;
+        self.value_size = value_size;
+        self.len = 0;
+        // A hash map's batch read takes every bucket's lock, thousands of them; one call
+        // says whether there is any entry at all.
+        if is_empty(fd, key_size).context("BPF_MAP_GET_NEXT_KEY")? {
+            return Ok(());
+        }
+        if !NO_BATCH.load(Ordering::Relaxed) {
+            match batched(fd, max_entries, chunk, self) {
+                Err(e)
+                    if e.raw_os_error() == Some(ENOTSUPP)
+                        || e.raw_os_error() == Some(libc::EINVAL) =>
+                {
+                    NO_BATCH.store(true, Ordering::Relaxed);
+                    self.len = 0;
+                }
+                r => return r.context("BPF_MAP_LOOKUP_BATCH"),
+            }
+        }
+        one_by_one(fd, max_entries, self).context("reading a map key by key")
+    }
+
     pub fn key(&self, i: usize) -> &[u8] {
         &self.keys[i * self.key_size..(i + 1) * self.key_size]
     }
@@ -91,7 +127,8 @@ pub fn value_bytes(value_size: usize, per_cpu: bool) -> Result<usize> {
     Ok(value_size.div_ceil(8) * 8 * cpus)
 }
 
-/// Reads every entry of the map `fd` (at most `max_entries`), `chunk` keys per call.
+/// Reads every entry of the map `fd` (at most `max_entries`), `chunk` keys per call, into
+/// new buffers.
 pub fn lookup_all(
     fd: BorrowedFd<'_>,
     key_size: usize,
@@ -99,33 +136,34 @@ pub fn lookup_all(
     max_entries: usize,
     chunk: usize,
 ) -> Result<Batch> {
-    if !NO_BATCH.load(Ordering::Relaxed) {
-        match batched(fd, key_size, value_size, max_entries, chunk) {
-            Err(e)
-                if e.raw_os_error() == Some(ENOTSUPP) || e.raw_os_error() == Some(libc::EINVAL) =>
-            {
-                NO_BATCH.store(true, Ordering::Relaxed);
-            }
-            r => return r.context("BPF_MAP_LOOKUP_BATCH"),
-        }
+    let mut out = Batch::default();
+    out.read(fd, key_size, value_size, max_entries, chunk)?;
+    Ok(out)
+}
+
+/// Whether the map `fd` has no entry: its first key is asked for (an array always has one).
+fn is_empty(fd: BorrowedFd<'_>, key_size: usize) -> std::io::Result<bool> {
+    let mut first = vec![0u8; key_size];
+    let mut attr = ElemAttr {
+        map_fd: fd.as_raw_fd() as u32,
+        _pad: 0,
+        key: 0,
+        value: first.as_mut_ptr() as u64,
+        flags: 0,
+    };
+    match bpf(BPF_MAP_GET_NEXT_KEY, &mut attr) {
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(true),
+        Err(e) => Err(e),
+        Ok(()) => Ok(false),
     }
-    one_by_one(fd, key_size, value_size, max_entries).context("reading a map key by key")
 }
 
 /// The same read without batch operations: the next key, then its value, for each key.
-fn one_by_one(
-    fd: BorrowedFd<'_>,
-    key_size: usize,
-    value_size: usize,
-    max_entries: usize,
-) -> std::io::Result<Batch> {
-    let mut out = Batch {
-        keys: Vec::new(),
-        values: Vec::new(),
-        key_size,
-        value_size,
-        len: 0,
-    };
+fn one_by_one(fd: BorrowedFd<'_>, max_entries: usize, out: &mut Batch) -> std::io::Result<()> {
+    let (key_size, value_size) = (out.key_size, out.value_size);
+    out.keys.clear();
+    out.values.clear();
+    out.len = 0;
     let mut key = vec![0u8; key_size];
     let mut next = vec![0u8; key_size];
     let mut value = vec![0u8; value_size];
@@ -164,52 +202,49 @@ fn one_by_one(
         out.values.extend_from_slice(&value);
         out.len += 1;
     }
-    Ok(out)
+    Ok(())
 }
 
+/// Batch reads straight into `out`'s buffers, which grow (and are zeroed) only past the
+/// largest read so far.
 fn batched(
     fd: BorrowedFd<'_>,
-    key_size: usize,
-    value_size: usize,
     max_entries: usize,
     chunk: usize,
-) -> std::io::Result<Batch> {
+    out: &mut Batch,
+) -> std::io::Result<()> {
+    let (key_size, value_size) = (out.key_size, out.value_size);
     let chunk = chunk.clamp(1, max_entries.max(1));
-    let mut out = Batch {
-        keys: Vec::with_capacity(chunk * key_size),
-        values: Vec::with_capacity(chunk * value_size),
-        key_size,
-        value_size,
-        len: 0,
-    };
     // The batch token: the next key for arrays, a bucket for hash maps (at most 8 bytes).
     let mut token = [0u8; 8];
     let mut next = [0u8; 8];
     let mut first = true;
-    let mut keys = vec![0u8; chunk * key_size];
-    let mut values = vec![0u8; chunk * value_size];
     loop {
+        let room = out.len + chunk;
+        if out.keys.len() < room * key_size {
+            out.keys.resize(room * key_size, 0);
+        }
+        if out.values.len() < room * value_size {
+            out.values.resize(room * value_size, 0);
+        }
         let mut attr = BatchAttr {
             in_batch: if first { 0 } else { token.as_ptr() as u64 },
             out_batch: next.as_mut_ptr() as u64,
-            keys: keys.as_mut_ptr() as u64,
-            values: values.as_mut_ptr() as u64,
+            keys: out.keys[out.len * key_size..].as_mut_ptr() as u64,
+            values: out.values[out.len * value_size..].as_mut_ptr() as u64,
             count: chunk as u32,
             map_fd: fd.as_raw_fd() as u32,
             ..Default::default()
         };
-        // The buffers hold `count` keys and values of the sizes the map has, and the tokens
-        // the map's key size (≤ 8 for the maps read this way) or a u32 bucket.
+        // The buffers hold `count` keys and values of the sizes the map has past `len`, and
+        // the tokens the map's key size (≤ 8 for the maps read this way) or a u32 bucket.
         let err = bpf(BPF_MAP_LOOKUP_BATCH, &mut attr).err();
-        let n = attr.count as usize;
-        out.keys.extend_from_slice(&keys[..n * key_size]);
-        out.values.extend_from_slice(&values[..n * value_size]);
-        out.len += n;
+        out.len += (attr.count as usize).min(chunk);
         match err {
             // The end of the map.
-            Some(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(out),
+            Some(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
             Some(e) => return Err(e),
-            None if out.len >= max_entries => return Ok(out),
+            None if out.len >= max_entries => return Ok(()),
             None => {}
         }
         token = next;

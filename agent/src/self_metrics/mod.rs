@@ -1,7 +1,9 @@
 //! What the agent costs and how full its maps are: per-probe run count and run time (the
 //! kernel's BPF program statistics, and `stats_sample`'s short windows with them on), map
-//! fill, the standard process metrics (`process`), and scrape duration.
+//! fill (`map_fill`, a reader of its own), the standard process metrics (`process`), and
+//! scrape duration.
 
+pub mod map_fill;
 pub mod process;
 pub mod stats_sample;
 
@@ -9,32 +11,20 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use aya::maps::Map;
 use tracing::{debug, info};
 
 use crate::collectors::probes as all_probes;
 use crate::model::{HistogramValue, MetricFamily};
 use crate::probes::Probes;
-use metric_names::labels::{LOCKDOWN, MAP, PROBE, RELEASE, REVISION, VERSION};
+use metric_names::labels::{LOCKDOWN, PROBE, RELEASE, REVISION, VERSION};
 
 /// Upper bounds of the scrape duration histogram, in seconds.
 const SCRAPE_BUCKETS: [f64; 10] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0];
-
-/// A hash map of the eBPF object whose entries are counted at scrape time.
-struct WatchedMap {
-    name: String,
-    fd: OwnedFd,
-    key_size: usize,
-    /// Bytes of one key's value in a batch read (all CPUs' copies for per-CPU maps).
-    value_bytes: usize,
-    max_entries: u32,
-}
 
 pub struct SelfMetrics {
     /// Keeps the kernel's run-time statistics on while the agent runs (closing it turns them
     /// off again, unless someone else also asked for them).
     stats_fd: Option<OwnedFd>,
-    maps: Vec<WatchedMap>,
     start_time: f64,
     scrapes: Mutex<HistogramValue>,
     /// The kernel's release and lockdown mode, read at start.
@@ -79,14 +69,8 @@ impl SelfMetrics {
         } else {
             None
         };
-        let maps = probes
-            .ebpf
-            .as_ref()
-            .map(|e| e.maps().filter_map(|(n, m)| watch(n, m)).collect())
-            .unwrap_or_default();
         SelfMetrics {
             stats_fd,
-            maps,
             start_time: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .unwrap_or_default()
@@ -119,7 +103,6 @@ impl SelfMetrics {
         if let Some(s) = &self.sampler {
             s.collect(out);
         }
-        self.map_fill(out);
         process(out, self.start_time);
         let mut f = MetricFamily::of(&metric_names::agent::SCRAPE_DURATION_SECONDS);
         f.histogram(&[], self.scrapes.lock().expect("scrape histogram").clone());
@@ -167,28 +150,6 @@ impl SelfMetrics {
         }
         out.extend([on, runs, time, misses]);
     }
-
-    fn map_fill(&self, out: &mut Vec<MetricFamily>) {
-        let mut entries = MetricFamily::of(&metric_names::agent::MAP_ENTRIES);
-        let mut max = MetricFamily::of(&metric_names::agent::MAP_MAX_ENTRIES);
-        for m in &self.maps {
-            let read = crate::kernel::map_batch::lookup_all(
-                m.fd.as_fd(),
-                m.key_size,
-                m.value_bytes,
-                m.max_entries as usize,
-                256,
-            );
-            match read.map(|b| b.len) {
-                Ok(n) => {
-                    entries.scalar(&[(MAP, &m.name)], n as f64);
-                    max.scalar(&[(MAP, &m.name)], m.max_entries as f64);
-                }
-                Err(e) => debug!(map = %m.name, error = %e, "counting map entries failed"),
-            }
-        }
-        out.extend([entries, max]);
-    }
 }
 
 /// A copy of the program fd of each probe that is up, for the statistics sampler.
@@ -203,24 +164,6 @@ fn program_fds(probes: &Probes) -> Vec<(&'static str, OwnedFd)> {
             Some((spec.name, fd.as_fd().try_clone_to_owned().ok()?))
         })
         .collect()
-}
-
-/// Hash-type maps keep a copy of their fd so they can be counted after a collector took them.
-fn watch(name: &str, map: &Map) -> Option<WatchedMap> {
-    let (data, per_cpu) = match map {
-        Map::HashMap(d) | Map::LruHashMap(d) => (d, false),
-        Map::PerCpuHashMap(d) | Map::PerCpuLruHashMap(d) => (d, true),
-        _ => return None,
-    };
-    let info = data.info().ok()?;
-    Some(WatchedMap {
-        name: name.to_string(),
-        fd: data.fd().as_fd().try_clone_to_owned().ok()?,
-        key_size: info.key_size() as usize,
-        value_bytes: crate::kernel::map_batch::value_bytes(info.value_size() as usize, per_cpu)
-            .ok()?,
-        max_entries: info.max_entries(),
-    })
 }
 
 /// Whether BPF run-time statistics are on through the sysctl (the agent's own request does

@@ -82,8 +82,8 @@ impl Renders {
 fn render(agent: &Agent, format: Format, gzip: bool) -> Rendered {
     let start = Instant::now();
     let created = agent.self_metrics.start_time();
-    let body =
-        exposition::render(&agent.gather(), format, created).map_err(|e| format!("{e:#}"))?;
+    let body = exposition::render(&agent.gather().families(), format, created)
+        .map_err(|e| format!("{e:#}"))?;
     let body = if gzip {
         super::gzip::compress(&body).map_err(|e| format!("{e:#}"))?
     } else {
