@@ -11,10 +11,10 @@ use agent_common::maps;
 use anyhow::{Context, Result};
 use aya::maps::{MapData, PerCpuHashMap};
 
-use super::maps::{fd_of, per_cpu, read};
 use crate::cgroups::Labeller;
 use crate::cgroups::counts::CgroupCounts;
 use crate::kernel::map_batch::{Batch, value_bytes};
+use crate::kernel::map_batch::{fd_of, per_cpu, read};
 use crate::probes::Probes;
 
 /// Counters by (device `dev_t`, op, `cgroup` label).

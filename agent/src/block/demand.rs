@@ -13,7 +13,7 @@
 //! Decided from /sys/block at each scrape (so a scrape after a device appears finds the
 //! probes it needs attached) and every second in between.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::os::unix::fs::DirEntryExt;
 use std::path::Path;
 use std::sync::{Arc, Mutex, Weak};
@@ -24,7 +24,7 @@ use anyhow::Result;
 use tracing::{info, warn};
 
 use super::maps::BlockSnapshot;
-use crate::host::devices::{DeviceFilter, hidden_number};
+use crate::host::devices::{DeviceFilter, hidden_number, proc_table};
 use crate::host::sysfs;
 use crate::probes::on_demand::OnDemand;
 
@@ -64,11 +64,28 @@ struct Fixed {
 
 /// Reads what the reported devices in `sys_block` need.
 pub fn needs(sys_block: &Path, filter: &DeviceFilter) -> Needs {
-    scan(sys_block, filter, &mut Known::default())
+    scan(sys_block, &HashSet::new(), filter, &mut Known::default())
 }
 
-/// [`needs`], with what `known` holds of the disks seen before.
-fn scan(sys_block: &Path, filter: &DeviceFilter, known: &mut Known) -> Needs {
+/// The disks a `/proc/partitions`-like file lists, by number. The kernel lists only disks
+/// with sectors (and leaves some of those out on older kernels): one read that spares a read
+/// of `size` per listed disk.
+fn listed(partitions: &Path) -> HashSet<u32> {
+    proc_table(partitions)
+        .into_iter()
+        .filter(|(_, f)| f.first().and_then(|b| b.parse::<u64>().ok()) > Some(0))
+        .map(|(dev, _)| dev)
+        .collect()
+}
+
+/// [`needs`], with what `known` holds of the disks seen before; a disk in `listed` has
+/// sectors, the others' `size` is read.
+fn scan(
+    sys_block: &Path,
+    listed: &HashSet<u32>,
+    filter: &DeviceFilter,
+    known: &mut Known,
+) -> Needs {
     let mut out = Needs::default();
     let Ok(dir) = std::fs::read_dir(sys_block) else {
         known.0.clear();
@@ -91,7 +108,10 @@ fn scan(sys_block: &Path, filter: &DeviceFilter, known: &mut Known) -> Needs {
         };
         out.md_arrays |= fixed.md;
         // A detached loop device, an unset zram: no sectors, no IO.
-        let sectors = sysfs::read_u64(&path.join("size")).unwrap_or(0);
+        let sectors = match fixed.dev {
+            Some(dev) if listed.contains(&dev) => 1,
+            _ => sysfs::read_u64(&path.join("size")).unwrap_or(0),
+        };
         if sectors > 0 {
             if let Some(dev) = fixed.dev {
                 out.present.insert(dev);
@@ -193,7 +213,8 @@ impl Demand {
 
     /// Attaches or detaches each probe as the devices in `sys_block` need.
     pub fn reconcile(&mut self, sys_block: &Path) -> Result<()> {
-        let needs = scan(sys_block, &self.filter, &mut self.known);
+        let listed = listed(Path::new("/proc/partitions"));
+        let needs = scan(sys_block, &listed, &self.filter, &mut self.known);
         self.md_arrays = needs.md_arrays;
         self.present = needs.present.clone();
         self.unstamped.retain(|d| needs.present.contains(d));
@@ -331,16 +352,55 @@ mod tests {
     }
 
     #[test]
+    fn disks_the_kernel_lists_with_sectors_are_present_without_a_size_read() {
+        let root = std::env::temp_dir().join(format!("stornet-listed-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(
+            root.join("partitions"),
+            "major minor  #blocks  name\n\n 254        0  268435456 vda\n   7        1          0 loop1\n 259 0 1024 nvme0n1\n",
+        )
+        .unwrap();
+        let l = listed(&root.join("partitions"));
+        assert_eq!(l, HashSet::from([254 << 20, 259 << 20]));
+        assert!(listed(&root.join("gone")).is_empty());
+        // Listed: present even though the tree's own size says 0 (it is not read).
+        let sys = root.join("block");
+        disk(&sys, "vda", 0, true, true, Some("254:0"));
+        disk(&sys, "loop1", 0, true, true, Some("7:1"));
+        let n = scan(&sys, &l, &DeviceFilter::default(), &mut Known::default());
+        assert_eq!(n.present.into_iter().collect::<Vec<_>>(), [254 << 20]);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn the_running_kernels_list_agrees_with_sysfs() {
+        let l = listed(Path::new("/proc/partitions"));
+        let sysfs = needs(Path::new("/sys/block"), &DeviceFilter::default()).present;
+        for dev in &l {
+            // A partition is listed too; /sys/block holds whole disks only.
+            let whole = Path::new("/sys/dev/block")
+                .join(format!("{}:{}", dev >> 20, dev & 0xfffff))
+                .join("partition");
+            assert!(
+                whole.exists() || sysfs.contains(dev),
+                "{dev:#x} listed, not in sysfs"
+            );
+        }
+    }
+
+    #[test]
     fn a_scan_reads_again_what_a_disk_added_again_under_its_name_is() {
         let root = std::env::temp_dir().join(format!("stornet-known-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         let filter = DeviceFilter::default();
         let mut known = Known::default();
+        let none = HashSet::new();
         disk(&root, "sdb", 2048, true, true, Some("8:16"));
-        let first = scan(&root, &filter, &mut known);
+        let first = scan(&root, &none, &filter, &mut known);
         assert_eq!(first, needs(&root, &filter));
         assert_eq!(
-            scan(&root, &filter, &mut known),
+            scan(&root, &none, &filter, &mut known),
             first,
             "from what is known"
         );
@@ -348,22 +408,22 @@ mod tests {
         // each scan.
         std::fs::remove_file(root.join("sdb/queue/wbt_lat_usec")).unwrap();
         assert_eq!(
-            scan(&root, &filter, &mut known),
+            scan(&root, &none, &filter, &mut known),
             first,
             "throttling read a moment ago"
         );
         for f in known.0.values_mut() {
             f.throttled = f.throttled.map(|(yes, at)| (yes, at - EVERY));
         }
-        assert_eq!(scan(&root, &filter, &mut known).unstamped, ["sdb"]);
+        assert_eq!(scan(&root, &none, &filter, &mut known).unstamped, ["sdb"]);
         std::fs::write(root.join("sdb/size"), "0\n").unwrap();
-        assert!(scan(&root, &filter, &mut known).present.is_empty());
+        assert!(scan(&root, &none, &filter, &mut known).present.is_empty());
         // The disk goes and another comes under its name (a new entry, made before the old
         // one goes, so that its inode differs): bio-based, with another number.
         disk(&root, "sdb.new", 2048, false, false, Some("253:4"));
         std::fs::remove_dir_all(root.join("sdb")).unwrap();
         std::fs::rename(root.join("sdb.new"), root.join("sdb")).unwrap();
-        let again = scan(&root, &filter, &mut known);
+        let again = scan(&root, &none, &filter, &mut known);
         assert_eq!(again.bio_based, ["sdb"]);
         assert_eq!(
             again.present.into_iter().collect::<Vec<_>>(),

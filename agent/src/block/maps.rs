@@ -11,7 +11,7 @@ use agent_common::block::{
 use anyhow::{Context, Result};
 use aya::maps::{Array, HashMap, MapData, PerCpuArray, PerCpuHashMap, PerCpuValues};
 
-use crate::kernel::map_batch::{Batch, value_bytes};
+use crate::kernel::map_batch::{Batch, fd_of, per_cpu, read, value_bytes};
 use crate::probes::Probes;
 use agent_common::maps;
 
@@ -77,33 +77,6 @@ struct ReadFds {
     stats: OwnedFd,
     errors: OwnedFd,
     counters: OwnedFd,
-}
-
-/// A copy of a map's fd, kept beside the typed map that owns it.
-pub(crate) fn fd_of(map: &aya::maps::Map) -> Result<OwnedFd> {
-    let data = match map {
-        aya::maps::Map::Array(d)
-        | aya::maps::Map::PerCpuArray(d)
-        | aya::maps::Map::HashMap(d)
-        | aya::maps::Map::PerCpuHashMap(d) => d,
-        _ => anyhow::bail!("unexpected map type"),
-    };
-    Ok(data.fd().as_fd().try_clone_to_owned()?)
-}
-
-/// A plain value out of a batch's bytes.
-pub(crate) fn read<T: Copy>(bytes: &[u8]) -> T {
-    assert!(bytes.len() >= std::mem::size_of::<T>(), "short map value");
-    // SAFETY: T is a plain-old-data map value (agent_common, `user_pod!`) and the slice
-    // holds at least its size; the read is unaligned-safe.
-    unsafe { std::ptr::read_unaligned(bytes.as_ptr() as *const T) }
-}
-
-/// Each CPU's copy of a per-CPU value in a batch (8-byte aligned, back to back).
-pub(crate) fn per_cpu<T: Copy + 'static>(bytes: &[u8]) -> impl Iterator<Item = T> + '_ {
-    bytes
-        .chunks_exact(std::mem::size_of::<T>().div_ceil(8) * 8)
-        .map(read::<T>)
 }
 
 /// Reads the map `fd` of `K` keys and `V` values into `into`.

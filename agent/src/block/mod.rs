@@ -22,7 +22,7 @@ use crate::collectors::probe_spec::{
     BLOCK_BIO_COMPLETION, BLOCK_BIO_QUEUE, BLOCK_ISSUE, ProbeCollector,
 };
 use crate::config::{BlockConfig, DispatchTime, HistogramDetail};
-use crate::host::devices::{DeviceFilter, DeviceLabels, DeviceNames, QueueLimits};
+use crate::host::devices::{DeviceFilter, DeviceLabels, DeviceNames, QueueLimits, proc_table};
 use crate::model::{Collector, MetricFamily};
 use crate::probes::Probes;
 use demand::Demand;
@@ -126,8 +126,11 @@ impl Collector for BlockCollector {
             (demand.md_arrays(), demand.present().clone())
         };
         maps.look_up_request_bios(md_arrays)?;
-        // One name per device for this scrape: each lookup is a readlink in sysfs, and a
-        // device's name is asked for once per op, error and gauge.
+        // One name per device for this scrape, from one read of /proc/diskstats with the
+        // requests each disk has in flight; a disk it does not list (hidden, without a
+        // number) is looked up in sysfs. A device's name is asked for once per op, error and
+        // gauge.
+        let stats = diskstats(Path::new("/proc/diskstats"));
         let names: HashMap<u32, Option<String>> = snap
             .ops
             .keys()
@@ -135,7 +138,10 @@ impl Collector for BlockCollector {
             .chain(snap.errors.keys().map(|k| k.dev))
             .collect::<BTreeSet<u32>>()
             .into_iter()
-            .map(|d| (d, self.names.lookup(d)))
+            .map(|d| match stats.get(&d) {
+                Some((name, _)) => (d, Some(name.clone())),
+                None => (d, self.names.lookup(d)),
+            })
             .collect();
         // Gone: not in /sys/block, or without sectors (a detached loop device stays there
         // with a size of 0, and is as gone as an unplugged disk).
@@ -176,11 +182,14 @@ impl Collector for BlockCollector {
             .saturating_sub(snap.counters[STAMP_BIO as usize]);
         if !self.track_inflight {
             for dev in snap.ops.keys().map(|k| k.dev).collect::<Vec<_>>() {
-                if let Some(n) = names
-                    .get(&dev)
-                    .and_then(Option::as_deref)
-                    .and_then(|name| kernel_inflight(Path::new("/sys/block"), name))
-                {
+                let n = match stats.get(&dev) {
+                    Some((_, n)) => Some(*n),
+                    None => names
+                        .get(&dev)
+                        .and_then(Option::as_deref)
+                        .and_then(|name| kernel_inflight(Path::new("/sys/block"), name)),
+                };
+                if let Some(n) = n {
                     snap.inflight.insert(dev, n);
                 }
             }
@@ -206,6 +215,16 @@ impl Collector for BlockCollector {
     }
 }
 
+/// Each block device in a `/proc/diskstats`-like file by number (`dev_t` as the probes give
+/// it): its name and the requests it has in flight (the 12th field, the count the `inflight`
+/// attribute splits into reads and writes).
+fn diskstats(path: &Path) -> HashMap<u32, (String, i64)> {
+    proc_table(path)
+        .into_iter()
+        .filter_map(|(dev, f)| Some((dev, (f.first()?.clone(), f.get(9)?.parse().ok()?))))
+        .collect()
+}
+
 /// Requests of one (device, op) timed with a dispatch stamp: its service-time observations.
 fn timed(s: &agent_common::block::OpStats) -> u64 {
     s.service.iter().sum()
@@ -225,6 +244,41 @@ fn kernel_inflight(sys_block: &Path, name: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn diskstats_give_each_disk_its_name_and_requests_in_flight() {
+        let dir = std::env::temp_dir().join(format!("stornet-diskstats-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("diskstats");
+        std::fs::write(
+            &path,
+            "   7       0 loop0 1071 0 30528 95 5 0 8 1 0 100 96 0 0 0 0 0 0\n \
+             259       0 nvme0n1 5 0 40 1 7 0 56 2 12 9 3 0 0 0 0 0 0\n \
+             259       1 nvme0n1p1 2 0 16 0 3 0 24 1 2 4 1 0 0 0 0 0 0\n \
+             8 16 short 1 2 3\n",
+        )
+        .unwrap();
+        let s = diskstats(&path);
+        assert_eq!(s[&(7 << 20)], ("loop0".to_string(), 0));
+        assert_eq!(s[&(259 << 20)], ("nvme0n1".to_string(), 12));
+        assert_eq!(s[&(259 << 20 | 1)], ("nvme0n1p1".to_string(), 2));
+        assert!(!s.contains_key(&(8 << 20 | 16)), "a line cut short");
+        assert!(diskstats(&dir.join("gone")).is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn diskstats_agree_with_sysfs_on_this_host() {
+        // Every disk /proc/diskstats lists has the name sysfs gives its number.
+        for (dev, (name, _)) in diskstats(Path::new("/proc/diskstats")) {
+            let sysfs = crate::host::devices::resolve(
+                Path::new("/sys/dev/block"),
+                dev >> 20,
+                dev & agent_common::block::MINOR_MASK,
+            );
+            assert_eq!(sysfs.as_deref(), Some(name.as_str()), "{dev:#x}");
+        }
+    }
 
     #[test]
     fn kernel_inflight_adds_reads_and_writes() {

@@ -78,7 +78,7 @@ pub fn run(config: &Config) -> ExitCode {
     }
     rows.extend(layouts(&kernel_btf));
     for spec in all_probes() {
-        let (status, detail) = hook_available(spec.hook, kernel_btf.aya.as_ref());
+        let (status, detail) = hook_available(spec.hook, kernel_btf.aya());
         rows.push(row(format!("hook of {}", spec.name), status, detail));
     }
     // The issuer probe and the retransmit probes' cgroup part are loaded too, so that check

@@ -106,7 +106,7 @@ fn sample(out: &mut String, name: &str, suffix: &str, labels: &str, le: Option<&
 /// float formatter.
 fn number(v: f64, out: &mut String) {
     if v.fract() == 0.0 && v.abs() < 1e15 && !(v == 0.0 && v.is_sign_negative()) {
-        let _ = write!(out, "{}", v as i64);
+        out.push_str(itoa::Buffer::new().format(v as i64));
     } else if v == f64::INFINITY {
         out.push_str("+Inf");
     } else if v == f64::NEG_INFINITY {

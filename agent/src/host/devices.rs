@@ -180,6 +180,23 @@ impl DeviceLabels {
     }
 }
 
+/// The lines of a procfs table of block devices (`/proc/partitions`, `/proc/diskstats`) that
+/// begin with a device's major and minor: the number the probes give it, and the line's
+/// fields after those two. A missing file has none.
+pub fn proc_table(path: &Path) -> Vec<(u32, Vec<String>)> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let major: u32 = f.next()?.parse().ok()?;
+            let minor: u32 = f.next()?.parse().ok()?;
+            Some(((major << 20) | minor, f.map(str::to_string).collect()))
+        })
+        .collect()
+}
+
 /// How long read queue limits are shown: they change only when someone writes them, and a
 /// scrape would otherwise read two files per device.
 const LIMITS_AGE: Duration = Duration::from_secs(1);

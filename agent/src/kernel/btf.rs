@@ -2,6 +2,7 @@
 //! enum values, so that probes never depend on a layout seen on one kernel.
 
 use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
 
 use anyhow::{Context, Result, bail};
 
@@ -267,10 +268,15 @@ fn read_enum(
 }
 
 /// The running kernel's BTF, read once at start: parsed by this module (layouts, drop
-/// reasons) and by aya (to load `tp_btf` programs) from one read of the file.
+/// reasons) and by aya (to load `tp_btf` programs) from one read of the file. aya's parse
+/// waits until a program needs it, after the eBPF object is loaded: the loader parses the
+/// kernel's BTF once more of its own, and three parses at once (9 MiB each) were most of
+/// the agent's peak memory.
 pub struct KernelBtf {
     pub btf: Result<Btf>,
-    pub aya: Option<aya::Btf>,
+    /// The file, until aya parses it.
+    data: Mutex<Option<Vec<u8>>>,
+    aya: OnceLock<Option<aya::Btf>>,
 }
 
 impl KernelBtf {
@@ -278,14 +284,27 @@ impl KernelBtf {
         match std::fs::read(KERNEL_BTF) {
             Ok(data) => KernelBtf {
                 btf: Btf::parse(&data).with_context(|| format!("cannot parse {KERNEL_BTF}")),
-                aya: aya::Btf::parse(&data, aya::Endianness::default()).ok(),
+                data: Mutex::new(Some(data)),
+                aya: OnceLock::new(),
             },
             Err(e) => KernelBtf {
                 btf: Err(anyhow::Error::new(e))
                     .with_context(|| format!("cannot read kernel BTF at {KERNEL_BTF}")),
-                aya: None,
+                data: Mutex::new(None),
+                aya: OnceLock::new(),
             },
         }
+    }
+
+    /// The BTF as aya parses it (None if it could not be read or parsed); the file's bytes
+    /// are freed once parsed.
+    pub fn aya(&self) -> Option<&aya::Btf> {
+        self.aya
+            .get_or_init(|| {
+                let data = self.data.lock().unwrap_or_else(|e| e.into_inner()).take()?;
+                aya::Btf::parse(&data, aya::Endianness::default()).ok()
+            })
+            .as_ref()
     }
 }
 

@@ -3,7 +3,7 @@
 //! its time entering the kernel. Kernels without batch reads for a map type (per-CPU arrays
 //! before 5.13) are read key by key.
 
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result};
@@ -250,4 +250,31 @@ fn batched(
         token = next;
         first = false;
     }
+}
+
+/// A copy of a map's fd, kept beside the typed map that owns it.
+pub fn fd_of(map: &aya::maps::Map) -> Result<OwnedFd> {
+    let data = match map {
+        aya::maps::Map::Array(d)
+        | aya::maps::Map::PerCpuArray(d)
+        | aya::maps::Map::HashMap(d)
+        | aya::maps::Map::PerCpuHashMap(d) => d,
+        _ => anyhow::bail!("unexpected map type"),
+    };
+    Ok(data.fd().as_fd().try_clone_to_owned()?)
+}
+
+/// A plain value out of a batch's bytes.
+pub fn read<T: Copy>(bytes: &[u8]) -> T {
+    assert!(bytes.len() >= std::mem::size_of::<T>(), "short map value");
+    // SAFETY: T is a plain-old-data map value (agent_common, `user_pod!`) and the slice
+    // holds at least its size; the read is unaligned-safe.
+    unsafe { std::ptr::read_unaligned(bytes.as_ptr() as *const T) }
+}
+
+/// Each CPU's copy of a per-CPU value in a batch (8-byte aligned, back to back).
+pub fn per_cpu<T: Copy + 'static>(bytes: &[u8]) -> impl Iterator<Item = T> + '_ {
+    bytes
+        .chunks_exact(std::mem::size_of::<T>().div_ceil(8) * 8)
+        .map(read::<T>)
 }

@@ -178,7 +178,7 @@ impl Probes {
             let spec = &globals.program_for(spec);
             let result = match globals.missing_for(spec) {
                 Some(reason) => Err(anyhow::anyhow!(reason)),
-                None => probes.attach(spec, kernel.aya.as_ref()),
+                None => probes.attach(spec, kernel.aya()),
             };
             let status = match result {
                 Ok(()) if spec.attach == Attach::OnDemand => {

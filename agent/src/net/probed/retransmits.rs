@@ -2,21 +2,25 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 
 use agent_common::maps;
-use agent_common::net::{AF_INET, AF_INET6, COUNTER_RETRANS_OVERFLOW, PeerKey};
+use agent_common::net::{AF_INET, AF_INET6, COUNTER_RETRANS_OVERFLOW, MAX_PEER_ENTRIES, PeerKey};
 use anyhow::{Context, Result};
-use aya::maps::{MapData, PerCpuHashMap};
 
 use super::counters::Counters;
+use crate::kernel::map_batch::{Batch, fd_of, per_cpu, read, value_bytes};
 use crate::model::{Collector, MetricFamily};
 use crate::net::peers::PeerLabels;
 use crate::net::unattributed::Unattributed;
 use metric_names::labels::PEER;
 
 pub struct RetransmitCollector {
-    map: Mutex<PerCpuHashMap<MapData, PeerKey, u64>>,
+    /// The per-peer map, read in batches into buffers kept between scrapes (a map walk
+    /// would take two system calls per peer).
+    map: OwnedFd,
+    buffer: Mutex<Batch>,
     counters: Arc<Counters>,
     peers: Arc<PeerLabels>,
     /// Where the probes' counts meet the namespaces' own (None where the kernel's layout
@@ -43,7 +47,8 @@ impl RetransmitCollector {
         unattributed: Option<Arc<Unattributed>>,
     ) -> Result<RetransmitCollector> {
         Ok(RetransmitCollector {
-            map: Mutex::new(PerCpuHashMap::try_from(map).context(maps::NET_RETRANSMITS)?),
+            map: fd_of(&map).context(maps::NET_RETRANSMITS)?,
+            buffer: Mutex::new(Batch::default()),
             counters,
             peers,
             unattributed,
@@ -60,10 +65,19 @@ impl Collector for RetransmitCollector {
         let mut items = Vec::new();
         let mut by_namespace: HashMap<u64, u64> = HashMap::new();
         {
-            let map = self.map.lock().expect("retransmit map");
-            for entry in map.iter() {
-                let (key, per_cpu) = entry?;
-                let n = per_cpu.iter().sum::<u64>();
+            let mut batch = self.buffer.lock().unwrap_or_else(|e| e.into_inner());
+            batch
+                .read(
+                    self.map.as_fd(),
+                    std::mem::size_of::<PeerKey>(),
+                    value_bytes(std::mem::size_of::<u64>(), true)?,
+                    MAX_PEER_ENTRIES as usize,
+                    256,
+                )
+                .context(maps::NET_RETRANSMITS)?;
+            for i in 0..batch.len {
+                let key: PeerKey = read(batch.key(i));
+                let n = per_cpu::<u64>(batch.value(i)).sum::<u64>();
                 *by_namespace.entry(key.netns.into()).or_default() += n;
                 items.push((peer_addr(&key), n));
             }
