@@ -117,11 +117,12 @@ fn scan(
                 out.present.insert(dev);
             }
             let name = &key.0;
-            if !filter.allows(name) {
-            } else if !fixed.request_based {
-                out.bio_based.push(name.clone());
-            } else if !throttled(&mut fixed, &path) {
-                out.unstamped.push(name.clone());
+            if filter.allows(name) {
+                if !fixed.request_based {
+                    out.bio_based.push(name.clone());
+                } else if !throttled(&mut fixed, &path) {
+                    out.unstamped.push(name.clone());
+                }
             }
         }
         seen.insert(key, fixed);
