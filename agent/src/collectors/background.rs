@@ -23,7 +23,7 @@ const FIRST_READ_WAIT: Duration = Duration::from_secs(10);
 pub const NAMES: [&str; 3] = [
     "network_snapshots",
     crate::collectors::BLOCK_TOPOLOGY,
-    crate::self_metrics::map_fill::NAME,
+    crate::collectors::MAP_FILL,
 ];
 
 struct Last {

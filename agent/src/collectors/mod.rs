@@ -73,6 +73,9 @@ pub const SOCK_DIAG: &str = "sock_diag";
 pub const ETHTOOL: &str = "ethtool";
 pub const PRESSURE: &str = "pressure";
 pub const BLOCK_TOPOLOGY: &str = "block_topology";
+/// The eBPF maps' fill (`self_metrics::map_fill`), a reader but not a collector one can turn
+/// off.
+pub const MAP_FILL: &str = "map_fill";
 
 /// Every collector: the probes in the order they attach and are listed, then the snapshots.
 pub const COLLECTORS: &[CollectorSpec] = &[

@@ -14,9 +14,6 @@ use crate::model::{Collector, MetricFamily};
 use crate::probes::Probes;
 use metric_names::labels::MAP;
 
-/// The reader's name in `stornet_scrape_collector_*{collector}`.
-pub const NAME: &str = "map_fill";
-
 /// A hash map of the eBPF object whose entries are counted.
 struct WatchedMap {
     name: String,
@@ -49,7 +46,7 @@ impl MapFill {
 
 impl Collector for MapFill {
     fn name(&self) -> &'static str {
-        NAME
+        crate::collectors::MAP_FILL
     }
 
     fn collect(&self, out: &mut Vec<MetricFamily>) -> anyhow::Result<()> {
