@@ -313,8 +313,7 @@ pub fn inflight_within_tags(driver: &str, saturates: bool) {
     );
     if saturates {
         assert!(
-            agent_median as f64 >= 0.9 * limit as f64
-                && kernel_median as f64 >= 0.9 * limit as f64,
+            agent_median as f64 >= 0.9 * limit as f64 && kernel_median as f64 >= 0.9 * limit as f64,
             "{name}: {OUTSTANDING} outstanding on {limit} tags, in flight median {agent_median} \
              (kernel {kernel_median})"
         );

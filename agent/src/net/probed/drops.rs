@@ -3,6 +3,7 @@
 //! `stornet_skb_drops_unspecified_total{function}`: where `not_specified` drops happen.
 
 use std::collections::BTreeMap;
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 
 use agent_common::maps;
@@ -15,6 +16,7 @@ use aya::maps::{MapData, PerCpuArray, PerCpuHashMap};
 use super::counters::Counters;
 use crate::kernel::btf::Btf;
 use crate::kernel::kallsyms::Symbols;
+use crate::kernel::map_batch::{Batch, fd_of, per_cpu, read, value_bytes};
 use crate::model::{Collector, MetricFamily};
 use metric_names::labels::{FUNCTION, REASON};
 
@@ -57,6 +59,10 @@ pub fn reason_names(btf: &Btf) -> Result<Vec<Option<String>>> {
 }
 
 pub struct DropCollector {
+    /// The reason slots the kernel names, read in one batch into a buffer kept between
+    /// scrapes (one lookup per reason would take a system call each, over a hundred).
+    reasons_fd: OwnedFd,
+    reasons_batch: Mutex<Batch>,
     reasons: Mutex<PerCpuArray<MapData, u64>>,
     locations: Mutex<PerCpuHashMap<MapData, u64, u64>>,
     names: Vec<Option<String>>,
@@ -72,6 +78,8 @@ impl DropCollector {
         counters: Arc<Counters>,
     ) -> Result<DropCollector> {
         Ok(DropCollector {
+            reasons_fd: fd_of(&reasons).context(maps::NET_DROP_REASONS)?,
+            reasons_batch: Mutex::new(Batch::default()),
             reasons: Mutex::new(PerCpuArray::try_from(reasons).context(maps::NET_DROP_REASONS)?),
             locations: Mutex::new(
                 PerCpuHashMap::try_from(locations).context(maps::NET_UNSPECIFIED_DROPS)?,
@@ -83,11 +91,35 @@ impl DropCollector {
     }
 
     fn reasons(&self) -> Result<Vec<(String, u64)>> {
-        let map = self.reasons.lock().expect("drop reason map");
-        let slots = (0..self.names.len() as u32).chain([DROP_REASON_SUBSYSTEM_SLOT]);
+        let mut counts: Vec<(u32, u64)> = Vec::new();
+        {
+            let mut batch = self.reasons_batch.lock().expect("drop reason buffer");
+            batch
+                .read(
+                    self.reasons_fd.as_fd(),
+                    std::mem::size_of::<u32>(),
+                    value_bytes(std::mem::size_of::<u64>(), true)?,
+                    self.names.len(),
+                    self.names.len(),
+                )
+                .context(maps::NET_DROP_REASONS)?;
+            for i in 0..batch.len {
+                let slot: u32 = read(batch.key(i));
+                if (slot as usize) < self.names.len() {
+                    counts.push((slot, per_cpu::<u64>(batch.value(i)).sum()));
+                }
+            }
+        }
+        let subsystem = self
+            .reasons
+            .lock()
+            .expect("drop reason map")
+            .get(&DROP_REASON_SUBSYSTEM_SLOT, 0)?
+            .iter()
+            .sum();
+        counts.push((DROP_REASON_SUBSYSTEM_SLOT, subsystem));
         let mut out = Vec::new();
-        for slot in slots {
-            let n: u64 = map.get(&slot, 0)?.iter().sum();
+        for (slot, n) in counts {
             if n == 0 {
                 continue;
             }
