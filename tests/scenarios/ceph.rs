@@ -59,22 +59,9 @@ struct Judged {
 /// Runs `rados bench` for the whole window, calls `fault` after `HEALTHY_S` and `lift` when
 /// the bench ends (each reads its independent counts), then asks stornet about the window.
 fn judge(c: &CephLab, fault: impl FnOnce(), lift: impl FnOnce()) -> Judged {
-    judge_with(
-        c,
-        RadosBench::writes((HEALTHY_S + FAULT_S) as u32),
-        fault,
-        lift,
-    )
-}
-
-/// `judge` with the bench `b` (its seconds, `HEALTHY_S` and `FAULT_S`, set here).
-fn judge_with(c: &CephLab, b: RadosBench, fault: impl FnOnce(), lift: impl FnOnce()) -> Judged {
     let start = now().floor();
-    let b = RadosBench {
-        seconds: (HEALTHY_S + FAULT_S) as u32,
-        ..b
-    }
-    .limit(Duration::from_secs(HEALTHY_S + FAULT_S + 90));
+    let b = RadosBench::writes((HEALTHY_S + FAULT_S) as u32)
+        .limit(Duration::from_secs(HEALTHY_S + FAULT_S + 90));
     let (bench, health) = std::thread::scope(|s| {
         let load = s.spawn(|| c.rados_bench(&b));
         std::thread::sleep(Duration::from_secs(HEALTHY_S));
@@ -297,13 +284,6 @@ fn scenario_ceph_2_a_throttled_osd_disk_is_named_from_cephs_own_latency() {
     );
 }
 
-/// Writes in flight in the CPU scenario. With the usual 16, the three OSDs, the monitor,
-/// the manager and the bench keep both CPUs of these machines busy: osd.1's tasks waited
-/// for a CPU 39-55% of the time before the cap (varying from one interval to the next) and
-/// 51-59% under it. With 4, 33-38% before it and 47-59% under it: the healthy cluster
-/// leaves more room for the wait the cap adds to stand out.
-const CPU_THREADS: u32 = 4;
-
 /// osd.1's daemon capped at 5% of a CPU (a cgroup quota, as a container's limit) in the
 /// middle of 64 KiB writes: every OSD's op latency rises (each write waits for osd.1's
 /// part) and Ceph stays HEALTH_OK; stornet names the CPU of osd.1's host, whose cgroup's
@@ -319,12 +299,8 @@ fn scenario_ceph_3_an_osd_starved_of_cpu_is_its_hosts_cpu() {
     let host = osd.host.clone();
     let from = std::cell::Cell::new((0.0, 0.0));
     let took = std::cell::Cell::new((0.0, 0.0));
-    let j = judge_with(
+    let j = judge(
         &c,
-        RadosBench {
-            threads: CPU_THREADS,
-            ..RadosBench::writes(0)
-        },
         || {
             from.set((
                 osd.cpu_throttled().unwrap().1,
@@ -345,7 +321,7 @@ fn scenario_ceph_3_an_osd_starved_of_cpu_is_its_hosts_cpu() {
     let v = &j.json["verdict"];
     let hv = host_verdict(&j.json, &host);
     eprintln!(
-        "rados bench 64 KiB writes, {CPU_THREADS} in flight, {HEALTHY_S} s healthy then {FAULT_S} s with osd.1 at 5% of a CPU: \
+        "rados bench 64 KiB writes, {HEALTHY_S} s healthy then {FAULT_S} s with osd.1 at 5% of a CPU: \
          {:.0} IOPS, mean {:.0} ms, max {:.0} ms; Ceph: {}; cpu.stat: throttled {throttled:.1} s, \
          cpu.pressure: waited {waited:.1} s; stornet: {}; {host} {}; the scenario {:.0} s",
         j.bench.iops,
