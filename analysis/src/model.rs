@@ -62,6 +62,11 @@ pub struct Host {
     /// pressure stall information, `cpu` `some`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cpu_stalled_seconds: Series,
+    /// Seconds of each interval the storage daemon's cgroup was held off the CPU by its
+    /// quota (its `cpu.stat` throttled time, summed over CPUs): present where the agent
+    /// follows that cgroup.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_throttled_seconds: Series,
 }
 
 /// Storage latency seen by the application in one direction, with its breakdown.
@@ -409,6 +414,7 @@ impl Host {
         }
         out.extend(self.skb_drops.values_mut());
         out.push(&mut self.cpu_stalled_seconds);
+        out.push(&mut self.cpu_throttled_seconds);
         for q in &mut self.qdiscs {
             out.extend([
                 &mut q.drops,
@@ -485,6 +491,9 @@ impl Host {
         }
         check(&self.cpu_stalled_seconds, n, || {
             format!("host {h} cpu_stalled_seconds")
+        })?;
+        check(&self.cpu_throttled_seconds, n, || {
+            format!("host {h} cpu_throttled_seconds")
         })?;
         for q in &self.qdiscs {
             let p = || format!("host {h} qdisc {} on {}", q.qdisc, q.interface);

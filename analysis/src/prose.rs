@@ -40,6 +40,10 @@ pub fn phrase(subject: &str, s: &SignalScore) -> String {
         AboveBlock => format!("time above the block layer on {}", s.host),
         ReplicaRtt => format!("round trip to replica {}", s.key),
         CpuStalled => format!("time some task waited for a CPU on {}", s.host),
+        CpuThrottled => format!(
+            "time the storage daemon's CPU quota held it off the CPU on {}",
+            s.host
+        ),
     }
 }
 

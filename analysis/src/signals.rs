@@ -32,6 +32,9 @@ pub enum SignalKind {
     BlockErrors,
     /// Share of the interval some task waited for a CPU on the host.
     CpuStalled,
+    /// Share of the interval the storage daemon's cgroup was held off the CPU by its quota
+    /// (summed over CPUs: above 1 when it was throttled on several).
+    CpuThrottled,
     ReplicaRtt,
 }
 
@@ -257,14 +260,26 @@ pub fn collect(run: &Run, subject: &Host, d: Direction, parts: &Parts) -> Vec<Si
     out
 }
 
-/// The share of each interval some task of the host waited for a CPU.
-fn cpu(host: &Host, interval_seconds: f64) -> Option<Signal> {
-    let share: Series = host
-        .cpu_stalled_seconds
-        .iter()
-        .map(|v| v.map(|s| s / interval_seconds))
-        .collect();
-    measured(&share).then(|| Signal::new(host, SignalKind::CpuStalled, "cpu", &share))
+/// The share of each interval some task of the host waited for a CPU, and the share its
+/// storage daemon's CPU quota held the daemon off the CPU. On a host whose CPUs are busy
+/// anyway the wait is high before a quota bites and moves from interval to interval; the
+/// throttled time is zero until then.
+fn cpu(host: &Host, interval_seconds: f64) -> Vec<Signal> {
+    let share = |seconds: &Series| -> Series {
+        seconds
+            .iter()
+            .map(|v| v.map(|s| s / interval_seconds))
+            .collect()
+    };
+    [
+        (SignalKind::CpuStalled, &host.cpu_stalled_seconds),
+        (SignalKind::CpuThrottled, &host.cpu_throttled_seconds),
+    ]
+    .into_iter()
+    .map(|(kind, seconds)| (kind, share(seconds)))
+    .filter(|(_, s)| measured(s))
+    .map(|(kind, s)| Signal::new(host, kind, "cpu", &s))
+    .collect()
 }
 
 fn tcp(host: &Host, addr: &str, p: &Peer, about: Option<&String>) -> [Signal; 2] {

@@ -79,7 +79,7 @@ pub fn level(kind: SignalKind, v: f64) -> String {
         Srtt | QueueTime | ServiceTime | AboveBlock | ReplicaRtt => secs(v),
         QdiscBacklog => bytes(v),
         InflightRatio => format!("{} of the queue limit", pct(v)),
-        CpuStalled => pct(v),
+        CpuStalled | CpuThrottled => pct(v),
         _ => count(v),
     }
 }

@@ -209,6 +209,37 @@ fn an_application_starved_of_cpu_is_the_cpu_whatever_its_device_holds() {
     assert_eq!(report.verdict.location.as_deref(), Some("CPU of a"));
 }
 
+/// The application starved of CPU as above, but by a CPU quota on a host whose CPUs are
+/// busy anyway (stornet's Ceph lab: an OSD on a saturated 2-CPU machine, capped at 5% of a
+/// CPU). Its tasks wait for a CPU 39-55% of the time whether capped or not, so that wait
+/// did not rise with the latency; its cgroup's throttled time, zero before, held it off the
+/// CPU 1.1 s per second under the cap. The throttled time names the CPU.
+#[test]
+fn a_cpu_quota_that_bites_on_a_busy_host_is_the_cpu() {
+    let mut r = run(include_str!("lab/cpu-taken.json"));
+    let w = r.hosts[0].write.as_mut().unwrap();
+    w.replicas.clear();
+    w.local_device_seconds.clear();
+    for i in 0..3 {
+        for s in [&mut w.p99_seconds, &mut w.mean_seconds] {
+            s[i] = s[i].map(|v| v * 10.0);
+        }
+    }
+    let (n, dt) = (r.starts.len(), r.interval_seconds);
+    let waits = [0.39, 0.55, 0.41, 0.52, 0.47];
+    r.hosts[0].cpu_stalled_seconds = (0..n).map(|i| Some(dt * waits[i % 5])).collect();
+    let report = analyze(&r).unwrap();
+    assert_ne!(report.verdict.cause, Cause::Cpu, "{}", report.to_text());
+
+    r.hosts[0].cpu_throttled_seconds = (0..n)
+        .map(|i| Some(if i < 3 { 1.1 * dt } else { 0.0 }))
+        .collect();
+    let report = judged(&r, Cause::Cpu);
+    assert_eq!(report.verdict.location.as_deref(), Some("CPU of a"));
+    let e = report.verdict.evidence.join("\n");
+    assert!(e.contains("CPU quota held it off the CPU on a"), "{e}");
+}
+
 /// A healthy run on a busy host (`cargo xtask bench diagnosis`: two CPU spinners and a
 /// direct-IO disk writer beside the load, replicas b and c behind deep ports): some task
 /// waited for a CPU about a third of the time, and the client retransmitted 36 times to c,

@@ -1,4 +1,4 @@
-//! The host's resources (`stornet_pressure_*`).
+//! The host's resources (`stornet_pressure_*`, `stornet_cpu_throttled_*`).
 
 use crate::labels::{KIND, RESOURCE};
 use crate::{Metric, counter};
@@ -10,4 +10,11 @@ pub const PRESSURE_STALLED_SECONDS_TOTAL: Metric = counter(
 )
 .with_labels(&[RESOURCE, KIND]);
 
-pub const ALL: &[Metric] = &[PRESSURE_STALLED_SECONDS_TOTAL];
+pub const CPU_THROTTLED_SECONDS_TOTAL: Metric = counter(
+    "stornet_cpu_throttled_seconds_total",
+    "Time the tasks of the cgroup in [pressure] could not run because its CPU quota was spent \
+     (cpu.max, or cpu.cfs_quota_us on the v1 hierarchy), summed over the CPUs it was held off: \
+     the throttled time of the cgroup's cpu.stat.",
+);
+
+pub const ALL: &[Metric] = &[PRESSURE_STALLED_SECONDS_TOTAL, CPU_THROTTLED_SECONDS_TOTAL];

@@ -1,11 +1,14 @@
 //! The `pressure` collector against the kernel's own count: `/proc/pressure/cpu` read just
 //! before and just after a scrape brackets the agent's value. While two CPU spinners per CPU
 //! run, the stall time grows by a large share of the wall time, and the agent sees it grow.
+//! A cpu group's throttled time is bracketed by its `cpu.stat` the same way, while a spinner
+//! in it runs against a quota of a tenth of a CPU.
 
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use stornet_lab::agent::AgentProcess;
+use stornet_lab::cgroup::CpuCgroup;
 use stornet_lab::metrics::sum;
 use stornet_lab::privilege::require_root;
 
@@ -87,5 +90,78 @@ fn host_pressure_brackets_the_kernels_stall_time() {
     assert!(
         stalled >= 0.5 * wall,
         "{stalled:.2} s of stall in {wall:.2} s with two spinners per CPU"
+    );
+}
+
+/// Throttled seconds of the cpu group (`throttled_time`, v1, or `throttled_usec`, v2).
+fn throttled(group: &CpuCgroup) -> f64 {
+    let stat = std::fs::read_to_string(group.0.path.join("cpu.stat")).expect("cpu.stat");
+    stat.lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(' ')?;
+            let scale = match k {
+                "throttled_time" => 1e9,
+                "throttled_usec" => 1e6,
+                _ => return None,
+            };
+            Some(v.trim().parse::<f64>().ok()? / scale)
+        })
+        .expect("throttled time in cpu.stat")
+}
+
+#[test]
+fn cpu_throttling_brackets_the_groups_cpu_stat() {
+    if !require_root("cpu_throttling_brackets_the_groups_cpu_stat") {
+        return;
+    }
+    let group = CpuCgroup::new("pressure-throttle").expect("a cpu cgroup");
+    let config = format!(
+        "[pressure]\ncpu_cgroup = {:?}\n",
+        group.0.path.display().to_string()
+    );
+    let agent = AgentProcess::with_config(&config, &[]).expect("agent starts");
+    let value = || {
+        let samples = agent.scrape().expect("scrape");
+        sum(&samples, "stornet_cpu_throttled_seconds_total", &[])
+    };
+    let read = || {
+        let before = throttled(&group);
+        let v = value();
+        let after = throttled(&group);
+        (before, v, after)
+    };
+    let (b0, v0, a0) = read();
+    assert!(
+        (b0..=a0).contains(&v0),
+        "agent {v0} s outside cpu.stat's {b0}..{a0} s"
+    );
+    assert_eq!(v0, 0.0, "a group that never ran was throttled");
+
+    group.limit(Some(100)).expect("a quota of a tenth of a CPU");
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", "while :; do :; done"]);
+    group
+        .0
+        .enter_on_spawn(&mut cmd)
+        .expect("spawn into the group");
+    let spinner = Spinners(vec![cmd.spawn().expect("a spinner")]);
+    let start = Instant::now();
+    std::thread::sleep(Duration::from_secs(3));
+    let (b1, v1, a1) = read();
+    let wall = start.elapsed().as_secs_f64();
+    drop(spinner);
+    assert!(
+        (b1..=a1).contains(&v1),
+        "agent {v1} s outside cpu.stat's {b1}..{a1} s"
+    );
+    println!(
+        "throttled {:.2} s in {wall:.2} s at a tenth of a CPU",
+        v1 - v0
+    );
+    // A spinner allowed 10 ms of each 100 ms period is held off for the rest of it.
+    assert!(
+        v1 - v0 >= 0.5 * wall,
+        "throttled {:.2} s in {wall:.2} s at a tenth of a CPU",
+        v1 - v0
     );
 }

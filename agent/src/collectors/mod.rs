@@ -154,7 +154,10 @@ pub const COLLECTORS: &[CollectorSpec] = &[
     snapshot(
         PRESSURE,
         Snapshot::Pressure,
-        &[host::PRESSURE_STALLED_SECONDS_TOTAL],
+        &[
+            host::PRESSURE_STALLED_SECONDS_TOTAL,
+            host::CPU_THROTTLED_SECONDS_TOTAL,
+        ],
     ),
     snapshot(
         BLOCK_TOPOLOGY,

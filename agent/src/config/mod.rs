@@ -201,6 +201,9 @@ pub struct PressureConfig {
     /// A cgroup v2 directory whose pressure to export instead of the host's (the storage
     /// daemon's slice or pod, where its CPU limit's throttling shows).
     pub cgroup: Option<std::path::PathBuf>,
+    /// The cgroup whose `cpu.stat` counts the time its CPU quota held it off the CPU, where
+    /// that is not `cgroup` (a host whose cpu controller is on the v1 hierarchy).
+    pub cpu_cgroup: Option<std::path::PathBuf>,
 }
 
 /// What is wrong with a configuration file: where (line, key) and why, printed on one line.
@@ -386,6 +389,11 @@ impl Config {
             && let Err(e) = crate::host::pressure::check_cgroup(dir)
         {
             return Err(err("pressure", "cgroup", None, e));
+        }
+        if let Some(dir) = &self.pressure.cpu_cgroup
+            && let Err(e) = crate::host::pressure::check_cpu_cgroup(dir)
+        {
+            return Err(err("pressure", "cpu_cgroup", None, e));
         }
         for ns in &self.net.namespaces {
             if let Err(e) = crate::host::netns::Namespace::parse(ns) {
@@ -615,6 +623,12 @@ mod tests {
             (Some(2), Some("pressure.cgroup"))
         );
         assert!(e.message.contains("cpu.pressure"), "{e}");
+        let e = Config::parse("[pressure]\n\ncpu_cgroup = \"/nonexistent/osd\"\n").unwrap_err();
+        assert_eq!(
+            (e.line, e.key.as_deref()),
+            (Some(3), Some("pressure.cpu_cgroup"))
+        );
+        assert!(e.message.contains("cpu.stat"), "{e}");
     }
 
     #[test]

@@ -3,6 +3,8 @@
 //! timers fire with nothing lost; the analysis tells that apart from congestion with this.
 //! With `pressure.cgroup` the agent reads one cgroup's pressure instead (a storage daemon's
 //! slice or pod): a CPU limit that throttles the daemon shows there, not in the host's.
+//! The cgroup's `cpu.stat` then says how long the limit itself held the daemon off the CPU:
+//! zero until the quota bites, where the daemon's pressure on a busy host is never zero.
 
 use std::path::{Path, PathBuf};
 
@@ -17,13 +19,15 @@ const RESOURCES: [&str; 3] = ["cpu", "io", "memory"];
 pub struct Pressure {
     dir: Option<PathBuf>,
     cgroup: bool,
+    /// The cgroup directory whose `cpu.stat` counts its quota's throttling.
+    cpu_stat: Option<PathBuf>,
 }
 
 impl Pressure {
     pub fn at(dir: &Path) -> Pressure {
         Pressure {
             dir: Some(dir.to_path_buf()),
-            cgroup: false,
+            ..Pressure::default()
         }
     }
 
@@ -32,7 +36,15 @@ impl Pressure {
         Pressure {
             dir: Some(dir.to_path_buf()),
             cgroup: true,
+            cpu_stat: Some(dir.to_path_buf()),
         }
+    }
+
+    /// Reads the throttled time from `dir`'s `cpu.stat` (the group of the v1 cpu hierarchy
+    /// that holds the quota, where the v2 group has no cpu controller).
+    pub fn throttled_from(mut self, dir: &Path) -> Pressure {
+        self.cpu_stat = Some(dir.to_path_buf());
+        self
     }
 
     fn file(&self, resource: &str) -> PathBuf {
@@ -59,6 +71,39 @@ pub fn check_cgroup(dir: &Path) -> Result<(), String> {
             file.display()
         )),
     }
+}
+
+/// Why `dir` cannot serve as `pressure.cpu_cgroup`, if it cannot.
+pub fn check_cpu_cgroup(dir: &Path) -> Result<(), String> {
+    if !dir.is_absolute() {
+        return Err(format!("{} is not an absolute path", dir.display()));
+    }
+    let file = dir.join("cpu.stat");
+    match std::fs::read_to_string(&file) {
+        Ok(text) if throttled_seconds(&text).is_some() => Ok(()),
+        Ok(_) => Err(format!(
+            "{} holds no throttled_usec or throttled_time: the cgroup has no cpu controller",
+            file.display()
+        )),
+        Err(e) => Err(format!(
+            "cannot read {} ({e}): not a cgroup with the cpu controller",
+            file.display()
+        )),
+    }
+}
+
+/// The throttled time of a `cpu.stat`, in seconds: `throttled_usec` (cgroup v2) or
+/// `throttled_time` (nanoseconds, the v1 cpu hierarchy).
+pub fn throttled_seconds(text: &str) -> Option<f64> {
+    text.lines().find_map(|l| {
+        let (key, value) = l.split_once(' ')?;
+        let scale = match key {
+            "throttled_usec" => 1e6,
+            "throttled_time" => 1e9,
+            _ => return None,
+        };
+        Some(value.trim().parse::<u64>().ok()? as f64 / scale)
+    })
 }
 
 /// The `total=` of each line (`some avg10=0.00 avg60=0.00 avg300=0.00 total=123`):
@@ -92,6 +137,16 @@ impl Collector for Pressure {
             }
         }
         out.push(f);
+        // A group without the cpu controller (a v2 group on a host whose cpu controller is
+        // on the v1 hierarchy) has no throttled time: nothing to export.
+        if let Some(dir) = &self.cpu_stat
+            && let Ok(text) = std::fs::read_to_string(dir.join("cpu.stat"))
+            && let Some(s) = throttled_seconds(&text)
+        {
+            let mut f = MetricFamily::of(&metric_names::host::CPU_THROTTLED_SECONDS_TOTAL);
+            f.scalar(&[], s);
+            out.push(f);
+        }
         Ok(())
     }
 }
@@ -167,6 +222,52 @@ mod tests {
             text.contains("{resource=\"cpu\",kind=\"some\"} 3.576488\n"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn throttled_time_of_either_hierarchy_in_seconds() {
+        let v2 = "usage_usec 907\nnr_periods 12\nnr_throttled 3\nthrottled_usec 2500000\n";
+        assert_eq!(throttled_seconds(v2), Some(2.5));
+        let v1 = "nr_periods 40\nnr_throttled 38\nthrottled_time 22412345678\n";
+        assert_eq!(throttled_seconds(v1), Some(22.412345678));
+        assert_eq!(throttled_seconds("usage_usec 907\nuser_usec 5\n"), None);
+        assert_eq!(throttled_seconds("throttled_usec x\n"), None);
+
+        let dir = temp_dir().join("cpu-group");
+        std::fs::create_dir_all(&dir).unwrap();
+        assert!(check_cpu_cgroup(&dir).unwrap_err().contains("cpu.stat"));
+        assert!(
+            check_cpu_cgroup(Path::new("cpu/osd"))
+                .unwrap_err()
+                .contains("absolute")
+        );
+        std::fs::write(dir.join("cpu.stat"), "usage_usec 907\n").unwrap();
+        assert!(
+            check_cpu_cgroup(&dir)
+                .unwrap_err()
+                .contains("no cpu controller")
+        );
+        std::fs::write(dir.join("cpu.stat"), v1).unwrap();
+        assert_eq!(check_cpu_cgroup(&dir), Ok(()));
+        let mut out = Vec::new();
+        Pressure::at(&dir)
+            .throttled_from(&dir)
+            .collect(&mut out)
+            .unwrap();
+        let text = crate::exposition::text::render(&out).unwrap();
+        assert!(
+            text.contains("\nstornet_cpu_throttled_seconds_total 22.412345678\n"),
+            "{text}"
+        );
+        // A v2 group without the cpu controller: pressure, no throttled time.
+        std::fs::write(dir.join("cpu.stat"), "usage_usec 907\n").unwrap();
+        std::fs::write(dir.join("cpu.pressure"), "some total=1\n").unwrap();
+        let mut out = Vec::new();
+        Pressure::of_cgroup(&dir).collect(&mut out).unwrap();
+        let text = crate::exposition::text::render(&out).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(!text.contains("stornet_cpu_throttled"), "{text}");
+        assert!(text.contains("kind=\"some\"} 0.000001\n"), "{text}");
     }
 
     fn temp_dir() -> PathBuf {

@@ -1,5 +1,6 @@
 //! `cpu`: a host whose CPU is starved (some task waited for one much of the time, by the
-//! kernel's pressure stall information). Everything that host does for the IO waits with
+//! kernel's pressure stall information, or the storage daemon's CPU quota held it off the
+//! CPU, by its cgroup's throttled time). Everything that host does for the IO waits with
 //! it: on the analysed host its device path and its side of every replica's round trip; on
 //! a replica's host that replica's round trip. A starved receiver also acknowledges late,
 //! so the sender's retransmit timers fire with nothing lost.
@@ -50,7 +51,10 @@ fn signals(cx: &Context, host: &Host) -> Vec<usize> {
     cx.signals
         .iter()
         .enumerate()
-        .filter(|(_, s)| s.kind == SignalKind::CpuStalled && s.host == host.name)
+        .filter(|(_, s)| {
+            matches!(s.kind, SignalKind::CpuStalled | SignalKind::CpuThrottled)
+                && s.host == host.name
+        })
         .map(|(i, _)| i)
         .collect()
 }

@@ -1,7 +1,7 @@
 //! How one host's per-interval values fill the analysis model: each family with a one-to-one
 //! [`Place`] goes where it says (a device's, peer's or interface's series); the rest are
 //! combined here: block devices per op (means from sums and counts), what each device sits
-//! on and who serves it, the kernel's drops, CPU pressure and the qdiscs.
+//! on and who serves it, the kernel's drops, CPU pressure and throttling, and the qdiscs.
 
 use std::collections::BTreeSet;
 
@@ -28,6 +28,9 @@ pub fn host(name: &str, addresses: Vec<String>, v: &Values, n: usize) -> Host {
     let cpu_some = ["cpu".to_string(), "some".to_string()];
     if let Some(s) = get(v, Field::PressureStalled, &cpu_some) {
         h.cpu_stalled_seconds = s.clone();
+    }
+    if let Some(s) = get(v, Field::CpuThrottled, &[]) {
+        h.cpu_throttled_seconds = s.clone();
     }
     qdiscs(&mut h, v);
     h

@@ -74,6 +74,8 @@ pub enum Field {
     InterfaceTxPause,
     /// Time tasks stalled waiting for a resource (PSI), by resource and kind.
     PressureStalled,
+    /// Time the followed cgroup's CPU quota held it off the CPU.
+    CpuThrottled,
     /// The agent's start time: a change means it restarted and its counters began again.
     AgentStart,
 }
@@ -538,6 +540,15 @@ pub const FAMILIES: &[SignalFamily] = &[
         SNAPSHOT,
         Fold::Sum,
         Place::Custom("`cpu_stalled_seconds`: `resource=\"cpu\"`, `kind=\"some\"`"),
+    ),
+    family(
+        Field::CpuThrottled,
+        metric_names::host::CPU_THROTTLED_SECONDS_TOTAL,
+        Part::Value,
+        &[],
+        SNAPSHOT,
+        Fold::Sum,
+        Place::Custom("`cpu_throttled_seconds`"),
     ),
     family(
         Field::AgentStart,

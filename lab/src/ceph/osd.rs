@@ -150,13 +150,15 @@ impl Osd {
     }
 
     /// Starts the host's agent on its lab address: every collector, its block devices
-    /// limited to the OSD's disk (all hosts share one kernel) and its pressure read from
-    /// the daemon's cgroup.
+    /// limited to the OSD's disk (all hosts share one kernel), its pressure read from the
+    /// daemon's v2 cgroup and its throttled time from its cpu group.
     pub fn start_agent(&mut self, host: &Host) -> Result<()> {
         let config = format!(
-            "[block]\ndevices_include = [{:?}]\n\n[pressure]\ncgroup = {:?}\n\n[net]\nmax_peers = 4096\n",
+            "[block]\ndevices_include = [{:?}]\n\n[pressure]\ncgroup = {:?}\ncpu_cgroup = {:?}\n\n\
+             [net]\nmax_peers = 4096\n",
             self.disk.name(),
             self.unified.path.display().to_string(),
+            self.cpu.0.path.display().to_string(),
         );
         let addr = SocketAddr::from((host.addr, host.free_port()?));
         self.agent = Some(AgentProcess::host_agent(&host.ns, addr, &config, &[])?);
