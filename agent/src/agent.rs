@@ -146,17 +146,9 @@ fn collect_all(collectors: &[Box<dyn Collector>]) -> Gathered {
 /// the namespaces (`net::collectors`, by `net::snapshots::Parts`).
 fn snapshot_collector(snapshot: Snapshot, config: &Config) -> Option<Box<dyn Collector>> {
     match snapshot {
-        Snapshot::Pressure => {
-            use crate::host::pressure::Pressure;
-            let p = match &config.pressure.cgroup {
-                Some(dir) => Pressure::of_cgroup(dir),
-                None => Pressure::default(),
-            };
-            Some(Box::new(match &config.pressure.cpu_cgroup {
-                Some(dir) => p.throttled_from(dir),
-                None => p,
-            }))
-        }
+        Snapshot::Pressure => Some(Box::new(crate::host::pressure::Pressure::configured(
+            &config.pressure,
+        ))),
         Snapshot::BlockTopology => Some(Box::new(block::topology::Topology::new(
             std::path::Path::new("/sys"),
             std::path::Path::new("/proc"),

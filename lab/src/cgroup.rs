@@ -159,6 +159,20 @@ impl CpuCgroup {
         let quota = per_mille.map_or(-1, |m| (m * 100) as i64);
         self.0.write("cpu.cfs_quota_us", &quota.to_string())
     }
+
+    /// (periods throttled, seconds throttled) of the group (its `cpu.stat`).
+    pub fn throttled(&self) -> Result<(u64, f64)> {
+        let stat = std::fs::read_to_string(self.0.path.join("cpu.stat"))?;
+        let field = |k: &str| -> Result<u64> {
+            stat.lines()
+                .find_map(|l| l.strip_prefix(k)?.trim().parse().ok())
+                .with_context(|| format!("no {k} in cpu.stat"))
+        };
+        Ok((
+            field("nr_throttled ")?,
+            field("throttled_time ")? as f64 / 1e9,
+        ))
+    }
 }
 
 /// A v1 blkio group with IOPS or bandwidth throttles.

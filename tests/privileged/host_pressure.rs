@@ -93,22 +93,6 @@ fn host_pressure_brackets_the_kernels_stall_time() {
     );
 }
 
-/// Throttled seconds of the cpu group (`throttled_time`, v1, or `throttled_usec`, v2).
-fn throttled(group: &CpuCgroup) -> f64 {
-    let stat = std::fs::read_to_string(group.0.path.join("cpu.stat")).expect("cpu.stat");
-    stat.lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(' ')?;
-            let scale = match k {
-                "throttled_time" => 1e9,
-                "throttled_usec" => 1e6,
-                _ => return None,
-            };
-            Some(v.trim().parse::<f64>().ok()? / scale)
-        })
-        .expect("throttled time in cpu.stat")
-}
-
 #[test]
 fn cpu_throttling_brackets_the_groups_cpu_stat() {
     if !require_root("cpu_throttling_brackets_the_groups_cpu_stat") {
@@ -125,9 +109,9 @@ fn cpu_throttling_brackets_the_groups_cpu_stat() {
         sum(&samples, "stornet_cpu_throttled_seconds_total", &[])
     };
     let read = || {
-        let before = throttled(&group);
+        let before = group.throttled().expect("cpu.stat").1;
         let v = value();
-        let after = throttled(&group);
+        let after = group.throttled().expect("cpu.stat").1;
         (before, v, after)
     };
     let (b0, v0, a0) = read();

@@ -8,6 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::config::PressureConfig;
 use crate::model::{Collector, MetricFamily};
 use metric_names::labels::{KIND, RESOURCE};
 
@@ -45,6 +46,19 @@ impl Pressure {
     pub fn throttled_from(mut self, dir: &Path) -> Pressure {
         self.cpu_stat = Some(dir.to_path_buf());
         self
+    }
+
+    /// The collector `[pressure]` asks for: the host's pressure or `cgroup`'s, and the
+    /// throttled time of `cpu_cgroup`, else of `cgroup`.
+    pub fn configured(config: &PressureConfig) -> Pressure {
+        let p = match &config.cgroup {
+            Some(dir) => Pressure::of_cgroup(dir),
+            None => Pressure::default(),
+        };
+        match &config.cpu_cgroup {
+            Some(dir) => p.throttled_from(dir),
+            None => p,
+        }
     }
 
     fn file(&self, resource: &str) -> PathBuf {
@@ -165,9 +179,7 @@ mod tests {
         )
         .unwrap();
         std::fs::write(dir.join("io"), "some avg10=0.00 total=12\nfull total=x\n").unwrap();
-        let mut out = Vec::new();
-        Pressure::at(&dir).collect(&mut out).unwrap();
-        let text = crate::exposition::text::render(&out).unwrap();
+        let text = rendered(&Pressure::at(&dir));
         let _ = std::fs::remove_dir_all(&dir);
         assert!(
             text.contains(
@@ -214,9 +226,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(check_cgroup(&dir), Ok(()));
-        let mut out = Vec::new();
-        Pressure::of_cgroup(&dir).collect(&mut out).unwrap();
-        let text = crate::exposition::text::render(&out).unwrap();
+        let text = rendered(&Pressure::of_cgroup(&dir));
         let _ = std::fs::remove_dir_all(&dir);
         assert!(
             text.contains("{resource=\"cpu\",kind=\"some\"} 3.576488\n"),
@@ -249,12 +259,7 @@ mod tests {
         );
         std::fs::write(dir.join("cpu.stat"), v1).unwrap();
         assert_eq!(check_cpu_cgroup(&dir), Ok(()));
-        let mut out = Vec::new();
-        Pressure::at(&dir)
-            .throttled_from(&dir)
-            .collect(&mut out)
-            .unwrap();
-        let text = crate::exposition::text::render(&out).unwrap();
+        let text = rendered(&Pressure::at(&dir).throttled_from(&dir));
         assert!(
             text.contains("\nstornet_cpu_throttled_seconds_total 22.412345678\n"),
             "{text}"
@@ -262,12 +267,16 @@ mod tests {
         // A v2 group without the cpu controller: pressure, no throttled time.
         std::fs::write(dir.join("cpu.stat"), "usage_usec 907\n").unwrap();
         std::fs::write(dir.join("cpu.pressure"), "some total=1\n").unwrap();
-        let mut out = Vec::new();
-        Pressure::of_cgroup(&dir).collect(&mut out).unwrap();
-        let text = crate::exposition::text::render(&out).unwrap();
+        let text = rendered(&Pressure::of_cgroup(&dir));
         let _ = std::fs::remove_dir_all(&dir);
         assert!(!text.contains("stornet_cpu_throttled"), "{text}");
         assert!(text.contains("kind=\"some\"} 0.000001\n"), "{text}");
+    }
+
+    fn rendered(p: &Pressure) -> String {
+        let mut out = Vec::new();
+        p.collect(&mut out).unwrap();
+        crate::exposition::text::render(&out).unwrap()
     }
 
     fn temp_dir() -> PathBuf {

@@ -184,16 +184,7 @@ impl Osd {
 
     /// (periods throttled, seconds throttled) of the daemon's cpu group (`cpu.stat`).
     pub fn cpu_throttled(&self) -> Result<(u64, f64)> {
-        let stat = std::fs::read_to_string(self.cpu.0.path.join("cpu.stat"))?;
-        let field = |k: &str| -> Result<u64> {
-            stat.lines()
-                .find_map(|l| l.strip_prefix(k)?.trim().parse().ok())
-                .with_context(|| format!("no {k} in cpu.stat"))
-        };
-        Ok((
-            field("nr_throttled ")?,
-            field("throttled_time ")? as f64 / 1e9,
-        ))
+        self.cpu.throttled()
     }
 
     /// Seconds some task of the daemon's group waited for a CPU (`cpu.pressure` some total).

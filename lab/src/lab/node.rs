@@ -135,12 +135,7 @@ impl Node {
 
     /// The time the server's CPU group has been throttled (its `cpu.stat`), in seconds.
     pub fn cpu_throttled_seconds(&self) -> Result<f64> {
-        let stat = std::fs::read_to_string(self.cpu.0.path.join("cpu.stat"))?;
-        let ns = stat
-            .lines()
-            .find_map(|l| l.strip_prefix("throttled_time "))
-            .context("no throttled_time in cpu.stat")?;
-        Ok(ns.trim().parse::<f64>()? / 1e9)
+        Ok(self.cpu.throttled()?.1)
     }
 
     /// The time some task of the server's group waited for a CPU (the `some` total of
