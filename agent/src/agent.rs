@@ -147,7 +147,8 @@ fn collect_all(collectors: &[Box<dyn Collector>]) -> Gathered {
 fn snapshot_collector(snapshot: Snapshot, config: &Config) -> Option<Box<dyn Collector>> {
     match snapshot {
         Snapshot::Pressure => Some(Box::new(crate::host::pressure::Pressure::configured(
-            &config.pressure,
+            config.pressure.cgroup.as_deref(),
+            config.pressure.cpu_cgroup.as_deref(),
         ))),
         Snapshot::BlockTopology => Some(Box::new(block::topology::Topology::new(
             std::path::Path::new("/sys"),

@@ -8,7 +8,6 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::PressureConfig;
 use crate::model::{Collector, MetricFamily};
 use metric_names::labels::{KIND, RESOURCE};
 
@@ -50,12 +49,9 @@ impl Pressure {
 
     /// The collector `[pressure]` asks for: the host's pressure or `cgroup`'s, and the
     /// throttled time of `cpu_cgroup`, else of `cgroup`.
-    pub fn configured(config: &PressureConfig) -> Pressure {
-        let p = match &config.cgroup {
-            Some(dir) => Pressure::of_cgroup(dir),
-            None => Pressure::default(),
-        };
-        match &config.cpu_cgroup {
+    pub fn configured(cgroup: Option<&Path>, cpu_cgroup: Option<&Path>) -> Pressure {
+        let p = cgroup.map_or_else(Pressure::default, Pressure::of_cgroup);
+        match cpu_cgroup {
             Some(dir) => p.throttled_from(dir),
             None => p,
         }
