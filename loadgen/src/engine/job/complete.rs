@@ -116,13 +116,14 @@ impl Job<'_> {
         let res = if trim && res == 0 { want } else { res };
         // Short transfers count with the bytes they moved, as fio's async engines count
         // them: a write the file system took in part (it is full: the next write says so),
-        // and, in a file created on open and not laid out, a read past what was written.
+        // in a file created on open and not laid out, a read past what was written, and a
+        // read of `/dev/zero` that the kernel ended early to give up the CPU (io_uring's
+        // non-blocking first try does that on a busy machine).
         let short_write = s.dir == Dir::Write && !trim && self.map.is_none() && res > 0;
-        let short_read = self.spec.create_on_open
-            && s.dir == Dir::Read
+        let short_read = s.dir == Dir::Read
             && s.check == Check::None
-            && !self.sync_engine()
-            && res >= 0;
+            && ((self.spec.create_on_open && !self.sync_engine() && res >= 0)
+                || (self.streams.get(s.file as usize) == Some(&true) && res > 0));
         // fio's `fill_device`: a full file system (or device) ends the workload; the write
         // that found it full is not counted.
         let full = res == -libc::ENOSPC || res == -libc::EDQUOT || (res >= 0 && res < want);

@@ -11,7 +11,7 @@ mod issue;
 
 use std::fs::{File, OpenOptions};
 use std::os::fd::{AsRawFd, RawFd};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::sync::mpsc::Sender;
 
 use anyhow::{Context, Result, anyhow};
@@ -121,6 +121,9 @@ struct Job<'a> {
     /// Each file's position after the last `sync` engine IO (None: not known), to skip
     /// the lseek of a sequential IO, as fio's engine does.
     file_pos: Vec<Option<u64>>,
+    /// Which files are character devices (`/dev/zero`): the kernel may end a transfer
+    /// there early when the CPU is wanted elsewhere.
+    streams: Vec<bool>,
     legs: Option<Box<dyn ExtraLegs>>,
     leg_names: Vec<String>,
     /// Earliest deadline of a timer in the ring, if any.
@@ -336,6 +339,10 @@ impl<'a> Job<'a> {
             .map(|f| open(spec, f, writes))
             .collect::<Result<Vec<File>>>()?;
         let fds: Vec<RawFd> = files.iter().map(|f| f.as_raw_fd()).collect();
+        let streams: Vec<bool> = files
+            .iter()
+            .map(|f| f.metadata().is_ok_and(|m| m.file_type().is_char_device()))
+            .collect();
         let max_bs = spec.sizes.iter().map(|s| s.max()).max().unwrap_or(4096);
         let mut bufs = Buffers::new(spec.iodepth as usize, max_bs as usize)?;
         // Each run writes data of its own, so a deduplicating target does not match it
@@ -372,6 +379,7 @@ impl<'a> Job<'a> {
             content,
             _files: files,
             file_pos: vec![None; fds.len()],
+            streams,
             fds,
             legs,
             timer: None,
