@@ -2,6 +2,7 @@
 //! `/sys/block/*/stat`, and direct IO from tests.
 
 use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -123,6 +124,26 @@ pub struct LoopDevice {
     /// The file this device was made on and deletes on drop (none over another device).
     backing: Option<PathBuf>,
     attrs: QueueAttrs,
+    /// The device's number, when it was made for this device (`numbered`) and is removed
+    /// from the kernel on drop, not only detached.
+    made: Option<u32>,
+}
+
+const LOOP_CTL_ADD: libc::c_ulong = 0x4C80;
+const LOOP_CTL_REMOVE: libc::c_ulong = 0x4C81;
+
+/// `/dev/loop-control`'s `request` (add or remove) for loop device `n`.
+fn loop_control(request: libc::c_ulong, n: u32) -> std::io::Result<()> {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/loop-control")?;
+    // SAFETY: an ioctl on an open descriptor with an integer argument.
+    let r = unsafe { libc::ioctl(f.as_raw_fd(), request, n as libc::c_ulong) };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 impl LoopDevice {
@@ -152,7 +173,7 @@ impl LoopDevice {
         file.set_len(size)?;
         file.write_all_at(&mbr(parts), 0)?;
         drop(file);
-        let ld = LoopDevice::attach_with(&backing, Some(backing.clone()), &["-P"]);
+        let ld = LoopDevice::attach_with(&backing, Some(backing.clone()), &["-P"], None);
         if ld.is_err() {
             let _ = std::fs::remove_file(&backing);
         }
@@ -179,6 +200,35 @@ impl LoopDevice {
         Ok(ld)
     }
 
+    /// Loop device `/dev/loop<n>`, made for this (it must not exist) and removed from the
+    /// kernel on drop: its disk, request queue and number go, as a hot-unplugged disk's do.
+    pub fn numbered(n: u32, tag: &str, size: u64) -> Result<LoopDevice> {
+        loop_control(LOOP_CTL_ADD, n).with_context(|| format!("adding loop device {n}"))?;
+        let backing = backing_file(Path::new("/dev/shm"), tag);
+        let ld = File::create(&backing)
+            .and_then(|f| f.set_len(size))
+            .map_err(anyhow::Error::from)
+            .and_then(|()| {
+                LoopDevice::attach_with(
+                    &backing,
+                    Some(backing.clone()),
+                    &[],
+                    Some(&format!("/dev/loop{n}")),
+                )
+            });
+        match ld {
+            Ok(mut ld) => {
+                ld.made = Some(n);
+                Ok(ld)
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&backing);
+                let _ = loop_control(LOOP_CTL_REMOVE, n);
+                Err(e)
+            }
+        }
+    }
+
     /// Another loop device over this one's file: a second path to the same storage, as a
     /// multipath LUN has.
     pub fn another_path(&self) -> Result<LoopDevice> {
@@ -193,13 +243,20 @@ impl LoopDevice {
     }
 
     fn attach(target: &Path, backing: Option<PathBuf>) -> Result<LoopDevice> {
-        LoopDevice::attach_with(target, backing, &[])
+        LoopDevice::attach_with(target, backing, &[], None)
     }
 
-    fn attach_with(target: &Path, backing: Option<PathBuf>, extra: &[&str]) -> Result<LoopDevice> {
+    fn attach_with(
+        target: &Path,
+        backing: Option<PathBuf>,
+        extra: &[&str],
+        at: Option<&str>,
+    ) -> Result<LoopDevice> {
         let losetup = |direct: &str| {
             Command::new("losetup")
-                .args(["--show", "-f", &format!("--direct-io={direct}")])
+                .args(["--show", &format!("--direct-io={direct}")])
+                // The named device (`numbered`), or the first free one.
+                .arg(at.unwrap_or("-f"))
                 .args(extra)
                 .arg(target)
                 .output()
@@ -232,6 +289,7 @@ impl LoopDevice {
             name,
             backing,
             attrs: QueueAttrs::default(),
+            made: None,
         };
         // udev and the kernel may read the new device once; let that settle before counting.
         ld.settle();
@@ -273,6 +331,17 @@ impl Drop for LoopDevice {
         let _ = Command::new("losetup").arg("-d").arg(&self.dev).status();
         if let Some(b) = &self.backing {
             let _ = std::fs::remove_file(b);
+        }
+        if let Some(n) = self.made {
+            // Busy for a moment after the detach while udev still has it open.
+            for _ in 0..50 {
+                match loop_control(LOOP_CTL_REMOVE, n) {
+                    Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                        std::thread::sleep(std::time::Duration::from_millis(100))
+                    }
+                    _ => break,
+                }
+            }
         }
     }
 }
