@@ -470,6 +470,93 @@ fn job_service_without_the_token_cannot_run_the_service_out_of_memory() {
     );
 }
 
+/// A TCP connection to `to` from local address `from` (another loopback address: a peer of
+/// its own to the service).
+fn connect_from(from: std::net::Ipv4Addr, to: &str) -> TcpStream {
+    use std::os::fd::FromRawFd;
+    let to: SocketAddr = to.parse().unwrap();
+    let SocketAddr::V4(to) = to else {
+        panic!("an IPv4 address")
+    };
+    let sin = |ip: std::net::Ipv4Addr, port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(ip).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: a new socket, owned by the TcpStream at once; bind and connect take pointers
+    // to sockaddr_in values that live across the calls, with their size.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        let stream = TcpStream::from_raw_fd(fd);
+        let (a, b) = (sin(from, 0), sin(*to.ip(), to.port()));
+        let bound = libc::bind(fd, (&raw const a).cast(), len);
+        assert_eq!(bound, 0, "bind: {}", std::io::Error::last_os_error());
+        let connected = libc::connect(fd, (&raw const b).cast(), len);
+        assert_eq!(connected, 0, "connect: {}", std::io::Error::last_os_error());
+        stream
+    }
+}
+
+/// A client without the token that keeps opening connections from one address, hundreds a
+/// second, far past the cap of 64 open connections, closes its own connections: a controller
+/// from another address that takes two seconds over its hello meanwhile is welcomed and
+/// served.
+#[test]
+fn job_service_connection_flood_from_one_address_does_not_close_a_controllers() {
+    if !require_root("job_service_connection_flood_from_one_address_does_not_close_a_controllers") {
+        return;
+    }
+    let root = ScratchDir::new("jobs-flood").unwrap();
+    let served = root.join("served");
+    std::fs::create_dir_all(&served).unwrap();
+    let token = root.join("token");
+    std::fs::write(&token, "s3cret\n").unwrap();
+    let mut serve = Serve::start(&served, &["--token-file", token.to_str().unwrap()], |_| {});
+    let stop = Arc::new(AtomicBool::new(false));
+    let opened = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let flood = {
+        let (stop, opened, addr) = (stop.clone(), opened.clone(), serve.jobs.clone());
+        std::thread::spawn(move || {
+            let mut conns = std::collections::VecDeque::new();
+            while !stop.load(Ordering::Relaxed) {
+                if let Ok(s) = TcpStream::connect(&addr) {
+                    conns.push_back(s);
+                    opened.fetch_add(1, Ordering::Relaxed);
+                    if conns.len() > 200 {
+                        conns.pop_front();
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        })
+    };
+    // The flood fills the service's places first.
+    while opened.load(Ordering::Relaxed) < 100 {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let s = connect_from(std::net::Ipv4Addr::new(127, 0, 0, 2), &serve.jobs);
+    let before = opened.load(Ordering::Relaxed);
+    std::thread::sleep(Duration::from_secs(2));
+    let during = opened.load(Ordering::Relaxed) - before;
+    let mut c = Raw::hello(s, "s3cret");
+    let v = c.order(&["--rw=write", "--bs=4k", "--size=64k", "--direct=0"], &[]);
+    assert_eq!(v["type"], "ready", "{v}");
+    assert_eq!(c.run_to_end()["type"], "result");
+    stop.store(true, Ordering::Relaxed);
+    flood.join().unwrap();
+    eprintln!("the flood opened {during} connections while the controller waited");
+    assert!(
+        during > 64,
+        "the flood opened only {during} connections while the controller waited"
+    );
+    assert!(serve.alive(), "the service died");
+}
+
 /// A controller that vanishes (its link goes down, no FIN ever arrives) frees the host
 /// within seconds (10 s while quiet, 20 s while a job's traffic may congest the network),
 /// whether it left the job waiting for `start` or running.

@@ -3,7 +3,8 @@
 //!
 //! Until its hello carries the token a connection costs a few KiB: its first line may be
 //! short, it has one deadline for the whole handshake, and at the cap on connections a new
-//! one pushes out the oldest that has not shown the token. A job order is parsed and checked
+//! one pushes out one that has not shown the token, of the address holding the most such
+//! connections ([`victim`]). A job order is parsed and checked
 //! here, its job files taken from the order alone, its targets opened beneath `--dir`
 //! ([`policy`], [`confine`]); it then runs as a child process ([`job`], handed an [`order`]) handed the checked
 //! plan and the opened descriptors, so nothing is read or resolved twice. The child lays
@@ -14,7 +15,7 @@
 
 use std::collections::BTreeMap;
 use std::io::BufReader;
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -39,18 +40,49 @@ const HELLO_WITHIN: Duration = Duration::from_secs(10);
 const ORDER_WITHIN: Duration = Duration::from_secs(120);
 /// From `ready` to `start`: the controller waits up to 600 s for every host's layout.
 const UNTIL_START: Duration = Duration::from_secs(660);
-/// Connections at once; at the cap a new one closes the oldest that has not shown the token.
+/// Connections at once; at the cap a new one closes one that has not shown the token.
 pub const MAX_CONNECTIONS: usize = 64;
 /// The last bytes of the job's messages sent back with its result.
 const LOG_TAIL: usize = 4096;
 /// A host sends at most this much run record (escaped in its result, it may grow by half).
 const MAX_RECORD: u64 = protocol::MAX_RESULT / 2;
 
-/// The open connections, oldest first, and whether each has shown the token.
+/// The open connections, oldest first: each one's stream, whether it has shown the token,
+/// and its peer's address.
 #[derive(Default)]
 struct Connections {
     next: u64,
-    open: BTreeMap<u64, (Arc<TcpStream>, bool)>,
+    open: BTreeMap<u64, Conn>,
+}
+
+struct Conn {
+    stream: Arc<TcpStream>,
+    authenticated: bool,
+    peer: Option<IpAddr>,
+}
+
+/// The connection to close for a new one from `peer`, of the open ones (id, shown the
+/// token, address; oldest first): the oldest that has not shown the token, of the address
+/// with the most such connections (the new one counted too), so a client that keeps
+/// connecting from one address closes its own connections, not a controller's from another.
+/// None when every open connection has shown the token.
+fn victim(
+    open: impl Iterator<Item = (u64, bool, Option<IpAddr>)>,
+    peer: Option<IpAddr>,
+) -> Option<u64> {
+    // Per address: connections without the token, and the oldest of them (the first seen).
+    let mut pending: BTreeMap<Option<IpAddr>, (usize, u64)> = BTreeMap::new();
+    for (id, _, addr) in open.filter(|&(_, authenticated, _)| !authenticated) {
+        pending.entry(addr).or_insert((0, id)).0 += 1;
+    }
+    if let Some(e) = pending.get_mut(&peer) {
+        e.0 += 1;
+    }
+    // The most connections; of addresses with as many, the one with the oldest.
+    pending
+        .values()
+        .max_by_key(|&&(n, oldest)| (n, std::cmp::Reverse(oldest)))
+        .map(|&(_, oldest)| oldest)
 }
 
 pub struct JobService {
@@ -101,30 +133,35 @@ impl JobService {
         self.conns.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A place for a new connection; at the cap the oldest one without the token is closed
-    /// to make room (none: every open connection has shown the token, so the new one waits
-    /// its turn outside).
+    /// A place for a new connection; at the cap one without the token is closed to make
+    /// room ([`Connections::victim`]; none: every open connection has shown the token, so
+    /// the new one waits its turn outside).
     fn admit(&self, s: &Arc<TcpStream>) -> Option<u64> {
+        let peer = s.peer_addr().ok().map(|a| a.ip());
         let mut c = self.lock();
         if c.open.len() >= MAX_CONNECTIONS {
-            let oldest = c
-                .open
-                .iter()
-                .find(|(_, (_, authenticated))| !authenticated)
-                .map(|(id, _)| *id)?;
-            if let Some((victim, _)) = c.open.remove(&oldest) {
-                let _ = victim.shutdown(Shutdown::Both);
+            let open = c.open.iter().map(|(&id, c)| (id, c.authenticated, c.peer));
+            let victim = victim(open, peer)?;
+            if let Some(v) = c.open.remove(&victim) {
+                let _ = v.stream.shutdown(Shutdown::Both);
             }
         }
         let id = c.next;
         c.next += 1;
-        c.open.insert(id, (Arc::clone(s), false));
+        c.open.insert(
+            id,
+            Conn {
+                stream: Arc::clone(s),
+                authenticated: false,
+                peer,
+            },
+        );
         Some(id)
     }
 
     fn authenticated(&self, id: u64) {
         if let Some(e) = self.lock().open.get_mut(&id) {
-            e.1 = true;
+            e.authenticated = true;
         }
     }
 
@@ -428,5 +465,39 @@ mod tests {
         assert!(!own_address(any, at("198.18.0.2:7480"), &own));
         assert!(!own_address(any, at("198.18.0.1:7481"), &own));
         assert!(own_address(at("[::]:7480"), at("[::1]:7480"), &own));
+    }
+
+    fn ip(s: &str) -> Option<IpAddr> {
+        Some(s.parse().unwrap())
+    }
+
+    #[test]
+    fn a_flood_from_one_address_closes_its_own_connections() {
+        // A controller (id 0, not yet through its hello) among a flood from one address.
+        let mut open = vec![(0, false, ip("198.18.0.1"))];
+        open.extend((1..64).map(|id| (id, false, ip("198.18.0.9"))));
+        assert_eq!(victim(open.iter().copied(), ip("198.18.0.9")), Some(1));
+        // Even when the flooder has fewer connections open than the rest together.
+        let open = [
+            (0, false, ip("198.18.0.1")),
+            (1, false, ip("198.18.0.2")),
+            (2, false, ip("198.18.0.9")),
+            (3, false, ip("198.18.0.9")),
+        ];
+        assert_eq!(victim(open.iter().copied(), ip("198.18.0.3")), Some(2));
+    }
+
+    #[test]
+    fn among_equals_the_oldest_goes_and_authenticated_ones_stay() {
+        let open = [
+            (4, true, ip("198.18.0.1")),
+            (5, false, ip("198.18.0.2")),
+            (6, false, ip("198.18.0.3")),
+        ];
+        assert_eq!(victim(open.iter().copied(), ip("198.18.0.4")), Some(5));
+        // The newcomer's own address counts its new connection.
+        assert_eq!(victim(open.iter().copied(), ip("198.18.0.3")), Some(6));
+        let all = [(0, true, ip("198.18.0.1")), (1, true, None)];
+        assert_eq!(victim(all.iter().copied(), None), None);
     }
 }
