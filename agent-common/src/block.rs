@@ -316,15 +316,9 @@ impl OpStats {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FastSlot {
     pub owner: DevOp,
-    /// The sequence number (`gendisk.diskseq`, 5.15 and later) of the disk whose requests
-    /// last found this slot, 0 if none: a completion of that disk takes the owner's device
-    /// number from here instead of reading it from the disk's block device. The kernel
-    /// never gives two disks the same number in one boot, so a disk created where another
-    /// was cannot match.
-    pub seq: u64,
     pub stats: OpStats,
 }
-assert_size!(FastSlot, 16 + core::mem::size_of::<OpStats>());
+assert_size!(FastSlot, 8 + core::mem::size_of::<OpStats>());
 
 /// Slots of the direct-mapped stats array (a power of two): the queues with ids below
 /// `FAST_SLOTS / OP_COUNT` never collide.

@@ -121,10 +121,10 @@ fn on_one_cpu() {
 
 /// Disks removed and others made in their place, with no scrape between: once the kernel
 /// has freed the old disk's request queue (here, within two seconds of the removal), it hands
-/// its id to the new disk, and with it its place in the agent's per-CPU stats. Each new
-/// disk's reads are its own, equal to its /sys/block stat, and the old disk leaves the
-/// export. (A probe that took the slot's owner by queue id alone failed this in the second
-/// round, three runs of three.)
+/// its id to the new disk, and with it the old disk's direct-mapped place in the agent's
+/// per-CPU stats. Each new disk's reads are its own, equal to its /sys/block stat, and the
+/// old disk leaves the export. (A completion probe that trusted a slot found by queue id
+/// without checking its disk failed this in the second round, three runs of three.)
 #[test]
 fn a_disk_made_where_another_was_removed_counts_as_itself() {
     const ROUNDS: u32 = 4;

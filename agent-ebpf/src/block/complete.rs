@@ -2,7 +2,7 @@
 //! driver completed `nr_bytes` of a request.
 
 use agent_common::block::{
-    ERRNO_STATUS, ErrorKey, OP_OTHER, OP_READ, OP_WRITE, OpStats, STAMP_KERNEL, STAMP_PROBE,
+    DevOp, ERRNO_STATUS, ErrorKey, OP_OTHER, OP_READ, OP_WRITE, OpStats, STAMP_KERNEL, STAMP_PROBE,
     UNREC_NO_DISPATCH_STAMP, UNREC_NO_START_STAMP,
 };
 use agent_common::hist::{LAT_SLOTS, latency_slot, latency_slot_short, size_slot};
@@ -11,7 +11,7 @@ use aya_ebpf::programs::BtfTracePointContext;
 
 use super::{
     Request, any_option, bio, control, count, count_error, issuer, kernel_path, kernel_stamps, lay,
-    leave_request, load, request_stats, stamps,
+    leave_request, load, stamps, stats,
 };
 use crate::ready::ready;
 use agent_common::ready as probe;
@@ -51,8 +51,11 @@ pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
     // The default configuration on a queue the kernel stamps, the common case: no option to
     // look at, one stats slot, straight through (what the general path below does then).
     if !any_option() && io_start != 0 && req.op != OP_OTHER {
-        let (dev, s) = request_stats(&req);
-        if status != 0 && dev != 0 {
+        let dev = req.dev();
+        if dev == 0 {
+            return Ok(());
+        }
+        if status != 0 {
             count_error(&ErrorKey {
                 dev,
                 op: req.op,
@@ -60,7 +63,7 @@ pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
                 _pad: 0,
             });
         }
-        let Some(s) = s else {
+        let Some(s) = stats(req.qid, &DevOp { dev, op: req.op }) else {
             return Ok(());
         };
         add_size(s, nr_bytes);
@@ -110,7 +113,7 @@ pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
     if ctl.track_inflight != 0 {
         leave_request(&req);
     }
-    let (dev, s) = request_stats(&req);
+    let dev = req.dev();
     if status != 0 && dev != 0 {
         count_error(&ErrorKey {
             dev,
@@ -119,7 +122,10 @@ pub fn try_complete(ctx: &BtfTracePointContext) -> Result<(), i32> {
             _pad: 0,
         });
     }
-    let Some(s) = s else {
+    if dev == 0 {
+        return Ok(());
+    }
+    let Some(s) = stats(req.qid, &DevOp { dev, op: req.op }) else {
         return Ok(());
     };
     add_size(s, nr_bytes);

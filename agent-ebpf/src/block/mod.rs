@@ -157,21 +157,16 @@ impl Request {
         state != lay!(mq_rq_idle)
     }
 
-    /// The request's whole disk (partitions count towards their disk); null for none.
+    /// `dev_t` of the request's whole disk (partitions count towards their disk).
     #[inline(always)]
-    pub fn disk(&self) -> *const u8 {
+    pub fn dev(&self) -> u32 {
         // The verifier sees `disk_in_rq` as a constant and drops the other branch.
-        if lay!(disk_in_rq) != 0 {
+        let disk: *const u8 = if lay!(disk_in_rq) != 0 {
             load(self.rq, lay!(disk))
         } else {
             load(self.q, lay!(disk))
-        }
-    }
-
-    /// `dev_t` of the request's whole disk.
-    #[inline(always)]
-    pub fn dev(&self) -> u32 {
-        disk_dev(self.disk())
+        };
+        disk_dev(disk)
     }
 
     #[inline(always)]
@@ -382,48 +377,10 @@ pub unsafe fn atomic_add<T: Copy>(p: *mut T, delta: T) {
     unsafe { core::intrinsics::atomic_xadd::<T, T, { AtomicOrdering::Relaxed }>(p, delta) };
 }
 
-/// A request's disk number (0: no disk) and this CPU's stats of (disk, op). A direct-mapped
-/// slot that last served the same disk, known by its sequence number (5.15 and later), gives
-/// both without reading the disk's block device: on the completion's path, that is the one
-/// line of memory outside the request, its queue and the stats.
-#[inline(always)]
-pub fn request_stats(req: &Request) -> (u32, Option<&'static mut OpStats>) {
-    let disk = req.disk();
-    if disk.is_null() {
-        return (0, None);
-    }
-    let seq: u64 = if lay!(disk_seq) != OFFSET_NONE {
-        load(disk, lay!(disk_seq))
-    } else {
-        0
-    };
-    if seq != 0
-        && let Some(p) = BLOCK_FAST.get_ptr_mut(fast_index(req.qid, req.op))
-    {
-        // SAFETY: per-CPU value, only this CPU writes it while the program runs.
-        let slot = unsafe { &mut *p };
-        if slot.seq == seq && slot.owner.op == req.op {
-            return (slot.owner.dev, Some(&mut slot.stats));
-        }
-    }
-    let dev = disk_dev(disk);
-    if dev == 0 {
-        return (0, None);
-    }
-    (dev, stats_of(req.qid, &DevOp { dev, op: req.op }, seq))
-}
-
 /// This CPU's stats of (device, op) on queue `qid`: its direct-mapped slot if free or its
 /// own, else its hash entry, created zeroed on first use.
 #[inline(always)]
 pub fn stats(qid: u32, key: &DevOp) -> Option<&'static mut OpStats> {
-    stats_of(qid, key, 0)
-}
-
-/// `stats`, and a direct-mapped slot found or taken remembers the disk's sequence number
-/// `seq` (if not 0).
-#[inline(always)]
-fn stats_of(qid: u32, key: &DevOp, seq: u64) -> Option<&'static mut OpStats> {
     if let Some(p) = BLOCK_FAST.get_ptr_mut(fast_index(qid, key.op)) {
         // SAFETY: per-CPU value, only this CPU writes it while the program runs.
         let slot = unsafe { &mut *p };
@@ -432,14 +389,10 @@ fn stats_of(qid: u32, key: &DevOp, seq: u64) -> Option<&'static mut OpStats> {
         // SAFETY: the slot begins with its owner, 8 bytes, 8-aligned.
         let owner = unsafe { core::ptr::read(p as *const u64) };
         if owner == owner_word(key) {
-            if seq != 0 {
-                slot.seq = seq;
-            }
             return Some(&mut slot.stats);
         }
         if owner as u32 == 0 {
             slot.owner = *key;
-            slot.seq = seq;
             return Some(&mut slot.stats);
         }
     }

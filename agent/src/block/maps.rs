@@ -288,6 +288,5 @@ impl BlockMaps {
 
 const FREE: FastSlot = FastSlot {
     owner: DevOp { dev: 0, op: 0 },
-    seq: 0,
     stats: OpStats::ZERO,
 };
