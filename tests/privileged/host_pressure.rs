@@ -93,6 +93,10 @@ fn host_pressure_brackets_the_kernels_stall_time() {
     );
 }
 
+/// A spinner in a cpu group with a quota of a tenth of a CPU: the kernel throttles the group
+/// (at least 0.3 s by its `cpu.stat`, however busy the machine), and the agent's
+/// `stornet_cpu_throttled_seconds_total` lies between the `cpu.stat` read just before and
+/// just after its scrape, as it does for a group that never ran (0).
 #[test]
 fn cpu_throttling_brackets_the_groups_cpu_stat() {
     if !require_root("cpu_throttling_brackets_the_groups_cpu_stat") {
@@ -130,22 +134,29 @@ fn cpu_throttling_brackets_the_groups_cpu_stat() {
         .expect("spawn into the group");
     let spinner = Spinners(vec![cmd.spawn().expect("a spinner")]);
     let start = Instant::now();
-    std::thread::sleep(Duration::from_secs(3));
-    let (b1, v1, a1) = read();
+    // How much of each period the spinner is held off depends on how soon it gets its
+    // 10 ms on a busy machine; what must hold is that the kernel throttled it at all, for
+    // a good part of a second, and that the agent reads what the kernel counts.
+    let (b1, v1, a1) = loop {
+        std::thread::sleep(Duration::from_secs(1));
+        let r = read();
+        if r.0 - a0 >= 0.3 || start.elapsed() > Duration::from_secs(20) {
+            break r;
+        }
+    };
     let wall = start.elapsed().as_secs_f64();
     drop(spinner);
+    println!(
+        "throttled {:.2} s in {wall:.2} s at a tenth of a CPU (cpu.stat {b1:.2}..{a1:.2} s)",
+        v1 - v0
+    );
+    assert!(
+        b1 - a0 >= 0.3,
+        "the kernel throttled the group {:.2} s in {wall:.2} s",
+        b1 - a0
+    );
     assert!(
         (b1..=a1).contains(&v1),
         "agent {v1} s outside cpu.stat's {b1}..{a1} s"
-    );
-    println!(
-        "throttled {:.2} s in {wall:.2} s at a tenth of a CPU",
-        v1 - v0
-    );
-    // A spinner allowed 10 ms of each 100 ms period is held off for the rest of it.
-    assert!(
-        v1 - v0 >= 0.5 * wall,
-        "throttled {:.2} s in {wall:.2} s at a tenth of a CPU",
-        v1 - v0
     );
 }
