@@ -120,7 +120,9 @@ impl Job<'_> {
         // read of `/dev/zero` that the kernel ended early to give up the CPU (io_uring's
         // non-blocking first try does that on a busy machine).
         let short_write = s.dir == Dir::Write && !trim && self.map.is_none() && res > 0;
-        let short_read = s.dir == Dir::Read
+        // Only a transfer that fell short asks which kind it is (not every completion).
+        let short_read = res < want
+            && s.dir == Dir::Read
             && s.check == Check::None
             && ((self.spec.create_on_open && !self.sync_engine() && res >= 0)
                 || (self.streams.get(s.file as usize) == Some(&true) && res > 0));

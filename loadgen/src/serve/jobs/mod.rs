@@ -134,7 +134,7 @@ impl JobService {
     }
 
     /// A place for a new connection; at the cap one without the token is closed to make
-    /// room ([`Connections::victim`]; none: every open connection has shown the token, so
+    /// room ([`victim`]; none: every open connection has shown the token, so
     /// the new one waits its turn outside).
     fn admit(&self, s: &Arc<TcpStream>) -> Option<u64> {
         let peer = s.peer_addr().ok().map(|a| a.ip());
