@@ -187,6 +187,34 @@ pub const MINOR_MASK: u32 = (1 << 20) - 1;
 /// An offset that did not resolve.
 pub const OFFSET_NONE: u32 = u32::MAX;
 
+/// Field loads of the block probes carry their offset in the instruction, as a compiled
+/// C program's would: the probes emit each load with a marker in the instruction's offset,
+/// `FIELD_MARK` plus the field's index in [`BlockLayout`] (its word), and user space writes
+/// the field's offset there before load. One load per field instead of a read of the
+/// layout, a register and an add: fewer instructions and registers on the per-IO path. A
+/// field that did not resolve keeps its marker, a negative offset the verifier refuses
+/// wherever the load can run.
+pub const FIELD_MARK: i16 = i16::MIN;
+
+/// Words of [`BlockLayout`], each a field a marker can name.
+pub const LAYOUT_WORDS: usize = core::mem::size_of::<BlockLayout>() / 4;
+const _: () = assert!(LAYOUT_WORDS < 256 && core::mem::align_of::<BlockLayout>() == 4);
+
+/// What the probes write after the base register of a marked load (`base - k`): the
+/// marker of the field at `layout_offset` in [`BlockLayout`], as a positive distance
+/// below zero.
+pub const fn field_mark_distance(layout_offset: usize) -> u32 {
+    (-(FIELD_MARK as i32) - (layout_offset / 4) as i32) as u32
+}
+
+impl BlockLayout {
+    /// The layout as the words markers index.
+    pub fn words(&self) -> [u32; LAYOUT_WORDS] {
+        // SAFETY: repr(C), u32 fields only, no padding (size asserted).
+        unsafe { core::mem::transmute_copy(self) }
+    }
+}
+
 /// A bio entering a bio-based device, kept until it completes (keyed by its address).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

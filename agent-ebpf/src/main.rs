@@ -5,6 +5,8 @@
 #![no_main]
 // Atomic read-modify-write: the BPF target has no `fetch_add` on atomics.
 #![feature(core_intrinsics)]
+// Field loads with their offset in the instruction (`read::Marked`).
+#![feature(asm_experimental_arch)]
 #![allow(
     internal_features,
     reason = "core_intrinsics is the one way to an atomic add on the BPF target"

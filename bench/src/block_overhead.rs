@@ -23,7 +23,10 @@
 //! 3. IOPS at saturation, as a ratio to no tracing in the same round.
 //!
 //! Then the default agent's RSS and scrape time. `STORNET_BENCH_ROUNDS` (default 5, at least
-//! 3) and `STORNET_BENCH_SECONDS` (default 10) change the length.
+//! 3) and `STORNET_BENCH_SECONDS` (default 10) change the length. `STORNET_BENCH_AGENT_BEFORE`,
+//! the path of another stornet-agent binary (an earlier build), adds its default
+//! configuration as one more mode, alternated with the others, and the difference of the two
+//! builds' BPF time per IO round by round: a change to the probes judged within one run.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -58,6 +61,7 @@ enum Mode {
     Floor,
     Clock,
     Agent,
+    Before,
     AgentAll,
     Bpftrace,
 }
@@ -78,6 +82,7 @@ impl Mode {
             Mode::Floor => "floor (empty programs)",
             Mode::Clock => "clock program",
             Mode::Agent => "stornet-agent default",
+            Mode::Before => "reference build, default",
             Mode::AgentAll => "agent, every option",
             Mode::Bpftrace => "bpftrace biolatency",
         }
@@ -199,10 +204,17 @@ struct Agent {
 }
 
 impl Agent {
+    /// This build's agent with `config`.
     fn start(config: &str) -> Result<Agent> {
+        Agent::start_binary(
+            &cmd::workspace_root().join("target/release/stornet-agent"),
+            config,
+        )
+    }
+
+    fn start_binary(bin: &Path, config: &str) -> Result<Agent> {
         let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse()?;
-        let bin = cmd::workspace_root().join("target/release/stornet-agent");
         let file = std::env::temp_dir().join(format!(
             "stornet-bench-agent-{}-{port}.toml",
             std::process::id()
@@ -366,6 +378,7 @@ impl Tracer {
             Mode::Floor => Tracer::Reference(Reference::attach(&FLOOR)?),
             Mode::Clock => Tracer::Reference(Reference::attach(&CLOCK)?),
             Mode::Agent => Tracer::Agent(Agent::start("")?),
+            Mode::Before => Tracer::Agent(Agent::start_binary(&before_binary()?, "")?),
             Mode::AgentAll => Tracer::Agent(Agent::start(ALL_OPTIONS)?),
             Mode::Bpftrace => Tracer::Bpftrace(bpftrace()?),
         })
@@ -619,6 +632,7 @@ pub fn run() -> Result<()> {
             "{tool} is missing (cargo xtask setup installs it)"
         );
     }
+    let modes = modes()?;
     let n = env_u64("STORNET_BENCH_ROUNDS", 5)?.max(3) as usize;
     let seconds = env_u64("STORNET_BENCH_SECONDS", 10)?.max(2);
     cmd::step("build stornet-agent", || {
@@ -640,20 +654,24 @@ pub fn run() -> Result<()> {
     );
     println!(
         "modes, in each round's order: {}",
-        MODES.map(Mode::name).join(", ")
+        modes
+            .iter()
+            .map(|m| m.name())
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     fio(&disk.dev, 2, None)?; // warm-up
 
     println!("\npass 3 first (its no-tracing IOPS set pass 2's rate): IOPS at saturation");
-    let sat = rounds("IOPS", &MODES, n, |m| iops(m, &disk, seconds))?;
+    let sat = rounds("IOPS", &modes, n, |m| iops(m, &disk, seconds))?;
     let base = &sat[&Mode::None];
     let rate = (median(base) * 0.6) as u64;
     println!("\npass 2: CPU ns per IO at {rate} IOPS (60% of no tracing)");
-    let cpu = rounds("CPU ns/IO", &MODES, n, |m| {
+    let cpu = rounds("CPU ns/IO", &modes, n, |m| {
         cpu_per_io(m, &disk, seconds, rate)
     })?;
     println!("\npass 1: BPF ns per IO with run-time statistics on");
-    let traced = &MODES[1..];
+    let traced = &modes[1..];
     let mut costs: BTreeMap<Mode, Vec<BpfCost>> = BTreeMap::new();
     rounds("BPF ns/IO", traced, n, |m| {
         let c = bpf_cost(m, &disk, seconds.min(5))?;
@@ -661,7 +679,7 @@ pub fn run() -> Result<()> {
         costs.entry(m).or_default().push(c);
         Ok(v)
     })?;
-    report(n, &sat, &cpu, &costs);
+    report(n, &modes, &sat, &cpu, &costs);
     agent_footprint(&disk)?;
     println!("\nload average at the end: {}", loadavg());
     Ok(())
@@ -679,6 +697,7 @@ fn floor_per_run(costs: &[BpfCost]) -> f64 {
 /// The results table (the one docs/metrics.md shows) and each program's runs, time and size.
 fn report(
     n: usize,
+    modes: &[Mode],
     sat: &BTreeMap<Mode, Vec<f64>>,
     cpu: &BTreeMap<Mode, Vec<f64>>,
     costs: &BTreeMap<Mode, Vec<BpfCost>>,
@@ -707,7 +726,7 @@ fn report(
         "CPU added",
         "IOPS ratio"
     );
-    for mode in MODES {
+    for &mode in modes {
         let (bpf, runs, above, beyond) = match costs.get(&mode) {
             Some(c) => {
                 let per_io: Vec<f64> = c.iter().map(|c| c.per_io).collect();
@@ -819,4 +838,47 @@ fn report(
         median(&added),
         verdict(median(&added) <= 1.0)
     );
+    if let Some(before) = costs.get(&Mode::Before) {
+        // Round by round: the two builds ran in the same round, one after the other.
+        let d: Vec<f64> = agent
+            .iter()
+            .zip(before)
+            .map(|(a, b)| a.per_io - b.per_io)
+            .collect();
+        println!(
+            "this build minus the reference build, BPF ns per IO in each round: median {:+.1} \
+             ({}), rounds {}",
+            median(&d),
+            spread(&d, 1),
+            d.iter()
+                .map(|d| format!("{d:+.1}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+    }
+}
+
+/// The modes of this run: [`MODES`], and the reference build after this build's agent when
+/// `STORNET_BENCH_AGENT_BEFORE` names one.
+fn modes() -> Result<Vec<Mode>> {
+    let mut modes = MODES.to_vec();
+    if std::env::var_os(BEFORE).is_some() {
+        before_binary()?;
+        let at = modes.iter().position(|m| *m == Mode::Agent).unwrap_or(0) + 1;
+        modes.insert(at, Mode::Before);
+    }
+    Ok(modes)
+}
+
+const BEFORE: &str = "STORNET_BENCH_AGENT_BEFORE";
+
+/// The reference build's binary, which must exist.
+fn before_binary() -> Result<PathBuf> {
+    let path = PathBuf::from(std::env::var_os(BEFORE).context(BEFORE)?);
+    ensure!(
+        path.is_file(),
+        "{BEFORE}={} is not a file (the path of a stornet-agent binary)",
+        path.display()
+    );
+    Ok(path)
 }

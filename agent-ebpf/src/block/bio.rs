@@ -10,7 +10,7 @@
 //! does not): while user space says so, the request completion looks its bios up too.
 
 use agent_common::block::{
-    BioStart, DevOp, ErrorKey, MAX_BIOS, OFFSET_NONE, OP_FLUSH, OP_WRITE, STAMP_BIO,
+    BioStart, ErrorKey, MAX_BIOS, OFFSET_NONE, OP_FLUSH, OP_WRITE, STAMP_BIO,
 };
 use agent_common::hist::{latency_slot, size_slot};
 use aya_ebpf::helpers::bpf_ktime_get_ns;
@@ -18,7 +18,7 @@ use aya_ebpf::macros::map;
 use aya_ebpf::maps::LruHashMap;
 use aya_ebpf::programs::BtfTracePointContext;
 
-use super::{count, count_error, disk_dev, lay, load, op_of, stats};
+use super::{at, count, count_error, disk_dev, lay, op_of, stats};
 use crate::ready::ready;
 use agent_common::ready as probe;
 
@@ -38,20 +38,21 @@ pub fn try_queue<const BIO: usize>(ctx: &BtfTracePointContext) -> Result<(), i32
     let bio: *const u8 = ctx.arg(BIO);
     // The verifier sees `bdev_disk` as a constant and drops the other branch.
     let disk: *const u8 = if lay!(bdev_disk) == OFFSET_NONE {
-        load(bio, lay!(bio_bdev))
+        at!(bio, bio_bdev)
     } else {
-        load(load::<*const u8>(bio, lay!(bio_bdev)), lay!(bdev_disk))
+        let bdev: *const u8 = at!(bio, bio_bdev);
+        at!(bdev, bdev_disk)
     };
     if disk.is_null() {
         return Ok(());
     }
-    let q: *const u8 = load(disk, lay!(disk_queue));
-    let mq_ops: u64 = load(q, lay!(q_mq_ops));
+    let q: *const u8 = at!(disk, disk_queue);
+    let mq_ops: u64 = at!(q, q_mq_ops);
     if mq_ops != 0 {
         return Ok(());
     }
-    let bytes: u32 = load(bio, lay!(bio_size));
-    let mut op = op_of(load(bio, lay!(bio_opf)));
+    let bytes: u32 = at!(bio, bio_size);
+    let mut op = op_of(at!(bio, bio_opf));
     // A write without data is a flush (`REQ_PREFLUSH`), as its request would be.
     if op == OP_WRITE && bytes == 0 {
         op = OP_FLUSH;
@@ -61,7 +62,7 @@ pub fn try_queue<const BIO: usize>(ctx: &BtfTracePointContext) -> Result<(), i32
         start_ns: unsafe { bpf_ktime_get_ns() },
         dev: disk_dev(disk),
         op,
-        qid: load(q, lay!(q_id)),
+        qid: at!(q, q_id),
         bytes,
     };
     let _ = BLOCK_BIOS.insert(bio as u64, start, 0);
@@ -91,13 +92,13 @@ pub fn complete_request_bios(rq: *const u8, status: u32) {
     if !ready(probe::BLOCK_BIO_COMPLETION) {
         return;
     }
-    let mut bio: *const u8 = load(rq, lay!(rq_bio));
+    let mut bio: *const u8 = at!(rq, rq_bio);
     for _ in 0..REQUEST_BIOS {
         if bio.is_null() {
             return;
         }
         finish(bio, Some(status));
-        bio = load(bio, lay!(bio_next));
+        bio = at!(bio, bio_next);
     }
 }
 
@@ -118,7 +119,10 @@ fn finish(bio: *const u8, request_status: Option<u32>) {
     if start.dev == 0 {
         return;
     }
-    let status = request_status.unwrap_or_else(|| load::<u8>(bio, lay!(bio_status)) as u32);
+    let status = request_status.unwrap_or_else(|| {
+        let status: u8 = at!(bio, bio_status);
+        status as u32
+    });
     if status != 0 {
         count_error(&ErrorKey {
             dev: start.dev,
@@ -127,13 +131,7 @@ fn finish(bio: *const u8, request_status: Option<u32>) {
             _pad: 0,
         });
     }
-    let Some(s) = stats(
-        start.qid,
-        &DevOp {
-            dev: start.dev,
-            op: start.op,
-        },
-    ) else {
+    let Some(s) = stats(start.qid, start.dev, start.op) else {
         return;
     };
     let service = now.saturating_sub(start.start_ns);

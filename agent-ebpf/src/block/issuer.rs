@@ -10,7 +10,7 @@ use aya_ebpf::macros::map;
 use aya_ebpf::maps::{LruHashMap, PerCpuHashMap};
 use aya_ebpf::programs::BtfTracePointContext;
 
-use super::{count, lay, load};
+use super::{at, count};
 use crate::ready::ready;
 use agent_common::block::{MAX_CGROUP_KEYS, MAX_ISSUERS};
 use agent_common::ready as probe;
@@ -44,7 +44,7 @@ pub fn try_getrq<const BIO: usize>(ctx: &BtfTracePointContext) -> Result<(), i32
 /// The (device, op, cgroup) counters of a completing request, its issuer entry consumed.
 #[inline(always)]
 pub fn account(rq: *const u8, dev: u32, op: u32) -> Option<&'static mut CgroupStats> {
-    let bio: u64 = load(rq, lay!(rq_bio));
+    let bio: u64 = at!(rq, rq_bio);
     let cgroup = match BLOCK_ISSUERS.get_ptr(bio) {
         Some(p) => {
             // SAFETY: a map value, read once.

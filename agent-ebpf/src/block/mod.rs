@@ -124,6 +124,22 @@ macro_rules! lay {
 }
 pub(crate) use lay;
 
+/// Reads field `$field` of the load-time layout at `$base`: one load, whose offset user space
+/// writes into the instruction (`agent_common::block::FIELD_MARK`).
+macro_rules! at {
+    ($base:expr, $field:ident) => {
+        <_ as $crate::read::Marked>::at::<
+            {
+                agent_common::block::field_mark_distance(core::mem::offset_of!(
+                    agent_common::block::BlockLayout,
+                    $field
+                ))
+            },
+        >($base)
+    };
+}
+pub(crate) use at;
+
 pub use crate::read::field as load;
 
 /// The request fields every probe needs.
@@ -139,39 +155,45 @@ pub struct Request {
 impl Request {
     #[inline(always)]
     pub fn read(rq: *const u8) -> Request {
-        let op = op_of(load(rq, lay!(rq_cmd_flags)));
-        let q = load(rq, lay!(rq_q));
+        let op = op_of(at!(rq, rq_cmd_flags));
+        let q = at!(rq, rq_q);
         Request {
             rq,
             q,
-            qid: load(q, lay!(q_id)),
+            qid: at!(q, q_id),
             op,
-            start_ns: load(rq, lay!(rq_start_time_ns)),
+            start_ns: at!(rq, rq_start_time_ns),
         }
     }
 
     /// Whether the request was dispatched (read only on the rare paths that need it).
     #[inline(always)]
     pub fn started(&self) -> bool {
-        let state: u32 = load(self.rq, lay!(rq_state));
+        let state: u32 = at!(self.rq, rq_state);
         state != lay!(mq_rq_idle)
     }
 
     /// `dev_t` of the request's whole disk (partitions count towards their disk).
     #[inline(always)]
     pub fn dev(&self) -> u32 {
+        Self::disk_dev_of(self.rq, self.q)
+    }
+
+    /// `dev_t` of the whole disk of request `rq` on queue `q`.
+    #[inline(always)]
+    pub fn disk_dev_of(rq: *const u8, q: *const u8) -> u32 {
         // The verifier sees `disk_in_rq` as a constant and drops the other branch.
         let disk: *const u8 = if lay!(disk_in_rq) != 0 {
-            load(self.rq, lay!(disk))
+            at!(rq, disk)
         } else {
-            load(self.q, lay!(disk))
+            at!(q, disk)
         };
         disk_dev(disk)
     }
 
     #[inline(always)]
     pub fn io_start_ns(&self) -> u64 {
-        load(self.rq, lay!(rq_io_start_time_ns))
+        at!(self.rq, rq_io_start_time_ns)
     }
 
     /// The in-flight slot of the request's queue, if its id is in range.
@@ -184,9 +206,9 @@ impl Request {
     /// queue, hardware queue and tag are in range.
     #[inline(always)]
     pub fn mark(&self) -> Option<Mark> {
-        let tag: i32 = load(self.rq, lay!(rq_tag));
-        let hctx: *const u8 = load(self.rq, lay!(rq_mq_hctx));
-        let hw: u32 = load(hctx, lay!(hctx_queue_num));
+        let tag: i32 = at!(self.rq, rq_tag);
+        let hctx: *const u8 = at!(self.rq, rq_mq_hctx);
+        let hw: u32 = at!(hctx, hctx_queue_num);
         if tag < 0 || tag as u32 >= MARK_TAGS || hw >= MARK_HCTX || self.qid >= MARK_QUEUES {
             return None;
         }
@@ -233,18 +255,18 @@ pub fn disk_dev(disk: *const u8) -> u32 {
     if lay!(disk_seq) != OFFSET_NONE {
         // 5.15 and later: the number sysfs shows for the disk, or for a hidden disk, which
         // shows none (its `bd_dev` is set, but nothing names it), its sequence number.
-        let part0: *const u8 = load(disk, lay!(disk_part0));
-        let dev: u32 = load(part0, lay!(bdev_devt));
+        let part0: *const u8 = at!(disk, disk_part0);
+        let dev: u32 = at!(part0, bdev_devt);
         if dev >> 20 != 0 {
             return dev;
         }
-        let seq: u64 = load(disk, lay!(disk_seq));
+        let seq: u64 = at!(disk, disk_seq);
         return (HIDDEN_MAJOR << 20) | (seq as u32 & MINOR_MASK);
     }
     // Before 5.15 a hidden disk keeps its major and minor inside, but sysfs shows neither:
     // it is named by its name instead.
     if lay!(hidden_flag) != 0 {
-        let flags: u32 = load(disk, lay!(disk_flags));
+        let flags: u32 = at!(disk, disk_flags);
         if flags & lay!(hidden_flag) != 0 {
             let name = lay!(disk_name);
             let words = [
@@ -256,8 +278,8 @@ pub fn disk_dev(disk: *const u8) -> u32 {
             return (HIDDEN_MAJOR << 20) | hidden_name_minor(words);
         }
     }
-    let major: i32 = load(disk, lay!(disk_major));
-    let minor: i32 = load(disk, lay!(disk_first_minor));
+    let major: i32 = at!(disk, disk_major);
+    let minor: i32 = at!(disk, disk_first_minor);
     ((major as u32) << 20) | (minor as u32 & MINOR_MASK)
 }
 
@@ -276,13 +298,13 @@ pub fn op_of(flags: u32) -> u32 {
 /// statistics on, not passthrough), as `blk_mq_start_request` decides.
 #[inline(always)]
 pub fn kernel_stamps(rq: *const u8) -> bool {
-    let cmd_flags: u32 = load(rq, lay!(rq_cmd_flags));
+    let cmd_flags: u32 = at!(rq, rq_cmd_flags);
     let req_op = cmd_flags & lay!(op_mask);
     if req_op == lay!(req_op_drv_in) || req_op == lay!(req_op_drv_out) {
         return false;
     }
-    let q: *const u8 = load(rq, lay!(rq_q));
-    let flags: u64 = load(q, lay!(q_queue_flags));
+    let q: *const u8 = at!(rq, rq_q);
+    let flags: u64 = at!(q, q_queue_flags);
     (flags >> lay!(queue_flag_stats)) & 1 == 1
 }
 
@@ -378,25 +400,25 @@ pub unsafe fn atomic_add<T: Copy>(p: *mut T, delta: T) {
 }
 
 /// This CPU's stats of (device, op) on queue `qid`: its direct-mapped slot if free or its
-/// own, else its hash entry, created zeroed on first use.
+/// own, else its hash entry, created zeroed on first use. The key is made only for the hash.
 #[inline(always)]
-pub fn stats(qid: u32, key: &DevOp) -> Option<&'static mut OpStats> {
-    if let Some(p) = BLOCK_FAST.get_ptr_mut(fast_index(qid, key.op)) {
+pub fn stats(qid: u32, dev: u32, op: u32) -> Option<&'static mut OpStats> {
+    if let Some(p) = BLOCK_FAST.get_ptr_mut(fast_index(qid, op)) {
         // SAFETY: per-CPU value, only this CPU writes it while the program runs.
         let slot = unsafe { &mut *p };
         // The owner compared as one word: one load and one compare (`DevOp` is two u32s,
         // `dev` first, at the start of the slot).
         // SAFETY: the slot begins with its owner, 8 bytes, 8-aligned.
         let owner = unsafe { core::ptr::read(p as *const u64) };
-        if owner == owner_word(key) {
+        if core::intrinsics::likely(owner == owner_word(dev, op)) {
             return Some(&mut slot.stats);
         }
         if owner as u32 == 0 {
-            slot.owner = *key;
+            slot.owner = DevOp { dev, op };
             return Some(&mut slot.stats);
         }
     }
-    stats_in_hash(key)
+    stats_in_hash(&DevOp { dev, op })
 }
 
 /// `DevOp` as the little-endian word its two fields make in memory.
@@ -407,8 +429,8 @@ const _: () = assert!(
         && core::mem::align_of::<FastSlot>() == 8
 );
 #[inline(always)]
-fn owner_word(key: &DevOp) -> u64 {
-    key.dev as u64 | (key.op as u64) << 32
+fn owner_word(dev: u32, op: u32) -> u64 {
+    dev as u64 | (op as u64) << 32
 }
 
 /// The hash map's stats of (device, op), created zeroed on first use.

@@ -5,6 +5,7 @@
 //! each probe whose part resolved.
 
 pub mod block_layout;
+pub mod field_offsets;
 pub mod net_layout;
 pub mod on_demand;
 
@@ -326,7 +327,12 @@ fn load_object(globals: &Globals) -> Result<Ebpf> {
             "this stornet-agent was built without its eBPF programs (AYA_BUILD_SKIP); rebuild it without that variable"
         );
     }
-    Ok(loader.load(OBJECT)?)
+    let object = field_offsets::patch(OBJECT, &block).context("reading the eBPF object")?;
+    debug!(
+        loads = object.loads,
+        "field offsets written into the block probes' loads"
+    );
+    Ok(loader.load(object.bytes())?)
 }
 
 /// `stornet_probe_up{probe}` and `stornet_probe_attached{probe}`.
@@ -397,6 +403,40 @@ mod tests {
                 "map {name} belongs to no probe"
             );
         }
+    }
+
+    /// Every marked field load of the object gets its offset, and the block probes have
+    /// them: a load the patcher missed would keep its marker, which the verifier refuses.
+    #[test]
+    fn every_marked_load_of_the_object_gets_its_offset() {
+        use agent_common::block::{BlockLayout, FIELD_MARK, LAYOUT_WORDS};
+        let marked = |bytes: &[u8]| {
+            let obj = aya_obj::Object::parse(bytes).unwrap();
+            let mut n = 0;
+            for f in obj.functions.values() {
+                for i in &f.instructions {
+                    let word = i.off as i32 - FIELD_MARK as i32;
+                    if i.code & 0xe7 == 0x61 && (0..LAYOUT_WORDS as i32).contains(&word) {
+                        n += 1;
+                    }
+                }
+            }
+            n
+        };
+        let before = marked(OBJECT);
+        assert!(before > 20, "only {before} marked loads");
+        // Every word an offset that fits: each load must lose its marker.
+        let mut layout = BlockLayout::default();
+        // SAFETY: BlockLayout is u32s only, `LAYOUT_WORDS` of them.
+        let words = unsafe {
+            std::slice::from_raw_parts_mut((&raw mut layout).cast::<u32>(), LAYOUT_WORDS)
+        };
+        for (i, w) in words.iter_mut().enumerate() {
+            *w = 8 * i as u32 + 8;
+        }
+        let patched = field_offsets::patch(OBJECT, &layout).unwrap();
+        assert_eq!(patched.loads, before);
+        assert_eq!(marked(patched.bytes()), 0);
     }
 
     /// Each program is one BPF function: no calls of other functions (`memset`, say). A
