@@ -10,7 +10,7 @@
 //! does not): while user space says so, the request completion looks its bios up too.
 
 use agent_common::block::{
-    BioStart, ErrorKey, MAX_BIOS, OFFSET_NONE, OP_FLUSH, OP_WRITE, STAMP_BIO,
+    BioStart, DevOp, ErrorKey, MAX_BIOS, OFFSET_NONE, OP_FLUSH, OP_WRITE, STAMP_BIO,
 };
 use agent_common::hist::{latency_slot, size_slot};
 use aya_ebpf::helpers::bpf_ktime_get_ns;
@@ -131,7 +131,13 @@ fn finish(bio: *const u8, request_status: Option<u32>) {
             _pad: 0,
         });
     }
-    let Some(s) = stats(start.qid, start.dev, start.op) else {
+    let Some(s) = stats(
+        start.qid,
+        &DevOp {
+            dev: start.dev,
+            op: start.op,
+        },
+    ) else {
         return;
     };
     let service = now.saturating_sub(start.start_ns);

@@ -2,7 +2,7 @@
 //! driver completed `nr_bytes` of a request.
 
 use agent_common::block::{
-    ERRNO_STATUS, ErrorKey, OP_OTHER, OP_READ, OP_WRITE, OpStats, STAMP_KERNEL, STAMP_PROBE,
+    DevOp, ERRNO_STATUS, ErrorKey, OP_OTHER, OP_READ, OP_WRITE, OpStats, STAMP_KERNEL, STAMP_PROBE,
     UNREC_NO_DISPATCH_STAMP, UNREC_NO_START_STAMP,
 };
 use agent_common::hist::{LAT_SLOTS, latency_slot, latency_slot_short, size_slot};
@@ -95,7 +95,7 @@ fn complete_stamped(
             _pad: 0,
         });
     }
-    let Some(s) = stats(at!(q, q_id), dev, op) else {
+    let Some(s) = stats(at!(q, q_id), &DevOp { dev, op }) else {
         return Ok(());
     };
     add_size(s, nr_bytes);
@@ -174,7 +174,7 @@ fn complete_general(
     if dev == 0 {
         return Ok(());
     }
-    let Some(s) = stats(req.qid, dev, req.op) else {
+    let Some(s) = stats(req.qid, &DevOp { dev, op: req.op }) else {
         return Ok(());
     };
     add_size(s, nr_bytes);

@@ -5,7 +5,7 @@
 //! itself (queue statistics off, passthrough); for the others it reads three fields and
 //! returns. Counting requests in flight (`track_inflight`) is what makes it do more.
 
-use agent_common::block::{UNREC_STAMPS_FULL, UNREC_UNTRACKED};
+use agent_common::block::{DevOp, UNREC_STAMPS_FULL, UNREC_UNTRACKED};
 use agent_common::hist::depth_slot;
 use aya_ebpf::helpers::bpf_ktime_get_ns;
 use aya_ebpf::programs::BtfTracePointContext;
@@ -46,7 +46,7 @@ pub fn try_issue(ctx: &BtfTracePointContext) -> Result<(), i32> {
     if dev == 0 {
         return Ok(());
     }
-    let Some(s) = stats(req.qid, dev, req.op) else {
+    let Some(s) = stats(req.qid, &DevOp { dev, op: req.op }) else {
         return Ok(());
     };
     let depth = if depth > 0 { depth as u64 } else { 0 };

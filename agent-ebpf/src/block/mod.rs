@@ -400,25 +400,25 @@ pub unsafe fn atomic_add<T: Copy>(p: *mut T, delta: T) {
 }
 
 /// This CPU's stats of (device, op) on queue `qid`: its direct-mapped slot if free or its
-/// own, else its hash entry, created zeroed on first use. The key is made only for the hash.
+/// own, else its hash entry, created zeroed on first use.
 #[inline(always)]
-pub fn stats(qid: u32, dev: u32, op: u32) -> Option<&'static mut OpStats> {
-    if let Some(p) = BLOCK_FAST.get_ptr_mut(fast_index(qid, op)) {
+pub fn stats(qid: u32, key: &DevOp) -> Option<&'static mut OpStats> {
+    if let Some(p) = BLOCK_FAST.get_ptr_mut(fast_index(qid, key.op)) {
         // SAFETY: per-CPU value, only this CPU writes it while the program runs.
         let slot = unsafe { &mut *p };
         // The owner compared as one word: one load and one compare (`DevOp` is two u32s,
         // `dev` first, at the start of the slot).
         // SAFETY: the slot begins with its owner, 8 bytes, 8-aligned.
         let owner = unsafe { core::ptr::read(p as *const u64) };
-        if core::intrinsics::likely(owner == owner_word(dev, op)) {
+        if owner == owner_word(key) {
             return Some(&mut slot.stats);
         }
         if owner as u32 == 0 {
-            slot.owner = DevOp { dev, op };
+            slot.owner = *key;
             return Some(&mut slot.stats);
         }
     }
-    stats_in_hash(&DevOp { dev, op })
+    stats_in_hash(key)
 }
 
 /// `DevOp` as the little-endian word its two fields make in memory.
@@ -429,8 +429,8 @@ const _: () = assert!(
         && core::mem::align_of::<FastSlot>() == 8
 );
 #[inline(always)]
-fn owner_word(dev: u32, op: u32) -> u64 {
-    dev as u64 | (op as u64) << 32
+fn owner_word(key: &DevOp) -> u64 {
+    key.dev as u64 | (key.op as u64) << 32
 }
 
 /// The hash map's stats of (device, op), created zeroed on first use.

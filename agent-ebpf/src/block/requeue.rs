@@ -1,6 +1,7 @@
 //! `block_rq_requeue(struct request *rq)`: a request goes back to the block layer, to be
 //! dispatched again later (the driver was busy, or asked for it).
 
+use agent_common::block::DevOp;
 use aya_ebpf::programs::BtfTracePointContext;
 
 use super::{Request, control, leave_request, stamps, stats};
@@ -20,7 +21,7 @@ pub fn try_requeue(ctx: &BtfTracePointContext) -> Result<(), i32> {
     let _ = stamps().remove(req.key());
     let dev = req.dev();
     if dev != 0
-        && let Some(s) = stats(req.qid, dev, req.op)
+        && let Some(s) = stats(req.qid, &DevOp { dev, op: req.op })
     {
         s.requeues += 1;
     }
