@@ -56,8 +56,11 @@ struct Judged {
     places: Vec<String>,
 }
 
-/// Runs `rados bench` for the whole window, calls `fault` after `HEALTHY_S` and `lift` when
-/// the bench ends (each reads its independent counts), then asks stornet about the window.
+/// Runs `rados bench` for the whole window, calls `fault` after `HEALTHY_S` and `lift`
+/// `FAULT_S` later, as the bench stops writing (each reads its independent counts), then
+/// asks stornet about the window. The fault is lifted on the clock, not when the bench
+/// returns: the bench waits for its last writes, and a write behind a shallow port or a
+/// starved OSD can wait out a long retransmit backoff while the fault stays.
 fn judge(c: &CephLab, fault: impl FnOnce(), lift: impl FnOnce()) -> Judged {
     let start = now().floor();
     let b = RadosBench::writes((HEALTHY_S + FAULT_S) as u32)
@@ -66,9 +69,10 @@ fn judge(c: &CephLab, fault: impl FnOnce(), lift: impl FnOnce()) -> Judged {
         let load = s.spawn(|| c.rados_bench(&b));
         std::thread::sleep(Duration::from_secs(HEALTHY_S));
         fault();
-        let bench = load.join().unwrap().unwrap_or_else(|e| panic!("{e:#}"));
+        std::thread::sleep(Duration::from_secs(FAULT_S));
         let health = c.health().unwrap_or_else(|e| format!("{e:#}"));
         lift();
+        let bench = load.join().unwrap().unwrap_or_else(|e| panic!("{e:#}"));
         (bench, health)
     });
     // The last reports reach the mgr and Prometheus.
