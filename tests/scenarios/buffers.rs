@@ -38,11 +38,13 @@ fn deep(dir: &RunDir) -> f64 {
     let disk = support::disk("s1", DiskSpec::new(support::DISK_BYTES));
     let o = support::run(&lab, &disk, &workload(), dir, "deep");
     let writes = o.latency(0, "write");
-    // Nothing on the path: no cause at all, or, when other work on this machine keeps the
-    // loop device's worker thread waiting for a CPU (its service time is that wait: the
-    // disk is memory), the CPU, as the host's pressure shows it.
+    // Nothing on the path: no cause at all, or what other work on this machine does to the
+    // hosts: the CPU, when it keeps the loop device's worker thread waiting (the service
+    // time is that wait), or the device, when its writes to the disk the loop device's file
+    // lies on slow the loop device down (the agent measures that service time). Never the
+    // network.
     assert!(
-        ["none", "cpu"].contains(&o.cause()),
+        ["none", "cpu", "slow_device"].contains(&o.cause()),
         "{:#}",
         o.analysis["verdict"]
     );

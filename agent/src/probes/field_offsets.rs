@@ -4,7 +4,9 @@
 //! field's word in `BlockLayout`) gets that field's offset.
 
 use agent_common::block::{BlockLayout, FIELD_MARK, LAYOUT_WORDS, OFFSET_NONE};
-use anyhow::{Result, bail};
+use anyhow::{Result, anyhow, bail};
+use object::read::elf::ElfFile64;
+use object::{LittleEndian, Object, ObjectSection, SectionKind};
 
 /// The loader's copy of the object, 8-aligned as the ELF reader wants it.
 pub struct Patched {
@@ -83,35 +85,21 @@ fn patch_code(code: &mut [u8], words: &[u32; LAYOUT_WORDS]) -> Result<usize> {
 
 /// Byte ranges of the object's sections of code (executable, with contents).
 fn code_sections(elf: &[u8]) -> Result<Vec<(usize, usize)>> {
-    const SHT_PROGBITS: u32 = 1;
-    const SHF_EXECINSTR: u64 = 0x4;
-    const SECTION_HEADER: usize = 64;
-    if elf.len() < 64 || elf[..4] != *b"\x7fELF" || elf[4] != 2 || elf[5] != 1 {
-        bail!("the eBPF object is not a little-endian 64-bit ELF file");
-    }
-    let u16_at = |o: usize| u16::from_le_bytes([elf[o], elf[o + 1]]) as usize;
-    let u32_at = |o: usize| u32::from_le_bytes(elf[o..o + 4].try_into().unwrap());
-    let u64_at = |o: usize| u64::from_le_bytes(elf[o..o + 8].try_into().unwrap()) as usize;
-    let (shoff, shentsize, shnum) = (u64_at(0x28), u16_at(0x3a), u16_at(0x3c));
-    let table_end = shnum
-        .checked_mul(SECTION_HEADER)
-        .and_then(|n| n.checked_add(shoff));
-    if shentsize != SECTION_HEADER || table_end.is_none_or(|end| end > elf.len()) {
-        bail!("the eBPF object's section table is malformed");
-    }
-    let mut out = Vec::new();
-    for i in 0..shnum {
-        let h = shoff + i * SECTION_HEADER;
-        if u32_at(h + 4) != SHT_PROGBITS || u64_at(h + 8) as u64 & SHF_EXECINSTR == 0 {
-            continue;
-        }
-        let (start, size) = (u64_at(h + 0x18), u64_at(h + 0x20));
-        match start.checked_add(size) {
-            Some(end) if end <= elf.len() => out.push((start, end)),
-            _ => bail!("the eBPF object's section {i} lies beyond its end"),
-        }
-    }
-    Ok(out)
+    let file = ElfFile64::<LittleEndian>::parse(elf)
+        .map_err(|e| anyhow!("the eBPF object is not a little-endian 64-bit ELF file: {e}"))?;
+    file.sections()
+        .filter(|s| s.kind() == SectionKind::Text)
+        .filter_map(|s| Some((s.index(), s.file_range()?)))
+        .map(|(i, (start, size))| {
+            let end = start
+                .checked_add(size)
+                .filter(|&end| end <= elf.len() as u64);
+            let Some(end) = end else {
+                bail!("the eBPF object's section {} lies beyond its end", i.0);
+            };
+            Ok((start as usize, end as usize))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -177,7 +165,8 @@ mod tests {
             assert!(patch(bytes, &BlockLayout::default()).is_err());
         }
         let mut bad_table = vec![0u8; 64];
-        bad_table[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        // A valid identification (64-bit, little-endian, version 1), a table beyond the end.
+        bad_table[..7].copy_from_slice(b"\x7fELF\x02\x01\x01");
         bad_table[0x28..0x30].copy_from_slice(&u64::MAX.to_le_bytes());
         bad_table[0x3a] = 64;
         bad_table[0x3c] = 1;
@@ -185,6 +174,6 @@ mod tests {
             .err()
             .unwrap()
             .to_string();
-        assert!(err.contains("section table"), "{err}");
+        assert!(err.contains("section header"), "{err}");
     }
 }

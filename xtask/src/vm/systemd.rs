@@ -37,7 +37,7 @@ pub const CHECKS: &[&str] = &[
     "loadgen_package",
 ];
 
-const TIMEOUT: Duration = Duration::from_secs(420);
+const TIMEOUT: Duration = Duration::from_secs(900);
 
 /// The Debian root in the vm cache, made once by debootstrap (`.complete` marks it done).
 pub fn debian_root() -> Result<PathBuf> {
