@@ -7,10 +7,8 @@
 
 use std::time::Duration;
 
-use stornet_lab::lab::{DiskSpec, ReplicatedRun, Shaping};
+use stornet_lab::lab::{DiskSpec, ReplicatedRun, Shaping, Workload};
 use stornet_lab::privilege::require_root;
-
-use stornet_lab::lab::Workload;
 
 use crate::support::{self, CLIENT, REPLICA, RunDir};
 

@@ -22,7 +22,7 @@ pub struct Boot {
     pub full: bool,
     /// How long the guest may take before it is killed and its boot failed: a budget for a
     /// hang, about twice what a boot takes under TCG while the host runs the other tiers
-    /// (drivers: 280-390 s).
+    /// (drivers: 260-400 s).
     pub timeout_s: u64,
 }
 
